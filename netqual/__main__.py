@@ -1,0 +1,3 @@
+from netqual.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,119 @@
+"""One exception tree. Each exception carries its context and writes its own message.
+
+Exit codes are attached here and mapped to the process exit status in exactly one place
+(``netqual.cli.main``). A failing *path* is never an exception that escapes the
+coordinator: it becomes an ``unsafe`` verdict with a reason.
+"""
+
+from __future__ import annotations
+
+EXIT_OK = 0
+EXIT_FAIL = 1
+EXIT_USAGE = 2
+EXIT_RUNTIME = 3
+
+
+class NetqualError(Exception):
+    """Root of every error netqual raises on purpose."""
+
+    exit_code: int = EXIT_RUNTIME
+
+
+class InputError(NetqualError):
+    """Bad user input: a file or a field in it. Exit code 2."""
+
+    exit_code = EXIT_USAGE
+
+    def __init__(self, source: str, problem: str, field: str | None = None) -> None:
+        self.source = source
+        self.field = field
+        self.problem = problem
+        where = f"{source}: {field}" if field else source
+        super().__init__(f"{where}: {problem}")
+
+
+class InventoryError(InputError):
+    """The inventory file is unreadable or invalid."""
+
+
+class PolicyError(InputError):
+    """The policy file is unreadable or invalid."""
+
+
+class ResultsFileError(InputError):
+    """A results file is unreadable, truncated or does not match the schema."""
+
+
+class ProfileError(InputError):
+    """A gate profile is unreadable or invalid."""
+
+
+class UsageError(InputError):
+    """A command-line value is invalid."""
+
+    def __init__(self, option: str, problem: str) -> None:
+        super().__init__("command line", problem, field=option)
+
+
+class ProtocolError(NetqualError):
+    """A peer spoke something other than the netqual control protocol."""
+
+    def __init__(self, peer: str, problem: str) -> None:
+        self.peer = peer
+        self.problem = problem
+        super().__init__(f"{peer}: {problem}")
+
+
+class AuthError(ProtocolError):
+    """Token authentication failed (either side)."""
+
+
+class PeerError(NetqualError):
+    """The peer answered a request with an error message."""
+
+    def __init__(self, peer: str, code: str, message: str) -> None:
+        self.peer = peer
+        self.code = code
+        self.message = message
+        super().__init__(f"{peer}: {message} ({code})")
+
+
+class PeerUnreachableError(NetqualError):
+    """A TCP connection to an agent could not be made or broke."""
+
+    def __init__(self, peer: str, problem: str) -> None:
+        self.peer = peer
+        self.problem = problem
+        super().__init__(f"{peer} unreachable: {problem}")
+
+
+class TransportUnavailableError(NetqualError):
+    """A transport cannot run on this node (e.g. no pyverbs, no RDMA device)."""
+
+    def __init__(self, transport: str, problem: str, hint: str | None = None) -> None:
+        self.transport = transport
+        self.problem = problem
+        self.hint = hint
+        text = f"{transport} unavailable: {problem}"
+        if hint:
+            text += f" (hint: {hint})"
+        super().__init__(text)
+
+
+class ProbeError(NetqualError):
+    """A measurement between two agents failed (timeout, completion error, short read)."""
+
+    def __init__(self, problem: str) -> None:
+        self.problem = problem
+        super().__init__(problem)
+
+
+class NoAgentsError(NetqualError):
+    """Not a single agent of the inventory answered: nothing can be measured."""
+
+    def __init__(self, detail: str) -> None:
+        super().__init__(f"no agent answered: {detail}")
+
+
+class LabError(NetqualError):
+    """The emulated fabric could not be built or torn down."""

@@ -1,0 +1,216 @@
+"""Frozen records that cross module boundaries. Units are in the names; nothing is rounded.
+
+The JSON mapping of these records (the results file, DESIGN.md "Results file") lives in
+``netqual.results``; this module knows nothing about files.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+KIB = 1 << 10
+MIB = 1 << 20
+
+DEFAULT_PORT = 18515
+
+
+class Verdict(str, enum.Enum):
+    SAFE = "offload-safe"
+    MARGINAL = "marginal"
+    UNSAFE = "unsafe"
+
+    @property
+    def rank(self) -> int:
+        """0 best .. 2 worst; used to order paths and to detect a class drop."""
+        return _VERDICT_RANK[self]
+
+
+_VERDICT_RANK = {Verdict.SAFE: 0, Verdict.MARGINAL: 1, Verdict.UNSAFE: 2}
+
+
+class Role(str, enum.Enum):
+    COMPUTE = "compute"
+    STORAGE = "storage"
+    ANY = "any"
+
+
+class Mode(str, enum.Enum):
+    FULL_MESH = "full-mesh"
+    BIPARTITE = "bipartite"
+    SAMPLED = "sampled"
+
+
+class Metric(str, enum.Enum):
+    """Which RTT statistic the policy judges."""
+
+    P50 = "p50"
+    P90 = "p90"
+    P99 = "p99"
+    P999 = "p999"
+
+    @property
+    def quantile(self) -> float:
+        return {"p50": 0.50, "p90": 0.90, "p99": 0.99, "p999": 0.999}[self.value]
+
+
+class Tier(str, enum.Enum):
+    """Topology tier of a path, from inventory labels (or hop count when labels are silent)."""
+
+    SAME_HOST = "same-host"
+    SAME_RACK = "same-rack"
+    CROSS_RACK = "cross-rack"
+    REMOTE = "remote"
+    UNKNOWN = "unknown"
+
+
+@dataclass(frozen=True)
+class Node:
+    name: str
+    address: str
+    port: int = DEFAULT_PORT
+    role: Role = Role.ANY
+    rack: str | None = None
+    labels: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def endpoint(self) -> str:
+        host = f"[{self.address}]" if ":" in self.address else self.address
+        return f"{host}:{self.port}"
+
+
+@dataclass(frozen=True)
+class ProbePlan:
+    """What to measure on one path. Defaults are DESIGN.md's."""
+
+    iterations: int = 10_000
+    warmup: int = 1_000
+    size_bytes: int = 64
+    chunks_bytes: tuple[int, ...] = (64 * KIB, 1 * MIB, 8 * MIB)
+    depths: tuple[int, ...] = (1, 8)
+    bulk: bool = True
+    # Bytes moved per (chunk, depth) bulk cell; reads = max(min_reads, bulk_bytes // chunk).
+    bulk_bytes: int = 128 * MIB
+    min_reads: int = 32
+    timeout_s: float = 120.0
+
+    def reads_for(self, chunk_bytes: int) -> int:
+        return max(self.min_reads, self.bulk_bytes // max(1, chunk_bytes))
+
+
+@dataclass(frozen=True)
+class Percentile:
+    """One percentile, with whether enough samples stand behind it."""
+
+    value_us: float
+    trusted: bool
+
+
+@dataclass(frozen=True)
+class RttStats:
+    """Small-message round trip statistics, microseconds, full RTT at the initiator."""
+
+    samples: int
+    min_us: float
+    p50_us: float
+    p90_us: float
+    p99_us: float
+    p999_us: float
+    max_us: float
+    mean_us: float
+    stdev_us: float  # population standard deviation (ddof=0) of the kept samples
+    untrusted: tuple[str, ...] = ()  # e.g. ("p999",) when n < 10,000
+    # Distribution-free 95% confidence interval of the policy metric: (metric, low, high)
+    ci95_metric: str | None = None
+    ci95_low_us: float | None = None
+    ci95_high_us: float | None = None
+    # Compact distribution for plots: log-spaced bin edges (len = len(counts) + 1)
+    histogram_edges_us: tuple[float, ...] = ()
+    histogram_counts: tuple[int, ...] = ()
+
+    def value(self, metric: Metric) -> float:
+        return {
+            Metric.P50: self.p50_us,
+            Metric.P90: self.p90_us,
+            Metric.P99: self.p99_us,
+            Metric.P999: self.p999_us,
+        }[metric]
+
+    @property
+    def unstable(self) -> bool:
+        """pyperf's rule of thumb: stdev >= 10% of the mean."""
+        return self.mean_us > 0 and self.stdev_us >= 0.1 * self.mean_us
+
+
+@dataclass(frozen=True)
+class BulkStats:
+    """Bulk read of chunk_bytes with depth requests outstanding."""
+
+    chunk_bytes: int
+    depth: int
+    reads: int
+    goodput_gbps: float  # payload bits / wall time of the whole cell, 10^9 bit/s
+    completion_p50_us: float  # request posted -> last byte of that chunk received
+    completion_p99_us: float
+    completion_max_us: float
+    error: str | None = None
+
+
+@dataclass(frozen=True)
+class PathResult:
+    src: str
+    dst: str
+    transport: str
+    verdict: Verdict
+    reasons: tuple[str, ...]
+    rtt: RttStats | None = None
+    bulk: tuple[BulkStats, ...] = ()
+    hops: int | None = None
+    tier: Tier = Tier.UNKNOWN
+    error: str | None = None
+    started_at: str | None = None  # ISO 8601 UTC
+    duration_s: float | None = None
+    details: Mapping[str, object] = field(default_factory=dict)
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return (self.src, self.dst)
+
+
+@dataclass(frozen=True)
+class Policy:
+    metric: Metric = Metric.P99
+    safe_max_us: float = 200.0
+    unsafe_above_us: float = 500.0
+    min_samples: int = 10_000
+
+
+@dataclass(frozen=True)
+class RunMeta:
+    started_at: str
+    finished_at: str
+    transport: str
+    mode: Mode
+    policy: Policy
+    plan: ProbePlan
+    clock: Mapping[str, object]  # time.get_clock_info("perf_counter") and the function used
+    host: Mapping[str, object] = field(default_factory=dict)  # coordinator host, python, ...
+    inventory: str | None = None
+
+
+@dataclass(frozen=True)
+class Summary:
+    counts: Mapping[Verdict, int]
+    worst: tuple[tuple[str, str], ...]  # (src, dst) keys, worst first
+
+
+@dataclass(frozen=True)
+class Results:
+    run: RunMeta
+    nodes: tuple[Node, ...]
+    paths: tuple[PathResult, ...]
+    summary: Summary
+    tool_name: str = "netqual"
+    tool_version: str = "0"
+    schema_version: str = "1"

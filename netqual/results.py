@@ -1,0 +1,406 @@
+"""The results file (DESIGN.md "Results file", schema_version "1"): records <-> JSON.
+
+``results.jsonl`` holds one path object per line, appended as each pair finishes;
+``results.json`` holds the whole run. Both use the path mapping below.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any, TextIO
+
+from netqual.errors import ResultsFileError
+from netqual.models import (
+    BulkStats,
+    Metric,
+    Mode,
+    Node,
+    PathResult,
+    Policy,
+    ProbePlan,
+    Results,
+    Role,
+    RttStats,
+    RunMeta,
+    Summary,
+    Tier,
+    Verdict,
+)
+
+SCHEMA_VERSION = "1"
+WORST_PATHS = 10
+
+
+# -- records -> JSON -------------------------------------------------------------------
+def rtt_to_dict(r: RttStats) -> dict[str, Any]:
+    d: dict[str, Any] = {
+        "samples": r.samples,
+        "min": r.min_us,
+        "p50": r.p50_us,
+        "p90": r.p90_us,
+        "p99": r.p99_us,
+        "p999": r.p999_us,
+        "max": r.max_us,
+        "mean": r.mean_us,
+        "stdev": r.stdev_us,
+        "untrusted": list(r.untrusted),
+        "unstable": r.unstable,
+    }
+    if r.ci95_metric is not None:
+        d["ci95"] = {"metric": r.ci95_metric, "low": r.ci95_low_us, "high": r.ci95_high_us}
+    if r.histogram_counts:
+        d["histogram"] = {"edges": list(r.histogram_edges_us), "counts": list(r.histogram_counts)}
+    return d
+
+
+def bulk_to_dict(b: BulkStats) -> dict[str, Any]:
+    return {
+        "chunk_bytes": b.chunk_bytes,
+        "depth": b.depth,
+        "reads": b.reads,
+        "goodput_gbps": b.goodput_gbps,
+        "completion_us": {
+            "p50": b.completion_p50_us,
+            "p99": b.completion_p99_us,
+            "max": b.completion_max_us,
+        },
+        "error": b.error,
+    }
+
+
+def path_to_dict(p: PathResult) -> dict[str, Any]:
+    return {
+        "src": p.src,
+        "dst": p.dst,
+        "transport": p.transport,
+        "hops": p.hops,
+        "tier": p.tier.value,
+        "rtt_us": rtt_to_dict(p.rtt) if p.rtt else None,
+        "bulk": [bulk_to_dict(b) for b in p.bulk],
+        "verdict": p.verdict.value,
+        "reasons": list(p.reasons),
+        "error": p.error,
+        "started_at": p.started_at,
+        "duration_s": p.duration_s,
+        "details": dict(p.details),
+    }
+
+
+def node_to_dict(n: Node) -> dict[str, Any]:
+    return {
+        "name": n.name,
+        "address": n.address,
+        "port": n.port,
+        "role": n.role.value,
+        "rack": n.rack,
+        "labels": dict(n.labels),
+    }
+
+
+def policy_to_dict(p: Policy) -> dict[str, Any]:
+    return {
+        "metric": p.metric.value,
+        "safe_max_us": p.safe_max_us,
+        "unsafe_above_us": p.unsafe_above_us,
+        "min_samples": p.min_samples,
+    }
+
+
+def plan_to_dict(p: ProbePlan) -> dict[str, Any]:
+    return {
+        "iterations": p.iterations,
+        "warmup": p.warmup,
+        "size_bytes": p.size_bytes,
+        "chunks_bytes": list(p.chunks_bytes),
+        "depths": list(p.depths),
+        "bulk": p.bulk,
+        "bulk_bytes": p.bulk_bytes,
+        "min_reads": p.min_reads,
+        "timeout_s": p.timeout_s,
+    }
+
+
+def summarize(paths: Iterable[PathResult], metric: Metric = Metric.P99) -> Summary:
+    """Counts per verdict and the worst paths: unsafe first, then by the policy metric."""
+    paths = list(paths)
+    counts = {v: 0 for v in Verdict}
+    for p in paths:
+        counts[p.verdict] += 1
+
+    def badness(p: PathResult) -> tuple[int, float]:
+        value = p.rtt.value(metric) if p.rtt else float("inf")
+        return (p.verdict.rank, value)
+
+    worst = sorted((p for p in paths if p.verdict is not Verdict.SAFE), key=badness, reverse=True)
+    if len(worst) < WORST_PATHS:
+        rest = sorted((p for p in paths if p.verdict is Verdict.SAFE), key=badness, reverse=True)
+        worst += rest[: WORST_PATHS - len(worst)]
+    return Summary(counts=counts, worst=tuple(p.key for p in worst[:WORST_PATHS]))
+
+
+def results_to_dict(r: Results) -> dict[str, Any]:
+    by_key = {p.key: p for p in r.paths}
+    metric = r.run.policy.metric
+    return {
+        "schema_version": r.schema_version,
+        "tool": {"name": r.tool_name, "version": r.tool_version},
+        "run": {
+            "started_at": r.run.started_at,
+            "finished_at": r.run.finished_at,
+            "transport": r.run.transport,
+            "mode": r.run.mode.value,
+            "policy": policy_to_dict(r.run.policy),
+            "plan": plan_to_dict(r.run.plan),
+            "clock": dict(r.run.clock),
+            "host": dict(r.run.host),
+            "inventory": r.run.inventory,
+        },
+        "nodes": [node_to_dict(n) for n in r.nodes],
+        "paths": [path_to_dict(p) for p in r.paths],
+        "summary": {
+            "counts": {v.value: r.summary.counts.get(v, 0) for v in Verdict},
+            "total": len(r.paths),
+            "worst": [
+                {
+                    "src": s,
+                    "dst": d,
+                    "verdict": by_key[(s, d)].verdict.value,
+                    "metric": metric.value,
+                    "value_us": (by_key[(s, d)].rtt.value(metric) if by_key[(s, d)].rtt else None),
+                    "reasons": list(by_key[(s, d)].reasons),
+                }
+                for s, d in r.summary.worst
+                if (s, d) in by_key
+            ],
+        },
+    }
+
+
+def write_json(path: Path, results: Results) -> None:
+    """Write atomically: a reader never sees half a results.json."""
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    with tmp.open("w", encoding="utf-8") as f:
+        json.dump(results_to_dict(results), f, indent=1)
+        f.write("\n")
+        f.flush()
+        os.fsync(f.fileno())
+    tmp.replace(path)
+
+
+def append_jsonl(f: TextIO, path: PathResult) -> None:
+    """One finished pair, flushed at once so a crash loses nothing measured."""
+    f.write(json.dumps(path_to_dict(path), separators=(",", ":")) + "\n")
+    f.flush()
+    os.fsync(f.fileno())
+
+
+# -- JSON -> records -------------------------------------------------------------------
+class _Reader:
+    """Pulls typed fields out of parsed JSON, naming the field on any mistake."""
+
+    def __init__(self, source: str) -> None:
+        self.source = source
+
+    def fail(self, where: str, problem: str) -> ResultsFileError:
+        return ResultsFileError(self.source, problem, field=where)
+
+    def get(self, obj: Mapping[str, Any], key: str, where: str) -> Any:
+        if not isinstance(obj, Mapping):
+            raise self.fail(where, "expected an object")
+        if key not in obj:
+            raise self.fail(f"{where}.{key}" if where else key, "missing required key")
+        return obj[key]
+
+    def num(self, obj: Mapping[str, Any], key: str, where: str) -> float:
+        v = self.get(obj, key, where)
+        if isinstance(v, bool) or not isinstance(v, (int, float)):
+            raise self.fail(f"{where}.{key}", f"expected a number, got {v!r}")
+        return float(v)
+
+    def opt_num(self, obj: Mapping[str, Any], key: str, where: str) -> float | None:
+        return None if obj.get(key) is None else self.num(obj, key, where)
+
+    def string(self, obj: Mapping[str, Any], key: str, where: str) -> str:
+        v = self.get(obj, key, where)
+        if not isinstance(v, str):
+            raise self.fail(f"{where}.{key}", f"expected a string, got {v!r}")
+        return v
+
+
+def rtt_from_dict(d: Mapping[str, Any], rd: _Reader, where: str) -> RttStats:
+    ci = d.get("ci95") or {}
+    hist = d.get("histogram") or {}
+    return RttStats(
+        samples=int(rd.num(d, "samples", where)),
+        min_us=rd.num(d, "min", where),
+        p50_us=rd.num(d, "p50", where),
+        p90_us=rd.num(d, "p90", where),
+        p99_us=rd.num(d, "p99", where),
+        p999_us=rd.num(d, "p999", where),
+        max_us=rd.num(d, "max", where),
+        mean_us=rd.num(d, "mean", where),
+        stdev_us=rd.num(d, "stdev", where),
+        untrusted=tuple(str(x) for x in d.get("untrusted", ())),
+        ci95_metric=ci.get("metric"),
+        ci95_low_us=ci.get("low"),
+        ci95_high_us=ci.get("high"),
+        histogram_edges_us=tuple(float(x) for x in hist.get("edges", ())),
+        histogram_counts=tuple(int(x) for x in hist.get("counts", ())),
+    )
+
+
+def path_from_dict(d: Mapping[str, Any], rd: _Reader, where: str) -> PathResult:
+    verdict_text = rd.string(d, "verdict", where)
+    try:
+        verdict = Verdict(verdict_text)
+    except ValueError as err:
+        raise rd.fail(f"{where}.verdict", f"unknown verdict {verdict_text!r}") from err
+    rtt_raw = rd.get(d, "rtt_us", where)
+    bulk = []
+    for i, b in enumerate(rd.get(d, "bulk", where) or []):
+        bw = f"{where}.bulk[{i}]"
+        comp = rd.get(b, "completion_us", bw)
+        bulk.append(
+            BulkStats(
+                chunk_bytes=int(rd.num(b, "chunk_bytes", bw)),
+                depth=int(rd.num(b, "depth", bw)),
+                reads=int(rd.num(b, "reads", bw)),
+                goodput_gbps=rd.num(b, "goodput_gbps", bw),
+                completion_p50_us=rd.num(comp, "p50", f"{bw}.completion_us"),
+                completion_p99_us=rd.num(comp, "p99", f"{bw}.completion_us"),
+                completion_max_us=rd.opt_num(comp, "max", f"{bw}.completion_us")
+                or rd.num(comp, "p99", f"{bw}.completion_us"),
+                error=b.get("error"),
+            )
+        )
+    hops = rd.get(d, "hops", where)
+    if hops is not None and (isinstance(hops, bool) or not isinstance(hops, int)):
+        raise rd.fail(f"{where}.hops", f"expected an integer or null, got {hops!r}")
+    reasons = rd.get(d, "reasons", where)
+    if not isinstance(reasons, list):
+        raise rd.fail(f"{where}.reasons", "expected a list of strings")
+    try:
+        tier = Tier(d.get("tier") or "unknown")
+    except ValueError as err:
+        raise rd.fail(f"{where}.tier", f"unknown tier {d.get('tier')!r}") from err
+    return PathResult(
+        src=rd.string(d, "src", where),
+        dst=rd.string(d, "dst", where),
+        transport=rd.string(d, "transport", where),
+        verdict=verdict,
+        reasons=tuple(str(r) for r in reasons),
+        rtt=rtt_from_dict(rtt_raw, rd, f"{where}.rtt_us") if rtt_raw is not None else None,
+        bulk=tuple(bulk),
+        hops=hops,
+        tier=tier,
+        error=rd.get(d, "error", where),
+        started_at=d.get("started_at"),
+        duration_s=d.get("duration_s"),
+        details=dict(d.get("details") or {}),
+    )
+
+
+def results_from_dict(d: Mapping[str, Any], source: str) -> Results:
+    rd = _Reader(source)
+    version = rd.get(d, "schema_version", "")
+    if version != SCHEMA_VERSION:
+        raise rd.fail("schema_version", f"unsupported version {version!r} (expected {SCHEMA_VERSION!r})")
+    run = rd.get(d, "run", "")
+    pol = rd.get(run, "policy", "run")
+    try:
+        policy = Policy(
+            metric=Metric(pol.get("metric", "p99")),
+            safe_max_us=float(pol.get("safe_max_us", 200.0)),
+            unsafe_above_us=float(pol.get("unsafe_above_us", 500.0)),
+            min_samples=int(pol.get("min_samples", 10_000)),
+        )
+        mode = Mode(rd.string(run, "mode", "run"))
+    except (ValueError, TypeError) as err:
+        raise rd.fail("run", str(err)) from err
+    plan_d = run.get("plan") or {}
+    plan = ProbePlan(
+        **{k: (tuple(v) if isinstance(v, list) else v) for k, v in plan_d.items()
+           if k in ProbePlan.__dataclass_fields__}
+    )
+    meta = RunMeta(
+        started_at=rd.string(run, "started_at", "run"),
+        finished_at=rd.string(run, "finished_at", "run"),
+        transport=rd.string(run, "transport", "run"),
+        mode=mode,
+        policy=policy,
+        plan=plan,
+        clock=dict(run.get("clock") or {}),
+        host=dict(run.get("host") or {}),
+        inventory=run.get("inventory"),
+    )
+    nodes = []
+    for i, n in enumerate(rd.get(d, "nodes", "")):
+        w = f"nodes[{i}]"
+        try:
+            role = Role(n.get("role") or "any")
+        except ValueError as err:
+            raise rd.fail(f"{w}.role", f"unknown role {n.get('role')!r}") from err
+        nodes.append(
+            Node(
+                name=rd.string(n, "name", w),
+                address=rd.string(n, "address", w),
+                port=int(n.get("port") or 18515),
+                role=role,
+                rack=rd.get(n, "rack", w),
+                labels=dict(rd.get(n, "labels", w) or {}),
+            )
+        )
+    paths = tuple(path_from_dict(p, rd, f"paths[{i}]") for i, p in enumerate(rd.get(d, "paths", "")))
+    rd.get(d, "summary", "")
+    tool = rd.get(d, "tool", "")
+    return Results(
+        run=meta,
+        nodes=tuple(nodes),
+        paths=paths,
+        summary=summarize(paths, policy.metric),
+        tool_name=str(tool.get("name", "netqual")),
+        tool_version=str(tool.get("version", "0")),
+        schema_version=version,
+    )
+
+
+def load(path: Path) -> Results:
+    """Read and validate a results.json. Every problem is a ResultsFileError naming the field."""
+    source = str(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as err:
+        raise ResultsFileError(source, f"cannot read: {err.strerror or err}") from err
+    except UnicodeDecodeError as err:
+        raise ResultsFileError(source, "not UTF-8 text") from err
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as err:
+        hint = " (truncated?)" if err.pos >= len(text.rstrip()) - 1 else ""
+        raise ResultsFileError(
+            source, f"not valid JSON at line {err.lineno} column {err.colno}: {err.msg}{hint}"
+        ) from err
+    if not isinstance(data, dict):
+        raise ResultsFileError(source, "expected a JSON object at the top level")
+    return results_from_dict(data, source)
+
+
+def load_jsonl_paths(path: Path) -> list[PathResult]:
+    """Read results.jsonl; a torn last line (crash mid-write) is skipped, nothing else is."""
+    rd = _Reader(str(path))
+    out: list[PathResult] = []
+    lines = path.read_text(encoding="utf-8").splitlines()
+    for i, line in enumerate(lines):
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as err:
+            if i == len(lines) - 1:
+                break
+            raise rd.fail(f"line {i + 1}", f"not valid JSON: {err.msg}") from err
+        out.append(path_from_dict(obj, rd, f"line {i + 1}"))
+    return out

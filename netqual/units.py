@@ -1,0 +1,60 @@
+"""Parsing and formatting of sizes and durations. Rounding happens only when formatting."""
+
+from __future__ import annotations
+
+import re
+
+_SUFFIXES = {
+    "": 1,
+    "b": 1,
+    "k": 1000,
+    "kb": 1000,
+    "kib": 1 << 10,
+    "m": 1000**2,
+    "mb": 1000**2,
+    "mib": 1 << 20,
+    "g": 1000**3,
+    "gb": 1000**3,
+    "gib": 1 << 30,
+}
+_SIZE_RE = re.compile(r"^\s*(\d+)\s*([a-zA-Z]*)\s*$")
+
+
+def parse_size(text: str | int) -> int:
+    """Parse ``64``, ``64KiB``, ``8MiB``, ``1GB`` into bytes. Raises ValueError."""
+    if isinstance(text, bool):
+        raise ValueError(f"not a size: {text!r}")
+    if isinstance(text, int):
+        if text < 0:
+            raise ValueError(f"size must not be negative: {text}")
+        return text
+    m = _SIZE_RE.match(text)
+    if not m:
+        raise ValueError(f"not a size: {text!r} (examples: 64, 64KiB, 8MiB)")
+    number, suffix = m.groups()
+    factor = _SUFFIXES.get(suffix.lower())
+    if factor is None:
+        raise ValueError(f"unknown size suffix {suffix!r} in {text!r} (use B, KiB, MiB, GiB)")
+    return int(number) * factor
+
+
+def format_size(n_bytes: int) -> str:
+    """Binary units, exact when possible: 65536 -> '64KiB', 100 -> '100B'."""
+    for unit, factor in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n_bytes >= factor and n_bytes % factor == 0:
+            return f"{n_bytes // factor}{unit}"
+    for unit, factor in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n_bytes >= factor:
+            return f"{n_bytes / factor:.1f}{unit}"
+    return f"{n_bytes}B"
+
+
+def format_us(value_us: float | None) -> str:
+    """Microseconds with sensible precision for a table cell."""
+    if value_us is None:
+        return "-"
+    if value_us < 10:
+        return f"{value_us:.2f}"
+    if value_us < 1000:
+        return f"{value_us:.1f}"
+    return f"{value_us:,.0f}"

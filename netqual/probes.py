@@ -47,16 +47,25 @@ def _peer_label(peer: Mapping[str, Any]) -> str:
 
 
 def _validate_plan(plan: ProbePlan, limits: AgentLimits) -> str | None:
+    """Name the first agent limit the plan exceeds, or None."""
     if plan.warmup + plan.iterations > limits.max_iterations:
-        return f"iterations+warmup {plan.warmup + plan.iterations} > limit {limits.max_iterations}"
+        return (
+            f"iterations+warmup {plan.warmup + plan.iterations} exceeds "
+            f"max_iterations={limits.max_iterations}"
+        )
     if plan.size_bytes > limits.max_message_bytes:
-        return f"size {plan.size_bytes} > limit {limits.max_message_bytes}"
+        return f"size {plan.size_bytes} exceeds max_message_bytes={limits.max_message_bytes}"
     if plan.bulk:
         for c in plan.chunks_bytes:
             if c > limits.max_chunk_bytes:
-                return f"chunk {c} > limit {limits.max_chunk_bytes}"
+                return f"chunk {c} exceeds max_chunk_bytes={limits.max_chunk_bytes}"
+            if plan.reads_for(c) * c > limits.max_bulk_bytes:
+                return (
+                    f"bulk cell of {plan.reads_for(c)} x {c} bytes exceeds "
+                    f"max_bulk_bytes={limits.max_bulk_bytes}"
+                )
         if max(plan.depths) > limits.max_depth:
-            return f"depth {max(plan.depths)} > limit {limits.max_depth}"
+            return f"depth {max(plan.depths)} exceeds max_depth={limits.max_depth}"
     return None
 
 

@@ -26,7 +26,7 @@ def agent(
         bool, typer.Option("--insecure", help="Run without a token (lab use only).")
     ] = False,
     name: Annotated[
-        str | None, typer.Option("--name", help="Name reported to peers [hostname].")
+        str | None, typer.Option("--name", help="Name reported to peers \\[hostname].")
     ] = None,
     max_sessions: Annotated[
         int, typer.Option("--max-sessions", help="Concurrent control sessions.")

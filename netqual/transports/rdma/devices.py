@@ -75,9 +75,10 @@ def scan(pv: verbs.Pyverbs) -> tuple[DeviceInfo, ...]:
     try:
         devices = pv.device.get_device_list()
     except pv.error as err:
-        raise TransportUnavailableError(
-            "rdma", f"{verbs.NO_DEVICE_PROBLEM}: {err}", verbs.NO_DEVICE_HINT
-        ) from err
+        problem = verbs.NO_DEVICE_PROBLEM
+        if verbs.rdma_sysfs_devices():  # sysfs has devices, yet libibverbs sees none
+            problem = f"no usable RDMA device ({err}; is the provider library installed?)"
+        raise TransportUnavailableError("rdma", problem, verbs.NO_DEVICE_HINT) from err
     if not devices:
         raise TransportUnavailableError("rdma", verbs.NO_DEVICE_PROBLEM, verbs.NO_DEVICE_HINT)
     return tuple(_scan_one(pv, _name(dev)) for dev in devices)

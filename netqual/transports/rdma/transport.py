@@ -68,14 +68,30 @@ class RdmaTransport(Transport):
     def initiate(
         self, channel: Channel, plan: ProbePlan, deadline: float, peer_address: str
     ) -> RawProbe:
-        pv = verbs.load()
-        found = devices.scan(pv)
+        """Failures come out as ProbeError (or the responder's PeerError), never raw pyverbs."""
+        try:
+            pv = verbs.load()
+            found = devices.scan(pv)
+        except TransportUnavailableError as err:
+            raise ProbeError(unavailable_message(self.node_name, err)) from err
         local_ip = local_ip_of(channel)
         family = ip_family(peer_address) or ip_family(local_ip)
         try:
             sel = devices.choose(found, self.options, local_ip=local_ip, family=family)
+            return self._session(channel, pv, sel, plan, deadline)
         except GidSelectionError as err:
-            raise ProbeError(f"rdma on {self.node_name}: {err}") from err
+            raise ProbeError(f"rdma {self.node_name} -> {channel.peer}: {err}") from err
+        except pv.error as err:  # a verbs call we did not expect to fail
+            raise ProbeError(f"rdma {self.node_name} -> {channel.peer}: {err}") from err
+
+    def _session(
+        self,
+        channel: Channel,
+        pv: verbs.Pyverbs,
+        sel: devices.Selection,
+        plan: ProbePlan,
+        deadline: float,
+    ) -> RawProbe:
         cells = SessionPlan.from_plan(plan)
         rd_cap = sel.device.max_qp_init_rd_atom  # refined after the exchange
         ep = Endpoint(
@@ -97,14 +113,11 @@ class RdmaTransport(Transport):
             channel.set_deadline(deadline)
             try:
                 reply = channel.request("rdma.connect", body, reply="rdma.connected")
-            except PeerError as err:
-                closed = True  # the responder already gave up and holds nothing
-                raise ProbeError(err.message) from err
+            except PeerError:
+                closed = True  # the responder gave up before holding anything: pass it on
+                raise
             peer = ConnInfo.from_json(reply.get("conninfo", {}), channel.peer)
-            try:
-                ep.connect(peer)
-            except GidSelectionError as err:
-                raise ProbeError(f"rdma {self.node_name} -> {channel.peer}: {err}") from err
+            ep.connect(peer)
             rtt = pingpong.initiate(
                 ep,
                 peer,

@@ -36,7 +36,10 @@ INSTALL_HINT = (
     f"or set {PATH_ENV} to the directory holding the pyverbs package (see docs/rdma.md)"
 )
 NO_DEVICE_PROBLEM = "no RDMA device (no /sys/class/infiniband)"
-NO_DEVICE_HINT = "load the NIC driver (e.g. mlx5_ib) or create a soft-RoCE device with rdma_rxe"
+NO_DEVICE_HINT = (
+    "load the NIC driver (e.g. mlx5_ib), or for a functional test create a soft-RoCE device: "
+    "modprobe rdma_rxe && rdma link add rxe0 type rxe netdev <ifname>"
+)
 
 # verbs.h values (ABI-stable)
 ACCESS_LOCAL_WRITE = 1

@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from rich.console import Console
+from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
@@ -72,4 +73,4 @@ def _node(console: Console, name: str, report: Mapping[str, Any]) -> None:
                 str(port["lid"]),
                 gids,
             )
-    console.print(table)
+    console.print(Padding(table, (0, 0, 0, 2), expand=False))

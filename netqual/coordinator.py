@@ -56,6 +56,7 @@ class RunConfig:
     plan: ProbePlan = field(default_factory=ProbePlan)
     token: bytes | None = None
     parallel: int | None = None  # max concurrent pairs per round; None = all disjoint pairs
+    sample_k: int = 2  # sampled mode: pairs between every two racks
     inventory: str | None = None
 
 
@@ -182,7 +183,7 @@ def run(cfg: RunConfig, out_dir: Path, observer: RunObserver | None = None) -> R
     if len(down) == len(cfg.nodes):
         detail = "; ".join(f"{k}: {v}" for k, v in down.items())
         raise NoAgentsError(detail)
-    rounds = plan_rounds(list(cfg.nodes), cfg.mode)
+    rounds = plan_rounds(list(cfg.nodes), cfg.mode, cfg.sample_k)
     total = sum(len(r) for r in rounds)
     observer.started(total, len(rounds))
     out_dir.mkdir(parents=True, exist_ok=True)

@@ -106,6 +106,9 @@ def run(
     token_file: TokenFileOpt = None,
     insecure: InsecureOpt = False,
     parallel: ParallelOpt = None,
+    sample_k: Annotated[
+        int, typer.Option("--sample-k", help="sampled mode: pairs between every two racks.")
+    ] = 2,
     iterations: IterationsOpt = None,
     warmup: WarmupOpt = None,
     size: SizeOpt = None,
@@ -127,6 +130,7 @@ def run(
         plan=_plan(inv.plan, iterations, warmup, size, chunk, depth, no_bulk, timeout),
         token=token,
         parallel=parallel,
+        sample_k=sample_k,
         inventory=str(inventory),
     )
     with ProgressObserver(console()) as progress:

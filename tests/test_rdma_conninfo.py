@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from netqual.errors import ProtocolError, UsageError
 from netqual.models import KIB, MIB, ProbePlan
 from netqual.transports.interface import AgentLimits
-from netqual.transports.rdma import RdmaOptions
+from netqual.transports.rdma import RdmaOptions, transport_for_agent
 from netqual.transports.rdma.conninfo import ConnInfo, ConnInfoError
 from netqual.transports.rdma.gid import GidType, LinkLayer
 from netqual.transports.rdma.session import SessionPlan
@@ -143,3 +143,15 @@ def test_options_from_env_json_and_precedence() -> None:
         RdmaOptions(port=0)
     with pytest.raises(UsageError, match=r"--gid-index.*expected an integer"):
         RdmaOptions.from_json({"gid_index": "3"})
+
+
+def test_transport_for_agent_merges_request_over_agent_options() -> None:
+    agent = RdmaOptions(device="mlx5_0", port=1)
+    t = transport_for_agent(
+        "gpu01", {"local": {"gid_index": 3}, "peer": {"device": "mlx5_2"}}, agent
+    )
+    assert t.options == RdmaOptions(device="mlx5_0", port=1, gid_index=3)
+    assert t.peer_options == RdmaOptions(device="mlx5_2")
+    assert t.node_name == "gpu01"
+    plain = transport_for_agent("gpu02", None, agent)
+    assert (plain.options, plain.peer_options) == (agent, None)

@@ -11,6 +11,6 @@ from __future__ import annotations
 
 from netqual.transports.rdma.options import RdmaOptions
 from netqual.transports.rdma.session import unavailable_message
-from netqual.transports.rdma.transport import RdmaTransport
+from netqual.transports.rdma.transport import RdmaTransport, transport_for_agent
 
-__all__ = ["RdmaOptions", "RdmaTransport", "unavailable_message"]
+__all__ = ["RdmaOptions", "RdmaTransport", "transport_for_agent", "unavailable_message"]

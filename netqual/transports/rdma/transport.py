@@ -318,4 +318,24 @@ def _number(value: Any, default: float) -> float:
     return float(value)
 
 
-__all__ = ["RdmaTransport"]
+def transport_for_agent(
+    node_name: str, request: Any = None, agent_options: RdmaOptions | None = None
+) -> RdmaTransport:
+    """The RdmaTransport an agent should use for one request.
+
+    ``agent_options``: the agent's own ``--rdma-device/--rdma-port/--gid-index`` (default:
+    ``NETQUAL_RDMA_*``). ``request``: the optional ``"rdma"`` object of a probe request,
+    ``{"local": {...}, "peer": {...}}`` (``RdmaOptions.to_json`` shape) from ``probe``/``run``
+    flags: ``local`` overrides this agent's options, ``peer`` is sent to the responder.
+    """
+    base = agent_options if agent_options is not None else RdmaOptions.from_env()
+    local, peer = base, None
+    if isinstance(request, Mapping):
+        if request.get("local") is not None:
+            local = RdmaOptions.from_json(request["local"]).over(base)
+        if request.get("peer") is not None:
+            peer = RdmaOptions.from_json(request["peer"])
+    return RdmaTransport(options=local, peer_options=peer, node_name=node_name)
+
+
+__all__ = ["RdmaTransport", "transport_for_agent"]

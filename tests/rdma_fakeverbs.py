@@ -52,6 +52,7 @@ class Fabric:
         )
         self.fail_status: int | None = None  # next completion carries this status
         self.fail_transition: tuple[str, int] | None = None
+        self.fail_transition_skip = 0  # let this many matching transitions succeed first
         self.on_write: Callable[[int, int], None] | None = None  # (remote_addr, length)
         self.closed: list[str] = []
         self.max_sq_seen = 0
@@ -245,7 +246,11 @@ def module(fabric: Fabric) -> verbs.Pyverbs:
 
         def _step(self, name: str, state: int, attr: QPAttr) -> None:
             if f.fail_transition and f.fail_transition[0] == name:
-                raise PyverbsRDMAError(f"Failed to modify QP state to {name}", f.fail_transition[1])
+                if f.fail_transition_skip:
+                    f.fail_transition_skip -= 1
+                else:
+                    code = f.fail_transition[1]
+                    raise PyverbsRDMAError(f"Failed to modify QP state to {name}", code)
             self.state = state
             self.attrs[name] = dict(vars(attr))
 

@@ -230,3 +230,22 @@ def test_responder_refuses_a_plan_over_its_limits(fake_agent: int) -> None:
     ch, _hello = connect("127.0.0.1", fake_agent, None, peer="fakeB")
     with ch, pytest.raises(Exception, match=r"ping-pong rounds exceed the agent limit"):
         RdmaTransport(node_name="fakeA").initiate(ch, plan, time.monotonic() + 30, "127.0.0.1")
+
+
+def test_initiator_failure_after_connect_releases_both_ends(
+    fake_agent: int, fabric: Fabric
+) -> None:
+    fabric.fail_transition = ("RTR", 22)
+    fabric.fail_transition_skip = 1  # the responder's RTR succeeds, the initiator's fails
+    ch, _hello = connect("127.0.0.1", fake_agent, None, peer="fakeB")
+    with ch, pytest.raises(ProbeError, match=r"RTR failed \(EINVAL"):
+        RdmaTransport(node_name="fakeA").initiate(
+            ch, ProbePlan(iterations=50, warmup=0, bulk=False), time.monotonic() + 30, "127.0.0.1"
+        )
+    end = time.monotonic() + 5
+    while fabric.closed.count("pd") < 2 and time.monotonic() < end:
+        time.sleep(0.01)
+    time.sleep(0.05)
+    for kind in ("qp", "cq", "mr", "pd"):
+        assert fabric.closed.count(kind) == 2, (kind, fabric.closed)
+    assert fabric.closed.count("ctx") == 4  # two device scans and two endpoints

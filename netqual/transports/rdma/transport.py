@@ -13,6 +13,7 @@ Conversation (initiator -> responder, on the agents' authenticated channel):
 
 from __future__ import annotations
 
+import logging
 import socket
 import time
 from collections.abc import Mapping
@@ -30,6 +31,7 @@ from netqual.transports.rdma.options import RdmaOptions
 from netqual.transports.rdma.session import SessionPlan, local_ip_of, unavailable_message
 
 CLOSE_TIMEOUT_S = 10.0
+log = logging.getLogger(__name__)
 
 
 class RdmaTransport(Transport):
@@ -292,8 +294,11 @@ class RdmaTransport(Transport):
                     deadline=deadline,
                     abort=channel.sock,
                 )
-            except ProbeError:
-                rounds = -1  # the initiator times out on its own and reports it
+            except (ProbeError, pv.error) as err:
+                # The initiator sees its own timeout or completion error and reports that;
+                # this side only logs why it stopped.
+                log.info("rdma responder for %s stopped: %s", channel.peer, err)
+                rounds = -1
             self._await_close(channel, deadline, rounds)
         finally:
             ep.close()

@@ -150,3 +150,15 @@ def test_run_with_pyverbs_but_no_device_marks_every_path_unsafe(tmp_path: Path) 
         assert path["verdict"] == "unsafe"
         assert "rdma unavailable on node" in " ".join(path["reasons"])
         assert "no RDMA device (no /sys/class/infiniband)" in " ".join(path["reasons"])
+
+
+def test_loading_pyverbs_leaves_logging_alone() -> None:
+    code = (
+        "import logging\nfrom netqual.transports.rdma import verbs\n"
+        "try:\n    verbs.load()\nexcept Exception as err:\n    print('skip', err)\n"
+        "root = logging.getLogger()\nprint(len(root.handlers), root.level)\n"
+    )
+    run = _python(code, ENV)
+    if run.stdout.startswith("skip"):
+        pytest.skip(run.stdout)
+    assert run.stdout.split() == ["0", "30"]  # pyverbs' basicConfig(INFO) undone

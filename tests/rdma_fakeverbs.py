@@ -51,6 +51,7 @@ class Fabric:
             ]
         )
         self.fail_status: int | None = None  # next completion carries this status
+        self.fail_read_status: int | None = None  # next RDMA READ completes with this status
         self.fail_transition: tuple[str, int] | None = None
         self.fail_transition_skip = 0  # let this many matching transitions succeed first
         self.on_write: Callable[[int, int], None] | None = None  # (remote_addr, length)
@@ -280,6 +281,8 @@ def module(fabric: Fabric) -> verbs.Pyverbs:
             status = self._move(wr)
             if f.fail_status is not None:
                 status, f.fail_status = f.fail_status, None
+            if wr.opcode == verbs.WR_RDMA_READ and f.fail_read_status is not None:
+                status, f.fail_read_status = f.fail_read_status, None
             if signalled or status:
                 wc = WC(wr.wr_id, status, wr.opcode)
                 wc.serial = serial  # type: ignore[attr-defined]

@@ -249,3 +249,30 @@ def test_initiator_failure_after_connect_releases_both_ends(
     for kind in ("qp", "cq", "mr", "pd"):
         assert fabric.closed.count(kind) == 2, (kind, fabric.closed)
     assert fabric.closed.count("ctx") == 4  # two device scans and two endpoints
+
+
+def test_failed_bulk_cell_keeps_the_rtt_and_skips_later_cells(
+    fake_agent: int, fabric: Fabric
+) -> None:
+    fabric.fail_read_status = 12
+    plan = ProbePlan(
+        iterations=50,
+        warmup=5,
+        chunks_bytes=(4 * KIB, 8 * KIB),
+        depths=(1,),
+        bulk_bytes=16 * KIB,
+        min_reads=2,
+    )
+    ch, _hello = connect("127.0.0.1", fake_agent, None, peer="fakeB")
+    with ch:
+        raw = RdmaTransport(node_name="fakeA").initiate(
+            ch, plan, time.monotonic() + 30, "127.0.0.1"
+        )
+    assert raw.rtt_ns.shape == (50,)
+    first, second = raw.bulk
+    assert (
+        first.error is not None
+        and "RDMA READ completion failed: IBV_WC_RETRY_EXC_ERR" in first.error
+    )
+    assert second.error == "not run: an earlier bulk cell failed"
+    assert len(second.completion_ns) == 0

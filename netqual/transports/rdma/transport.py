@@ -19,6 +19,8 @@ import time
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
+import numpy as np
+
 from netqual.errors import NetqualError, PeerError, ProbeError, TransportUnavailableError
 from netqual.models import ProbePlan
 from netqual.protocol import Channel
@@ -128,10 +130,7 @@ class RdmaTransport(Transport):
                 size=plan.size_bytes,
                 deadline=deadline,
             )
-            cells_out = tuple(
-                bulk.read_cell(ep, peer, chunk=chunk, depth=depth, reads=reads, deadline=deadline)
-                for chunk, depth, reads in cells.cells()
-            )
+            cells_out = self._bulk(pv, ep, peer, cells, deadline)
             rounds = self._close(channel, deadline)
             closed = True
             details = self._details(
@@ -150,6 +149,33 @@ class RdmaTransport(Transport):
             if not closed:
                 self._close_quietly(channel)
             ep.close()
+
+    @staticmethod
+    def _bulk(
+        pv: verbs.Pyverbs, ep: Endpoint, peer: ConnInfo, cells: SessionPlan, deadline: float
+    ) -> tuple[RawBulk, ...]:
+        """Every cell; a failed cell carries its error (the path is judged unsafe, the RTT
+        samples are kept) and the cells after it are not run: the QP is in the error state
+        or still has reads outstanding."""
+        out: list[RawBulk] = []
+        failed = False
+        for chunk, depth, reads in cells.cells():
+            error = "not run: an earlier bulk cell failed" if failed else None
+            if not failed:
+                try:
+                    out.append(
+                        bulk.read_cell(
+                            ep, peer, chunk=chunk, depth=depth, reads=reads, deadline=deadline
+                        )
+                    )
+                    continue
+                except ProbeError as err:
+                    error = err.problem
+                except pv.error as err:
+                    error = f"rdma verbs call failed: {err}"
+                failed = True
+            out.append(RawBulk(chunk, depth, np.empty(0, dtype=np.int64), 0, error=error))
+        return tuple(out)
 
     def _close(self, channel: Channel, deadline: float) -> int:
         channel.set_deadline(max(deadline, time.monotonic() + 1.0))

@@ -147,7 +147,7 @@ class RdmaTransport(Transport):
             )
         finally:
             if not closed:
-                self._close_quietly(channel)
+                self._close_quietly(channel, deadline)
             ep.close()
 
     @staticmethod
@@ -184,9 +184,10 @@ class RdmaTransport(Transport):
         return rounds if isinstance(rounds, int) else 0
 
     @staticmethod
-    def _close_quietly(channel: Channel) -> None:
+    def _close_quietly(channel: Channel, deadline: float) -> None:
+        """Best effort, bounded: at most CLOSE_TIMEOUT_S, and 1 s once the deadline passed."""
         try:
-            channel.set_timeout(CLOSE_TIMEOUT_S)
+            channel.set_timeout(max(1.0, min(CLOSE_TIMEOUT_S, deadline - time.monotonic())))
             channel.request("rdma.close", {}, reply="rdma.closed")
         except (NetqualError, OSError):
             pass  # the responder tears down on its own deadline or when the channel drops

@@ -26,8 +26,9 @@ def doctor(
 ) -> None:
     """Check RDMA readiness: devices, port state, link layer, active MTU, GID table, pyverbs.
 
-    With --inventory, every agent is asked and mismatches between nodes (MTU, GID type,
-    link layer) are flagged. Exit code 1 when anything is wrong, 0 when ready.
+    With --inventory every agent is asked, and differences between nodes are flagged.
+
+    Exit code 1 when anything is wrong, 0 when ready.
     """
     result = doctor_core.run(inventory, token_file, insecure=insecure)
     if as_json:

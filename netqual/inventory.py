@@ -123,5 +123,5 @@ def load_inventory(path: Path, base_plan: ProbePlan | None = None) -> Inventory:
     probe_raw = data.get("probe", {})
     if not isinstance(probe_raw, dict):
         raise top.fail("probe", "expected a table")
-    plan = plan_mod.from_table(base_plan or ProbePlan(), probe_raw, source)
+    plan = plan_mod.from_table(base_plan or ProbePlan(), probe_raw, source, _error)
     return Inventory(source=source, nodes=tuple(nodes), token_file=token_file, mode=mode, plan=plan)

@@ -72,7 +72,11 @@ class GroupRow:
     unsafe: int
 
 
-def group_paths(paths: Sequence[PathResult], key: Callable[[PathResult], str]) -> list[GroupRow]:
+def group_paths(
+    paths: Sequence[PathResult],
+    key: Callable[[PathResult], str],
+    order: Callable[[str], tuple[float, str]] | None = None,
+) -> list[GroupRow]:
     groups: dict[str, list[PathResult]] = {}
     for p in paths:
         groups.setdefault(key(p), []).append(p)
@@ -90,11 +94,26 @@ def group_paths(paths: Sequence[PathResult], key: Callable[[PathResult], str]) -
                 unsafe=sum(p.verdict is Verdict.UNSAFE for p in members),
             )
         )
-    return sorted(rows, key=lambda r: (len(r.key), r.key))
+    return sorted(rows, key=lambda r: order(r.key) if order else (0.0, r.key))
 
 
 def hop_key(p: PathResult) -> str:
     return "?" if p.hops is None else str(p.hops)
+
+
+def hop_order(key: str) -> tuple[float, str]:
+    return (float(key), key) if key.isdigit() else (float("inf"), key)
+
+
+_TIER_ORDER = {t.value: float(i) for i, t in enumerate(Tier)}
+
+
+def tier_key(p: PathResult) -> str:
+    return p.tier.value
+
+
+def tier_order(key: str) -> tuple[float, str]:
+    return (_TIER_ORDER.get(key, float("inf")), key)
 
 
 def rack_pair_key(nodes: Sequence[Node]) -> Callable[[PathResult], str]:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from netqual.errors import InputError, UsageError
@@ -64,14 +64,19 @@ def override(
     return dataclasses.replace(base, **changes)
 
 
-def from_table(base: ProbePlan, table: Mapping[str, Any], source: str) -> ProbePlan:
+def from_table(
+    base: ProbePlan,
+    table: Mapping[str, Any],
+    source: str,
+    error: Callable[[str, str, str | None], InputError] = InputError,
+) -> ProbePlan:
     """Apply an inventory ``[probe]`` table (same names as the options)."""
     for key in table:
         if key not in PLAN_KEYS:
-            raise InputError(
+            raise error(
                 source,
                 f"unknown key (allowed: {', '.join(sorted(PLAN_KEYS))})",
-                field=f"probe.{key}",
+                f"probe.{key}",
             )
 
     def as_list(key: str) -> list[Any] | None:
@@ -90,8 +95,6 @@ def from_table(base: ProbePlan, table: Mapping[str, Any], source: str) -> ProbeP
             timeout_s=table.get("timeout"),
         )
     except UsageError as err:
-        raise InputError(
-            source, err.problem, field="probe." + (err.field or "").lstrip("-")
-        ) from err
+        raise error(source, err.problem, "probe." + (err.field or "").lstrip("-")) from err
     except TypeError as err:
-        raise InputError(source, f"wrong type in [probe]: {err}", field="probe") from err
+        raise error(source, f"wrong type in [probe]: {err}", "probe") from err

@@ -54,22 +54,27 @@ def rtt_stats(rtt_ns: npt.NDArray[np.int64], metric: Metric = Metric.P99) -> Rtt
     """Reduce kept RTT samples (ns, warm-up already dropped) to RttStats in microseconds."""
     if len(rtt_ns) == 0:
         raise ValueError("no samples")
-    us = np.sort(np.asarray(rtt_ns, dtype=np.float64) / 1000.0)
-    n = len(us)
-    pct = {name: float(np.percentile(us, q * 100.0)) for name, q in _QUANTILES.items()}
+    # Reduce in nanoseconds and convert once, so min <= mean <= max holds exactly.
+    sorted_ns = np.sort(np.asarray(rtt_ns, dtype=np.float64))
+    n = len(sorted_ns)
+    pct = {
+        name: float(np.percentile(sorted_ns, q * 100.0)) / 1000.0 for name, q in _QUANTILES.items()
+    }
     untrusted = tuple(name for name, q in _QUANTILES.items() if n < needed_samples(q))
+    mean_ns = min(max(float(sorted_ns.mean()), sorted_ns[0]), sorted_ns[-1])
+    us = sorted_ns / 1000.0
     lo, hi = quantile_ci(us, metric.quantile)
     edges, counts = log_histogram(us)
     return RttStats(
         samples=n,
-        min_us=float(us[0]),
+        min_us=float(sorted_ns[0]) / 1000.0,
         p50_us=pct["p50"],
         p90_us=pct["p90"],
         p99_us=pct["p99"],
         p999_us=pct["p999"],
-        max_us=float(us[-1]),
-        mean_us=float(us.mean()),
-        stdev_us=float(us.std()),
+        max_us=float(sorted_ns[-1]) / 1000.0,
+        mean_us=float(mean_ns) / 1000.0,
+        stdev_us=float(sorted_ns.std()) / 1000.0,
         untrusted=untrusted,
         ci95_metric=metric.value,
         ci95_low_us=lo,

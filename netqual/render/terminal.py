@@ -2,12 +2,22 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from netqual.matrix import build_matrix, group_paths, hop_key, rack_pair_key
-from netqual.models import PathResult, Results, Verdict
+from netqual.matrix import (
+    build_matrix,
+    group_paths,
+    hop_key,
+    hop_order,
+    rack_pair_key,
+    tier_key,
+    tier_order,
+)
+from netqual.models import PathResult, Results, Tier, Verdict
 from netqual.narrative import verdict_sentence
 from netqual.units import format_size, format_us
 
@@ -38,7 +48,9 @@ def print_results(console: Console, results: Results) -> None:
         print_matrix(console, results)
     else:
         print_groups(console, results, "rack pair", rack_pair_key(results.nodes))
-    print_groups(console, results, "hops", hop_key)
+    print_groups(console, results, "hops", hop_key, hop_order)
+    if any(p.tier is not Tier.UNKNOWN for p in results.paths):
+        print_groups(console, results, "tier", tier_key, tier_order)
     print_worst(console, results)
 
 
@@ -63,16 +75,30 @@ def print_matrix(console: Console, results: Results) -> None:
     console.print(table)
 
 
-def print_groups(console: Console, results: Results, title: str, key: object) -> None:
-    rows = group_paths(results.paths, key)  # type: ignore[arg-type]
+def print_groups(
+    console: Console,
+    results: Results,
+    title: str,
+    key: Callable[[PathResult], str],
+    order: Callable[[str], tuple[float, str]] | None = None,
+) -> None:
+    rows = group_paths(results.paths, key, order)
+    per_hop = title == "hops"
     table = Table(title=f"by {title}", title_justify="left")
-    for col in (title, "paths", "median p50 us", "worst p99 us", "safe", "marginal", "unsafe"):
+    cols = [title, "paths", "median p50 us", *(["p50 per hop us"] if per_hop else [])]
+    for col in [*cols, "worst p99 us", "safe", "marginal", "unsafe"]:
         table.add_column(col, justify="left" if col == title else "right")
     for r in rows:
+        extra = []
+        if per_hop and r.key.isdigit() and int(r.key) and r.median_p50_us is not None:
+            extra = [format_us(r.median_p50_us / int(r.key))]
+        elif per_hop:
+            extra = ["-"]
         table.add_row(
             r.key,
             str(r.paths),
             format_us(r.median_p50_us),
+            *extra,
             format_us(r.worst_p99_us),
             Text(str(r.safe), style="green" if r.safe else "dim"),
             Text(str(r.marginal), style="yellow" if r.marginal else "dim"),

@@ -53,6 +53,8 @@ def _validate_plan(plan: ProbePlan, limits: AgentLimits) -> str | None:
             f"iterations+warmup {plan.warmup + plan.iterations} exceeds "
             f"max_iterations={limits.max_iterations}"
         )
+    if plan.timeout_s > limits.max_duration_s:
+        return f"timeout {plan.timeout_s:g} s exceeds max_duration_s={limits.max_duration_s:g}"
     if plan.size_bytes > limits.max_message_bytes:
         return f"size {plan.size_bytes} exceeds max_message_bytes={limits.max_message_bytes}"
     if plan.bulk:
@@ -200,10 +202,16 @@ def request_probe(
         try:
             res = ch.expect("probe.result")
             n = int(res["rtt_count"])
+            # Never trust an announced count beyond what was asked: it sizes the buffer.
+            if not 0 <= n <= plan.iterations:
+                raise ValueError(f"rtt_count {n} outside 0..{plan.iterations}")
+            max_reads = max((plan.reads_for(c) for c in plan.chunks_bytes), default=0)
             rtt = np.frombuffer(ch.recv_bytes(n * _SAMPLE.itemsize), dtype=_SAMPLE).astype(np.int64)
             bulk = []
             for b in res.get("bulk", []):
                 reads = int(b["reads"])
+                if not 0 <= reads <= max_reads:
+                    raise ValueError(f"bulk reads {reads} outside 0..{max_reads}")
                 comp = np.frombuffer(ch.recv_bytes(reads * _SAMPLE.itemsize), dtype=_SAMPLE)
                 bulk.append(
                     RawBulk(

@@ -135,7 +135,8 @@ class Channel:
             raise ProtocolError(self.peer, f"unknown frame type {frame_type}")
         if length > max_bytes:
             raise FrameTooLargeError(
-                self.peer, f"frame of {length} bytes exceeds max_frame_bytes={max_bytes}"
+                self.peer,
+                f"frame of {length} bytes exceeds the cap of {max_bytes} (max_frame_bytes)",
             )
         return frame_type, self.recv_exact(length)
 

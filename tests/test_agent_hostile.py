@@ -20,10 +20,18 @@ from typing import Any
 import pytest
 from conftest import AgentPool, AgentProc, cli_env, new_token_file
 
-from netqual.errors import AuthError, PeerError
+from netqual.coordinator import RunConfig, measure_pair
+from netqual.errors import AuthError, PeerError, ProbeError, ProtocolError
 from netqual.models import Node, ProbePlan
 from netqual.probes import request_probe
-from netqual.protocol import HEADER, MAGIC, PROTOCOL_VERSION, Channel, connect
+from netqual.protocol import (
+    HEADER,
+    MAGIC,
+    PROTOCOL_VERSION,
+    Channel,
+    connect,
+    server_handshake,
+)
 
 SMALL = ProbePlan(iterations=500, warmup=50, chunks_bytes=(64 * 1024,), depths=(1,), timeout_s=20)
 
@@ -174,14 +182,14 @@ def test_oversized_length_prefix_refused_before_allocation(pair: Pair) -> None:
             s.sendall(huge)
             err = read_error(s)
             assert err["code"] == "limit"
-            assert "4294967295" in err["message"] and "max_frame_bytes=" in err["message"]
+            assert "4294967295" in err["message"] and "(max_frame_bytes)" in err["message"]
             assert closed_within(s, 5)
     # Authenticated: capped at max_frame_bytes (1 MiB), for message and data frames alike.
     for frame_type in (1, 2):
         ch, _ = connect("127.0.0.1", victim.port, token, peer="victim", timeout_s=5)
         with ch:
             ch.send_all(HEADER.pack(MAGIC, PROTOCOL_VERSION, frame_type, 2 << 20))
-            with pytest.raises(PeerError, match=r"max_frame_bytes=1048576") as info:
+            with pytest.raises(PeerError, match=r"cap of 1048576 \(max_frame_bytes\)") as info:
                 ch.expect("ok")
             assert info.value.code == "limit"
     assert _rss_kib(victim.proc.pid) - rss_before < 64 * 1024
@@ -255,6 +263,7 @@ def test_probe_over_limits_answered_with_limit_error(pair: Pair) -> None:
         "max_depth=64": {"depths": [1, 65]},
         "max_message_bytes=1048576": {"size_bytes": 4 << 20},
         "max_bulk_bytes=8589934592": {"bulk_bytes": 16 << 30, "chunks_bytes": [1 << 20]},
+        "max_duration_s=600": {"timeout_s": 3600},
     }
     target = {"name": "peer", "address": "127.0.0.1", "port": peer.port}
     ch, _ = connect("127.0.0.1", victim.port, token, peer="victim", timeout_s=5)
@@ -399,3 +408,55 @@ def test_sigterm_exits_zero_within_two_seconds_with_sessions_open(
         silent.close()
     assert rc == 0
     assert elapsed < 2.0, f"agent took {elapsed:.2f} s to stop"
+
+
+class FakeAgent:
+    """An authenticated but lying or stalling 'agent' in a thread, to attack the coordinator."""
+
+    def __init__(self, token: bytes, behaviour: str) -> None:
+        self.token = token
+        self.behaviour = behaviour
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.port = self.listener.getsockname()[1]
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+        self.thread.start()
+
+    def _serve(self) -> None:
+        conn, _ = self.listener.accept()
+        ch = Channel(conn, "coordinator")
+        try:
+            ch.set_timeout(10)
+            server_handshake(ch, self.token, "liar", "0")
+            ch.expect("probe")
+            if self.behaviour == "stall":
+                time.sleep(3)
+                return
+            ch.send("probe.result", {"rtt_count": 10**9, "bulk": []})
+            ch.send_all(HEADER.pack(MAGIC, PROTOCOL_VERSION, 2, 0xFFFFFFF0))
+            time.sleep(1)
+        except Exception:  # the coordinator hanging up is the expected outcome
+            pass
+        finally:
+            ch.close()
+            self.listener.close()
+
+
+@pytest.mark.parametrize("behaviour", ["lie", "stall"])
+def test_coordinator_survives_a_lying_or_stalling_agent(behaviour: str) -> None:
+    token = b"k" * 32
+    fake = FakeAgent(token, behaviour)
+    src = Node(name="liar", address="127.0.0.1", port=fake.port)
+    dst = Node(name="other", address="127.0.0.1", port=9)
+    cfg = RunConfig(nodes=(src, dst), plan=SMALL, token=token)
+    t0 = time.monotonic()
+    if behaviour == "lie":
+        with pytest.raises(ProtocolError, match=r"malformed probe result.*rtt_count"):
+            request_probe(src, dst, "tcp", SMALL, token, timeout_s=10)
+    else:
+        with pytest.raises(ProbeError, match=r"no result from liar within 1\.5 s"):
+            request_probe(src, dst, "tcp", SMALL, token, timeout_s=1.5)
+        fake = FakeAgent(token, behaviour)
+        src = Node(name="liar", address="127.0.0.1", port=fake.port)
+        path = measure_pair(src, dst, cfg)
+        assert path.verdict.value == "unsafe" and path.error and "liar" in path.error
+    assert time.monotonic() - t0 < 60

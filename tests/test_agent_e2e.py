@@ -113,7 +113,7 @@ def test_three_agents_by_hand_then_cli_run(agents: AgentPool, tmp_path: Path) ->
 
 
 def _iso_s(text: str) -> float:
-    return dt.datetime.fromisoformat(text).timestamp()
+    return dt.datetime.fromisoformat(text).timestamp()  # truncated to ms: a lower bound
 
 
 def test_agent_killed_mid_run_cli(agents: AgentPool, tmp_path: Path) -> None:
@@ -125,7 +125,7 @@ def test_agent_killed_mid_run_cli(agents: AgentPool, tmp_path: Path) -> None:
     jsonl = out / "results.jsonl"
     cmd = [sys.executable, "-m", "netqual", "run", str(inventory), "--out", str(out)]
     # Enough iterations that a pair takes a good fraction of a second.
-    cmd += ["--iterations", "8000", "--warmup", "200", "--chunk", "64KiB", "--depth", "1"]
+    cmd += ["--iterations", "4000", "--warmup", "200", "--chunk", "64KiB", "--depth", "1"]
     proc = subprocess.Popen(
         cmd, env=cli_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
     )
@@ -142,8 +142,8 @@ def test_agent_killed_mid_run_cli(agents: AgentPool, tmp_path: Path) -> None:
         first = json.loads(before[0])
         victim = next(a for a in started if a.name not in (first["src"], first["dst"]))
         victim.proc.send_signal(signal.SIGKILL)
-        killed_at = time.time()
         victim.proc.wait(timeout=5)
+        dead_at = time.time()
         stdout, stderr = proc.communicate(timeout=90)
     finally:
         if proc.poll() is None:
@@ -156,15 +156,20 @@ def test_agent_killed_mid_run_cli(agents: AgentPool, tmp_path: Path) -> None:
     doc = json.loads((out / "results.json").read_text())
     check_schema(doc)
     assert len(doc["paths"]) == 6 and len(after) == 6
+    failed = 0
     for p in doc["paths"]:
         involved = victim.name in (p["src"], p["dst"])
-        finished = _iso_s(p["started_at"]) + p["duration_s"]
         if not involved:
             assert p["error"] is None, p
-        elif finished > killed_at + 0.05:
+            continue
+        # A pair in flight at the kill may still complete from data already buffered;
+        # one that started after the victim was dead must fail, naming the victim.
+        if p["error"] is not None or _iso_s(p["started_at"]) > dead_at:
             assert p["verdict"] == "unsafe", p
             assert p["error"] and victim.name in p["error"], p
             assert any(victim.name in r for r in p["reasons"]), p
+            failed += 1
+    assert failed >= 2  # the victim is in 3 of the 6 pairs, at most one was in flight
     assert all(a.alive() for a in started if a is not victim)
     assert by_name[victim.name].proc.returncode == -signal.SIGKILL
 

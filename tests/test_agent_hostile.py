@@ -255,6 +255,31 @@ def test_thousand_rapid_connects(agents: AgentPool, token: bytes) -> None:
     probe_when_free(victim, peer, token, within_s=10)
 
 
+def test_many_concurrent_sessions_are_served(pair: Pair) -> None:
+    victim, peer, token = pair
+    names: list[str] = []
+    errors: list[BaseException] = []
+
+    def session() -> None:
+        try:
+            ch, _ = connect("127.0.0.1", victim.port, token, peer="victim", timeout_s=10)
+            with ch:
+                ch.set_timeout(10)
+                time.sleep(0.2)  # hold the session so they overlap
+                names.append(ch.request("info", reply="info")["name"])
+        except BaseException as err:
+            errors.append(err)
+
+    threads = [threading.Thread(target=session) for _ in range(24)]
+    for t in threads:
+        t.start()
+    legit_probe(victim, peer, token)  # while they are open
+    for t in threads:
+        t.join(timeout=30)
+    assert not errors
+    assert names == ["victim"] * 24
+
+
 def test_probe_over_limits_answered_with_limit_error(pair: Pair) -> None:
     victim, peer, token = pair
     cases = {

@@ -199,3 +199,12 @@ def test_bad_inventory_through_a_real_process(tmp_path: Path) -> None:
     assert done.returncode == 2
     assert " ".join(done.stderr.split()).startswith(f"error: {inv}: node[1].role: unknown role")
     assert done.stdout == ""
+
+
+@pytest.mark.parametrize(
+    ("option", "value"), [("--auth-timeout", "0"), ("--max-sessions", "0"), ("--listen", "h:x")]
+)
+def test_bad_agent_options(capsys: pytest.CaptureFixture[str], option: str, value: str) -> None:
+    code, err = run_main(capsys, "agent", "--insecure", option, value)
+    assert code == 2
+    assert f"error: command line: {option}: " in err

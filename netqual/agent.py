@@ -148,8 +148,16 @@ class Agent:
             self._conns.add(conn)
         t = threading.Thread(target=self._session, args=(conn, peer), daemon=True)
         self._threads = [x for x in self._threads if x.is_alive()]
+        try:
+            t.start()
+        except RuntimeError as err:  # can't start new thread: refuse this one, keep serving
+            log.warning("refused %s: %s", peer, err)
+            with self._conns_lock:
+                self._conns.discard(conn)
+            conn.close()
+            self._sessions.release()
+            return
         self._threads.append(t)
-        t.start()
 
     # -- one session -------------------------------------------------------------------
     def _session(self, conn: socket.socket, peer: str) -> None:

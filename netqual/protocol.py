@@ -152,6 +152,8 @@ class Channel:
             obj = json.loads(payload)
         except (UnicodeDecodeError, json.JSONDecodeError) as err:
             raise ProtocolError(self.peer, f"malformed message: {err}") from err
+        except RecursionError as err:  # "[[[[..." : the parser's recursion, not ours
+            raise ProtocolError(self.peer, "malformed message: nested too deeply") from err
         if (
             not isinstance(obj, dict)
             or not isinstance(obj.get("kind"), str)

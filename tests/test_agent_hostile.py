@@ -40,10 +40,12 @@ def node(a: AgentProc) -> Node:
     return Node(name=a.name, address="127.0.0.1", port=a.port)
 
 
-def legit_probe(src: AgentProc, dst: AgentProc, token: bytes) -> None:
+def legit_probe(src: AgentProc, dst: AgentProc, token: bytes, hops: bool = False) -> None:
     """A normal coordinator request through ``src`` to ``dst`` succeeds."""
     out = request_probe(node(src), node(dst), "tcp", SMALL, token, timeout_s=30)
     assert len(out.raw.rtt_ns) == SMALL.iterations
+    if hops:  # the UDP hop responder answered too (best effort: 3 tries within 1 s)
+        assert out.hops == 1
     assert out.responder_agent == dst.name
     assert src.alive() and dst.alive()
 
@@ -161,7 +163,25 @@ def test_random_bytes_are_dropped(pair: Pair) -> None:
     with raw_connect(victim.port) as s:
         s.sendall(os.urandom(1024))
         assert closed_within(s, 5)
-    legit_probe(victim, peer, token)
+    # Well-framed garbage: JSON nested past the parser's recursion limit, not an object,
+    # an unknown frame type, another protocol version.
+    for frame in (
+        HEADER.pack(MAGIC, PROTOCOL_VERSION, 1, 4000) + b"[" * 4000,
+        HEADER.pack(MAGIC, PROTOCOL_VERSION, 1, 2) + b"[]",
+        HEADER.pack(MAGIC, PROTOCOL_VERSION, 9, 0),
+        HEADER.pack(MAGIC, PROTOCOL_VERSION + 1, 1, 0),
+    ):
+        with raw_connect(victim.port) as s:
+            read_frame(s)
+            s.sendall(frame)
+            assert read_error(s).get("code") == "protocol"
+            assert closed_within(s, 5)
+    # The hop-count responder shares the port number (UDP): garbage there is ignored.
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as u:
+        for size in (0, 1, 20, 21, 1400, 60000):
+            u.sendto(os.urandom(size), ("127.0.0.1", victim.port))
+    assert "Traceback" not in victim.stderr()
+    legit_probe(peer, victim, token, hops=True)
 
 
 def _rss_kib(pid: int) -> int:

@@ -29,6 +29,7 @@ from netqual.models import (
     Tier,
     Verdict,
 )
+from netqual.schema import validate
 
 SCHEMA_VERSION = "1"
 WORST_PATHS = 10
@@ -379,12 +380,15 @@ def load(path: Path) -> Results:
     try:
         data = json.loads(text)
     except json.JSONDecodeError as err:
-        hint = " (truncated?)" if err.pos >= len(text.rstrip()) - 1 else ""
+        stripped = text.rstrip()
+        truncated = err.pos >= len(stripped) - 1 or not stripped.endswith("}")
+        hint = " (truncated? the file ends before the JSON does)" if truncated else ""
         raise ResultsFileError(
             source, f"not valid JSON at line {err.lineno} column {err.colno}: {err.msg}{hint}"
         ) from err
     if not isinstance(data, dict):
         raise ResultsFileError(source, "expected a JSON object at the top level")
+    validate(data, source)
     return results_from_dict(data, source)
 
 

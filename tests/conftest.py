@@ -1,0 +1,8 @@
+"""Make tests/factories.py importable as ``factories``."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).parent))

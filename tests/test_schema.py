@@ -61,7 +61,7 @@ def test_truncated_file_is_reported(tmp_path: Path) -> None:
     f = write_results(tmp_path / "r.json", make_results(4))
     text = f.read_text()
     f.write_text(text[: len(text) // 2])
-    with pytest.raises(ResultsFileError, match=r"not valid JSON .*\(truncated\?\)"):
+    with pytest.raises(ResultsFileError, match=r"not valid JSON .*truncated\?"):
         load(f)
 
 

@@ -3,8 +3,8 @@
 ``validate`` turns the most relevant schema error into a ``ResultsFileError`` naming the
 field as a JSON path (``paths[3].rtt_us.p99``).
 
-Cost: pure-Python validation takes about a millisecond per path, so a 512-node full mesh
-(130,816 paths) would take minutes. Above ``FULL_VALIDATION_PATHS`` paths every path is
+Cost: pure-Python validation takes one to two milliseconds per path (references inlined),
+so a 512-node full mesh (130,816 paths) would take minutes. Above ``FULL_VALIDATION_PATHS`` paths every path is
 still checked for the schema's required keys, and an evenly spread sample of
 ``FULL_VALIDATION_PATHS`` paths (first and last included) gets the full schema; the typed
 reader in ``netqual.results`` then checks every value it uses.
@@ -23,7 +23,7 @@ from jsonschema.exceptions import ValidationError, best_match
 
 from netqual.errors import ResultsFileError
 
-FULL_VALIDATION_PATHS = 4000
+FULL_VALIDATION_PATHS = 300
 
 
 @functools.cache
@@ -33,12 +33,24 @@ def results_schema() -> dict[str, Any]:
     return schema
 
 
+def _inline_refs(node: Any, defs: Mapping[str, Any]) -> Any:
+    """Replace local '#/$defs/x' references by their target: resolving them costs half the time."""
+    if isinstance(node, dict):
+        ref = node.get("$ref")
+        if isinstance(ref, str) and ref.startswith("#/$defs/"):
+            return _inline_refs(defs[ref.removeprefix("#/$defs/")], defs)
+        return {k: _inline_refs(v, defs) for k, v in node.items() if k != "$defs"}
+    if isinstance(node, list):
+        return [_inline_refs(v, defs) for v in node]
+    return node
+
+
 @functools.cache
 def _validator() -> jsonschema.protocols.Validator:
     schema = results_schema()
     cls = jsonschema.validators.validator_for(schema)
     cls.check_schema(schema)
-    validator: jsonschema.protocols.Validator = cls(schema)
+    validator: jsonschema.protocols.Validator = cls(_inline_refs(schema, schema["$defs"]))
     return validator
 
 

@@ -18,7 +18,8 @@ import jinja2
 import markupsafe
 
 from netqual.gate.model import Waiver
-from netqual.models import Results
+from netqual.diff import RunDiff
+from netqual.models import Results, Verdict
 from netqual.report import fmt
 from netqual.report.build import build_view
 
@@ -55,6 +56,24 @@ def render(template: str, **context: Any) -> str:
 def render_html(results: Results, *, waivers: Sequence[Waiver] = (), today: dt.date | None = None) -> str:
     view = build_view(results, waivers, today)
     return render("report.html.j2", view=view, title=view.title, data_json=script_json(view.data))
+
+
+def diff_sentence(d: RunDiff) -> str:
+    parts = [f"{len(d.worse)} paths worse", f"{len(d.better)} better"]
+    if d.new_paths:
+        parts.append(f"{len(d.new_paths)} new")
+    if d.missing_paths:
+        parts.append(f"{len(d.missing_paths)} missing")
+    return ", ".join(parts) + f" ({len(d.deltas)} compared)"
+
+
+def render_diff_html(d: RunDiff, *, limit: int = 200) -> str:
+    top = [c for c in d.deltas if c.delta_us is not None][:20]
+    sentence = diff_sentence(d)
+    return render(
+        "diff.html.j2", diff=d, sentence=sentence, title=f"netqual diff: {sentence}", top=top,
+        verdicts=list(Verdict), limit=limit,
+    )  # fmt: skip
 
 
 def write_html(results: Results, path: Path, *, waivers: Sequence[Waiver] = (), today: dt.date | None = None) -> None:

@@ -78,7 +78,9 @@ def _abs_delta(c: PathChange) -> float:
     return float("inf") if d is None else abs(d)
 
 
-def diff_runs(old: Results, new: Results, *, old_source: str = "old", new_source: str = "new") -> RunDiff:
+def diff_runs(
+    old: Results, new: Results, *, old_source: str = "old", new_source: str = "new"
+) -> RunDiff:
     """Judge with the new run's policy metric (the one its verdicts came from)."""
     metric = new.run.policy.metric
     old_by_key = {p.key: p for p in old.paths}
@@ -131,6 +133,10 @@ def diff_to_dict(d: RunDiff) -> dict[str, Any]:
         "counts": {v.value: [d.old_counts.get(v, 0), d.new_counts.get(v, 0)] for v in Verdict},
         "changed_class": [_change_dict(c) for c in d.changed_class],
         "deltas": [_change_dict(c) for c in d.deltas],
-        "new_paths": [{"src": p.src, "dst": p.dst, "verdict": p.verdict.value} for p in d.new_paths],
-        "missing_paths": [{"src": p.src, "dst": p.dst, "verdict": p.verdict.value} for p in d.missing_paths],
+        "new_paths": [
+            {"src": p.src, "dst": p.dst, "verdict": p.verdict.value} for p in d.new_paths
+        ],
+        "missing_paths": [
+            {"src": p.src, "dst": p.dst, "verdict": p.verdict.value} for p in d.missing_paths
+        ],
     }

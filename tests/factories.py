@@ -16,8 +16,6 @@ from dataclasses import replace
 from pathlib import Path
 
 from netqual.models import (
-    KIB,
-    MIB,
     BulkStats,
     Mode,
     Node,
@@ -67,7 +65,9 @@ def make_nodes(n_nodes: int, *, rack_size: int | None = None, storage_every: int
     return nodes
 
 
-def classify(rtt: RttStats | None, error: str | None, policy: Policy) -> tuple[Verdict, tuple[str, ...]]:
+def classify(
+    rtt: RttStats | None, error: str | None, policy: Policy
+) -> tuple[Verdict, tuple[str, ...]]:
     """DESIGN.md policy: errors are unsafe; metric > unsafe line unsafe; too few samples marginal."""
     if error is not None or rtt is None:
         return Verdict.UNSAFE, (f"measurement failed: {error or 'no samples'}",)
@@ -82,7 +82,9 @@ def classify(rtt: RttStats | None, error: str | None, policy: Policy) -> tuple[V
     return Verdict.SAFE, (f"{name} {value:.1f} us <= {policy.safe_max_us:g} us",)
 
 
-def make_rtt(p50_us: float, spread: float, samples: int, rng: random.Random, *, histogram: bool) -> RttStats:
+def make_rtt(
+    p50_us: float, spread: float, samples: int, rng: random.Random, *, histogram: bool
+) -> RttStats:
     """Percentiles of a right-skewed distribution with median p50_us; spread >= 1 widens the tail."""
     p90 = p50_us * (1.0 + 0.25 * spread)
     p99 = p50_us * (1.0 + 0.9 * spread) * rng.uniform(0.95, 1.05)
@@ -175,7 +177,9 @@ def make_results(
     slow_racks = {frozenset(p) for p in slow_rack_pairs}
     pinned = {(s, d): v for s, d, v in slow_paths}
     pairs = [(a, b) for i, a in enumerate(nodes) for b in nodes[i + 1 :]]
-    failing = set(rng.sample(range(len(pairs)), min(error_paths, len(pairs)))) if not all_safe else set()
+    failing = (
+        set(rng.sample(range(len(pairs)), min(error_paths, len(pairs)))) if not all_safe else set()
+    )
     paths = []
     for idx, (a, b) in enumerate(pairs):
         tier = Tier.SAME_RACK if a.rack == b.rack else Tier.CROSS_RACK
@@ -226,8 +230,12 @@ def make_results(
         mode=Mode.FULL_MESH,
         policy=policy,
         plan=plan,
-        clock={"function": "time.perf_counter_ns", "implementation": "clock_gettime(CLOCK_MONOTONIC)",
-               "resolution_s": 1e-09, "monotonic": True},
+        clock={
+            "function": "time.perf_counter_ns",
+            "implementation": "clock_gettime(CLOCK_MONOTONIC)",
+            "resolution_s": 1e-09,
+            "monotonic": True,
+        },
         host={"hostname": "coord01", "python": "3.11.2", "platform": "Linux-6.1-x86_64"},
         inventory="inventory.toml",
     )

@@ -7,8 +7,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from factories import make_results, write_results
+
 from netqual import schema
 from netqual.errors import EXIT_USAGE, ResultsFileError
 from netqual.results import load, results_to_dict
@@ -35,20 +35,33 @@ def test_valid_file_round_trips(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("mutate", "field", "words"),
     [
-        (lambda d: d.update(schema_version="2"), "schema_version", "unsupported schema_version '2'"),
+        (
+            lambda d: d.update(schema_version="2"),
+            "schema_version",
+            "unsupported schema_version '2'",
+        ),
         (lambda d: d.pop("schema_version"), "schema_version", "missing required key"),
         (lambda d: d.pop("summary"), "summary", "missing required key"),
         (lambda d: d["run"].pop("transport"), "run.transport", "missing required key"),
         (lambda d: d["paths"][3].pop("verdict"), "paths[3].verdict", "missing required key"),
-        (lambda d: d["paths"][2]["rtt_us"].update(p99="slow"), "paths[2].rtt_us.p99", "expected number"),
+        (
+            lambda d: d["paths"][2]["rtt_us"].update(p99="slow"),
+            "paths[2].rtt_us.p99",
+            "expected number",
+        ),
         (lambda d: d["paths"][1].update(verdict="fine"), "paths[1].verdict", "expected one of"),
         (lambda d: d["nodes"][0].update(role="gpu"), "nodes[0].role", "'gpu'"),
-        (lambda d: d["paths"][0]["bulk"][1].pop("completion_us"), "paths[0].bulk[1].completion_us",
-         "missing required key"),
+        (
+            lambda d: d["paths"][0]["bulk"][1].pop("completion_us"),
+            "paths[0].bulk[1].completion_us",
+            "missing required key",
+        ),
         (lambda d: d["paths"][0].update(hops=-1), "paths[0].hops", "minimum"),
     ],
 )
-def test_schema_errors_name_the_field(tmp_path: Path, doc: dict[str, Any], mutate: Any, field: str, words: str) -> None:
+def test_schema_errors_name_the_field(
+    tmp_path: Path, doc: dict[str, Any], mutate: Any, field: str, words: str
+) -> None:
     mutate(doc)
     with pytest.raises(ResultsFileError) as info:
         _load_doc(tmp_path, doc)

@@ -29,15 +29,22 @@ def _today(text: str | None) -> dt.date:
 def gate(
     results: Annotated[Path, typer.Argument(help="results.json of the run to judge.")],
     profile: Annotated[
-        Path | None, typer.Option("--profile", help="Gate profile TOML (built-in default: every path safe).")
+        Path | None,
+        typer.Option("--profile", help="Gate profile TOML (built-in default: every path safe)."),
     ] = None,
     baseline: Annotated[
-        Path | None, typer.Option("--baseline", help="results.json of an earlier run, for regression rules.")
+        Path | None,
+        typer.Option("--baseline", help="results.json of an earlier run, for regression rules."),
     ] = None,
-    junit: Annotated[Path | None, typer.Option("--junit", help="Also write JUnit XML here.")] = None,
+    junit: Annotated[
+        Path | None, typer.Option("--junit", help="Also write JUnit XML here.")
+    ] = None,
     as_json: JsonOpt = False,
     today: Annotated[
-        str | None, typer.Option("--today", help="Date that decides waiver expiry (YYYY-MM-DD; default today, UTC).")
+        str | None,
+        typer.Option(
+            "--today", help="Date that decides waiver expiry (YYYY-MM-DD; default today, UTC)."
+        ),
     ] = None,
 ) -> int:
     """Judge RESULTS against a gate profile. Exit 0 pass, 1 fail, 2 bad input, 3 runtime error."""

@@ -21,9 +21,12 @@ from netqual.results import load
 def report(
     results: Annotated[Path, typer.Argument(help="results.json of a run.")],
     html: Annotated[Path | None, typer.Option("--html", help="Write the HTML report here.")] = None,
-    csv: Annotated[Path | None, typer.Option("--csv", help="Write one CSV row per path here.")] = None,
+    csv: Annotated[
+        Path | None, typer.Option("--csv", help="Write one CSV row per path here.")
+    ] = None,
     profile: Annotated[
-        Path | None, typer.Option("--profile", help="Gate profile whose waivers the HTML report shows.")
+        Path | None,
+        typer.Option("--profile", help="Gate profile whose waivers the HTML report shows."),
     ] = None,
 ) -> None:
     """Re-render a results file: terminal summary and matrix, and optionally HTML and CSV."""
@@ -45,7 +48,9 @@ def report(
 def diff(
     old: Annotated[Path, typer.Argument(help="results.json of the earlier run.")],
     new: Annotated[Path, typer.Argument(help="results.json of the later run.")],
-    html: Annotated[Path | None, typer.Option("--html", help="Also write the comparison as HTML.")] = None,
+    html: Annotated[
+        Path | None, typer.Option("--html", help="Also write the comparison as HTML.")
+    ] = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Compare two runs: paths that changed class, p99 deltas, new and missing paths."""

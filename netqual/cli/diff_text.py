@@ -39,7 +39,9 @@ def print_diff(console: Console, d: RunDiff) -> None:
     m = d.metric.value
     console.print(f"Old: {d.old_source} ({d.old_started_at})")
     console.print(f"New: {d.new_source} ({d.new_started_at})")
-    counts = ", ".join(f"{v.value} {d.old_counts.get(v, 0)} -> {d.new_counts.get(v, 0)}" for v in Verdict)
+    counts = ", ".join(
+        f"{v.value} {d.old_counts.get(v, 0)} -> {d.new_counts.get(v, 0)}" for v in Verdict
+    )
     console.print(f"Classes: {counts}")
     console.print(
         f"{len(d.worse)} paths worse, {len(d.better)} better, {len(d.new_paths)} new, "
@@ -52,7 +54,10 @@ def print_diff(console: Console, d: RunDiff) -> None:
     top = tuple(c for c in d.deltas if c.delta_us is not None)[:10]
     if top:
         console.print(_changes_table(f"Largest {m} changes", top, m))
-    for title, paths in (("New paths", d.new_paths), ("Missing paths (in old, not in new)", d.missing_paths)):
+    for title, paths in (
+        ("New paths", d.new_paths),
+        ("Missing paths (in old, not in new)", d.missing_paths),
+    ):
         if paths:
             names = ", ".join(f"{p.src} -> {p.dst}" for p in paths[:SHOWN])
             more = f" and {len(paths) - SHOWN} more" if len(paths) > SHOWN else ""

@@ -32,18 +32,24 @@ def print_gate(console: Console, report: GateReport) -> None:
         for f in o.failing[:MAX_PATHS_SHOWN]:
             console.print(f"  {f.label}  {f.detail}", soft_wrap=True)
         if len(o.failing) > MAX_PATHS_SHOWN:
-            console.print(f"  ... and {len(o.failing) - MAX_PATHS_SHOWN} more (see --json or --junit)")
+            console.print(
+                f"  ... and {len(o.failing) - MAX_PATHS_SHOWN} more (see --json or --junit)"
+            )
     if report.waivers:
         console.print(Text("Waivers", style="bold"))
         for i, st in enumerate(report.waivers):
             style = "yellow" if st.expired else ""
             console.print(Text("  " + waiver_line(report, i), style=style), soft_wrap=True)
     if report.passed:
-        console.print(Text(f"GATE PASSED: all {len(report.outcomes)} rules hold", style="bold green"))
+        console.print(
+            Text(f"GATE PASSED: all {len(report.outcomes)} rules hold", style="bold green")
+        )
     else:
         names = ", ".join(o.rule for o in report.failed)
         console.print(
-            Text(f"GATE FAILED: {len(report.failed)} of {len(report.outcomes)} rules failed ({names})",
-                 style="bold red"),
+            Text(
+                f"GATE FAILED: {len(report.failed)} of {len(report.outcomes)} rules failed ({names})",
+                style="bold red",
+            ),
             soft_wrap=True,
         )

@@ -39,7 +39,9 @@ def evaluate(
         WaiverState(
             waiver=w,
             expired=w.expired(today),
-            used_by=tuple(o.rule for o in outcomes if any(w.covers((f.src, f.dst)) for f in o.waived)),
+            used_by=tuple(
+                o.rule for o in outcomes if any(w.covers((f.src, f.dst)) for f in o.waived)
+            ),
         )
         for w in profile.waivers
     )

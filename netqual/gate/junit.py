@@ -24,7 +24,11 @@ def junit_xml(report: GateReport) -> str:
     failures = len(report.failed)
     skipped = sum(1 for o in report.outcomes if o.status is Status.SKIP)
     suites = ET.Element(
-        "testsuites", name="netqual gate", tests=str(len(report.outcomes)), failures=str(failures), errors="0"
+        "testsuites",
+        name="netqual gate",
+        tests=str(len(report.outcomes)),
+        failures=str(failures),
+        errors="0",
     )
     suite = ET.SubElement(
         suites,
@@ -46,7 +50,9 @@ def junit_xml(report: GateReport) -> str:
     ):
         ET.SubElement(props, "property", name=name, value=value)
     for o in report.outcomes:
-        case = ET.SubElement(suite, "testcase", classname=f"netqual.gate.{report.profile}", name=o.rule, time="0")
+        case = ET.SubElement(
+            suite, "testcase", classname=f"netqual.gate.{report.profile}", name=o.rule, time="0"
+        )
         if o.status is Status.FAIL:
             fail = ET.SubElement(case, "failure", message=o.message, type="GateRuleFailed")
             fail.text = _path_lines(o.failing)
@@ -59,7 +65,9 @@ def junit_xml(report: GateReport) -> str:
         out = ET.SubElement(suite, "system-out")
         out.text = "\n".join(waiver_line(report, i) for i in range(len(report.waivers)))
     ET.indent(suites)
-    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(suites, encoding="unicode") + "\n"
+    return (
+        '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(suites, encoding="unicode") + "\n"
+    )
 
 
 def waiver_line(report: GateReport, index: int) -> str:

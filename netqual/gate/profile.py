@@ -16,7 +16,14 @@ from typing import Any
 from netqual.errors import ProfileError
 from netqual.gate.model import Scope, Waiver
 from netqual.gate.regression import MaxP99IncreasePct, NoClassDrop, NoMissingPaths
-from netqual.gate.rules import MaxMetric, MaxVerdictCount, MinSafeFraction, MinSamples, NoErrors, Rule
+from netqual.gate.rules import (
+    MaxMetric,
+    MaxVerdictCount,
+    MinSafeFraction,
+    MinSamples,
+    NoErrors,
+    Rule,
+)
 from netqual.models import Metric, Role, Tier, Verdict
 
 if sys.version_info >= (3, 11):
@@ -24,9 +31,22 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover
     import tomli as tomllib
 
-LIMIT_KEYS = ("max_unsafe", "max_marginal", "min_safe_fraction", "max_metric_us", "min_samples", "no_errors")
+LIMIT_KEYS = (
+    "max_unsafe",
+    "max_marginal",
+    "min_safe_fraction",
+    "max_metric_us",
+    "min_samples",
+    "no_errors",
+)
 SCOPE_KEYS = ("name", "racks", "roles", "nodes", "tiers")
-BASELINE_KEYS = ("required", "max_p99_increase_pct", "min_delta_us", "no_class_drop", "no_missing_paths")
+BASELINE_KEYS = (
+    "required",
+    "max_p99_increase_pct",
+    "min_delta_us",
+    "no_class_drop",
+    "no_missing_paths",
+)
 WAIVER_KEYS = ("src", "dst", "until", "reason", "owner")
 
 
@@ -84,10 +104,14 @@ class _Fields:
         return list(value)
 
 
-def _limit_rules(f: _Fields, t: Mapping[str, Any], where: str, scope: Scope, metric: Metric) -> list[Rule]:
+def _limit_rules(
+    f: _Fields, t: Mapping[str, Any], where: str, scope: Scope, metric: Metric
+) -> list[Rule]:
     rules: list[Rule] = []
     if "max_unsafe" in t:
-        rules.append(MaxVerdictCount(scope, Verdict.UNSAFE, f.count(t["max_unsafe"], f"{where}.max_unsafe")))
+        rules.append(
+            MaxVerdictCount(scope, Verdict.UNSAFE, f.count(t["max_unsafe"], f"{where}.max_unsafe"))
+        )
     if "max_marginal" in t:
         limit = f.count(t["max_marginal"], f"{where}.max_marginal")
         rules.append(MaxVerdictCount(scope, Verdict.MARGINAL, limit))
@@ -95,7 +119,9 @@ def _limit_rules(f: _Fields, t: Mapping[str, Any], where: str, scope: Scope, met
         frac = f.number(t["min_safe_fraction"], f"{where}.min_safe_fraction", 0.0, 1.0)
         rules.append(MinSafeFraction(scope, frac))
     if "max_metric_us" in t:
-        rules.append(MaxMetric(scope, metric, f.number(t["max_metric_us"], f"{where}.max_metric_us")))
+        rules.append(
+            MaxMetric(scope, metric, f.number(t["max_metric_us"], f"{where}.max_metric_us"))
+        )
     if "min_samples" in t:
         rules.append(MinSamples(scope, f.count(t["min_samples"], f"{where}.min_samples")))
     if "no_errors" in t and f.flag(t["no_errors"], f"{where}.no_errors"):
@@ -155,7 +181,9 @@ def parse_profile(data: Mapping[str, Any], source: str) -> Profile:
         metric = Metric(head.get("metric", "p99"))
     except ValueError as err:
         raise f.fail("profile.metric", f"{err} (use p50, p90, p99, p999)") from err
-    rules = _limit_rules(f, f.table(data.get("limits", {}), "limits", LIMIT_KEYS), "limits", Scope(), metric)
+    rules = _limit_rules(
+        f, f.table(data.get("limits", {}), "limits", LIMIT_KEYS), "limits", Scope(), metric
+    )
     scopes = data.get("scope", [])
     if not isinstance(scopes, list):
         raise f.fail("scope", "expected [[scope]] tables")

@@ -11,7 +11,9 @@ from netqual.gate.rules import Rule, _plural, _split
 from netqual.models import PathResult
 
 
-def baseline_of(path: PathResult, baseline: Mapping[tuple[str, str], PathResult]) -> PathResult | None:
+def baseline_of(
+    path: PathResult, baseline: Mapping[tuple[str, str], PathResult]
+) -> PathResult | None:
     return baseline.get(path.key) or baseline.get((path.dst, path.src))
 
 
@@ -81,7 +83,9 @@ class NoMissingPaths(Rule):
             return _skipped(self)
         present = {p.key for p in paths} | {(p.dst, p.src) for p in paths}
         scoped_old = [
-            p for k, p in ctx.baseline.items() if k not in present and self.scope.matches(p, ctx.nodes)
+            p
+            for k, p in ctx.baseline.items()
+            if k not in present and self.scope.matches(p, ctx.nodes)
         ]
         failing, waived = _split(scoped_old, ctx, lambda p: "in the baseline, not measured now")
         msg = f"{_plural(len(failing), 'baseline path')} missing"

@@ -55,7 +55,9 @@ class Rule(ABC):
     @abstractmethod
     def check(self, paths: Sequence[PathResult], ctx: GateContext) -> Outcome: ...
 
-    def _outcome(self, ok: bool, message: str, failing: list[Finding], waived: list[Finding]) -> Outcome:
+    def _outcome(
+        self, ok: bool, message: str, failing: list[Finding], waived: list[Finding]
+    ) -> Outcome:
         status = Status.PASS if ok else Status.FAIL
         return Outcome(self.name, status, message, tuple(failing), tuple(waived))
 

@@ -10,6 +10,7 @@ from typing import Any
 from netqual import __version__
 from netqual.gate.model import Waiver
 from netqual.models import PathResult, Results, Verdict
+from netqual.narrative import verdict_sentence
 from netqual.report import fmt
 from netqual.report.dist import distribution
 from netqual.report.recommend import recommend
@@ -26,7 +27,6 @@ from netqual.report.view import (
     rack_cells,
     rack_spans,
     ranked_indexes,
-    verdict_sentence,
 )
 from netqual.report.waivers import waiver_notes
 from netqual.units import format_size
@@ -47,15 +47,39 @@ def _x10(v: float | None) -> int:
 
 
 def _detail(p: PathResult) -> dict[str, Any]:
-    d: dict[str, Any] = {"reasons": list(p.reasons), "error": p.error, "tier": p.tier.value, "hops": p.hops}
+    d: dict[str, Any] = {
+        "reasons": list(p.reasons),
+        "error": p.error,
+        "tier": p.tier.value,
+        "hops": p.hops,
+    }
     if p.rtt is not None:
         r = p.rtt
-        d["rtt"] = [r.samples, r.min_us, r.p50_us, r.p90_us, r.p99_us, r.p999_us, r.max_us, r.mean_us, r.stdev_us]
+        d["rtt"] = [
+            r.samples,
+            r.min_us,
+            r.p50_us,
+            r.p90_us,
+            r.p99_us,
+            r.p999_us,
+            r.max_us,
+            r.mean_us,
+            r.stdev_us,
+        ]
         d["untrusted"] = list(r.untrusted)
         if r.histogram_counts:
-            d["hist"] = {"edges": [round(e, 3) for e in r.histogram_edges_us], "counts": list(r.histogram_counts)}
+            d["hist"] = {
+                "edges": [round(e, 3) for e in r.histogram_edges_us],
+                "counts": list(r.histogram_counts),
+            }
     d["bulk"] = [
-        [b.chunk_bytes, b.depth, round(b.goodput_gbps, 3), round(b.completion_p50_us, 2), round(b.completion_p99_us, 2)]
+        [
+            b.chunk_bytes,
+            b.depth,
+            round(b.goodput_gbps, 3),
+            round(b.completion_p50_us, 2),
+            round(b.completion_p99_us, 2),
+        ]
         for b in p.bulk
         if b.error is None
     ]
@@ -105,7 +129,10 @@ def methodology(results: Results) -> list[tuple[str, str]]:
         else "not measured (--no-bulk)"
     )
     return [
-        ("Run", f"{run.started_at} to {run.finished_at}; {run.mode.value}; transport {run.transport}"),
+        (
+            "Run",
+            f"{run.started_at} to {run.finished_at}; {run.mode.value}; transport {run.transport}",
+        ),
         ("Inventory", run.inventory or "not recorded"),
         (
             "Policy",
@@ -127,12 +154,17 @@ def methodology(results: Results) -> list[tuple[str, str]]:
         ),
         ("Clock", clock),
         ("Coordinator", host),
-        ("Versions", f"measured with {results.tool_name} {results.tool_version}; results schema "
-                     f"{results.schema_version}; report by netqual {__version__}"),
+        (
+            "Versions",
+            f"measured with {results.tool_name} {results.tool_version}; results schema "
+            f"{results.schema_version}; report by netqual {__version__}",
+        ),
     ]
 
 
-def build_view(results: Results, waivers: Sequence[Waiver] = (), today: dt.date | None = None) -> ReportView:
+def build_view(
+    results: Results, waivers: Sequence[Waiver] = (), today: dt.date | None = None
+) -> ReportView:
     today = today or dt.datetime.now(dt.timezone.utc).date()
     notes = waiver_notes(results, waivers, today)
     waived: dict[tuple[str, str], str] = {}
@@ -166,9 +198,10 @@ def build_view(results: Results, waivers: Sequence[Waiver] = (), today: dt.date 
     ]
     dist_rows, axis, lines = distribution(results, values)
     pol = results.run.policy
+    sentence = verdict_sentence(results)
     return ReportView(
-        title=f"netqual: {verdict_sentence(results)}",
-        sentence=verdict_sentence(results),
+        title=f"netqual: {sentence}",
+        sentence=sentence,
         counts=[
             ("safe", "offload-safe", counts[Verdict.SAFE]),
             ("marginal", "marginal", counts[Verdict.MARGINAL]),
@@ -193,7 +226,9 @@ def build_view(results: Results, waivers: Sequence[Waiver] = (), today: dt.date 
         dist_axis=axis,
         dist_lines=lines,
         worst=worst,
-        recommendations=recommend(results, [f"{n.waiver.label} (expired {n.waiver.until})" for n in notes if n.expired]),
+        recommendations=recommend(
+            results, [f"{n.waiver.label} (expired {n.waiver.until})" for n in notes if n.expired]
+        ),
         waivers=notes,
         methodology=methodology(results),
         data=compact_data(results, [n.name for n in nodes], spans, values, ranked, waived),

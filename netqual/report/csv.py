@@ -35,10 +35,24 @@ def write_csv(results: Results, path: Path) -> None:
             if r is None:
                 row += [""] * 9
             else:
-                row += [r.samples, r.min_us, r.p50_us, r.p90_us, r.p99_us, r.p999_us, r.max_us, r.mean_us, r.stdev_us]
+                row += [
+                    r.samples,
+                    r.min_us,
+                    r.p50_us,
+                    r.p90_us,
+                    r.p99_us,
+                    r.p999_us,
+                    r.max_us,
+                    r.mean_us,
+                    r.stdev_us,
+                ]
             row += [p.error or "", "; ".join(p.reasons)]
             by_cell = {(x.chunk_bytes, x.depth): x for x in p.bulk}
             for cell in cells:
                 x = by_cell.get(cell)
-                row += [x.goodput_gbps, x.completion_p50_us, x.completion_p99_us] if x else ["", "", ""]
+                row += (
+                    [x.goodput_gbps, x.completion_p50_us, x.completion_p99_us]
+                    if x
+                    else ["", "", ""]
+                )
             w.writerow(row)

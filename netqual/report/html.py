@@ -17,8 +17,8 @@ from typing import Any
 import jinja2
 import markupsafe
 
-from netqual.gate.model import Waiver
 from netqual.diff import RunDiff
+from netqual.gate.model import Waiver
 from netqual.models import Results, Verdict
 from netqual.report import fmt
 from netqual.report.build import build_view
@@ -53,7 +53,9 @@ def render(template: str, **context: Any) -> str:
     return environment().get_template(template).render(fmt=fmt, **context)
 
 
-def render_html(results: Results, *, waivers: Sequence[Waiver] = (), today: dt.date | None = None) -> str:
+def render_html(
+    results: Results, *, waivers: Sequence[Waiver] = (), today: dt.date | None = None
+) -> str:
     view = build_view(results, waivers, today)
     return render("report.html.j2", view=view, title=view.title, data_json=script_json(view.data))
 
@@ -76,7 +78,9 @@ def render_diff_html(d: RunDiff, *, limit: int = 200) -> str:
     )  # fmt: skip
 
 
-def write_html(results: Results, path: Path, *, waivers: Sequence[Waiver] = (), today: dt.date | None = None) -> None:
+def write_html(
+    results: Results, path: Path, *, waivers: Sequence[Waiver] = (), today: dt.date | None = None
+) -> None:
     """Write atomically, like results.json: a half-written report is never left behind."""
     tmp = path.with_suffix(path.suffix + ".tmp")
     tmp.write_text(render_html(results, waivers=waivers, today=today), encoding="utf-8")

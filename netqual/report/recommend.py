@@ -51,7 +51,13 @@ def recommend(results: Results, expired_waivers: Sequence[str] = ()) -> list[Rec
     out: list[Recommendation] = []
     bad = [p for p in results.paths if p.verdict is not Verdict.SAFE]
     if not results.paths:
-        return [Recommendation("info", "Nothing measured", "No path was measured: check the inventory and agents, then re-run.")]
+        return [
+            Recommendation(
+                "info",
+                "Nothing measured",
+                "No path was measured: check the inventory and agents, then re-run.",
+            )
+        ]
     if not bad:
         out.append(
             Recommendation(
@@ -69,7 +75,11 @@ def recommend(results: Results, expired_waivers: Sequence[str] = ()) -> list[Rec
         per_node[p.src][is_bad] += 1
         per_node[p.dst][is_bad] += 1
     culprits = sorted(
-        (n for n, c in per_node.items() if c[True] >= 2 and c[True] / (c[True] + c[False]) >= MAJORITY),
+        (
+            n
+            for n, c in per_node.items()
+            if c[True] >= 2 and c[True] / (c[True] + c[False]) >= MAJORITY
+        ),
         key=lambda n: (-per_node[n][True], n),
     )
     culprit_set = set(culprits)
@@ -104,7 +114,10 @@ def recommend(results: Results, expired_waivers: Sequence[str] = ()) -> list[Rec
     out += pair_recs
     isolated = [p for p in rest if _rack_key(p, nodes) not in bad_pairs]
     if isolated:
-        labels = [_short(p, results) for p in sorted(isolated, key=lambda p: (-p.verdict.rank, p.src, p.dst))]
+        labels = [
+            _short(p, results)
+            for p in sorted(isolated, key=lambda p: (-p.verdict.rank, p.src, p.dst))
+        ]
         out.append(
             Recommendation(
                 "marginal" if all(p.verdict is Verdict.MARGINAL for p in isolated) else "unsafe",
@@ -130,7 +143,9 @@ def _whole_racks(culprits: set[str], nodes: Sequence[Node]) -> list[str]:
     for n in nodes:
         if n.rack:
             by_rack[n.rack].append(n.name)
-    return sorted(r for r, members in by_rack.items() if len(members) >= 2 and set(members) <= culprits)
+    return sorted(
+        r for r, members in by_rack.items() if len(members) >= 2 and set(members) <= culprits
+    )
 
 
 def _rack_key(p: PathResult, nodes: dict[str, Node]) -> tuple[str, str] | None:
@@ -162,7 +177,10 @@ def _rack_pairs(
         worst = _short(_worst(paths, results), results)
         share = f"{len(paths)} of {totals[(ra, rb)]} paths"
         if ra == rb:
-            title, hint = f"Check the switch inside rack {ra}", "Check the rack's top-of-rack switch"
+            title, hint = (
+                f"Check the switch inside rack {ra}",
+                "Check the rack's top-of-rack switch",
+            )
         else:
             title = f"Do not offload KV between racks {ra} and {rb}"
             hint = "Keep offload inside each rack, and check the uplinks and spine between them"
@@ -210,7 +228,11 @@ def _measurement_notes(results: Results) -> list[Recommendation]:
                 "re-test them at a quiet time to see whether the tail is congestion.",
             )
         )
-    unstable = sum(1 for p in results.paths if p.verdict is Verdict.SAFE and p.rtt is not None and p.rtt.unstable)
+    unstable = sum(
+        1
+        for p in results.paths
+        if p.verdict is Verdict.SAFE and p.rtt is not None and p.rtt.unstable
+    )
     if unstable:
         out.append(
             Recommendation(

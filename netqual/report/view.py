@@ -7,14 +7,14 @@ blob (drawn on demand by the page's script); DOM nodes per path only for small c
 from __future__ import annotations
 
 import math
-from collections import Counter, defaultdict
+from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from netqual.models import Node, PathResult, Results, Verdict
+from netqual.models import Node, PathResult, Results
 from netqual.report import fmt
-from netqual.report.recommend import Recommendation, recommend
+from netqual.report.recommend import Recommendation
 from netqual.report.waivers import WaiverNote
 
 NODE_MATRIX_MAX = 48  # up to this many nodes the page draws one SVG cell per node pair
@@ -102,7 +102,10 @@ class ReportView:
 
 def order_nodes(results: Results) -> list[Node]:
     """Rack by rack (unracked last), storage after compute inside a rack, then by name."""
-    return sorted(results.nodes, key=lambda n: (n.rack is None, n.rack or "", n.role.value == "storage", n.name))
+    return sorted(
+        results.nodes,
+        key=lambda n: (n.rack is None, n.rack or "", n.role.value == "storage", n.name),
+    )
 
 
 def rack_spans(nodes: Sequence[Node]) -> list[RackSpan]:
@@ -131,9 +134,7 @@ def metric_values(results: Results) -> list[float | None]:
 
 def ranked_indexes(results: Results, values: Sequence[float | None]) -> list[int]:
     """Path indexes, worst first: by verdict, then by metric (unmeasured counts as worst)."""
-    keys = [
-        (p.verdict.rank, math.inf if v is None else v) for p, v in zip(results.paths, values)
-    ]
+    keys = [(p.verdict.rank, math.inf if v is None else v) for p, v in zip(results.paths, values)]
     return sorted(range(len(keys)), key=keys.__getitem__, reverse=True)
 
 
@@ -145,21 +146,6 @@ def describe(p: PathResult, results: Results) -> str:
     return f"{fmt.path_label(p)}, {results.run.policy.metric.value} {fmt.us(v)}"
 
 
-def verdict_sentence(results: Results) -> str:
-    total = len(results.paths)
-    if total == 0:
-        return "No paths were measured."
-    counts = Counter(p.verdict for p in results.paths)
-    safe, marginal, unsafe = counts[Verdict.SAFE], counts[Verdict.MARGINAL], counts[Verdict.UNSAFE]
-    by_key = {p.key: p for p in results.paths}
-    worst = by_key[results.summary.worst[0]] if results.summary.worst else results.paths[0]
-    if safe == total:
-        return f"All {total:,} paths offload-safe; worst {describe(worst, results)}"
-    bad = [f"{n:,} {name}" for n, name in ((unsafe, "unsafe"), (marginal, "marginal")) if n]
-    joiner = ": " if unsafe + marginal == 1 else "; worst "
-    return f"{safe:,} of {total:,} paths offload-safe; {', '.join(bad)}{joiner}{describe(worst, results)}"
-
-
 def _cell_title(p: PathResult, results: Results, waived: Mapping[tuple[str, str], str]) -> str:
     text = f"{describe(p, results)}: {p.verdict.value}"
     w = waived.get(p.key)
@@ -167,7 +153,10 @@ def _cell_title(p: PathResult, results: Results, waived: Mapping[tuple[str, str]
 
 
 def node_cells(
-    nodes: Sequence[Node], by_key: Mapping[tuple[str, str], PathResult], results: Results, waived: Mapping[tuple[str, str], str]
+    nodes: Sequence[Node],
+    by_key: Mapping[tuple[str, str], PathResult],
+    results: Results,
+    waived: Mapping[tuple[str, str], str],
 ) -> list[Cell]:
     cells = []
     for y, a in enumerate(nodes):
@@ -179,7 +168,14 @@ def node_cells(
             if p is None:
                 cells.append(Cell(x, y, "none", f"{a.name} -> {b.name}: not measured"))
             else:
-                cells.append(Cell(x, y, p.verdict.value.replace("offload-", ""), _cell_title(p, results, waived)))
+                cells.append(
+                    Cell(
+                        x,
+                        y,
+                        p.verdict.value.replace("offload-", ""),
+                        _cell_title(p, results, waived),
+                    )
+                )
     return cells
 
 
@@ -211,7 +207,9 @@ def rack_cells(
         for x, b in enumerate(spans):
             c = agg.get((y, x))
             if not c:
-                cells.append(Cell(x, y, "none", f"{a.name} -> {b.name}: not measured", rack_pair=(y, x)))
+                cells.append(
+                    Cell(x, y, "none", f"{a.name} -> {b.name}: not measured", rack_pair=(y, x))
+                )
                 continue
             n = sum(c)
             bad = c[1] + c[2]
@@ -241,5 +239,4 @@ __all__ = [
     "describe",
     "order_nodes",
     "rack_spans",
-    "verdict_sentence",
 ]

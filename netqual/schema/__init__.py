@@ -67,10 +67,19 @@ def json_path(parts: Sequence[str | int]) -> str:
 
 def _describe(err: ValidationError, index_map: Sequence[int] | None) -> tuple[str, str]:
     parts: list[str | int] = list(err.absolute_path)
-    if index_map is not None and len(parts) >= 2 and parts[0] == "paths" and isinstance(parts[1], int):
+    if (
+        index_map is not None
+        and len(parts) >= 2
+        and parts[0] == "paths"
+        and isinstance(parts[1], int)
+    ):
         parts[1] = index_map[parts[1]]
     if err.validator == "required":
-        missing = [k for k in err.validator_value if isinstance(err.instance, Mapping) and k not in err.instance]
+        missing = [
+            k
+            for k in err.validator_value
+            if isinstance(err.instance, Mapping) and k not in err.instance
+        ]
         key = missing[0] if missing else "?"
         return json_path([*parts, key]), "missing required key"
     if err.validator == "const":
@@ -90,7 +99,9 @@ def validate(data: Mapping[str, Any], source: str) -> None:
         raise ResultsFileError(source, "missing required key", field="schema_version")
     if version != "1":
         raise ResultsFileError(
-            source, f"unsupported schema_version {version!r} (this netqual reads '1')", field="schema_version"
+            source,
+            f"unsupported schema_version {version!r} (this netqual reads '1')",
+            field="schema_version",
         )
     doc: Mapping[str, Any] = data
     index_map: list[int] | None = None
@@ -98,7 +109,9 @@ def validate(data: Mapping[str, Any], source: str) -> None:
     if isinstance(paths, list) and len(paths) > FULL_VALIDATION_PATHS:
         _check_required(paths, source)
         step = len(paths) / (FULL_VALIDATION_PATHS - 1)
-        index_map = sorted({min(len(paths) - 1, round(i * step)) for i in range(FULL_VALIDATION_PATHS)})
+        index_map = sorted(
+            {min(len(paths) - 1, round(i * step)) for i in range(FULL_VALIDATION_PATHS)}
+        )
         doc = {**data, "paths": [paths[i] for i in index_map]}
     err = best_match(_validator().iter_errors(doc))
     if err is not None:
@@ -117,4 +130,6 @@ def _check_required(paths: list[Any], source: str) -> None:
             key = sorted(required - p.keys())[0]
             raise ResultsFileError(source, "missing required key", field=f"paths[{i}].{key}")
         if p["verdict"] not in verdicts:
-            raise ResultsFileError(source, f"is {p['verdict']!r}, not a verdict", field=f"paths[{i}].verdict")
+            raise ResultsFileError(
+                source, f"is {p['verdict']!r}, not a verdict", field=f"paths[{i}].verdict"
+            )

@@ -69,10 +69,10 @@
   function logScale(lo, hi, w) { var a = Math.log10(lo), b = Math.log10(hi); return function (v) { return (Math.log10(Math.max(v, lo)) - a) / (b - a) * w; }; }
   function histSvg(h) {
     var W = 460, H = 140, e = h.edges, c = h.counts, peak = Math.max.apply(null, c.concat([1]));
-    var sx = logScale(e[0], e[e.length - 1], W), s = '<svg width="' + (W + 50) + '" height="' + (H + 34) + '"><g transform="translate(40,6)">';
+    var sx = logScale(e[0], e[e.length - 1], W), s = '<svg width="' + (W + 50) + '" height="' + (H + 40) + '"><g transform="translate(40,6)">';
     for (var k = 0; k < c.length; k++) {
       var x0 = sx(e[k]), x1 = sx(e[k + 1]), hh = c[k] / peak * H;
-      s += '<rect class="safe" x="' + x0.toFixed(1) + '" y="' + (H - hh).toFixed(1) + '" width="' + Math.max(1, x1 - x0 - 1).toFixed(1) + '" height="' + hh.toFixed(1) + '"><title>' + us(e[k]) + " to " + us(e[k + 1]) + ": " + c[k] + ' samples</title></rect>';
+      s += '<rect class="bar" x="' + x0.toFixed(1) + '" y="' + (H - hh).toFixed(1) + '" width="' + Math.max(1, x1 - x0 - 1).toFixed(1) + '" height="' + hh.toFixed(1) + '"><title>' + us(e[k]) + " to " + us(e[k + 1]) + ": " + c[k] + ' samples</title></rect>';
     }
     [[D.safe_max_us, "th-safe"], [D.unsafe_above_us, "th-unsafe"]].forEach(function (t) {
       if (t[0] >= e[0] && t[0] <= e[e.length - 1]) s += '<line class="' + t[1] + '" x1="' + sx(t[0]) + '" x2="' + sx(t[0]) + '" y1="0" y2="' + H + '"/>';
@@ -91,10 +91,10 @@
     s += '<text x="0" y="-4">' + label + '</text>';
     rows.forEach(function (r) {
       var x = chunks.indexOf(r[0]) * gw + depths.indexOf(r[1]) * bw, h = r[key] / peak * H;
-      s += '<rect class="' + (depths.indexOf(r[1]) % 2 ? "marginal" : "safe") + '" x="' + x.toFixed(1) + '" y="' + (H - h).toFixed(1) + '" width="' + (bw - 2).toFixed(1) + '" height="' + h.toFixed(1) + '"><title>' + size(r[0]) + " depth " + r[1] + ": " + fmtv(r[key]) + '</title></rect>';
+      s += '<rect class="depth' + (depths.indexOf(r[1]) % 4) + '" x="' + x.toFixed(1) + '" y="' + (H - h).toFixed(1) + '" width="' + (bw - 2).toFixed(1) + '" height="' + h.toFixed(1) + '"><title>' + size(r[0]) + " depth " + r[1] + ": " + fmtv(r[key]) + '</title></rect>';
     });
     chunks.forEach(function (ch, k) { s += '<text x="' + (k * gw + (gw - 10) / 2) + '" y="' + (H + 14) + '" text-anchor="middle">' + size(ch) + '</text>'; });
-    s += '<text x="0" y="' + (H + 30) + '">' + depths.map(function (d, k) { return (k % 2 ? "amber" : "green") + ": depth " + d; }).join(", ") + '</text></g></svg>';
+    s += '<text x="0" y="' + (H + 30) + '">' + depths.map(function (d, k) { return ["dark", "light", "grey", "black"][k % 4] + ": depth " + d; }).join(", ") + '</text></g></svg>';
     return s;
   }
   function drill(i) {

@@ -16,7 +16,13 @@ GOLDEN = Path(__file__).parent / "golden"
 def netqual(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "NETQUAL_WIDTH": "100", "PYTHONPATH": str(ROOT)}
     return subprocess.run(
-        [sys.executable, "-m", "netqual", *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=120
+        [sys.executable, "-m", "netqual", *args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        check=False,
+        text=True,
+        timeout=120,
     )
 
 
@@ -35,7 +41,9 @@ class Run:
         self.stderr = stderr
 
 
-def run_in_process(args: list[str], cwd: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> Run:
+def run_in_process(
+    args: list[str], cwd: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> Run:
     """The same entry point as the `netqual` script, without a process start (about 1.5 s here)."""
     from netqual.cli import main
 

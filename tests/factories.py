@@ -70,7 +70,7 @@ def make_nodes(n_nodes: int, *, rack_size: int | None = None, storage_every: int
 def classify(
     rtt: RttStats | None, error: str | None, policy: Policy
 ) -> tuple[Verdict, tuple[str, ...]]:
-    """DESIGN.md policy: errors are unsafe; metric > unsafe line unsafe; too few samples marginal."""
+    """DESIGN.md policy: errors unsafe; metric over the unsafe line unsafe; few samples marginal."""
     if error is not None or rtt is None:
         return Verdict.UNSAFE, (f"measurement failed: {error or 'no samples'}",)
     name = policy.metric.value
@@ -85,12 +85,17 @@ def classify(
 
 
 @functools.cache
-def _hist_shape(spread_tenths: int, tail_hundredths: int, samples: int) -> tuple[tuple[float, ...], tuple[int, ...]]:
+def _hist_shape(
+    spread_tenths: int, tail_hundredths: int, samples: int
+) -> tuple[tuple[float, ...], tuple[int, ...]]:
     """Bin edges as ratios to p50, and counts, of a log-normal-ish RTT distribution.
 
     Cached: a 512-node run has 130,816 paths but only a few hundred distinct shapes."""
     spread = spread_tenths / 10
-    lo, hi = math.log(0.8), math.log((1.0 + 0.9 * spread) * (1.2 + 0.3 * spread) * tail_hundredths / 100 * 1.06)
+    lo, hi = (
+        math.log(0.8),
+        math.log((1.0 + 0.9 * spread) * (1.2 + 0.3 * spread) * tail_hundredths / 100 * 1.06),
+    )
     ratios = tuple(math.exp(lo + (hi - lo) * k / HIST_BINS) for k in range(HIST_BINS + 1))
     sigma = 0.05 + 0.12 * spread
     weights = [
@@ -104,7 +109,7 @@ def _hist_shape(spread_tenths: int, tail_hundredths: int, samples: int) -> tuple
 def make_rtt(
     p50_us: float, spread: float, samples: int, rng: random.Random, *, histogram: bool
 ) -> RttStats:
-    """Percentiles of a right-skewed distribution with median p50_us; spread >= 1 widens the tail."""
+    """Percentiles of a right-skewed distribution with median p50_us; more spread, longer tail."""
     spread = round(spread, 1)
     tail = round(rng.uniform(1.05, 1.6), 2)
     p90 = p50_us * (1.0 + 0.25 * spread)

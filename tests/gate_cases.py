@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from factories import make_results, write_results
+
 from netqual.models import Results
 
 PROFILE = """\
@@ -58,7 +59,11 @@ owner = "alice"
 def current() -> Results:
     return make_results(
         6,
-        slow_paths=[("gpu03", "stor01", 812.0), ("gpu02", "gpu04", 320.0), ("gpu01", "gpu03", 260.0)],
+        slow_paths=[
+            ("gpu03", "stor01", 812.0),
+            ("gpu02", "gpu04", 320.0),
+            ("gpu01", "gpu03", 260.0),
+        ],
         error_paths=0,
     )
 

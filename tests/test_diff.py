@@ -5,12 +5,13 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
-
 from cli_helpers import Run, check_golden, run_in_process
 from factories import make_results, write_results
+
 from netqual.diff import diff_runs
 from netqual.models import Verdict
 from netqual.results import summarize
@@ -29,9 +30,11 @@ def _pair(tmp: Path) -> None:
     new = make_results(6, seed=1, slow_paths=[("gpu01", "gpu02", 640.0), ("gpu02", "gpu03", 300.0)])
     # the new run lost one pair (gpu04 was down for it) and measured one path from the other end
     kept = [p for p in new.paths if (p.src, p.dst) != ("gpu01", "gpu04")]
-    flipped = [p.__class__(**{**p.__dict__, "src": p.dst, "dst": p.src}) if (p.src, p.dst) == ("gpu01", "gpu03")
-               else p for p in kept]  # fmt: skip
-    new = new.__class__(**{**new.__dict__, "paths": tuple(flipped), "summary": summarize(flipped)})
+    flipped = [
+        replace(p, src=p.dst, dst=p.src) if (p.src, p.dst) == ("gpu01", "gpu03") else p
+        for p in kept
+    ]
+    new = replace(new, paths=tuple(flipped), summary=summarize(flipped))
     write_results(tmp / "old.json", old)
     write_results(tmp / "new.json", new)
 
@@ -75,7 +78,10 @@ def test_diff_html_and_json(tmp_path: Path, cli: Callable[..., Run]) -> None:
     ]  # fmt: skip
     assert doc["missing_paths"] == [{"src": "gpu01", "dst": "gpu04", "verdict": "offload-safe"}]
     html = (tmp_path / "diff.html").read_text()
-    assert '<h1 class="verdict" id="verdict">2 paths worse, 1 better, 5 new, 1 missing (9 compared)</h1>' in html
+    assert (
+        '<h1 class="verdict" id="verdict">'
+        "2 paths worse, 1 better, 5 new, 1 missing (9 compared)</h1>" in html
+    )
     assert re.search(r"https?://", html) is None
     assert "gpu01 -&gt; gpu02" in html
 

@@ -9,10 +9,10 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-
 from cli_helpers import ROOT, Run, check_golden, netqual, run_in_process
 from factories import make_results, write_results
 from gate_cases import PROFILE, baseline, current, write_case
+
 from netqual.errors import ProfileError
 from netqual.gate import Status, default_profile, evaluate, load_profile, parse_profile_text
 
@@ -57,7 +57,10 @@ def test_truncated_file_exits_2_end_to_end(tmp_path: Path) -> None:
     [
         ('{"schema_version": "1", "tool": {"name": "netqual"', "truncated"),
         ('{"schema_version": "7"}', "schema_version: unsupported schema_version '7'"),
-        ('{"schema_version": "1", "tool": {"name": "n", "version": "1"}}', "run: missing required key"),
+        (
+            '{"schema_version": "1", "tool": {"name": "n", "version": "1"}}',
+            "run: missing required key",
+        ),
         ("", "not valid JSON"),
     ],
 )
@@ -95,7 +98,8 @@ def test_golden_terminal_and_junit(tmp_path: Path, cli: Callable[..., Run]) -> N
 def test_junit_is_valid_and_counts_match(tmp_path: Path, cli: Callable[..., Run]) -> None:
     write_case(tmp_path)
     r = cli(
-        "gate", "results.json", "--profile", "profile.toml", "--today", "2026-11-29", "--junit", "j.xml",
+        "gate", "results.json", "--profile", "profile.toml", "--today", "2026-11-29",
+        "--junit", "j.xml",
         cwd=tmp_path,
     )  # fmt: skip
     assert r.returncode == 1
@@ -117,9 +121,21 @@ def test_junit_is_valid_and_counts_match(tmp_path: Path, cli: Callable[..., Run]
 
 
 def test_junit_reads_back_with_junitparser(tmp_path: Path, cli: Callable[..., Run]) -> None:
-    junitparser = pytest.importorskip("junitparser", reason="junitparser not installed (pip install junitparser)")
+    junitparser = pytest.importorskip(
+        "junitparser", reason="junitparser not installed (pip install junitparser)"
+    )
     write_case(tmp_path)
-    cli("gate", "results.json", "--profile", "profile.toml", "--today", "2026-11-29", "--junit", "j.xml", cwd=tmp_path)
+    cli(
+        "gate",
+        "results.json",
+        "--profile",
+        "profile.toml",
+        "--today",
+        "2026-11-29",
+        "--junit",
+        "j.xml",
+        cwd=tmp_path,
+    )
     xml = junitparser.JUnitXml.fromfile(str(tmp_path / "j.xml"))
     suites = list(xml)
     assert len(suites) == 1
@@ -143,7 +159,9 @@ def test_json_output(tmp_path: Path, cli: Callable[..., Run]) -> None:
     assert doc["passed"] is False
     assert "max_unsafe" in doc["failed_rules"]
     by_name = {rule["name"]: rule for rule in doc["rules"]}
-    assert by_name["max_unsafe"]["failing"] == [{"src": "gpu03", "dst": "stor01", "detail": "unsafe, p99 812.0 us"}]
+    assert by_name["max_unsafe"]["failing"] == [
+        {"src": "gpu03", "dst": "stor01", "detail": "unsafe, p99 812.0 us"}
+    ]
     waivers = {(w["src"], w["dst"]): w for w in doc["waivers"]}
     assert waivers[("gpu02", "gpu04")]["status"] == "active"
     assert waivers[("gpu01", "gpu03")]["status"] == "expired"
@@ -186,22 +204,33 @@ max_unsafe = 0
     res = make_results(6, slow_paths=[("gpu04", "gpu05", 900.0)])
     report = evaluate(res, parse_profile_text(text, "p.toml"), today=TODAY)
     status = {o.rule: o.status for o in report.outcomes}
-    assert status == {"max_unsafe": Status.PASS, "rack r01: max_unsafe": Status.PASS, "compute: max_unsafe": Status.PASS}
+    assert status == {
+        "max_unsafe": Status.PASS,
+        "rack r01: max_unsafe": Status.PASS,
+        "compute: max_unsafe": Status.PASS,
+    }
     res = make_results(6, slow_paths=[("gpu01", "gpu05", 900.0)])
     report = evaluate(res, parse_profile_text(text, "p.toml"), today=TODAY)
     failed = {o.rule: [f.label for f in o.failing] for o in report.failed}
-    assert failed == {"rack r01: max_unsafe": ["gpu01 -> gpu05"], "compute: max_unsafe": ["gpu01 -> gpu05"]}
+    assert failed == {
+        "rack r01: max_unsafe": ["gpu01 -> gpu05"],
+        "compute: max_unsafe": ["gpu01 -> gpu05"],
+    }
 
 
 def test_baseline_regression_floor_ignores_tiny_changes() -> None:
     text = "[baseline]\nmax_p99_increase_pct = 10\nmin_delta_us = 1000\n"
-    report = evaluate(current(), parse_profile_text(text, "p.toml"), today=TODAY, baseline=baseline())
+    report = evaluate(
+        current(), parse_profile_text(text, "p.toml"), today=TODAY, baseline=baseline()
+    )
     assert report.passed
 
 
 def test_required_baseline_missing_is_usage_error(tmp_path: Path, cli: Callable[..., Run]) -> None:
     write_results(tmp_path / "r.json", make_results(4, all_safe=True))
-    (tmp_path / "p.toml").write_text("[limits]\nmax_unsafe = 0\n[baseline]\nrequired = true\nno_class_drop = true\n")
+    (tmp_path / "p.toml").write_text(
+        "[limits]\nmax_unsafe = 0\n[baseline]\nrequired = true\nno_class_drop = true\n"
+    )
     r = cli("gate", "r.json", "--profile", "p.toml", cwd=tmp_path)
     assert r.returncode == 2
     assert "--baseline" in r.stderr
@@ -214,11 +243,13 @@ def test_required_baseline_missing_is_usage_error(tmp_path: Path, cli: Callable[
         ("[limits]\nmax_unsafe = 0\nmax_unsave = 1\n", "limits.max_unsave", "unknown key"),
         ("[limits]\nmin_safe_fraction = 1.5\n", "limits.min_safe_fraction", "<= 1"),
         ("[profile]\nmetric = 'p95'\n[limits]\nmax_unsafe = 0\n", "profile.metric", "p95"),
-        ("[[scope]]\nname = 's'\nroles = ['gpu']\nmax_unsafe = 0\n", "scope[0].roles", "compute, storage"),
+        ("[[scope]]\nname = 's'\nroles = ['gpu']\nmax_unsafe = 0\n", "scope[0].roles",
+         "compute, storage"),
         ("[[scope]]\nname = 's'\nmax_unsafe = 0\n", "scope[0]", "at least one of"),
         ("[limits]\nmax_unsafe = 0\n[[waiver]]\nsrc = 'a'\ndst = 'b'\nreason = 'r'\nowner = 'o'\n",
          "waiver[0].until", "missing required key"),
-        ("[limits]\nmax_unsafe = 0\n[[waiver]]\nsrc = 'a'\ndst = 'b'\nuntil = 'soon'\nreason = 'r'\nowner = 'o'\n",
+        ("[limits]\nmax_unsafe = 0\n[[waiver]]\nsrc = 'a'\ndst = 'b'\nuntil = 'soon'\n"
+         "reason = 'r'\nowner = 'o'\n",
          "waiver[0].until", "not a date"),
         ("", "limits", "no rules"),
         ("[limits\n", None, "not valid TOML"),

@@ -8,12 +8,13 @@ import json
 import re
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
-
 from cli_helpers import Run, run_in_process
 from factories import make_results, write_results
+
 from netqual.gate import Waiver
 from netqual.report import render_html, write_csv
 from netqual.report.build import build_view
@@ -38,6 +39,12 @@ def cli(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> 
     return run
 
 
+def grab(pattern: str, text: str, group: int = 0) -> str:
+    m = re.search(pattern, text, re.S)
+    assert m is not None, f"{pattern!r} not found"
+    return m.group(group)
+
+
 def external_references(html: str) -> list[str]:
     return [m.group(0) for rx in EXTERNAL for m in rx.finditer(html)]
 
@@ -45,7 +52,10 @@ def external_references(html: str) -> list[str]:
 def test_first_screen_sentence_counts_policy_date_transport_size() -> None:
     res = make_results(4, slow_paths=[("gpu03", "stor01", 812.0)])
     html = render_html(res)
-    assert '<h1 class="verdict" id="verdict">5 of 6 paths offload-safe; 1 unsafe: gpu03 -&gt; stor01, p99 812.0 us</h1>' in html
+    assert (
+        '<h1 class="verdict" id="verdict">'
+        "5 of 6 paths offload-safe; 1 unsafe: gpu03 -&gt; stor01, p99 812.0 us</h1>" in html
+    )
     for text in ("<b>5</b>offload-safe", "<b>0</b>marginal", "<b>1</b>unsafe"):
         assert text in html
     assert "p99 RTT &lt;= 200 us offload-safe, &gt; 500 us unsafe" in html
@@ -70,11 +80,14 @@ def test_small_cluster_heatmap_has_a_cell_per_node_pair_with_value_and_verdict()
 def test_large_cluster_aggregates_per_rack_and_keeps_node_data() -> None:
     res = make_results(80, slow_nodes=["gpu03"], histogram=False, bulk=False)
     html = render_html(res)
-    cells = re.findall(r'<rect class="cell (\w+)"[^>]*data-ra="(\d+)" data-rb="(\d+)"[^>]*><title>([^<]*)</title>', html)
+    cells = re.findall(
+        r'<rect class="cell (\w+)"[^>]*data-ra="(\d+)" data-rb="(\d+)"[^>]*><title>([^<]*)</title>',
+        html,
+    )
     assert len(cells) == 25  # 5 racks of 16
     r01 = next(t for _, a, b, t in cells if a == b == "0")
     assert r01.startswith("rack r01 -&gt; r01: 120 paths;")
-    data = json.loads(re.search(r'<script type="application/json" id="nq-data">(.*?)</script>', html, re.S).group(1))
+    data = json.loads(grab(r'<script type="application/json" id="nq-data">(.*?)</script>', html, 1))
     assert len(data["src"]) == len(data["dst"]) == len(data["cls"]) == len(res.paths) == 3160
     assert data["racks"][0] == ["r01", 0, 16]
 
@@ -94,13 +107,18 @@ def test_recommendations_follow_the_verdicts() -> None:
 def test_worst_paths_reasons_and_methodology() -> None:
     res = make_results(8, slow_paths=[("gpu02", "gpu05", 640.0)], samples=5000)
     html = render_html(res)
-    worst = re.search(r'<table id="worst-table">.*?</table>', html, re.S).group(0)
-    first_row = re.search(r'<tr class="pick"[^>]*>(.*?)</tr>', worst, re.S).group(1)
+    worst = grab(r'<table id="worst-table">.*?</table>', html, 0)
+    first_row = grab(r'<tr class="pick"[^>]*>(.*?)</tr>', worst, 1)
     assert "<td>1</td><td>gpu02 &rarr; gpu05</td>" in first_row
     assert "p99 640.0 us &gt; 500 us" in worst
-    meth = re.search(r'<dl class="meth">.*?</dl>', html, re.S).group(0)
-    for text in ("5,000 kept iterations after 1,000 warm-up", "chunks 64KiB, 1MiB, 8MiB", "time.perf_counter_ns",
-                 "resolution_s=1e-09", "measured with netqual 0.1.0"):
+    meth = grab(r'<dl class="meth">.*?</dl>', html, 0)
+    for text in (
+        "5,000 kept iterations after 1,000 warm-up",
+        "chunks 64KiB, 1MiB, 8MiB",
+        "time.perf_counter_ns",
+        "resolution_s=1e-09",
+        "measured with netqual 0.1.0",
+    ):
         assert text in meth
 
 
@@ -111,8 +129,12 @@ def test_waivers_appear_in_the_report() -> None:
         Waiver("gpu01", "gpu02", dt.date(2026, 1, 1), "old", "alice"),
     ]
     html = render_html(res, waivers=waivers, today=dt.date(2026, 11, 29))
-    section = re.search(r'<h2 id="waivers">.*?</table>', html, re.S).group(0)
-    assert "gpu03 -&gt; stor01</td><td>2026-12-31</td><td>active</td><td>unsafe</td><td>netops</td><td>optic ordered" in section
+    section = grab(r'<h2 id="waivers">.*?</table>', html, 0)
+    assert (
+        "gpu03 -&gt; "
+        "stor01</td><td>2026-12-31</td><td>active</td><td>unsafe</td>"
+        "<td>netops</td><td>optic ordered" in section
+    )
     assert "expired, no longer applies" in section
     assert "waived until 2026-12-31, netops: optic ordered" in html
 
@@ -124,15 +146,17 @@ def test_no_external_references(n_nodes: int) -> None:
 
 
 def test_external_reference_scan_catches_what_it_should() -> None:
-    bad = '<img src="//cdn.example/x.png"><style>@import "a.css"; b{background:url(x.png)}</style><a href="https://x">'
+    bad = (
+        '<img src="//cdn.example/x.png"><style>@import "a.css"; b{background:url(x.png)}</style>'
+        '<a href="https://x">'
+    )
     assert len(external_references(bad)) >= 4
 
 
 def test_embedded_json_cannot_close_the_script(tmp_path: Path) -> None:
     res = make_results(4, error_paths=1)
-    evil = res.paths[0].__class__(**{**res.paths[0].__dict__, "error": "</script><script>alert(1)</script>",
-                                     "reasons": ("</script>",)})
-    res = res.__class__(**{**res.__dict__, "paths": (evil, *res.paths[1:])})
+    evil = replace(res.paths[0], error="</script><script>alert(1)</script>", reasons=("</script>",))
+    res = replace(res, paths=(evil, *res.paths[1:]))
     html = render_html(res)
     assert html.count("</script>") == 2  # the data block and the page script, nothing injected
 
@@ -150,7 +174,9 @@ def test_csv_has_one_row_per_path_with_units(tmp_path: Path) -> None:
 
 
 def test_report_command_writes_html_and_csv(tmp_path: Path, cli: Callable[..., Run]) -> None:
-    write_results(tmp_path / "results.json", make_results(4, slow_paths=[("gpu03", "stor01", 812.0)]))
+    write_results(
+        tmp_path / "results.json", make_results(4, slow_paths=[("gpu03", "stor01", 812.0)])
+    )
     r = cli("report", "results.json", "--html", "out.html", "--csv", "out.csv", cwd=tmp_path)
     assert r.returncode == 0, r.stderr
     assert "5 of 6 paths offload-safe; 1 unsafe: gpu03 -> stor01, p99 812.0 us" in r.stdout
@@ -160,7 +186,9 @@ def test_report_command_writes_html_and_csv(tmp_path: Path, cli: Callable[..., R
 
 
 def test_report_command_shows_profile_waivers(tmp_path: Path, cli: Callable[..., Run]) -> None:
-    write_results(tmp_path / "results.json", make_results(4, slow_paths=[("gpu03", "stor01", 812.0)]))
+    write_results(
+        tmp_path / "results.json", make_results(4, slow_paths=[("gpu03", "stor01", 812.0)])
+    )
     (tmp_path / "p.toml").write_text(
         '[limits]\nmax_unsafe = 0\n[[waiver]]\nsrc = "stor01"\ndst = "gpu03"\nuntil = 2099-01-01\n'
         'reason = "known"\nowner = "ops"\n'
@@ -187,5 +215,5 @@ def test_512_nodes_render_fast_and_small(tmp_path: Path) -> None:
     size_mb = len(html.encode()) / 1e6
     assert size_mb < 20, f"{size_mb:.1f} MB"
     assert elapsed < 10, f"{elapsed:.1f} s"
-    assert html.count("<rect class=\"cell") == 32 * 32
+    assert html.count('<rect class="cell') == 32 * 32
     assert external_references(html) == []

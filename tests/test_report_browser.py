@@ -12,14 +12,18 @@ import subprocess
 from pathlib import Path
 
 import pytest
-
 from factories import make_results
+
 from netqual.report import write_html
 
 pytestmark = pytest.mark.browser
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-CLASS_RGB = {"safe": (0x1A, 0x98, 0x50), "marginal": (0xF0, 0xA2, 0x02), "unsafe": (0xD7, 0x30, 0x27)}
+CLASS_RGB = {
+    "safe": (0x1A, 0x98, 0x50),
+    "marginal": (0xF0, 0xA2, 0x02),
+    "unsafe": (0xD7, 0x30, 0x27),
+}
 
 
 def chromium(tmp: Path, *args: str) -> subprocess.CompletedProcess[str]:
@@ -31,18 +35,24 @@ def chromium(tmp: Path, *args: str) -> subprocess.CompletedProcess[str]:
         "--disable-background-networking", "--disable-component-update", "--disable-sync",
         "--enable-logging=stderr", "--v=0", f"--user-data-dir={profile}", *args,
     ]  # fmt: skip
-    return subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    return subprocess.run(cmd, capture_output=True, text=True, check=False, timeout=120)
 
 
 def page_errors(stderr: str) -> list[str]:
-    return [line for line in stderr.splitlines() if "CONSOLE" in line and ("Error" in line or "Uncaught" in line)]
+    return [
+        line
+        for line in stderr.splitlines()
+        if "CONSOLE" in line and ("Error" in line or "Uncaught" in line)
+    ]
 
 
 @pytest.fixture(scope="module")
 def report_4(tmp_path_factory: pytest.TempPathFactory) -> Path:
     tmp = tmp_path_factory.mktemp("report4")
     path = tmp / "report.html"
-    write_html(make_results(4, slow_paths=[("gpu03", "stor01", 812.0), ("gpu01", "gpu02", 300.0)]), path)
+    write_html(
+        make_results(4, slow_paths=[("gpu03", "stor01", 812.0), ("gpu01", "gpu02", 300.0)]), path
+    )
     return path
 
 
@@ -54,9 +64,13 @@ def test_dom_after_script_has_verdict_heatmap_and_drilldown(report_4: Path) -> N
     assert 'data-ready="1"' in dom  # the page script ran to its end
     sentence = re.search(r'<h1 class="verdict" id="verdict">(.*?)</h1>', dom)
     assert sentence is not None
-    assert sentence.group(1) == "4 of 6 paths offload-safe; 1 unsafe: gpu03 -&gt; stor01, p99 812.0 us; 1 marginal: gpu01 -&gt; gpu02, p99 300.0 us"
+    assert (
+        sentence.group(1)
+        == "4 of 6 paths offload-safe; 1 unsafe: gpu03 -&gt; stor01, p99 812.0 us; "
+        "1 marginal: gpu01 -&gt; gpu02, p99 300.0 us"
+    )
     assert len(re.findall(r'<rect class="cell (?:safe|marginal|unsafe|self)"', dom)) == 16
-    # the drill-down of the worst path is drawn by the script: RTT table, histogram, bulk by chunk size
+    # the script draws the worst path's drill-down: RTT table, histogram, bulk by chunk size
     drill = dom[dom.index('id="drill"') :]
     assert "gpu03 → stor01" in drill[:400] or "gpu03 &rarr; stor01" in drill[:400]
     assert "RTT distribution" in drill
@@ -67,7 +81,9 @@ def test_dom_after_script_has_verdict_heatmap_and_drilldown(report_4: Path) -> N
 def test_screenshot_first_screen_shows_class_colours(report_4: Path) -> None:
     image_mod = pytest.importorskip("PIL.Image", reason="Pillow not installed (pip install pillow)")
     shot = report_4.parent / "first-screen.png"
-    r = chromium(report_4.parent, f"--screenshot={shot}", "--window-size=1280,900", report_4.as_uri())
+    r = chromium(
+        report_4.parent, f"--screenshot={shot}", "--window-size=1280,900", report_4.as_uri()
+    )
     assert r.returncode == 0, r.stderr[-2000:]
     assert page_errors(r.stderr) == []
     img = image_mod.open(shot).convert("RGB")
@@ -79,7 +95,11 @@ def test_screenshot_first_screen_shows_class_colours(report_4: Path) -> None:
         assert near, f"no {name} colour {rgb} in the first screen"
     # the heatmap sits in the first screen: unsafe red appears below the header chips
     heat = img.crop((0, 250, 700, 600))
-    reds = sum(n for n, c in heat.getcolors(maxcolors=1 << 20) or [] if all(abs(a - b) <= 6 for a, b in zip(c, CLASS_RGB["unsafe"], strict=True)))
+    reds = sum(
+        n
+        for n, c in heat.getcolors(maxcolors=1 << 20) or []
+        if all(abs(a - b) <= 6 for a, b in zip(c, CLASS_RGB["unsafe"], strict=True))
+    )
     assert reds > 500
 
 

@@ -10,7 +10,6 @@ import zipfile
 from pathlib import Path
 
 import pytest
-
 from cli_helpers import ROOT
 from factories import make_results, write_results
 
@@ -34,8 +33,9 @@ def test_wheel_contains_templates_and_schema_and_renders(tmp_path: Path) -> None
     pytest.importorskip("hatchling", reason="hatchling not installed (pip install hatchling)")
     dist = tmp_path / "dist"
     build = subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-w", str(dist), str(ROOT)],
-        capture_output=True, text=True, timeout=300,
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation",
+         "-w", str(dist), str(ROOT)],
+        capture_output=True, text=True, check=False, timeout=300,
     )  # fmt: skip
     assert build.returncode == 0, build.stderr[-3000:]
     (wheel,) = dist.glob("netqual-*.whl")
@@ -47,11 +47,14 @@ def test_wheel_contains_templates_and_schema_and_renders(tmp_path: Path) -> None
 
     target = tmp_path / "site"
     install = subprocess.run(
-        [sys.executable, "-m", "pip", "install", "--no-deps", "--no-index", "--target", str(target), str(wheel)],
-        capture_output=True, text=True, timeout=300,
+        [sys.executable, "-m", "pip", "install", "--no-deps", "--no-index",
+         "--target", str(target), str(wheel)],
+        capture_output=True, text=True, check=False, timeout=300,
     )  # fmt: skip
     assert install.returncode == 0, install.stderr[-3000:]
-    results = write_results(tmp_path / "results.json", make_results(4, slow_paths=[("gpu03", "stor01", 812.0)]))
+    results = write_results(
+        tmp_path / "results.json", make_results(4, slow_paths=[("gpu03", "stor01", 812.0)])
+    )
     out = tmp_path / "report.html"
     elsewhere = tmp_path / "cwd"
     elsewhere.mkdir()
@@ -59,7 +62,7 @@ def test_wheel_contains_templates_and_schema_and_renders(tmp_path: Path) -> None
     env["PYTHONPATH"] = str(target)
     run = subprocess.run(
         [sys.executable, "-c", SCRIPT, str(target), str(results), str(out)],
-        cwd=elsewhere, env=env, capture_output=True, text=True, timeout=120,
+        cwd=elsewhere, env=env, capture_output=True, text=True, check=False, timeout=120,
     )  # fmt: skip
     assert run.returncode == 0, run.stderr[-3000:]
     assert str(target) in run.stdout

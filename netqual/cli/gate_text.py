@@ -48,7 +48,8 @@ def print_gate(console: Console, report: GateReport) -> None:
         names = ", ".join(o.rule for o in report.failed)
         console.print(
             Text(
-                f"GATE FAILED: {len(report.failed)} of {len(report.outcomes)} rules failed ({names})",
+                f"GATE FAILED: {len(report.failed)} of {len(report.outcomes)} rules failed "
+                f"({names})",
                 style="bold red",
             ),
             soft_wrap=True,

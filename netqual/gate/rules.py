@@ -96,7 +96,10 @@ class MinSafeFraction(Rule):
         total = len(paths)
         ok_count = total - len(failing)
         share = ok_count / total if total else 1.0
-        msg = f"{ok_count} of {total} paths offload-safe or waived ({share:.1%}, minimum {self.fraction:.1%})"
+        msg = (
+            f"{ok_count} of {total} paths offload-safe or waived "
+            f"({share:.1%}, minimum {self.fraction:.1%})"
+        )
         return self._outcome(share >= self.fraction, msg, failing, waived)
 
 

@@ -136,21 +136,26 @@ def methodology(results: Results) -> list[tuple[str, str]]:
         ("Inventory", run.inventory or "not recorded"),
         (
             "Policy",
-            f"{pol.metric.value} of small-message RTT: offload-safe <= {pol.safe_max_us:g} us, unsafe > "
-            f"{pol.unsafe_above_us:g} us, marginal in between; at least {pol.min_samples:,} kept samples "
+            f"{pol.metric.value} of small-message RTT: offload-safe <= {pol.safe_max_us:g} us, "
+            "unsafe > "
+            f"{pol.unsafe_above_us:g} us, marginal in between; at least {pol.min_samples:,} kept "
+            "samples "
             "to be offload-safe; unreachable or erroring paths are unsafe",
         ),
         (
             "Ping-pong",
-            f"{plan.size_bytes} B messages; {plan.iterations:,} kept iterations after {plan.warmup:,} "
+            f"{plan.size_bytes} B messages; {plan.iterations:,} kept iterations after "
+            f"{plan.warmup:,} "
             "warm-up iterations (measured and discarded)",
         ),
         ("Bulk read", bulk),
         ("Timeout", f"{plan.timeout_s:g} s per path"),
         (
             "RTT",
-            "full round trip measured at the initiator with time.perf_counter_ns (perftest ib_write_lat and "
-            "sockperf without --full-rtt print half of it); p99.9 is trusted only from 10,000 samples",
+            "full round trip measured at the initiator with time.perf_counter_ns (perftest "
+            "ib_write_lat and "
+            "sockperf without --full-rtt print half of it); p99.9 is trusted only from 10,000 "
+            "samples",
         ),
         ("Clock", clock),
         ("Coordinator", host),
@@ -209,7 +214,8 @@ def build_view(
         ],
         total=len(results.paths),
         policy_text=(
-            f"{metric} RTT <= {pol.safe_max_us:g} us offload-safe, > {pol.unsafe_above_us:g} us unsafe, "
+            f"{metric} RTT <= {pol.safe_max_us:g} us offload-safe, > {pol.unsafe_above_us:g} us "
+            "unsafe, "
             f"marginal between; min {pol.min_samples:,} samples"
         ),
         date=run_date(results),

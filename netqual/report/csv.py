@@ -28,9 +28,9 @@ def write_csv(results: Results, path: Path) -> None:
         for p in results.paths:
             a, b, r = nodes.get(p.src), nodes.get(p.dst), p.rtt
             row: list[object] = [
-                p.src, p.dst, a.rack if a else "", b.rack if b else "", a.role.value if a else "",
-                b.role.value if b else "", p.tier.value, "" if p.hops is None else p.hops, p.transport,
-                p.verdict.value,
+                p.src, p.dst, a.rack if a else "", b.rack if b else "",
+                a.role.value if a else "", b.role.value if b else "",
+                p.tier.value, "" if p.hops is None else p.hops, p.transport, p.verdict.value,
             ]  # fmt: skip
             if r is None:
                 row += [""] * 9

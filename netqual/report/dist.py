@@ -56,7 +56,7 @@ def distribution(
     hi = max([*measured_all, policy.unsafe_above_us * 1.5]) * 1.1
     axis = LogAxis(lo, hi)
     groups: dict[tuple[int, str], list[tuple[PathResult, float | None]]] = defaultdict(list)
-    for p, v in zip(results.paths, values):
+    for p, v in zip(results.paths, values, strict=True):
         groups[_group_key(p)].append((p, v))
     bin_w = PLOT_W / BINS
     rows = []
@@ -73,16 +73,17 @@ def distribution(
             y = ROW_H
             lo_us = 10 ** (axis.lo + (axis.hi - axis.lo) * b / BINS)
             hi_us = 10 ** (axis.lo + (axis.hi - axis.lo) * (b + 1) / BINS)
-            for v in Verdict:
-                if not c[v]:
+            for verdict in Verdict:
+                if not c[verdict]:
                     continue
-                h = max(1.5, c[v] / peak * (ROW_H - 6))
+                h = max(1.5, c[verdict] / peak * (ROW_H - 6))
                 y -= h
                 title = (
-                    f"{group_label(paths[0])}: {fmt.plural(c[v], 'path')} {v.value} with "
+                    f"{group_label(paths[0])}: {fmt.plural(c[verdict], 'path')} {verdict.value} "
+                    "with "
                     f"{metric.value} {fmt.us(lo_us)} to {fmt.us(hi_us)}"
                 )
-                rects.append(Rect(_CLS[v], b * bin_w + 0.5, y, bin_w - 1, h, title))
+                rects.append(Rect(_CLS[verdict], b * bin_w + 0.5, y, bin_w - 1, h, title))
         measured = sorted(v for _, v in members if v is not None)
         rows.append(
             DistRow(

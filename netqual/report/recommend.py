@@ -64,7 +64,8 @@ def recommend(results: Results, expired_waivers: Sequence[str] = ()) -> list[Rec
                 "safe",
                 "Offload can go live on every measured path",
                 f"All {len(results.paths):,} paths meet the policy ({policy.metric.value} <= "
-                f"{policy.safe_max_us:g} us). Keep this results file as the baseline and re-qualify "
+                f"{policy.safe_max_us:g} us). Keep this results file as the baseline and "
+                "re-qualify "
                 "(netqual gate --baseline) after any fabric, firmware or cabling change.",
             )
         )
@@ -90,7 +91,8 @@ def recommend(results: Results, expired_waivers: Sequence[str] = ()) -> list[Rec
             Recommendation(
                 "unsafe",
                 f"Keep rack {rack} on local NVMe",
-                f"Most paths of every node in rack {rack} ({_names(members)}) are not offload-safe. "
+                f"Most paths of every node in rack {rack} ({_names(members)}) are not "
+                "offload-safe. "
                 "Check the rack's top-of-rack switch and its uplinks, then re-test the rack.",
             )
         )
@@ -122,7 +124,8 @@ def recommend(results: Results, expired_waivers: Sequence[str] = ()) -> list[Rec
             Recommendation(
                 "marginal" if all(p.verdict is Verdict.MARGINAL for p in isolated) else "unsafe",
                 f"Re-test {fmt.plural(len(isolated), 'isolated path')}",
-                "Their nodes are fine on other paths, so the cause is likely transient or one link: "
+                "Their nodes are fine on other paths, so the cause is likely transient or one "
+                "link: "
                 f"{_names(labels)}. Until a re-test passes, do not offload KV between these pairs.",
             )
         )
@@ -203,7 +206,8 @@ def _measurement_notes(results: Results) -> list[Recommendation]:
             Recommendation(
                 "unsafe",
                 f"{fmt.plural(len(errors), 'path')} could not be measured",
-                f"For example {errors[0].src} -> {errors[0].dst}: {errors[0].error}. Unmeasured paths count "
+                f"For example {errors[0].src} -> {errors[0].dst}: {errors[0].error}. Unmeasured "
+                "paths count "
                 "as unsafe. Check that the agents run and can reach each other, then re-test.",
             )
         )
@@ -213,7 +217,8 @@ def _measurement_notes(results: Results) -> list[Recommendation]:
             Recommendation(
                 "marginal",
                 f"{fmt.plural(len(few), 'path')} with too few samples",
-                f"The policy needs {policy.min_samples:,} kept samples to call a path offload-safe. "
+                f"The policy needs {policy.min_samples:,} kept samples to call a path "
+                "offload-safe. "
                 f"Re-test with --iterations {policy.min_samples} or more.",
             )
         )
@@ -223,8 +228,10 @@ def _measurement_notes(results: Results) -> list[Recommendation]:
             Recommendation(
                 "marginal",
                 f"{fmt.plural(marginal, 'marginal path')}: offload gains shrink here",
-                f"Between {policy.safe_max_us:g} and {policy.unsafe_above_us:g} us of {policy.metric.value} "
-                "offload still works but TTFT gains shrink. Use them only if local NVMe is full, and "
+                f"Between {policy.safe_max_us:g} and {policy.unsafe_above_us:g} us of "
+                f"{policy.metric.value} "
+                "offload still works but TTFT gains shrink. Use them only if local NVMe is full, "
+                "and "
                 "re-test them at a quiet time to see whether the tail is congestion.",
             )
         )
@@ -238,7 +245,8 @@ def _measurement_notes(results: Results) -> list[Recommendation]:
             Recommendation(
                 "info",
                 f"{fmt.plural(unstable, 'safe path')} with unstable RTT",
-                "Their standard deviation is at least 10% of the mean; the verdict holds, but re-test "
+                "Their standard deviation is at least 10% of the mean; the verdict holds, but "
+                "re-test "
                 "them before sign-off to make sure the tail is not growing.",
             )
         )

@@ -134,7 +134,10 @@ def metric_values(results: Results) -> list[float | None]:
 
 def ranked_indexes(results: Results, values: Sequence[float | None]) -> list[int]:
     """Path indexes, worst first: by verdict, then by metric (unmeasured counts as worst)."""
-    keys = [(p.verdict.rank, math.inf if v is None else v) for p, v in zip(results.paths, values)]
+    keys = [
+        (p.verdict.rank, math.inf if v is None else v)
+        for p, v in zip(results.paths, values, strict=True)
+    ]
     return sorted(range(len(keys)), key=keys.__getitem__, reverse=True)
 
 

@@ -4,8 +4,8 @@
 field as a JSON path (``paths[3].rtt_us.p99``).
 
 Cost: pure-Python validation takes one to two milliseconds per path (references inlined),
-so a 512-node full mesh (130,816 paths) would take minutes. Above ``FULL_VALIDATION_PATHS`` paths every path is
-still checked for the schema's required keys, and an evenly spread sample of
+so a 512-node full mesh (130,816 paths) would take minutes. Above ``FULL_VALIDATION_PATHS``
+paths every path is still checked for the schema's required keys, and an evenly spread sample of
 ``FULL_VALIDATION_PATHS`` paths (first and last included) gets the full schema; the typed
 reader in ``netqual.results`` then checks every value it uses.
 """
@@ -74,18 +74,17 @@ def _describe(err: ValidationError, index_map: Sequence[int] | None) -> tuple[st
         and isinstance(parts[1], int)
     ):
         parts[1] = index_map[parts[1]]
+    expected: Any = err.validator_value
     if err.validator == "required":
         missing = [
-            k
-            for k in err.validator_value
-            if isinstance(err.instance, Mapping) and k not in err.instance
+            k for k in expected if isinstance(err.instance, Mapping) and k not in err.instance
         ]
         key = missing[0] if missing else "?"
         return json_path([*parts, key]), "missing required key"
     if err.validator == "const":
         return json_path(parts), f"is {err.instance!r}, expected {err.validator_value!r}"
     if err.validator == "enum":
-        allowed = ", ".join(repr(v) for v in err.validator_value)
+        allowed = ", ".join(repr(v) for v in expected)
         return json_path(parts), f"is {err.instance!r}, expected one of {allowed}"
     if err.validator == "type":
         return json_path(parts), f"expected {err.validator_value}, got {err.instance!r:.60}"

@@ -18,6 +18,7 @@ from factories import make_results, write_results
 from netqual.gate import Waiver
 from netqual.report import render_html, write_csv
 from netqual.report.build import build_view
+from netqual.results import summarize
 
 EXTERNAL = [
     re.compile(r"https?://", re.I),
@@ -217,3 +218,14 @@ def test_512_nodes_render_fast_and_small(tmp_path: Path) -> None:
     assert elapsed < 10, f"{elapsed:.1f} s"
     assert html.count('<rect class="cell') == 32 * 32
     assert external_references(html) == []
+
+
+def test_renders_odd_but_valid_inputs() -> None:
+    res = make_results(4)
+    empty = replace(res, paths=(), summary=summarize(()))
+    assert "No paths were measured." in render_html(empty)
+    unracked = replace(res, nodes=tuple(replace(n, rack=None) for n in res.nodes))
+    assert "Cluster: <b>4 nodes, 6 paths (full-mesh)</b>" in render_html(unracked)
+    # paths whose endpoints are missing from the node list still get matrix rows
+    partial = replace(res, nodes=res.nodes[:2])
+    assert render_html(partial).count('<rect class="cell') == 16

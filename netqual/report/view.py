@@ -101,9 +101,14 @@ class ReportView:
 
 
 def order_nodes(results: Results) -> list[Node]:
-    """Rack by rack (unracked last), storage after compute inside a rack, then by name."""
+    """Rack by rack (unracked last), storage after compute inside a rack, then by name.
+
+    A path endpoint missing from the node list (a hand-edited file) still gets a row."""
+    known = {n.name for n in results.nodes}
+    extra = {e for p in results.paths for e in (p.src, p.dst)} - known
+    nodes = [*results.nodes, *(Node(name=name, address="") for name in sorted(extra))]
     return sorted(
-        results.nodes,
+        nodes,
         key=lambda n: (n.rack is None, n.rack or "", n.role.value == "storage", n.name),
     )
 

@@ -25,7 +25,8 @@ from netqual import hops as hops_mod
 from netqual.errors import AuthError, NetqualError, ProtocolError
 from netqual.probes import serve_probe
 from netqual.protocol import Channel, server_handshake
-from netqual.transports import TRANSPORT_NAMES, AgentLimits, get_transport
+from netqual.transports import TRANSPORT_NAMES, AgentLimits, Transport, get_transport
+from netqual.transports.rdma import RdmaOptions, transport_for_agent
 
 log = logging.getLogger("netqual.agent")
 
@@ -38,12 +39,14 @@ class Agent:
         token: bytes | None,
         name: str | None = None,
         limits: AgentLimits | None = None,
+        rdma_options: RdmaOptions | None = None,
     ) -> None:
         self.host = host
         self.port = port
         self.token = token
         self.name = name or socket.gethostname()
         self.limits = limits or AgentLimits()
+        self.rdma_options = rdma_options
         self._stop = threading.Event()
         self._sessions = threading.BoundedSemaphore(self.limits.max_sessions)
         self._listener: socket.socket | None = None
@@ -146,12 +149,17 @@ class Agent:
         elif kind == "doctor":
             ch.send("doctor", _doctor_report())
         elif kind == "probe":
-            serve_probe(ch, body, self.name, self.token, self.limits)
+            serve_probe(ch, body, self.name, self.token, self.limits, self.transport)
         elif "." in kind and kind.split(".", 1)[0] in TRANSPORT_NAMES:
-            transport = get_transport(kind.split(".", 1)[0])
-            transport.respond(ch, kind, body, self.limits)
+            self.transport(kind.split(".", 1)[0]).respond(ch, kind, body, self.limits)
         else:
             ch.send_error("bad-request", f"unknown request {kind!r}")
+
+    def transport(self, name: str, rdma_request: Any = None) -> Transport:
+        """The transport for one request; RDMA ones carry this agent's name and overrides."""
+        if name == "rdma":
+            return transport_for_agent(self.name, rdma_request, self.rdma_options)
+        return get_transport(name)
 
     def info(self) -> dict[str, Any]:
         return {

@@ -12,11 +12,11 @@ import platform
 import socket
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -57,6 +57,7 @@ class RunConfig:
     token: bytes | None = None
     parallel: int | None = None  # max concurrent pairs per round; None = all disjoint pairs
     sample_k: int = 2  # sampled mode: pairs between every two racks
+    rdma: Mapping[str, Any] | None = None  # {"local": RdmaOptions json, "peer": ...}
     inventory: str | None = None
 
 
@@ -109,7 +110,7 @@ def measure_pair(src: Node, dst: Node, cfg: RunConfig) -> PathResult:
     t0 = time.monotonic()
     try:
         out = request_probe(
-            src, dst, cfg.transport, cfg.plan, cfg.token, timeout_s=cfg.plan.timeout_s + 15.0
+            src, dst, cfg.transport, cfg.plan, cfg.token, cfg.plan.timeout_s + 15.0, cfg.rdma
         )
     except PeerError as err:
         reason = err.message if err.code != "protocol" else str(err)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -28,7 +28,7 @@ from netqual.errors import (
 from netqual.models import Node, ProbePlan
 from netqual.protocol import Channel, connect
 from netqual.results import plan_from_dict, plan_to_dict
-from netqual.transports import AgentLimits, RawBulk, RawProbe, get_transport
+from netqual.transports import AgentLimits, RawBulk, RawProbe, Transport
 
 _SAMPLE = np.dtype("<i8")
 
@@ -60,8 +60,16 @@ def _validate_plan(plan: ProbePlan, limits: AgentLimits) -> str | None:
     return None
 
 
+TransportFactory = Callable[[str, Any], Transport]
+
+
 def serve_probe(
-    ch: Channel, body: Mapping[str, Any], agent_name: str, token: bytes | None, limits: AgentLimits
+    ch: Channel,
+    body: Mapping[str, Any],
+    agent_name: str,
+    token: bytes | None,
+    limits: AgentLimits,
+    make_transport: TransportFactory,
 ) -> None:
     """Run on the initiating agent. Every failure is answered as an error message."""
     peer = body.get("peer")
@@ -80,7 +88,7 @@ def serve_probe(
     peer_name = str(peer.get("name") or peer["address"])
     label = _peer_label(peer)
     try:
-        transport = get_transport(str(body.get("transport", "tcp")))
+        transport = make_transport(str(body.get("transport", "tcp")), body.get("rdma"))
         transport.check_available()
     except TransportUnavailableError as err:
         ch.send_error(
@@ -152,9 +160,18 @@ def serve_probe(
 
 
 def request_probe(
-    src: Node, dst: Node, transport: str, plan: ProbePlan, token: bytes | None, timeout_s: float
+    src: Node,
+    dst: Node,
+    transport: str,
+    plan: ProbePlan,
+    token: bytes | None,
+    timeout_s: float,
+    rdma: Mapping[str, Any] | None = None,
 ) -> ProbeOutcome:
-    """Coordinator side: ask ``src``'s agent to probe ``dst``. Raises on any failure."""
+    """Coordinator side: ask ``src``'s agent to probe ``dst``. Raises on any failure.
+
+    ``rdma``: optional ``{"local": {...}, "peer": {...}}`` device/port/GID overrides.
+    """
     deadline = time.monotonic() + timeout_s
     ch, _hello = connect(
         src.address, src.port, token, peer=src.name, timeout_s=min(10.0, timeout_s)
@@ -168,6 +185,7 @@ def request_probe(
                 "transport": transport,
                 "plan": plan_to_dict(plan),
                 "hops": True,
+                **({"rdma": dict(rdma)} if rdma else {}),
             },
         )
         try:

@@ -14,7 +14,7 @@ except ImportError:  # pragma: no cover - older typer raises click's own
     _TyperClickException = click.exceptions.ClickException  # type: ignore[misc,assignment]
 
 # Importing a command module registers its commands on ``app``.
-from netqual.cli import cmd_agent, cmd_gate, cmd_report, cmd_run  # noqa: F401  isort: skip
+from netqual.cli import cmd_agent, cmd_doctor, cmd_gate, cmd_report, cmd_run  # noqa: F401  isort: skip
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -10,9 +10,18 @@ import typer
 
 from netqual.agent import Agent
 from netqual.auth import load_token
-from netqual.cli.app import TokenFileOpt, app, err_console, split_endpoint
+from netqual.cli.app import (
+    GidIndexOpt,
+    RdmaDeviceOpt,
+    RdmaPortOpt,
+    TokenFileOpt,
+    app,
+    err_console,
+    split_endpoint,
+)
 from netqual.models import DEFAULT_PORT
 from netqual.transports import AgentLimits
+from netqual.transports.rdma import RdmaOptions
 
 
 @app.command()
@@ -25,11 +34,14 @@ def agent(
         bool, typer.Option("--insecure", help="Run without a token (lab use only).")
     ] = False,
     name: Annotated[
-        str | None, typer.Option("--name", help="Name reported to peers [hostname].")
+        str | None, typer.Option("--name", help="Name reported to peers (default: hostname).")
     ] = None,
     max_sessions: Annotated[
         int, typer.Option("--max-sessions", help="Concurrent control sessions.")
     ] = 64,
+    rdma_device: RdmaDeviceOpt = None,
+    rdma_port: RdmaPortOpt = None,
+    gid_index: GidIndexOpt = None,
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Log every session.")] = False,
 ) -> None:
     """Run the long-lived agent that answers probes from the coordinator and its peers."""
@@ -46,7 +58,15 @@ def agent(
             style="bold yellow",
         )
     host, port = split_endpoint(listen, DEFAULT_PORT, "--listen")
-    a = Agent(host, port, token, name=name, limits=AgentLimits(max_sessions=max_sessions))
+    rdma = RdmaOptions(device=rdma_device, port=rdma_port, gid_index=gid_index)
+    a = Agent(
+        host,
+        port,
+        token,
+        name=name,
+        limits=AgentLimits(max_sessions=max_sessions),
+        rdma_options=rdma.over(RdmaOptions.from_env()),
+    )
     a.bind()
     a.install_signal_handlers()
     a.serve_forever(

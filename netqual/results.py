@@ -239,7 +239,11 @@ class _Reader:
     def fail(self, where: str, problem: str) -> ResultsFileError:
         return ResultsFileError(self.source, problem, field=where)
 
+    # Exact-type fast paths first: a 512-node file has ~7 million fields, and an
+    # isinstance() against the Mapping ABC costs several times a type() comparison.
     def get(self, obj: Mapping[str, Any], key: str, where: str) -> Any:
+        if type(obj) is dict and key in obj:
+            return obj[key]
         if not isinstance(obj, Mapping):
             raise self.fail(where, "expected an object")
         if key not in obj:
@@ -248,6 +252,8 @@ class _Reader:
 
     def num(self, obj: Mapping[str, Any], key: str, where: str) -> float:
         v = self.get(obj, key, where)
+        if type(v) is float or type(v) is int:
+            return float(v)
         if isinstance(v, bool) or not isinstance(v, (int, float)):
             raise self.fail(f"{where}.{key}", f"expected a number, got {v!r}")
         return float(v)

@@ -34,12 +34,18 @@
     var px = Math.max(1, Math.min(14, Math.floor(520 / Math.max(rows.length, cols.length))));
     canvas.width = cols.length * px; canvas.height = rows.length * px;
     canvas.style.width = canvas.width + "px"; canvas.style.height = canvas.height + "px";
-    var ctx = canvas.getContext("2d");
+    var ctx = canvas.getContext("2d"), bad = [];
     for (var y = 0; y < rows.length; y++) for (var x = 0; x < cols.length; x++) {
-      var a = rows[y], b = cols[x], i = byPair.get(a * N + b);
-      ctx.fillStyle = a === b ? "#f7f7f7" : COLOR[i === undefined ? 0 : D.cls[i]];
+      var a = rows[y], b = cols[x], i = byPair.get(a * N + b), c = a === b ? -1 : i === undefined ? 0 : D.cls[i];
+      ctx.fillStyle = c < 0 ? "#f7f7f7" : COLOR[c];
       ctx.fillRect(x * px, y * px, px > 3 ? px - 1 : px, px > 3 ? px - 1 : px);
+      if (c >= 2 && px < 3) bad.push([x, y, c]);
     }
+    // at one or two pixels a cell, a lone bad path would vanish: draw bad cells 3 px wide on top
+    bad.sort(function (p, q) { return p[2] - q[2]; }).forEach(function (t) {
+      ctx.fillStyle = COLOR[t[2]];
+      ctx.fillRect(t[0] * px - 1, t[1] * px - 1, 3, 3);
+    });
     view = {rows: rows, cols: cols, px: px};
     document.getElementById("nodeview-title").textContent = title + " (" + rows.length + " x " + cols.length + " nodes; hover for values, click for the drill-down)";
   }

@@ -12,6 +12,7 @@ from netqual.cli.app import JsonOpt, app, console
 from netqual.cli.diff_text import print_diff
 from netqual.diff import diff_runs, diff_to_dict
 from netqual.gate import load_profile
+from netqual.render.terminal import print_results
 from netqual.report import write_csv, write_html
 from netqual.report.html import render_diff_html
 from netqual.results import load
@@ -30,8 +31,6 @@ def report(
     ] = None,
 ) -> None:
     """Re-render a results file: terminal summary and matrix, and optionally HTML and CSV."""
-    from netqual.render.terminal import print_results
-
     res = load(results)
     out = console()
     print_results(out, res)

@@ -32,6 +32,7 @@ from netqual.models import (
     Verdict,
 )
 from netqual.results import summarize, write_json
+from netqual.stats import bin_edges, bin_index
 
 _BASE_RTT_US = {
     ("tcp", Tier.SAME_RACK): 18.0,
@@ -106,6 +107,21 @@ def _hist_shape(
     return ratios, tuple(max(0, round(w / total * samples)) for w in weights)
 
 
+def _grid_histogram(
+    p50_us: float, spread: float, max_us: float, samples: int
+) -> tuple[tuple[float, ...], tuple[int, ...]]:
+    """A log-normal-ish shape on the fixed grid netqual's statistics use."""
+    first, last = bin_index(p50_us * 0.8), bin_index(max_us)
+    edges = bin_edges(first, last - first + 1)
+    sigma = 0.05 + 0.12 * spread
+    weights = [
+        math.exp(-(math.log(math.sqrt(a * b) / p50_us) ** 2) / (2 * sigma**2))
+        for a, b in itertools.pairwise(edges)
+    ]
+    total = sum(weights) or 1.0
+    return edges, tuple(max(0, round(w / total * samples)) for w in weights)
+
+
 def make_rtt(
     p50_us: float, spread: float, samples: int, rng: random.Random, *, histogram: bool
 ) -> RttStats:
@@ -118,8 +134,7 @@ def make_rtt(
     edges: tuple[float, ...] = ()
     counts: tuple[int, ...] = ()
     if histogram:
-        ratios, counts = _hist_shape(round(spread * 10), round(tail * 100), samples)
-        edges = tuple(p50_us * r for r in ratios)
+        edges, counts = _grid_histogram(p50_us, spread, p999 * tail, samples)
     return RttStats(
         samples=samples,
         min_us=p50_us * 0.8,

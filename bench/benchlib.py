@@ -6,6 +6,7 @@ that stops it again, also on errors and Ctrl-C.
 
 from __future__ import annotations
 
+import os
 import socket
 import statistics
 import subprocess
@@ -48,10 +49,17 @@ def _wait_listening(port: int, proc: subprocess.Popen[bytes], what: str, timeout
     raise RuntimeError(f"{what} not listening on {HOST}:{port} after {timeout_s:g} s")
 
 
+def pinned(argv: Sequence[str], cpu: int | None) -> list[str]:
+    """``argv`` run under ``taskset -c CPU`` when a CPU is given."""
+    return ["taskset", "-c", str(cpu), *argv] if cpu is not None else list(argv)
+
+
 @contextmanager
-def reference_server(argv: Sequence[str], port: int, timeout_s: float = 10.0) -> Iterator[int]:
+def reference_server(
+    argv: Sequence[str], port: int, cpu: int | None = None, timeout_s: float = 10.0
+) -> Iterator[int]:
     """Run a reference tool's server (``argv`` already names ``port``); stop it on exit."""
-    proc = subprocess.Popen(list(argv), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(pinned(argv, cpu), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         _wait_listening(port, proc, argv[0], timeout_s)
         yield port
@@ -72,8 +80,12 @@ class AgentPair:
 
 
 @contextmanager
-def two_agents() -> Iterator[AgentPair]:
-    """Two netqual agents on 127.0.0.1 (kernel-picked ports) sharing a fresh token."""
+def two_agents(cpu: int | None = None) -> Iterator[AgentPair]:
+    """Two netqual agents on 127.0.0.1 (kernel-picked ports) sharing a fresh token.
+
+    With ``cpu``, both agents are confined to that CPU before any session starts (session
+    threads inherit the listener thread's affinity).
+    """
     with tempfile.TemporaryDirectory(prefix="netqual-bench-") as tmp:
         token_file = Path(tmp) / "token"
         write_token(token_file)
@@ -83,6 +95,8 @@ def two_agents() -> Iterator[AgentPair]:
             for name in ("bench-a", "bench-b"):
                 proc, port = start_agent(name, token_file, HOST)
                 procs.append(proc)
+                if cpu is not None:
+                    os.sched_setaffinity(proc.pid, {cpu})
                 nodes.append(Node(name=name, address=HOST, port=port))
             yield AgentPair(nodes[0], nodes[1], load_token(token_file))
         finally:

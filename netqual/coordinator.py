@@ -1,4 +1,4 @@
-"""``netqual run``: schedule the pairs, ask agents to probe, judge, write results.
+"""``netqual run``: schedule the pairs, ask agents to probe, judge, write results and report.
 
 A failing path is data (an ``unsafe`` PathResult naming the node and the failure); only a
 run where no agent answers at all is an error. Each finished pair is appended to
@@ -27,6 +27,7 @@ from netqual.models import Mode, Node, PathResult, Policy, ProbePlan, Results, R
 from netqual.policy import judge
 from netqual.probes import request_probe
 from netqual.protocol import connect
+from netqual.report import write_html
 from netqual.results import append_jsonl, summarize, write_json
 from netqual.schedule import Pair, plan_rounds
 from netqual.stats import bulk_stats, rtt_stats
@@ -228,6 +229,7 @@ def run(cfg: RunConfig, out_dir: Path, observer: RunObserver | None = None) -> R
         tool_version=__version__,
     )
     write_json(out_dir / "results.json", results)
+    write_html(results, out_dir / "report.html")
     return results
 
 

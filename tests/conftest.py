@@ -1,4 +1,5 @@
-"""Shared fixtures: real agent processes on 127.0.0.1, always stopped after the test."""
+"""Shared fixtures: real agent processes on 127.0.0.1 (always stopped after the test), and
+the synthetic results factory (``factories``)."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ import pytest
 from netqual.auth import write_token
 
 REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(Path(__file__).parent))  # tests/factories.py importable as ``factories``
 _READY = re.compile(r"listening on (\S+):(\d+)")
 
 

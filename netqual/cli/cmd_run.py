@@ -96,7 +96,7 @@ def _finish(results: Results, out: Path, as_json: bool) -> None:
         print(json.dumps(results_to_dict(results), indent=1))
         return
     print_results(console(), results)
-    console().print(f"results: {out / 'results.json'}", style="dim")
+    console().print(f"results: {out / 'results.json'}  report: {out / 'report.html'}", style="dim")
 
 
 @app.command()

@@ -114,6 +114,7 @@ class Agent:
                 self._admit(conn, addr)
         self._listener.close()
         self._shutdown_sessions()
+        _wake_udp(self._udp)
         udp.join(timeout=1.0)
         self._udp.close()
         self._wake_r.close()
@@ -233,6 +234,15 @@ class Agent:
             "transports": list(TRANSPORT_NAMES),
             "limits": asdict(self.limits),
         }
+
+
+def _wake_udp(sock: socket.socket) -> None:
+    """An empty datagram to the hop responder ends its select() now, not at its timeout."""
+    host, port = sock.getsockname()[:2]
+    if host in ("0.0.0.0", "::"):
+        host = "::1" if sock.family == socket.AF_INET6 else "127.0.0.1"
+    with contextlib.suppress(OSError):
+        sock.sendto(b"", (host, port))
 
 
 def _doctor_report() -> dict[str, Any]:

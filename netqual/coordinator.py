@@ -183,7 +183,8 @@ def run(cfg: RunConfig, out_dir: Path, observer: RunObserver | None = None) -> R
     started = now_iso()
     down = check_agents(cfg.nodes, cfg.token)
     if len(down) == len(cfg.nodes):
-        detail = "; ".join(f"{k}: {v}" for k, v in down.items())
+        # Each problem already names its node ("gpu01 unreachable: ..."); don't repeat it.
+        detail = "; ".join(v if v.startswith(k) else f"{k}: {v}" for k, v in down.items())
         raise NoAgentsError(detail)
     rounds = plan_rounds(list(cfg.nodes), cfg.mode, cfg.sample_k)
     total = sum(len(r) for r in rounds)

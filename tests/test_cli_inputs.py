@@ -180,8 +180,8 @@ def test_every_agent_down_is_exit_3(tmp_path: Path, token_file: Path) -> None:
     assert done.returncode == 3, done.stderr
     err = " ".join(done.stderr.split())
     assert err.startswith("error: no agent answered: ")
-    assert f"a1: a1 unreachable: connect to 127.0.0.1:{p1} failed" in err
-    assert f"a2: a2 unreachable: connect to 127.0.0.1:{p2} failed" in err
+    assert f"answered: a1 unreachable: connect to 127.0.0.1:{p1} failed" in err
+    assert f"; a2 unreachable: connect to 127.0.0.1:{p2} failed" in err
     assert not (tmp_path / "out" / "results.json").exists()
 
 

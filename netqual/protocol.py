@@ -290,10 +290,33 @@ def client_handshake(ch: Channel, token: bytes | None) -> dict[str, Any]:
     return hello
 
 
+BUSY_RETRIES = 3
+
+
 def connect(
     address: str, port: int, token: bytes | None, peer: str, timeout_s: float = 10.0
 ) -> tuple[Channel, dict[str, Any]]:
-    """Open an authenticated channel to an agent. Returns the channel and its hello."""
+    """Open an authenticated channel to an agent. Returns the channel and its hello.
+
+    An agent at its session cap answers ``busy``; that is retried a few times with a
+    growing pause (within ``timeout_s``) before the error is raised.
+    """
+    deadline = time.monotonic() + timeout_s
+    pause = 0.25
+    for attempt in range(BUSY_RETRIES + 1):
+        try:
+            return _connect_once(address, port, token, peer, max(0.1, deadline - time.monotonic()))
+        except PeerError as err:
+            if err.code != "busy" or attempt == BUSY_RETRIES or time.monotonic() + pause > deadline:
+                raise
+        time.sleep(pause)
+        pause *= 2
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _connect_once(
+    address: str, port: int, token: bytes | None, peer: str, timeout_s: float
+) -> tuple[Channel, dict[str, Any]]:
     try:
         sock = socket.create_connection((address, port), timeout=timeout_s)
     except OSError as err:

@@ -2,19 +2,31 @@
 
 from __future__ import annotations
 
-import click
+import importlib
+
+import typer
 from rich.text import Text
 
 from netqual.cli.app import app, err_console
 from netqual.errors import EXIT_RUNTIME, EXIT_USAGE, NetqualError
 
-try:  # typer >= 0.29 raises usage errors from its vendored copy of click
-    from typer._click.exceptions import ClickException as _TyperClickException
-except ImportError:  # pragma: no cover - older typer raises click's own
-    _TyperClickException = click.exceptions.ClickException  # type: ignore[misc,assignment]
-
 # Importing a command module registers its commands on ``app``.
 from netqual.cli import cmd_agent, cmd_doctor, cmd_gate, cmd_report, cmd_run  # noqa: F401  isort: skip
+
+
+def _usage_error_types() -> tuple[type[Exception], ...]:
+    """typer >= 0.29 vendors click (typer._click) and may not install click at all; older
+    typer raises click's own exceptions. Catch whichever exist."""
+    found: list[type[Exception]] = []
+    for module in ("typer._click.exceptions", "click.exceptions"):
+        try:
+            found.append(importlib.import_module(module).ClickException)
+        except ImportError:
+            continue
+    return tuple(found)
+
+
+_USAGE_ERRORS = _usage_error_types()
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -23,17 +35,20 @@ def main(argv: list[str] | None = None) -> int:
     except NetqualError as err:
         err_console().print(Text.assemble(("error: ", "bold red"), str(err)), soft_wrap=True)
         return err.exit_code
-    except click.exceptions.Abort:
+    except typer.Abort:
         err_console().print("aborted")
         return 130
-    except (click.exceptions.ClickException, _TyperClickException) as err:
-        err.show()
-        return EXIT_USAGE if err.exit_code == 2 else err.exit_code
-    except click.exceptions.Exit as err:
-        return err.exit_code
+    except _USAGE_ERRORS as err:
+        show = getattr(err, "show", None)
+        if callable(show):
+            show()
+        code = getattr(err, "exit_code", EXIT_USAGE)
+        return code if isinstance(code, int) else EXIT_USAGE
+    except typer.Exit as err:
+        return int(err.exit_code)
     except KeyboardInterrupt:
         return 130
-    return rv if isinstance(rv, int) else 0
+    return int(rv) if isinstance(rv, int) else 0
 
 
 __all__ = ["EXIT_RUNTIME", "app", "main"]

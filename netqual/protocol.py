@@ -14,6 +14,7 @@ they hold the token and a recorded exchange cannot be replayed.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import hmac
 import json
@@ -44,7 +45,9 @@ class Message:
 
 
 def _mac(token: bytes, role: bytes, first: bytes, second: bytes) -> str:
-    return hmac.new(token, _AUTH_LABEL + b"|" + role + b"|" + first + second, hashlib.sha256).hexdigest()
+    return hmac.new(
+        token, _AUTH_LABEL + b"|" + role + b"|" + first + second, hashlib.sha256
+    ).hexdigest()
 
 
 class Channel:
@@ -110,7 +113,9 @@ class Channel:
         if frame_type not in (FRAME_JSON, FRAME_BYTES):
             raise ProtocolError(self.peer, f"unknown frame type {frame_type}")
         if length > max_bytes:
-            raise ProtocolError(self.peer, f"frame of {length} bytes exceeds the cap of {max_bytes}")
+            raise ProtocolError(
+                self.peer, f"frame of {length} bytes exceeds the cap of {max_bytes}"
+            )
         return frame_type, self.recv_exact(length)
 
     def send(self, kind: str, body: Mapping[str, Any] | None = None) -> None:
@@ -163,10 +168,8 @@ class Channel:
         return payload
 
     def close(self) -> None:
-        try:
+        with contextlib.suppress(OSError):
             self.sock.close()
-        except OSError:
-            pass
 
     def __enter__(self) -> Channel:
         return self
@@ -236,7 +239,9 @@ def client_handshake(ch: Channel, token: bytes | None) -> dict[str, Any]:
         raise ProtocolError(ch.peer, f"unknown auth scheme {auth!r}")
     if token is None:
         raise AuthError(ch.peer, "agent requires a token (--token-file or NETQUAL_TOKEN)")
-    ch.send("auth", {"nonce": client_nonce.hex(), "mac": _mac(token, b"client", nonce, client_nonce)})
+    ch.send(
+        "auth", {"nonce": client_nonce.hex(), "mac": _mac(token, b"client", nonce, client_nonce)}
+    )
     try:
         welcome = ch.expect("welcome")
     except PeerError as err:

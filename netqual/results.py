@@ -123,6 +123,37 @@ def plan_to_dict(p: ProbePlan) -> dict[str, Any]:
     }
 
 
+def plan_from_dict(d: Mapping[str, Any]) -> ProbePlan:
+    """Inverse of plan_to_dict; unknown keys are ignored, wrong types raise TypeError/ValueError."""
+    base = ProbePlan()
+    ints = ("iterations", "warmup", "size_bytes", "bulk_bytes", "min_reads")
+    kwargs: dict[str, Any] = {}
+    for key in ints:
+        if key in d:
+            v = d[key]
+            if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+                raise ValueError(f"plan.{key} must be a non-negative integer, got {v!r}")
+            kwargs[key] = v
+    for key in ("chunks_bytes", "depths"):
+        if key in d:
+            v = d[key]
+            if (
+                not isinstance(v, list)
+                or not v
+                or not all(isinstance(x, int) and not isinstance(x, bool) and x > 0 for x in v)
+            ):
+                raise ValueError(f"plan.{key} must be a list of positive integers, got {v!r}")
+            kwargs[key] = tuple(v)
+    if "bulk" in d:
+        kwargs["bulk"] = bool(d["bulk"])
+    if "timeout_s" in d:
+        t = d["timeout_s"]
+        if isinstance(t, bool) or not isinstance(t, (int, float)) or t <= 0:
+            raise ValueError(f"plan.timeout_s must be positive, got {t!r}")
+        kwargs["timeout_s"] = float(t)
+    return ProbePlan(**{**base.__dict__, **kwargs})
+
+
 def summarize(paths: Iterable[PathResult], metric: Metric = Metric.P99) -> Summary:
     """Counts per verdict and the worst paths: unsafe first, then by the policy metric."""
     paths = list(paths)
@@ -139,6 +170,17 @@ def summarize(paths: Iterable[PathResult], metric: Metric = Metric.P99) -> Summa
         rest = sorted((p for p in paths if p.verdict is Verdict.SAFE), key=badness, reverse=True)
         worst += rest[: WORST_PATHS - len(worst)]
     return Summary(counts=counts, worst=tuple(p.key for p in worst[:WORST_PATHS]))
+
+
+def _worst_entry(p: PathResult, metric: Metric) -> dict[str, Any]:
+    return {
+        "src": p.src,
+        "dst": p.dst,
+        "verdict": p.verdict.value,
+        "metric": metric.value,
+        "value_us": p.rtt.value(metric) if p.rtt else None,
+        "reasons": list(p.reasons),
+    }
 
 
 def results_to_dict(r: Results) -> dict[str, Any]:
@@ -163,18 +205,7 @@ def results_to_dict(r: Results) -> dict[str, Any]:
         "summary": {
             "counts": {v.value: r.summary.counts.get(v, 0) for v in Verdict},
             "total": len(r.paths),
-            "worst": [
-                {
-                    "src": s,
-                    "dst": d,
-                    "verdict": by_key[(s, d)].verdict.value,
-                    "metric": metric.value,
-                    "value_us": (by_key[(s, d)].rtt.value(metric) if by_key[(s, d)].rtt else None),
-                    "reasons": list(by_key[(s, d)].reasons),
-                }
-                for s, d in r.summary.worst
-                if (s, d) in by_key
-            ],
+            "worst": [_worst_entry(by_key[k], metric) for k in r.summary.worst if k in by_key],
         },
     }
 
@@ -307,7 +338,9 @@ def results_from_dict(d: Mapping[str, Any], source: str) -> Results:
     rd = _Reader(source)
     version = rd.get(d, "schema_version", "")
     if version != SCHEMA_VERSION:
-        raise rd.fail("schema_version", f"unsupported version {version!r} (expected {SCHEMA_VERSION!r})")
+        raise rd.fail(
+            "schema_version", f"unsupported version {version!r} (expected {SCHEMA_VERSION!r})"
+        )
     run = rd.get(d, "run", "")
     pol = rd.get(run, "policy", "run")
     try:
@@ -320,11 +353,10 @@ def results_from_dict(d: Mapping[str, Any], source: str) -> Results:
         mode = Mode(rd.string(run, "mode", "run"))
     except (ValueError, TypeError) as err:
         raise rd.fail("run", str(err)) from err
-    plan_d = run.get("plan") or {}
-    plan = ProbePlan(
-        **{k: (tuple(v) if isinstance(v, list) else v) for k, v in plan_d.items()
-           if k in ProbePlan.__dataclass_fields__}
-    )
+    try:
+        plan = plan_from_dict(run.get("plan") or {})
+    except (TypeError, ValueError) as err:
+        raise rd.fail("run.plan", str(err)) from err
     meta = RunMeta(
         started_at=rd.string(run, "started_at", "run"),
         finished_at=rd.string(run, "finished_at", "run"),
@@ -353,7 +385,9 @@ def results_from_dict(d: Mapping[str, Any], source: str) -> Results:
                 labels=dict(rd.get(n, "labels", w) or {}),
             )
         )
-    paths = tuple(path_from_dict(p, rd, f"paths[{i}]") for i, p in enumerate(rd.get(d, "paths", "")))
+    paths = tuple(
+        path_from_dict(p, rd, f"paths[{i}]") for i, p in enumerate(rd.get(d, "paths", ""))
+    )
     rd.get(d, "summary", "")
     tool = rd.get(d, "tool", "")
     return Results(

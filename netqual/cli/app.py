@@ -34,5 +34,45 @@ TokenFileOpt = Annotated[
     typer.Option("--token-file", help="File holding the shared agent token (else NETQUAL_TOKEN)."),
 ]
 TransportOpt = Annotated[str, typer.Option("--transport", help="tcp or rdma.")]
-PolicyOpt = Annotated[Path | None, typer.Option("--policy", help="Policy TOML (DESIGN.md defaults otherwise).")]
+PolicyOpt = Annotated[
+    Path | None, typer.Option("--policy", help="Policy TOML (DESIGN.md defaults otherwise).")
+]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON instead of tables.")]
+
+IterationsOpt = Annotated[
+    int | None, typer.Option("--iterations", help="Kept ping-pong samples [10000].")
+]
+WarmupOpt = Annotated[
+    int | None, typer.Option("--warmup", help="Discarded warm-up iterations [1000].")
+]
+SizeOpt = Annotated[str | None, typer.Option("--size", help="Ping-pong message size [64].")]
+ChunkOpt = Annotated[
+    list[str] | None,
+    typer.Option("--chunk", help="Bulk chunk size, repeatable [64KiB, 1MiB, 8MiB]."),
+]
+DepthOpt = Annotated[
+    list[int] | None, typer.Option("--depth", help="Outstanding bulk reads, repeatable [1, 8].")
+]
+NoBulkOpt = Annotated[bool, typer.Option("--no-bulk", help="Skip the bulk-read probes.")]
+TimeoutOpt = Annotated[
+    float | None, typer.Option("--timeout", help="Per-pair timeout, seconds [120].")
+]
+
+
+def split_endpoint(text: str, default_port: int, option: str) -> tuple[str, int]:
+    """'host:port', '[v6]:port', 'host' or ':port' -> (host, port)."""
+    from netqual.errors import UsageError
+
+    host, port_text = text, ""
+    if text.startswith("["):
+        host, _, rest = text[1:].partition("]")
+        port_text = rest.removeprefix(":")
+    elif text.count(":") == 1:
+        host, port_text = text.split(":")
+    try:
+        port = int(port_text) if port_text else default_port
+    except ValueError:
+        raise UsageError(option, f"bad port in {text!r}") from None
+    if not 0 <= port <= 65535:
+        raise UsageError(option, f"port out of range in {text!r}")
+    return host or "0.0.0.0", port

@@ -16,7 +16,8 @@ def get_transport(name: str) -> Transport:
     if name == "rdma":
         from netqual.transports.rdma import RdmaTransport
 
-        return RdmaTransport()
+        transport: Transport = RdmaTransport()
+        return transport
     raise UsageError("--transport", f"unknown transport {name!r} (choose from tcp, rdma)")
 
 

@@ -76,7 +76,9 @@ class Transport(abc.ABC):
         """
 
     @abc.abstractmethod
-    def respond(self, channel: Channel, kind: str, body: Mapping[str, Any], limits: AgentLimits) -> None:
+    def respond(
+        self, channel: Channel, kind: str, body: Mapping[str, Any], limits: AgentLimits
+    ) -> None:
         """Serve one request of ``kind`` (prefixed with ``name + "."``) from an initiator.
 
         Requests over ``limits`` must be answered with ``channel.send_error("limit", ...)``.

@@ -1,0 +1,54 @@
+"""``netqual agent``."""
+
+from __future__ import annotations
+
+import logging
+import sys
+from typing import Annotated
+
+import typer
+
+from netqual.agent import Agent
+from netqual.auth import load_token
+from netqual.cli.app import TokenFileOpt, app, err_console, split_endpoint
+from netqual.models import DEFAULT_PORT
+from netqual.transports import AgentLimits
+
+
+@app.command()
+def agent(
+    listen: Annotated[
+        str, typer.Option("--listen", help="HOST:PORT to listen on.")
+    ] = f"0.0.0.0:{DEFAULT_PORT}",
+    token_file: TokenFileOpt = None,
+    insecure: Annotated[
+        bool, typer.Option("--insecure", help="Run without a token (lab use only).")
+    ] = False,
+    name: Annotated[
+        str | None, typer.Option("--name", help="Name reported to peers [hostname].")
+    ] = None,
+    max_sessions: Annotated[
+        int, typer.Option("--max-sessions", help="Concurrent control sessions.")
+    ] = 64,
+    verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Log every session.")] = False,
+) -> None:
+    """Run the long-lived agent that answers probes from the coordinator and its peers."""
+    logging.basicConfig(
+        level=logging.INFO if verbose else logging.WARNING,
+        stream=sys.stderr,
+        format="%(asctime)s %(name)s %(levelname)s %(message)s",
+    )
+    token = load_token(token_file, insecure=insecure)
+    if token is None:
+        err_console().print(
+            "warning: running WITHOUT authentication (--insecure); anyone who can "
+            "reach this port can make this node send traffic",
+            style="bold yellow",
+        )
+    host, port = split_endpoint(listen, DEFAULT_PORT, "--listen")
+    a = Agent(host, port, token, name=name, limits=AgentLimits(max_sessions=max_sessions))
+    a.bind()
+    a.install_signal_handlers()
+    a.serve_forever(
+        on_ready=lambda: print(f"netqual agent {a.name} listening on {a.host}:{a.port}", flush=True)
+    )

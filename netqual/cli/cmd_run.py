@@ -1,0 +1,213 @@
+"""``netqual run``, ``netqual probe`` and ``netqual demo``."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from netqual import plan as plan_mod
+from netqual.auth import load_token
+from netqual.cli.app import (
+    ChunkOpt,
+    DepthOpt,
+    IterationsOpt,
+    JsonOpt,
+    NoBulkOpt,
+    PolicyOpt,
+    SizeOpt,
+    TimeoutOpt,
+    TokenFileOpt,
+    TransportOpt,
+    WarmupOpt,
+    app,
+    console,
+    split_endpoint,
+)
+from netqual.cli.progress import ProgressObserver
+from netqual.coordinator import RunConfig, measure_pair
+from netqual.coordinator import run as run_coordinator
+from netqual.errors import EXIT_RUNTIME, UsageError
+from netqual.inventory import load_inventory
+from netqual.localagents import local_agents
+from netqual.models import DEFAULT_PORT, Mode, Node, Policy, ProbePlan, Results
+from netqual.policy import load_policy
+from netqual.render.terminal import print_probe, print_results
+from netqual.results import path_to_dict, results_to_dict
+from netqual.transports import TRANSPORT_NAMES
+
+OutOpt = Annotated[
+    Path, typer.Option("--out", help="Directory for results.jsonl, results.json, report.html.")
+]
+InsecureOpt = Annotated[
+    bool, typer.Option("--insecure", help="Talk to agents started with --insecure.")
+]
+ParallelOpt = Annotated[
+    int | None, typer.Option("--parallel", help="Max pairs at once per round [all disjoint pairs].")
+]
+
+
+def _plan(
+    base: ProbePlan,
+    iterations: int | None,
+    warmup: int | None,
+    size: str | None,
+    chunk: list[str] | None,
+    depth: list[int] | None,
+    no_bulk: bool,
+    timeout: float | None,
+) -> ProbePlan:
+    return plan_mod.override(
+        base,
+        iterations=iterations,
+        warmup=warmup,
+        size=size,
+        chunks=chunk,
+        depths=depth,
+        no_bulk=no_bulk,
+        timeout_s=timeout,
+    )
+
+
+def _transport(name: str) -> str:
+    if name not in TRANSPORT_NAMES:
+        raise UsageError("--transport", f"unknown transport {name!r} (tcp or rdma)")
+    return name
+
+
+def _mode(name: str) -> Mode:
+    try:
+        return Mode(name)
+    except ValueError:
+        raise UsageError(
+            "--mode", f"unknown mode {name!r} (full-mesh, bipartite, sampled)"
+        ) from None
+
+
+def _finish(results: Results, out: Path, as_json: bool) -> None:
+    if as_json:
+        print(json.dumps(results_to_dict(results), indent=1))
+        return
+    print_results(console(), results)
+    console().print(f"results: {out / 'results.json'}", style="dim")
+
+
+@app.command()
+def run(
+    inventory: Annotated[Path, typer.Argument(help="Inventory TOML (DESIGN.md format).")],
+    out: OutOpt = Path("netqual-out"),
+    transport: TransportOpt = "tcp",
+    mode: Annotated[
+        str | None, typer.Option("--mode", help="full-mesh, bipartite or sampled.")
+    ] = None,
+    policy: PolicyOpt = None,
+    token_file: TokenFileOpt = None,
+    insecure: InsecureOpt = False,
+    parallel: ParallelOpt = None,
+    sample_k: Annotated[
+        int, typer.Option("--sample-k", help="sampled mode: pairs between every two racks.")
+    ] = 2,
+    iterations: IterationsOpt = None,
+    warmup: WarmupOpt = None,
+    size: SizeOpt = None,
+    chunk: ChunkOpt = None,
+    depth: DepthOpt = None,
+    no_bulk: NoBulkOpt = False,
+    timeout: TimeoutOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Qualify every path of an inventory; exits 0 when the run completed, whatever the verdicts."""
+    inv = load_inventory(inventory)
+    pol = load_policy(policy) if policy else Policy()
+    token = load_token(token_file or inv.token_file, insecure=insecure)
+    cfg = RunConfig(
+        nodes=inv.nodes,
+        transport=_transport(transport),
+        mode=_mode(mode) if mode else (inv.mode or Mode.FULL_MESH),
+        policy=pol,
+        plan=_plan(inv.plan, iterations, warmup, size, chunk, depth, no_bulk, timeout),
+        token=token,
+        parallel=parallel,
+        sample_k=sample_k,
+        inventory=str(inventory),
+    )
+    with ProgressObserver(console()) as progress:
+        results = run_coordinator(cfg, out, progress)
+    _finish(results, out, as_json)
+
+
+@app.command()
+def probe(
+    src: Annotated[str, typer.Argument(help="Initiating agent, HOST:PORT.")],
+    dst: Annotated[str, typer.Argument(help="Responding agent, HOST:PORT.")],
+    transport: TransportOpt = "tcp",
+    policy: PolicyOpt = None,
+    token_file: TokenFileOpt = None,
+    insecure: InsecureOpt = False,
+    iterations: IterationsOpt = None,
+    warmup: WarmupOpt = None,
+    size: SizeOpt = None,
+    chunk: ChunkOpt = None,
+    depth: DepthOpt = None,
+    no_bulk: NoBulkOpt = False,
+    timeout: TimeoutOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Measure one pair and print a perftest-style table (--json: one results path object)."""
+    nodes = []
+    for text, option in ((src, "SRC"), (dst, "DST")):
+        host, port = split_endpoint(text, DEFAULT_PORT, option)
+        nodes.append(Node(name=text, address=host, port=port))
+    cfg = RunConfig(
+        nodes=tuple(nodes),
+        transport=_transport(transport),
+        policy=load_policy(policy) if policy else Policy(),
+        plan=_plan(ProbePlan(), iterations, warmup, size, chunk, depth, no_bulk, timeout),
+        token=load_token(token_file, insecure=insecure),
+    )
+    path = measure_pair(nodes[0], nodes[1], cfg)
+    if as_json:
+        print(json.dumps(path_to_dict(path), indent=1))
+    else:
+        print_probe(console(), path)
+    if path.error is not None:
+        raise typer.Exit(EXIT_RUNTIME)
+
+
+@app.command()
+def demo(
+    out: OutOpt = Path("netqual-demo"),
+    agents: Annotated[int, typer.Option("--agents", help="Local agents to start.")] = 4,
+    policy: PolicyOpt = None,
+    iterations: IterationsOpt = None,
+    warmup: WarmupOpt = None,
+    size: SizeOpt = None,
+    chunk: ChunkOpt = None,
+    depth: DepthOpt = None,
+    no_bulk: NoBulkOpt = False,
+    timeout: TimeoutOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """The embedded default: start local agents, qualify every pair, print and write the report."""
+    if agents < 2:
+        raise UsageError("--agents", f"need at least 2, got {agents}")
+    c = console()
+    plan = _plan(ProbePlan(), iterations, warmup, size, chunk, depth, no_bulk, timeout)
+    c.print(
+        f"demo: {agents} agents on loopback (127.0.0.1); every pair shares this host's CPU, "
+        "so pairs run one at a time",
+        style="dim",
+    )
+    with local_agents(agents) as (nodes, token_file):
+        cfg = RunConfig(
+            nodes=tuple(nodes),
+            plan=plan,
+            token=load_token(token_file),
+            policy=load_policy(policy) if policy else Policy(),
+            inventory="(demo)",
+        )
+        with ProgressObserver(c) as progress:
+            results = run_coordinator(cfg, out, progress)
+    _finish(results, out, as_json)

@@ -1,0 +1,238 @@
+"""``netqual run``: schedule the pairs, ask agents to probe, judge, write results.
+
+A failing path is data (an ``unsafe`` PathResult naming the node and the failure); only a
+run where no agent answers at all is an error. Each finished pair is appended to
+``results.jsonl`` at once, so a crash loses nothing already measured.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import platform
+import socket
+import sys
+import time
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol
+
+import numpy as np
+
+from netqual import __version__
+from netqual.errors import NetqualError, NoAgentsError, PeerError
+from netqual.matrix import tier_of
+from netqual.models import Mode, Node, PathResult, Policy, ProbePlan, Results, RunMeta, Verdict
+from netqual.policy import judge
+from netqual.probes import request_probe
+from netqual.protocol import connect
+from netqual.results import append_jsonl, summarize, write_json
+from netqual.schedule import Pair, plan_rounds
+from netqual.stats import bulk_stats, rtt_stats
+
+
+class RunObserver(Protocol):
+    """Progress callbacks, called from the coordinating thread."""
+
+    def started(self, total_pairs: int, rounds: int) -> None: ...
+    def pair_finished(self, path: PathResult) -> None: ...
+
+
+class NullObserver:
+    def started(self, total_pairs: int, rounds: int) -> None:
+        pass
+
+    def pair_finished(self, path: PathResult) -> None:
+        pass
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    nodes: tuple[Node, ...]
+    transport: str = "tcp"
+    mode: Mode = Mode.FULL_MESH
+    policy: Policy = field(default_factory=Policy)
+    plan: ProbePlan = field(default_factory=ProbePlan)
+    token: bytes | None = None
+    parallel: int | None = None  # max concurrent pairs per round; None = all disjoint pairs
+    sample_k: int = 2  # sampled mode: pairs between every two racks
+    inventory: str | None = None
+
+
+def now_iso() -> str:
+    return dt.datetime.now(dt.timezone.utc).isoformat(timespec="milliseconds")
+
+
+def clock_info() -> dict[str, object]:
+    info = time.get_clock_info("perf_counter")
+    return {
+        "function": "time.perf_counter_ns",
+        "implementation": info.implementation,
+        "resolution_s": info.resolution,
+        "monotonic": info.monotonic,
+    }
+
+
+def host_info() -> dict[str, object]:
+    return {
+        "hostname": socket.gethostname(),
+        "python": sys.version.split()[0],
+        "platform": platform.platform(),
+        "numpy": np.__version__,
+    }
+
+
+def check_agents(
+    nodes: Sequence[Node], token: bytes | None, timeout_s: float = 5.0
+) -> dict[str, str]:
+    """Ask every agent for ``info`` in parallel; returns {node name: problem} for failures."""
+
+    def one(node: Node) -> str | None:
+        try:
+            ch, _ = connect(node.address, node.port, token, peer=node.name, timeout_s=timeout_s)
+            with ch:
+                ch.set_timeout(timeout_s)
+                ch.request("info", reply="info")
+                ch.send("bye")
+        except (NetqualError, OSError) as err:
+            return str(err)
+        return None
+
+    with ThreadPoolExecutor(max_workers=min(32, max(1, len(nodes)))) as pool:
+        results = dict(zip((n.name for n in nodes), pool.map(one, nodes), strict=True))
+    return {name: problem for name, problem in results.items() if problem is not None}
+
+
+def measure_pair(src: Node, dst: Node, cfg: RunConfig) -> PathResult:
+    started = now_iso()
+    t0 = time.monotonic()
+    try:
+        out = request_probe(
+            src, dst, cfg.transport, cfg.plan, cfg.token, timeout_s=cfg.plan.timeout_s + 15.0
+        )
+    except PeerError as err:
+        reason = err.message if err.code != "protocol" else str(err)
+        return _failed(src, dst, cfg, reason, started, t0)
+    except (NetqualError, OSError) as err:
+        return _failed(src, dst, cfg, str(err), started, t0)
+    if len(out.raw.rtt_ns) == 0:
+        return _failed(src, dst, cfg, f"{src.name} returned no samples", started, t0)
+    rtt = rtt_stats(out.raw.rtt_ns, cfg.policy.metric)
+    bulk = tuple(bulk_stats(b) for b in out.raw.bulk)
+    verdict, reasons = judge(cfg.policy, rtt, bulk)
+    details = dict(out.raw.details)
+    details["initiator"] = out.initiator
+    if out.forward_hops is not None:
+        details["forward_hops"] = out.forward_hops
+    return PathResult(
+        src=src.name,
+        dst=dst.name,
+        transport=cfg.transport,
+        verdict=verdict,
+        reasons=reasons,
+        rtt=rtt,
+        bulk=bulk,
+        hops=out.hops,
+        tier=tier_of(src, dst),
+        error=None,
+        started_at=started,
+        duration_s=time.monotonic() - t0,
+        details=details,
+    )
+
+
+def _failed(
+    src: Node, dst: Node, cfg: RunConfig, reason: str, started: str, t0: float
+) -> PathResult:
+    verdict, reasons = judge(cfg.policy, None, error=reason)
+    return PathResult(
+        src=src.name,
+        dst=dst.name,
+        transport=cfg.transport,
+        verdict=verdict,
+        reasons=reasons,
+        tier=tier_of(src, dst),
+        error=reason,
+        started_at=started,
+        duration_s=time.monotonic() - t0,
+    )
+
+
+def _batches(pairs: list[Pair], parallel: int | None) -> list[list[Pair]]:
+    """Split a round so pairs that share a host (one CPU, one NIC) never run together."""
+    batches: list[tuple[list[Pair], set[str]]] = []
+    for a, b in pairs:
+        hosts = {a.address, b.address}
+        for members, busy in batches:
+            if not hosts & busy and (parallel is None or len(members) < parallel):
+                members.append((a, b))
+                busy.update(hosts)
+                break
+        else:
+            batches.append(([(a, b)], set(hosts)))
+    return [m for m, _ in batches]
+
+
+def run(cfg: RunConfig, out_dir: Path, observer: RunObserver | None = None) -> Results:
+    observer = observer or NullObserver()
+    if len(cfg.nodes) < 2:
+        raise NoAgentsError("the inventory needs at least two nodes")
+    started = now_iso()
+    down = check_agents(cfg.nodes, cfg.token)
+    if len(down) == len(cfg.nodes):
+        detail = "; ".join(f"{k}: {v}" for k, v in down.items())
+        raise NoAgentsError(detail)
+    rounds = plan_rounds(list(cfg.nodes), cfg.mode, cfg.sample_k)
+    total = sum(len(r) for r in rounds)
+    observer.started(total, len(rounds))
+    out_dir.mkdir(parents=True, exist_ok=True)
+    paths: list[PathResult] = []
+    with (out_dir / "results.jsonl").open("w", encoding="utf-8") as jsonl:
+        for pairs in rounds:
+            live = [(a, b) for a, b in pairs if a.name not in down and b.name not in down]
+            for a, b in pairs:
+                if (a, b) not in live:
+                    dead = a if a.name in down else b
+                    reason = f"agent on {dead.name} not answering: {down[dead.name]}"
+                    path = _failed(a, b, cfg, reason, now_iso(), time.monotonic())
+                    append_jsonl(jsonl, path)
+                    paths.append(path)
+                    observer.pair_finished(path)
+            for batch in _batches(live, cfg.parallel):
+                with ThreadPoolExecutor(max_workers=len(batch)) as pool:
+                    futures = [pool.submit(measure_pair, a, b, cfg) for a, b in batch]
+                    for fut in as_completed(futures):
+                        path = fut.result()
+                        append_jsonl(jsonl, path)
+                        paths.append(path)
+                        observer.pair_finished(path)
+    meta = RunMeta(
+        started_at=started,
+        finished_at=now_iso(),
+        transport=cfg.transport,
+        mode=cfg.mode,
+        policy=cfg.policy,
+        plan=cfg.plan,
+        clock=clock_info(),
+        host=host_info(),
+        inventory=cfg.inventory,
+    )
+    results = Results(
+        run=meta,
+        nodes=cfg.nodes,
+        paths=tuple(paths),
+        summary=summarize(paths, cfg.policy.metric),
+        tool_version=__version__,
+    )
+    write_json(out_dir / "results.json", results)
+    return results
+
+
+def worst_so_far(paths: Sequence[PathResult]) -> PathResult | None:
+    if not paths:
+        return None
+    return max(paths, key=lambda p: (p.verdict.rank, p.rtt.p99_us if p.rtt else float("inf")))
+
+
+__all__ = ["NullObserver", "RunConfig", "RunObserver", "Verdict", "run", "worst_so_far"]

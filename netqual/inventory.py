@@ -1,0 +1,127 @@
+"""The inventory file (DESIGN.md "Inventory"): which nodes, where their agents listen."""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from netqual import plan as plan_mod
+from netqual.errors import InventoryError
+from netqual.models import DEFAULT_PORT, Mode, Node, ProbePlan, Role
+from netqual.tomlfile import Fields, read_toml
+
+_HOSTNAME = re.compile(
+    r"^(?=.{1,253}$)[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?)*$"
+)
+_TOP_KEYS = {"defaults", "node", "probe", "run"}
+_NODE_KEYS = {"name", "address", "port", "role", "rack", "labels"}
+
+
+@dataclass(frozen=True)
+class Inventory:
+    source: str
+    nodes: tuple[Node, ...]
+    token_file: Path | None
+    mode: Mode | None  # from an optional [run] table; the CLI may override
+    plan: ProbePlan
+
+    def node(self, name: str) -> Node:
+        for n in self.nodes:
+            if n.name == name:
+                return n
+        raise KeyError(name)
+
+
+def _error(source: str, problem: str, field: str | None) -> InventoryError:
+    return InventoryError(source, problem, field)
+
+
+def _check_address(value: str, f: Fields, key: str) -> str:
+    try:
+        ipaddress.ip_address(value)
+    except ValueError:
+        if not _HOSTNAME.match(value):
+            raise f.fail(key, f"not an IP address or host name: {value!r}") from None
+    return value
+
+
+def load_inventory(path: Path, base_plan: ProbePlan | None = None) -> Inventory:
+    source = str(path)
+    data = read_toml(path, _error)
+    top = Fields(source, data, "", _error)
+    top.check_keys(_TOP_KEYS)
+
+    defaults_raw = data.get("defaults", {})
+    if not isinstance(defaults_raw, dict):
+        raise top.fail("defaults", "expected a table")
+    defaults = Fields(source, defaults_raw, "defaults", _error)
+    defaults.check_keys({"port", "token_file"})
+    default_port = defaults.integer("port", DEFAULT_PORT, 1, 65535)
+    token_text = defaults.string("token_file")
+    token_file = None
+    if token_text:
+        token_file = Path(token_text).expanduser()
+        if not token_file.is_absolute():
+            token_file = path.parent / token_file
+
+    raw_nodes = data.get("node")
+    if raw_nodes is None:
+        raise top.fail("node", "no [[node]] entries")
+    if not isinstance(raw_nodes, list):
+        raise top.fail("node", "expected an array of tables ([[node]])")
+    nodes: list[Node] = []
+    seen: dict[str, int] = {}
+    endpoints: dict[tuple[str, int], str] = {}
+    for i, raw in enumerate(raw_nodes):
+        if not isinstance(raw, dict):
+            raise top.fail(f"node[{i}]", "expected a table")
+        f = Fields(source, raw, f"node[{i}]", _error)
+        f.check_keys(_NODE_KEYS)
+        name = f.string("name", required=True)
+        assert name is not None
+        if name in seen:
+            raise f.fail("name", f"duplicate node name {name!r} (also node[{seen[name]}])")
+        seen[name] = i
+        address = f.string("address", required=True)
+        assert address is not None
+        _check_address(address, f, "address")
+        port = f.integer("port", default_port, 1, 65535)
+        if (address, port) in endpoints:
+            raise f.fail("port", f"{address}:{port} is also node {endpoints[(address, port)]!r}")
+        endpoints[(address, port)] = name
+        role_text = f.string("role", "any")
+        try:
+            role = Role(role_text)
+        except ValueError:
+            raise f.fail("role", f"unknown role {role_text!r} (compute, storage or any)") from None
+        nodes.append(
+            Node(
+                name=name,
+                address=address,
+                port=port,
+                role=role,
+                rack=f.string("rack"),
+                labels=f.table_of_strings("labels"),
+            )
+        )
+
+    mode = None
+    run_raw = data.get("run", {})
+    if not isinstance(run_raw, dict):
+        raise top.fail("run", "expected a table")
+    run = Fields(source, run_raw, "run", _error)
+    run.check_keys({"mode"})
+    mode_text = run.string("mode")
+    if mode_text:
+        try:
+            mode = Mode(mode_text)
+        except ValueError:
+            raise run.fail("mode", f"unknown mode {mode_text!r}") from None
+
+    probe_raw = data.get("probe", {})
+    if not isinstance(probe_raw, dict):
+        raise top.fail("probe", "expected a table")
+    plan = plan_mod.from_table(base_plan or ProbePlan(), probe_raw, source, _error)
+    return Inventory(source=source, nodes=tuple(nodes), token_file=token_file, mode=mode, plan=plan)

@@ -1,0 +1,44 @@
+"""Plain-language sentences derived from results, shared by every renderer."""
+
+from __future__ import annotations
+
+from netqual.models import PathResult, Results, Verdict
+from netqual.units import format_us
+
+
+def path_label(p: PathResult) -> str:
+    return f"{p.src} -> {p.dst}"
+
+
+def verdict_sentence(results: Results) -> str:
+    """E.g. '41 of 42 paths offload-safe; 1 unsafe: gpu03 -> stor02, p99 812 us'."""
+    total = len(results.paths)
+    if total == 0:
+        return "No paths were measured."
+    counts = results.summary.counts
+    safe = counts.get(Verdict.SAFE, 0)
+    metric = results.run.policy.metric
+    text = f"{safe} of {total} paths offload-safe"
+    by_key = {p.key: p for p in results.paths}
+    for verdict in (Verdict.UNSAFE, Verdict.MARGINAL):
+        n = counts.get(verdict, 0)
+        if not n:
+            continue
+        worst = next(
+            (
+                by_key[k]
+                for k in results.summary.worst
+                if k in by_key and by_key[k].verdict is verdict
+            ),
+            None,
+        )
+        text += f"; {n} {verdict.value}"
+        if worst is not None:
+            text += f" (worst {path_label(worst)}, " if n > 1 else f": {path_label(worst)}, "
+            text += (
+                f"{metric.value} {format_us(worst.rtt.value(metric))} us"
+                if worst.rtt
+                else (worst.error or "no measurement")
+            )
+            text += ")" if n > 1 else ""
+    return text

@@ -1,0 +1,100 @@
+"""Building a ProbePlan from defaults, an inventory [probe] table and command-line options."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from netqual.errors import InputError, UsageError
+from netqual.models import ProbePlan
+from netqual.units import parse_size
+
+PLAN_KEYS = {"iterations", "warmup", "size", "chunk", "depth", "no-bulk", "no_bulk", "timeout"}
+
+
+def _sizes(values: Sequence[str | int], option: str) -> tuple[int, ...]:
+    out = []
+    for v in values:
+        try:
+            n = parse_size(v)
+        except ValueError as err:
+            raise UsageError(option, str(err)) from err
+        if n <= 0:
+            raise UsageError(option, f"must be positive, got {v!r}")
+        out.append(n)
+    return tuple(out)
+
+
+def override(
+    base: ProbePlan,
+    *,
+    iterations: int | None = None,
+    warmup: int | None = None,
+    size: str | int | None = None,
+    chunks: Sequence[str | int] | None = None,
+    depths: Sequence[int] | None = None,
+    no_bulk: bool | None = None,
+    timeout_s: float | None = None,
+) -> ProbePlan:
+    """Return base with the given options applied; raises UsageError on bad values."""
+    changes: dict[str, Any] = {}
+    if iterations is not None:
+        if iterations < 1:
+            raise UsageError("--iterations", f"must be >= 1, got {iterations}")
+        changes["iterations"] = iterations
+    if warmup is not None:
+        if warmup < 0:
+            raise UsageError("--warmup", f"must be >= 0, got {warmup}")
+        changes["warmup"] = warmup
+    if size is not None:
+        (changes["size_bytes"],) = _sizes([size], "--size")
+    if chunks:
+        changes["chunks_bytes"] = _sizes(chunks, "--chunk")
+    if depths:
+        if any(d < 1 for d in depths):
+            raise UsageError("--depth", f"must be >= 1, got {list(depths)}")
+        changes["depths"] = tuple(depths)
+    if no_bulk:
+        changes["bulk"] = False
+    if timeout_s is not None:
+        if timeout_s <= 0:
+            raise UsageError("--timeout", f"must be positive, got {timeout_s}")
+        changes["timeout_s"] = timeout_s
+    return dataclasses.replace(base, **changes)
+
+
+def from_table(
+    base: ProbePlan,
+    table: Mapping[str, Any],
+    source: str,
+    error: Callable[[str, str, str | None], InputError] = InputError,
+) -> ProbePlan:
+    """Apply an inventory ``[probe]`` table (same names as the options)."""
+    for key in table:
+        if key not in PLAN_KEYS:
+            raise error(
+                source,
+                f"unknown key (allowed: {', '.join(sorted(PLAN_KEYS))})",
+                f"probe.{key}",
+            )
+
+    def as_list(key: str) -> list[Any] | None:
+        v = table.get(key)
+        return None if v is None else (v if isinstance(v, list) else [v])
+
+    try:
+        return override(
+            base,
+            iterations=table.get("iterations"),
+            warmup=table.get("warmup"),
+            size=table.get("size"),
+            chunks=as_list("chunk"),
+            depths=as_list("depth"),
+            no_bulk=bool(table.get("no-bulk", table.get("no_bulk", False))),
+            timeout_s=table.get("timeout"),
+        )
+    except UsageError as err:
+        raise error(source, err.problem, "probe." + (err.field or "").lstrip("-")) from err
+    except TypeError as err:
+        raise error(source, f"wrong type in [probe]: {err}", "probe") from err

@@ -1,0 +1,99 @@
+"""Verdicts: offload-safe, marginal or unsafe, always with the reasons that led there."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from netqual.errors import PolicyError
+from netqual.models import BulkStats, Metric, Policy, RttStats, Verdict
+from netqual.tomlfile import Fields, read_toml
+from netqual.units import format_size, format_us
+
+
+def _error(source: str, problem: str, field: str | None) -> PolicyError:
+    return PolicyError(source, problem, field)
+
+
+def load_policy(path: Path) -> Policy:
+    source = str(path)
+    data = read_toml(path, _error)
+    top = Fields(source, data, "", _error)
+    top.check_keys({"policy"})
+    table = data.get("policy")
+    if not isinstance(table, dict):
+        raise top.fail("policy", "missing [policy] table")
+    f = Fields(source, table, "policy", _error)
+    f.check_keys({"metric", "safe_max_us", "unsafe_above_us", "min_samples"})
+    metric_text = f.string("metric", "p99")
+    try:
+        metric = Metric(metric_text)
+    except ValueError:
+        raise f.fail("metric", f"unknown metric {metric_text!r} (p50, p90, p99 or p999)") from None
+    safe = f.number("safe_max_us", 200.0)
+    unsafe = f.number("unsafe_above_us", 500.0)
+    if unsafe < safe:
+        raise f.fail("unsafe_above_us", f"must be >= safe_max_us ({safe:g}), got {unsafe:g}")
+    min_samples = f.integer("min_samples", 10_000, low=1)
+    return Policy(metric=metric, safe_max_us=safe, unsafe_above_us=unsafe, min_samples=min_samples)
+
+
+def judge(
+    policy: Policy,
+    rtt: RttStats | None,
+    bulk: Sequence[BulkStats] = (),
+    error: str | None = None,
+) -> tuple[Verdict, tuple[str, ...]]:
+    """Classify one path. A failed path (error set or no samples) is unsafe."""
+    if error is not None:
+        return Verdict.UNSAFE, (error,)
+    if rtt is None:
+        return Verdict.UNSAFE, ("no RTT samples were measured",)
+    m = policy.metric.value
+    value = rtt.value(policy.metric)
+    reasons: list[str] = []
+    if value > policy.unsafe_above_us:
+        verdict = Verdict.UNSAFE
+        reasons.append(
+            f"{m} RTT {format_us(value)} us > {format_us(policy.unsafe_above_us)} us: "
+            "the offload gain is gone"
+        )
+    elif value > policy.safe_max_us:
+        verdict = Verdict.MARGINAL
+        reasons.append(
+            f"{m} RTT {format_us(value)} us is above {format_us(policy.safe_max_us)} us "
+            "(TTFT degrades) but within "
+            f"{format_us(policy.unsafe_above_us)} us"
+        )
+    else:
+        verdict = Verdict.SAFE
+        reasons.append(f"{m} RTT {format_us(value)} us <= {format_us(policy.safe_max_us)} us")
+
+    if rtt.ci95_low_us is not None and rtt.ci95_high_us is not None:
+        for line in (policy.safe_max_us, policy.unsafe_above_us):
+            if rtt.ci95_low_us <= line < rtt.ci95_high_us:
+                reasons.append(
+                    f"{m} 95% CI {format_us(rtt.ci95_low_us)}-{format_us(rtt.ci95_high_us)} us "
+                    f"straddles the {format_us(line)} us line: re-test with more iterations"
+                )
+    if rtt.samples < policy.min_samples:
+        reasons.append(f"only {rtt.samples} samples kept, policy needs {policy.min_samples}")
+        if verdict is Verdict.SAFE:
+            verdict = Verdict.MARGINAL
+    if m in rtt.untrusted and verdict is Verdict.SAFE:
+        verdict = Verdict.MARGINAL
+        reasons.append(f"{m} is not trustworthy with {rtt.samples} samples")
+    failed = [b for b in bulk if b.error]
+    for b in failed:
+        reasons.append(
+            f"bulk read {format_size(b.chunk_bytes)} x depth {b.depth} failed: {b.error}"
+        )
+    if failed:
+        verdict = Verdict.UNSAFE
+    elif bulk:
+        big = max(bulk, key=lambda b: (b.chunk_bytes, b.depth))
+        reasons.append(
+            f"{format_size(big.chunk_bytes)} reads at depth {big.depth}: completion p99 "
+            f"{format_us(big.completion_p99_us)} us, {big.goodput_gbps:.1f} Gbit/s"
+        )
+    return verdict, tuple(reasons)

@@ -1,0 +1,189 @@
+"""Terminal output (rich): run summary, matrix, per-hop view, worst paths, probe tables."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from netqual.matrix import (
+    build_matrix,
+    group_paths,
+    hop_key,
+    hop_order,
+    rack_pair_key,
+    tier_key,
+    tier_order,
+)
+from netqual.models import PathResult, Results, Tier, Verdict
+from netqual.narrative import verdict_sentence
+from netqual.units import format_size, format_us
+
+STYLE = {Verdict.SAFE: "green", Verdict.MARGINAL: "yellow", Verdict.UNSAFE: "bold red"}
+MATRIX_MAX_NODES = 16
+
+
+def verdict_text(v: Verdict) -> Text:
+    return Text(v.value, style=STYLE[v])
+
+
+def print_results(console: Console, results: Results) -> None:
+    """Summary sentence, counts, matrix (per rack when large), per-hop table, worst paths."""
+    run = results.run
+    pol = run.policy
+    console.print(Text(verdict_sentence(results), style="bold"))
+    counts = "  ".join(
+        f"[{STYLE[v]}]{v.value}[/] {results.summary.counts.get(v, 0)}" for v in Verdict
+    )
+    console.print(counts)
+    console.print(
+        f"policy: {pol.metric.value} <= {pol.safe_max_us:g} us safe, > {pol.unsafe_above_us:g} us "
+        f"unsafe, min {pol.min_samples} samples | transport {run.transport} | {run.mode.value} | "
+        f"{len(results.nodes)} nodes | {run.started_at}",
+        style="dim",
+    )
+    if len(results.nodes) <= MATRIX_MAX_NODES:
+        print_matrix(console, results)
+    else:
+        print_groups(console, results, "rack pair", rack_pair_key(results.nodes))
+    print_groups(console, results, "hops", hop_key, hop_order)
+    if any(p.tier is not Tier.UNKNOWN for p in results.paths):
+        print_groups(console, results, "tier", tier_key, tier_order)
+    print_worst(console, results)
+
+
+def print_matrix(console: Console, results: Results) -> None:
+    metric = results.run.policy.metric
+    m = build_matrix(results.nodes, results.paths, lambda p: p.rtt.value(metric) if p.rtt else None)
+    table = Table(title=f"{metric.value} RTT (us), src row / dst column", title_justify="left")
+    table.add_column("")
+    for name in m.names:
+        table.add_column(name, justify="right")
+    for i, name in enumerate(m.names):
+        cells: list[Text | str] = [name]
+        for j in range(len(m.names)):
+            v, verdict = m.values[i][j], m.verdicts[i][j]
+            if i == j or verdict is None:
+                cells.append(Text("-", style="dim"))
+            elif v is None:
+                cells.append(Text("fail", style=STYLE[verdict]))
+            else:
+                cells.append(Text(format_us(v), style=STYLE[verdict]))
+        table.add_row(*cells)
+    console.print(table)
+
+
+def print_groups(
+    console: Console,
+    results: Results,
+    title: str,
+    key: Callable[[PathResult], str],
+    order: Callable[[str], tuple[float, str]] | None = None,
+) -> None:
+    rows = group_paths(results.paths, key, order)
+    per_hop = title == "hops"
+    table = Table(title=f"by {title}", title_justify="left")
+    cols = [title, "paths", "median p50 us", *(["p50 per hop us"] if per_hop else [])]
+    for col in [*cols, "worst p99 us", "safe", "marginal", "unsafe"]:
+        table.add_column(col, justify="left" if col == title else "right")
+    for r in rows:
+        extra = []
+        if per_hop and r.key.isdigit() and int(r.key) and r.median_p50_us is not None:
+            extra = [format_us(r.median_p50_us / int(r.key))]
+        elif per_hop:
+            extra = ["-"]
+        table.add_row(
+            r.key,
+            str(r.paths),
+            format_us(r.median_p50_us),
+            *extra,
+            format_us(r.worst_p99_us),
+            Text(str(r.safe), style="green" if r.safe else "dim"),
+            Text(str(r.marginal), style="yellow" if r.marginal else "dim"),
+            Text(str(r.unsafe), style="bold red" if r.unsafe else "dim"),
+        )
+    console.print(table)
+
+
+def print_worst(console: Console, results: Results, limit: int = 5) -> None:
+    by_key = {p.key: p for p in results.paths}
+    worst = [by_key[k] for k in results.summary.worst if k in by_key]
+    worst = [p for p in worst if p.verdict is not Verdict.SAFE][:limit]
+    if not worst:
+        return
+    table = Table(title="worst paths", title_justify="left")
+    table.add_column("path")
+    table.add_column("verdict")
+    table.add_column("hops", justify="right")
+    table.add_column("reasons")
+    for p in worst:
+        table.add_row(
+            f"{p.src} -> {p.dst}",
+            verdict_text(p.verdict),
+            "?" if p.hops is None else str(p.hops),
+            "; ".join(p.reasons),
+        )
+    console.print(table)
+
+
+def print_probe(console: Console, path: PathResult) -> None:
+    """perftest-style tables for one pair."""
+    console.print(
+        Text.assemble(
+            f"{path.src} -> {path.dst} over {path.transport}: ", verdict_text(path.verdict)
+        )
+    )
+    if path.rtt is not None:
+        r = path.rtt
+        size = path.details.get("size_bytes", "-")
+        t = Table(title="ping-pong, full round trip at the initiator (usec)", title_justify="left")
+        for col in (
+            "#bytes",
+            "#iterations",
+            "t_min",
+            "t_max",
+            "t_typical",
+            "t_avg",
+            "t_stdev",
+            "99%",
+            "99.9%",
+            "hops",
+        ):
+            t.add_column(col, justify="right")
+        p999 = format_us(r.p999_us) + ("*" if "p999" in r.untrusted else "")
+        t.add_row(
+            str(size),
+            str(r.samples),
+            format_us(r.min_us),
+            format_us(r.max_us),
+            format_us(r.p50_us),
+            format_us(r.mean_us),
+            format_us(r.stdev_us),
+            format_us(r.p99_us),
+            p999,
+            "?" if path.hops is None else str(path.hops),
+        )
+        console.print(t)
+        if r.untrusted:
+            console.print(
+                f"* too few samples for {', '.join(r.untrusted)} to be trusted", style="dim"
+            )
+    if path.bulk:
+        b = Table(title="bulk read", title_justify="left")
+        for col in ("chunk", "depth", "reads", "Gbit/s", "completion p50 us", "p99 us", "max us"):
+            b.add_column(col, justify="right")
+        for c in path.bulk:
+            b.add_row(
+                format_size(c.chunk_bytes),
+                str(c.depth),
+                str(c.reads),
+                f"{c.goodput_gbps:.2f}",
+                format_us(c.completion_p50_us),
+                format_us(c.completion_p99_us),
+                format_us(c.completion_max_us),
+            )
+        console.print(b)
+    for reason in path.reasons:
+        console.print(f"- {reason}")

@@ -1,0 +1,111 @@
+"""Statistics over raw samples. Every metric is defined exactly here.
+
+- Percentiles: numpy's default (linear interpolation between closest ranks, Hyndman &
+  Fan type 7) over the kept samples.
+- A percentile q is *trusted* when at least 10 samples lie beyond it: n * (1 - q) >= 10.
+  So p50 needs 20 samples, p90 100, p99 1,000 and p99.9 10,000 (DESIGN.md).
+- stdev is the population standard deviation (ddof=0) of the kept samples.
+- ci95 is the distribution-free (order-statistic) 95% confidence interval of a quantile,
+  from the normal approximation of the binomial: ranks n*q -/+ 1.96*sqrt(n*q*(1-q)).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import numpy.typing as npt
+
+from netqual.models import BulkStats, Metric, RttStats
+from netqual.transports.interface import RawBulk
+
+TAIL_SAMPLES_NEEDED = 10
+HISTOGRAM_BINS = 40
+_Z95 = 1.959963984540054
+_QUANTILES = {"p50": 0.50, "p90": 0.90, "p99": 0.99, "p999": 0.999}
+
+
+def needed_samples(q: float) -> int:
+    """Smallest n with n * (1 - q) >= TAIL_SAMPLES_NEEDED."""
+    return math.ceil(TAIL_SAMPLES_NEEDED / (1.0 - q) - 1e-9)
+
+
+def quantile_ci(sorted_us: npt.NDArray[np.float64], q: float) -> tuple[float, float]:
+    n = len(sorted_us)
+    half = _Z95 * math.sqrt(n * q * (1.0 - q))
+    lo = max(0, math.floor(n * q - half) - 1)
+    hi = min(n - 1, math.ceil(n * q + half) - 1)
+    return float(sorted_us[lo]), float(sorted_us[hi])
+
+
+def log_histogram(
+    sorted_us: npt.NDArray[np.float64], bins: int = HISTOGRAM_BINS
+) -> tuple[tuple[float, ...], tuple[int, ...]]:
+    lo, hi = float(sorted_us[0]), float(sorted_us[-1])
+    if hi <= lo:
+        return (lo, lo), (len(sorted_us),)
+    edges = np.geomspace(max(lo, 1e-3), hi, bins + 1)
+    edges[0], edges[-1] = lo, hi
+    counts, _ = np.histogram(sorted_us, bins=edges)
+    return tuple(float(e) for e in edges), tuple(int(c) for c in counts)
+
+
+def rtt_stats(rtt_ns: npt.NDArray[np.int64], metric: Metric = Metric.P99) -> RttStats:
+    """Reduce kept RTT samples (ns, warm-up already dropped) to RttStats in microseconds."""
+    if len(rtt_ns) == 0:
+        raise ValueError("no samples")
+    # Reduce in nanoseconds and convert once, so min <= mean <= max holds exactly.
+    sorted_ns = np.sort(np.asarray(rtt_ns, dtype=np.float64))
+    n = len(sorted_ns)
+    pct = {
+        name: float(np.percentile(sorted_ns, q * 100.0)) / 1000.0 for name, q in _QUANTILES.items()
+    }
+    untrusted = tuple(name for name, q in _QUANTILES.items() if n < needed_samples(q))
+    mean_ns = min(max(float(sorted_ns.mean()), sorted_ns[0]), sorted_ns[-1])
+    us = sorted_ns / 1000.0
+    lo, hi = quantile_ci(us, metric.quantile)
+    edges, counts = log_histogram(us)
+    return RttStats(
+        samples=n,
+        min_us=float(sorted_ns[0]) / 1000.0,
+        p50_us=pct["p50"],
+        p90_us=pct["p90"],
+        p99_us=pct["p99"],
+        p999_us=pct["p999"],
+        max_us=float(sorted_ns[-1]) / 1000.0,
+        mean_us=float(mean_ns) / 1000.0,
+        stdev_us=float(sorted_ns.std()) / 1000.0,
+        untrusted=untrusted,
+        ci95_metric=metric.value,
+        ci95_low_us=lo,
+        ci95_high_us=hi,
+        histogram_edges_us=edges,
+        histogram_counts=counts,
+    )
+
+
+def bulk_stats(raw: RawBulk) -> BulkStats:
+    """Goodput is payload bits over the wall time of the whole cell (first post to last byte)."""
+    reads = len(raw.completion_ns)
+    if reads == 0 or raw.elapsed_ns <= 0:
+        return BulkStats(
+            raw.chunk_bytes,
+            raw.depth,
+            reads,
+            0.0,
+            0.0,
+            0.0,
+            0.0,
+            error=raw.error or "no completed reads",
+        )
+    us = np.asarray(raw.completion_ns, dtype=np.float64) / 1000.0
+    return BulkStats(
+        chunk_bytes=raw.chunk_bytes,
+        depth=raw.depth,
+        reads=reads,
+        goodput_gbps=raw.chunk_bytes * reads * 8 / raw.elapsed_ns,
+        completion_p50_us=float(np.percentile(us, 50)),
+        completion_p99_us=float(np.percentile(us, 99)),
+        completion_max_us=float(us.max()),
+        error=raw.error,
+    )

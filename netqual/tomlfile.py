@@ -1,0 +1,94 @@
+"""Reading TOML input files with errors that name the file and the field."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from netqual.errors import InputError
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+
+def read_toml(path: Path, error: Callable[[str, str, str | None], InputError]) -> dict[str, Any]:
+    source = str(path)
+    try:
+        data = path.read_bytes()
+    except OSError as err:
+        raise error(source, f"cannot read: {err.strerror or err}", None) from err
+    try:
+        return tomllib.loads(data.decode("utf-8"))
+    except UnicodeDecodeError as err:
+        raise error(source, "not UTF-8 text", None) from err
+    except tomllib.TOMLDecodeError as err:
+        raise error(source, f"TOML syntax error: {err}", None) from err
+
+
+class Fields:
+    """Typed access to one TOML table; every mistake names file and dotted field."""
+
+    def __init__(
+        self,
+        source: str,
+        table: Mapping[str, Any],
+        prefix: str,
+        error: Callable[[str, str, str | None], InputError],
+    ) -> None:
+        self.source = source
+        self.table = table
+        self.prefix = prefix
+        self.error = error
+
+    def name(self, key: str) -> str:
+        return f"{self.prefix}.{key}" if self.prefix else key
+
+    def fail(self, key: str, problem: str) -> InputError:
+        return self.error(self.source, problem, self.name(key))
+
+    def check_keys(self, allowed: set[str]) -> None:
+        for key in self.table:
+            if key not in allowed:
+                raise self.fail(key, f"unknown key (allowed: {', '.join(sorted(allowed))})")
+
+    def string(self, key: str, default: str | None = None, required: bool = False) -> str | None:
+        if key not in self.table:
+            if required:
+                raise self.fail(key, "missing required field")
+            return default
+        value = self.table[key]
+        if not isinstance(value, str) or not value.strip():
+            raise self.fail(key, f"expected a non-empty string, got {value!r}")
+        return value.strip()
+
+    def integer(
+        self, key: str, default: int, low: int | None = None, high: int | None = None
+    ) -> int:
+        value = self.table.get(key, default)
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise self.fail(key, f"expected an integer, got {value!r}")
+        if low is not None and value < low:
+            raise self.fail(key, f"must be >= {low}, got {value}")
+        if high is not None and value > high:
+            raise self.fail(key, f"must be <= {high}, got {value}")
+        return value
+
+    def number(self, key: str, default: float, positive: bool = True) -> float:
+        value = self.table.get(key, default)
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise self.fail(key, f"expected a number, got {value!r}")
+        if positive and not value > 0:
+            raise self.fail(key, f"must be a positive number, got {value}")
+        return float(value)
+
+    def table_of_strings(self, key: str) -> dict[str, str]:
+        value = self.table.get(key, {})
+        if not isinstance(value, Mapping) or not all(
+            isinstance(k, str) and isinstance(v, str) for k, v in value.items()
+        ):
+            raise self.fail(key, "expected a table of string values")
+        return dict(value)

@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# One-time (idempotent) set-up: system packages (as root on Debian/Ubuntu), then a
+# virtual environment in .venv with netqual and its test tools.
+# NETQUAL_SKIP_APT=1 skips the system packages (the demo needs none of them).
+set -euo pipefail
+cd "$(dirname "$0")"
+
+APT_PACKAGES=(
+  iproute2        # network namespaces for `netqual lab` and its tests
+  sockperf iperf3 # reference tools for bench/ and their smoke tests
+  chromium        # headless browser: the HTML report screenshot test
+  python3-pyverbs rdma-core ibverbs-utils perftest  # RDMA transport, doctor, bench/rdma_vs_perftest
+)
+
+if [[ "${NETQUAL_SKIP_APT:-0}" != 1 && $(id -u) == 0 ]] && command -v apt-get >/dev/null; then
+  missing=()
+  for p in "${APT_PACKAGES[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+  done
+  if ((${#missing[@]})); then
+    echo "setup: installing Debian packages: ${missing[*]}"
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  fi
+fi
+
+PY=${PYTHON:-python3}
+if [[ ! -x .venv/bin/python ]]; then
+  "$PY" -m venv .venv
+fi
+.venv/bin/python -m pip install -q --upgrade pip >/dev/null
+.venv/bin/python -m pip install -q -e '.[dev]'
+echo "setup: ready (.venv/bin/netqual)"

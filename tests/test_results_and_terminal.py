@@ -1,0 +1,194 @@
+"""Results file round trip, the verdict sentence, and golden terminal output."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+from rich.console import Console
+
+from netqual.errors import ResultsFileError
+from netqual.models import (
+    BulkStats,
+    Metric,
+    Mode,
+    Node,
+    PathResult,
+    Policy,
+    ProbePlan,
+    Results,
+    Role,
+    RunMeta,
+    Tier,
+    Verdict,
+)
+from netqual.narrative import verdict_sentence
+from netqual.policy import judge
+from netqual.render.terminal import print_probe, print_results
+from netqual.results import (
+    append_jsonl,
+    load,
+    load_jsonl_paths,
+    results_to_dict,
+    summarize,
+    write_json,
+)
+from netqual.stats import rtt_stats
+
+GOLDEN = Path(__file__).parent / "golden"
+
+NODES = (
+    Node("gpu01", "198.18.1.1", role=Role.COMPUTE, rack="r1", labels={"site": "dc"}),
+    Node("gpu02", "198.18.1.2", role=Role.COMPUTE, rack="r1", labels={"site": "dc"}),
+    Node("gpu03", "198.18.2.1", role=Role.COMPUTE, rack="r2", labels={"site": "dc"}),
+    Node("stor01", "198.18.9.1", role=Role.STORAGE, rack="s1", labels={"site": "remote"}),
+)
+
+
+def path(src: str, dst: str, base_us: float, hops: int, tier: Tier) -> PathResult:
+    # Deterministic exponential tail (inverse CDF on a grid): no RNG, stable across numpy.
+    u = np.linspace(0.0, 0.9999, 10_000)
+    samples = (base_us - np.log1p(-u) * base_us * 0.1) * 1000
+    rtt = rtt_stats(samples.astype(np.int64))
+    bulk = (BulkStats(8 << 20, 8, 32, 24.5, 2600.0, 2950.0, 3100.0),)
+    verdict, reasons = judge(Policy(), rtt, bulk)
+    return PathResult(src, dst, "tcp", verdict, reasons, rtt, bulk, hops, tier)
+
+
+def sample_results() -> Results:
+    paths = [
+        path("gpu01", "gpu02", 20.0, 2, Tier.SAME_RACK),
+        path("gpu01", "gpu03", 240.0, 4, Tier.CROSS_RACK),
+        path("gpu02", "gpu03", 230.0, 4, Tier.CROSS_RACK),
+        path("gpu01", "stor01", 900.0, 6, Tier.REMOTE),
+        path("gpu02", "stor01", 880.0, 6, Tier.REMOTE),
+    ]
+    failed_reason = "stor01 (198.18.9.1:18515) unreachable from gpu03: connection refused"
+    v, reasons = judge(Policy(), None, error=failed_reason)
+    paths.append(
+        PathResult(
+            "gpu03", "stor01", "tcp", v, reasons, None, (), None, Tier.REMOTE, error=failed_reason
+        )
+    )
+    meta = RunMeta(
+        "2026-11-29T12:00:00.000+00:00",
+        "2026-11-29T12:01:00.000+00:00",
+        "tcp",
+        Mode.FULL_MESH,
+        Policy(),
+        ProbePlan(),
+        {"function": "time.perf_counter_ns"},
+    )
+    return Results(meta, NODES, tuple(paths), summarize(paths), tool_version="0.1.0")
+
+
+def render(fn: object, *args: object) -> str:
+    buf = io.StringIO()
+    console = Console(file=buf, width=100, color_system=None, force_terminal=False)
+    fn(console, *args)  # type: ignore[operator]
+    return buf.getvalue()
+
+
+def check_golden(name: str, text: str) -> None:
+    golden = GOLDEN / name
+    if os.environ.get("NETQUAL_UPDATE_GOLDEN") == "1":
+        golden.write_text(text)
+    assert text == golden.read_text(), f"{name} changed; NETQUAL_UPDATE_GOLDEN=1 to accept"
+
+
+def test_round_trip_through_results_json(tmp_path: Path) -> None:
+    results = sample_results()
+    out = tmp_path / "results.json"
+    write_json(out, results)
+    again = load(out)
+    assert again.paths == results.paths
+    assert again.nodes == results.nodes
+    assert results_to_dict(again) == results_to_dict(results)
+
+
+def test_required_keys_present(tmp_path: Path) -> None:
+    d = results_to_dict(sample_results())
+    assert {"schema_version", "tool", "run", "nodes", "paths", "summary"} <= d.keys()
+    assert {"started_at", "finished_at", "transport", "mode", "policy"} <= d["run"].keys()
+    for n in d["nodes"]:
+        assert {"name", "address", "role", "rack", "labels"} <= n.keys()
+    for p in d["paths"]:
+        assert {
+            "src",
+            "dst",
+            "transport",
+            "hops",
+            "rtt_us",
+            "bulk",
+            "verdict",
+            "reasons",
+            "error",
+        } <= p.keys()
+        if p["rtt_us"]:
+            assert {"samples", "min", "p50", "p90", "p99", "p999", "max", "mean", "stdev"} <= p[
+                "rtt_us"
+            ].keys()
+        for b in p["bulk"]:
+            assert {"chunk_bytes", "depth", "reads", "goodput_gbps", "completion_us"} <= b.keys()
+            assert {"p50", "p99"} <= b["completion_us"].keys()
+    assert d["summary"]["counts"] == {"offload-safe": 1, "marginal": 2, "unsafe": 3}
+
+
+def test_worst_paths_put_unsafe_first() -> None:
+    r = sample_results()
+    first = r.summary.worst[0]
+    assert first == ("gpu03", "stor01")  # failed path: unsafe with no RTT is worst
+    verdicts = [next(p for p in r.paths if p.key == k).verdict for k in r.summary.worst]
+    assert [v.rank for v in verdicts] == sorted((v.rank for v in verdicts), reverse=True)
+
+
+def test_verdict_sentence() -> None:
+    r = sample_results()
+    marginal = next(p for p in r.paths if (p.src, p.dst) == ("gpu01", "gpu03"))
+    assert marginal.rtt is not None
+    assert verdict_sentence(r) == (
+        "1 of 6 paths offload-safe; 3 unsafe (worst gpu03 -> stor01, stor01 (198.18.9.1:18515) "
+        "unreachable from gpu03: connection refused); 2 marginal (worst gpu01 -> gpu03, p99 "
+        f"{marginal.rtt.p99_us:.1f} us)"
+    )
+
+
+def test_truncated_and_wrong_version_files(tmp_path: Path) -> None:
+    out = tmp_path / "results.json"
+    write_json(out, sample_results())
+    text = out.read_text()
+    out.write_text(text[: len(text) // 2])
+    with pytest.raises(ResultsFileError, match="not valid JSON"):
+        load(out)
+    d = json.loads(text)
+    d["schema_version"] = "2"
+    out.write_text(json.dumps(d))
+    with pytest.raises(ResultsFileError, match="schema_version"):
+        load(out)
+
+
+def test_jsonl_survives_a_torn_last_line(tmp_path: Path) -> None:
+    r = sample_results()
+    out = tmp_path / "results.jsonl"
+    with out.open("w") as f:
+        for p in r.paths[:3]:
+            append_jsonl(f, p)
+        f.write('{"src": "gpu0')  # crash mid-write
+    assert load_jsonl_paths(out) == list(r.paths[:3])
+
+
+def test_terminal_golden() -> None:
+    check_golden("terminal_results.txt", render(print_results, sample_results()))
+
+
+def test_probe_table_golden() -> None:
+    check_golden("terminal_probe.txt", render(print_probe, sample_results().paths[0]))
+
+
+def test_metric_enum_matches_policy() -> None:
+    assert Metric("p999").quantile == 0.999
+    assert Verdict.UNSAFE.rank > Verdict.MARGINAL.rank > Verdict.SAFE.rank

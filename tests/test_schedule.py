@@ -1,0 +1,67 @@
+"""Schedules: every pair exactly once, rounds of disjoint pairs."""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from netqual.models import Mode, Node, Role
+from netqual.schedule import bipartite_pairs, circle_rounds, plan_rounds, sampled_pairs
+
+
+def nodes(n: int, **kw: object) -> list[Node]:
+    return [Node(f"n{i:02d}", f"198.18.0.{i + 1}", **kw) for i in range(n)]  # type: ignore[arg-type]
+
+
+@given(st.integers(min_value=0, max_value=40))
+def test_circle_method_covers_every_unordered_pair_once(n: int) -> None:
+    ns = nodes(n)
+    rounds = circle_rounds(ns)
+    seen = [frozenset((a.name, b.name)) for r in rounds for a, b in r]
+    assert len(seen) == len(set(seen)) == n * (n - 1) // 2
+    for r in rounds:
+        names = [x.name for pair in r for x in pair]
+        assert len(names) == len(set(names)), "a node appears twice in one round"
+    if n >= 2:
+        assert len(rounds) == (n - 1 if n % 2 == 0 else n)
+
+
+def test_even_rounds_are_full() -> None:
+    rounds = circle_rounds(nodes(8))
+    assert [len(r) for r in rounds] == [4] * 7
+
+
+def test_pairs_keep_inventory_order() -> None:
+    ns = nodes(5)
+    order = {n.name: i for i, n in enumerate(ns)}
+    for r in circle_rounds(ns):
+        for a, b in r:
+            assert order[a.name] < order[b.name]
+
+
+def test_bipartite_is_every_compute_to_storage_pair() -> None:
+    compute = [Node(f"gpu{i}", f"198.18.1.{i}", role=Role.COMPUTE) for i in range(1, 4)]
+    storage = [Node(f"stor{i}", f"198.18.2.{i}", role=Role.STORAGE) for i in range(1, 3)]
+    pairs = bipartite_pairs(compute + storage)
+    assert {(a.name, b.name) for a, b in pairs} == {
+        (c.name, s.name) for c, s in itertools.product(compute, storage)
+    }
+    rounds = plan_rounds(compute + storage, Mode.BIPARTITE)
+    assert sum(len(r) for r in rounds) == 6
+    for r in rounds:
+        names = [x.name for pair in r for x in pair]
+        assert len(names) == len(set(names))
+
+
+@pytest.mark.parametrize("k", [0, 1, 3])
+def test_sampled_is_full_mesh_in_rack_plus_k_between_racks(k: int) -> None:
+    ns = [Node(f"r{r}h{h}", f"198.18.{r}.{h}", rack=f"r{r}") for r in range(3) for h in range(3)]
+    pairs = sampled_pairs(ns, k)
+    inside = [p for p in pairs if p[0].rack == p[1].rack]
+    between = [p for p in pairs if p[0].rack != p[1].rack]
+    assert len(inside) == 3 * 3
+    assert len(between) == 3 * k
+    assert sampled_pairs(ns, k) == pairs  # seeded: the same sample every run

@@ -9,7 +9,7 @@ from netqual.cli.app import app, err_console
 from netqual.errors import EXIT_RUNTIME, EXIT_USAGE, NetqualError
 
 # Importing a command module registers its commands on ``app``.
-from netqual.cli import cmd_agent, cmd_run  # noqa: F401  isort: skip
+from netqual.cli import cmd_agent, cmd_lab, cmd_run  # noqa: F401  isort: skip
 
 
 def main(argv: list[str] | None = None) -> int:

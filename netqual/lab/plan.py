@@ -15,13 +15,18 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from netqual.lab.relay import RelayLink
-from netqual.lab.topology import Topology
+from netqual.lab.topology import LinkSpec, Topology
 from netqual.models import Role
 
 
 class Kind(str, enum.Enum):
     HOST = "host"
     ROUTER = "router"
+    CONTROL = "control"  # where the coordinator runs; not a measured host
+
+
+CONTROL = "ctl"
+CONTROL_ADDRESS = "198.18.0.2"
 
 
 @dataclass(frozen=True)
@@ -75,6 +80,10 @@ class LabPlan:
     veth_links: tuple[VethLink, ...]
     hops: tuple[tuple[str, str, int], ...]  # (src host, dst host, routers traversed + 1)
 
+    @property
+    def control(self) -> LabNode:
+        return self.node(CONTROL)
+
     def node(self, name: str) -> LabNode:
         return next(n for n in self.nodes if n.name == name)
 
@@ -104,8 +113,10 @@ def build_plan(topo: Topology, prefix: str) -> LabPlan:
         racks.setdefault(h.rack, []).append(h.name)
     rack_index = {rack: i + 1 for i, rack in enumerate(racks)}
     routers = {r.name for r in topo.routers}
-    neighbours: dict[str, list[str]] = {n: [] for n in topo.node_names}
-    for ln in topo.links:
+    # The control namespace hangs off a router by a plain veth, like a management port.
+    links = [*topo.links, LinkSpec(CONTROL, topo.control_router, 0.0, None)]
+    neighbours: dict[str, list[str]] = {n: [] for n in (*topo.node_names, CONTROL)}
+    for ln in links:
         neighbours[ln.a].append(ln.b)
         neighbours[ln.b].append(ln.a)
 
@@ -118,13 +129,15 @@ def build_plan(topo: Topology, prefix: str) -> LabPlan:
         nodes.append(LabNode(h.name, Kind.HOST, f"{prefix}-{h.name}", address, h.rack,
                              h.role, h.site, leaf))
     nodes += [LabNode(r.name, Kind.ROUTER, f"{prefix}-{r.name}") for r in topo.routers]
+    nodes.append(LabNode(CONTROL, Kind.CONTROL, f"{prefix}-{CONTROL}", CONTROL_ADDRESS))
+    ends = {**host_addr, CONTROL: CONTROL_ADDRESS}
     netns = {n.name: n.netns for n in nodes}
 
     interfaces: list[Interface] = []
     relay_links: list[RelayLink] = []
     veth_links: list[VethLink] = []
     addr_on: dict[tuple[str, str], str] = {}  # (node, peer) -> node's address on that link
-    for i, ln in enumerate(topo.links):
+    for i, ln in enumerate(links):
         addr_a, addr_b = _link_addresses(i)
         addr_on[(ln.a, ln.b)] = addr_a
         addr_on[(ln.b, ln.a)] = addr_b
@@ -144,17 +157,17 @@ def build_plan(topo: Topology, prefix: str) -> LabPlan:
     routes: list[Route] = []
     hops: list[tuple[str, str, int]] = []
     host_names = list(host_addr)
-    for dest in host_names:
+    for dest in ends:
         dist = _distances_to(dest, neighbours, routers)
-        for node in topo.node_names:
+        for node in neighbours:
             if node == dest or node not in dist:
                 continue
             nxt = min((n for n in neighbours[node] if dist.get(n) == dist[node] - 1),
                       key=neighbours[node].index)
-            src = host_addr.get(node)
-            routes.append(Route(node, host_addr[dest], addr_on[(nxt, node)],
-                                ifname_to(nxt), src))
-        hops += [(s, dest, dist[s]) for s in host_names if s < dest and s in dist]
+            routes.append(Route(node, ends[dest], addr_on[(nxt, node)],
+                                ifname_to(nxt), ends.get(node)))
+        if dest != CONTROL:
+            hops += [(s, dest, dist[s]) for s in host_names if s < dest and s in dist]
     return LabPlan(topo, prefix, tuple(nodes), tuple(interfaces), tuple(routes),
                    tuple(relay_links), tuple(veth_links), tuple(hops))
 

@@ -129,7 +129,9 @@ class _Direction:
 
 
 class Relay:
-    def __init__(self, links: list[RelayLink], overhead_ns: int = DEFAULT_OVERHEAD_NS) -> None:
+    def __init__(self, links: list[RelayLink], overhead_ns: int = DEFAULT_OVERHEAD_NS,
+                 spin_window_ns: int = SPIN_WINDOW_NS) -> None:
+        self.spin_window_ns = spin_window_ns
         self.by_fd: dict[int, _Direction] = {}
         self.fds: list[int] = []
         for link in links:
@@ -178,7 +180,7 @@ class Relay:
             # Sleeping costs a wake-up of tens to hundreds of microseconds on a virtual
             # CPU, so while traffic flows (a probe is running) the relay polls; after
             # SPIN_WINDOW_NS of silence it sleeps until the next deadline or packet.
-            if now - last_packet_ns < SPIN_WINDOW_NS:
+            if now - last_packet_ns < self.spin_window_ns:
                 timeout = 0.0
             elif earliest is None:
                 timeout = -1.0
@@ -201,7 +203,10 @@ def main(argv: list[str]) -> int:
     config = json.loads(Path(argv[0]).read_text())
     links = [RelayLink.from_json(raw) for raw in config["links"]]
     _libc.prctl(PR_SET_TIMERSLACK, 1, 0, 0, 0)
-    relay = Relay(links, int(config.get("overhead_ns", DEFAULT_OVERHEAD_NS)))
+    relay = Relay(links, int(config.get("overhead_ns", DEFAULT_OVERHEAD_NS)),
+                  int(config.get("spin_window_ns", SPIN_WINDOW_NS)))
+    if config.get("fifo"):
+        os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(int(config["fifo"])))
     signal.signal(signal.SIGTERM, _stop)
     signal.signal(signal.SIGINT, _stop)
     print("ready", flush=True)

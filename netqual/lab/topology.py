@@ -23,6 +23,7 @@ else:  # pragma: no cover
     import tomli as tomllib
 
 NAME_RE = re.compile(r"^[a-z][a-z0-9-]{0,11}$")  # interface names are "to-" + peer name
+RESERVED = {"ctl"}  # the control namespace
 MAX_DELAY_US = 100_000.0
 MAX_HOSTS = 200
 
@@ -60,6 +61,7 @@ class Topology:
     hosts: tuple[HostSpec, ...]
     routers: tuple[RouterSpec, ...]
     links: tuple[LinkSpec, ...]
+    control_router: str = ""  # where the coordinator's namespace attaches
     mtu: int = 9000
     port: int = DEFAULT_PORT
 
@@ -133,7 +135,7 @@ def parse(raw: Mapping[str, Any], source: str) -> Topology:
     lab = raw.get("lab", {})
     if not isinstance(lab, dict):
         raise TopologyError(source, "must be a table", "lab")
-    _keys(source, lab, "lab", {"name", "mtu", "port"})
+    _keys(source, lab, "lab", {"name", "mtu", "port", "control"})
     name = _str(source, lab, "name", "lab", "lab")
     mtu = _number(source, lab, "mtu", "lab") or 9000.0
     port = _number(source, lab, "port", "lab") or float(DEFAULT_PORT)
@@ -170,6 +172,8 @@ def parse(raw: Mapping[str, Any], source: str) -> Topology:
     names = [h.name for h in hosts] + [r.name for r in routers]
     seen: set[str] = set()
     for n in names:
+        if n in RESERVED:
+            raise TopologyError(source, f"name {n!r} is reserved", "host/router")
         if n in seen:
             raise TopologyError(source, f"name {n!r} is used twice", "host/router")
         seen.add(n)
@@ -203,7 +207,13 @@ def parse(raw: Mapping[str, Any], source: str) -> Topology:
         if ln.a in host_names and ln.b in host_names:
             raise TopologyError(source, "hosts do not forward; join hosts through a router",
                                 f"link {ln.a}-{ln.b}")
-    topo = Topology(name, source, tuple(hosts), tuple(routers), tuple(links), int(mtu), int(port))
+    if not routers:
+        raise TopologyError(source, "a lab needs at least one router", "router")
+    control = _str(source, lab, "control", "lab", routers[0].name)
+    if control not in {r.name for r in routers}:
+        raise TopologyError(source, f"no router named {control!r}", "lab.control")
+    topo = Topology(name, source, tuple(hosts), tuple(routers), tuple(links), control,
+                    int(mtu), int(port))
     _check_connected(topo)
     return topo
 

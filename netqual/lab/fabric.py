@@ -22,6 +22,7 @@ from netqual.lab.state import LabState, Process
 from netqual.lab.topology import Topology, load_default
 
 READY_TIMEOUT_S = 20.0
+AGENT_PREFIX: list[str] = []
 
 
 @dataclass(frozen=True)
@@ -175,7 +176,7 @@ def _start_agents(plan: LabPlan, state_dir: Path, st: LabState, token: Path) -> 
         if node.kind is not Kind.HOST:
             continue
         log = state_dir / f"agent-{node.name}.log"
-        cmd = ["ip", "netns", "exec", node.netns, sys.executable, "-m", "netqual", "agent",
+        cmd = ["ip", "netns", "exec", node.netns, *AGENT_PREFIX, sys.executable, "-m", "netqual", "agent",
                "--listen", f"{node.address}:{port}", "--name", node.name,
                "--token-file", str(token)]
         with log.open("w") as out:

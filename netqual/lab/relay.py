@@ -205,6 +205,8 @@ def main(argv: list[str]) -> int:
     _libc.prctl(PR_SET_TIMERSLACK, 1, 0, 0, 0)
     relay = Relay(links, int(config.get("overhead_ns", DEFAULT_OVERHEAD_NS)),
                   int(config.get("spin_window_ns", SPIN_WINDOW_NS)))
+    if config.get("nice"):
+        os.setpriority(os.PRIO_PROCESS, 0, int(config["nice"]))
     if config.get("fifo"):
         os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(int(config["fifo"])))
     signal.signal(signal.SIGTERM, _stop)

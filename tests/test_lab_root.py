@@ -125,15 +125,16 @@ def test_up_status_down_leaves_nothing(tmp_path: Path, request: pytest.FixtureRe
     assert lab.down(state_dir).nothing  # idempotent
 
 
-def test_down_cleans_up_after_sigkill_of_up(
-    tmp_path: Path, request: pytest.FixtureRequest
-) -> None:
+def test_down_cleans_up_after_sigkill_of_up(tmp_path: Path, request: pytest.FixtureRequest) -> None:
     state_dir = tmp_path / "lab"
     request.addfinalizer(lambda: lab.down(state_dir))
     env = {**os.environ}
-    proc = subprocess.Popen([sys.executable, "-m", "netqual", "lab", "up",
-                             "--state-dir", str(state_dir)], env=env,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "netqual", "lab", "up", "--state-dir", str(state_dir)],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     state = state_dir / "state.json"
     deadline = time.monotonic() + 60
     # kill it once the relay and some agents exist: the worst moment, half built
@@ -164,9 +165,22 @@ def test_end_to_end_verdicts_and_hops_match_the_topology(tmp_path: Path) -> None
     assert f"ip netns exec {ctl} netqual run" in up.stdout
     try:
         out = tmp_path / "out"
-        run = netqual("run", str(state_dir / "inventory.toml"), "--out", str(out),
-                      "--iterations", "600", "--warmup", "100", "--no-bulk",
-                      "--parallel", "1", "--policy", str(policy), netns=ctl)
+        run = netqual(
+            "run",
+            str(state_dir / "inventory.toml"),
+            "--out",
+            str(out),
+            "--iterations",
+            "600",
+            "--warmup",
+            "100",
+            "--no-bulk",
+            "--parallel",
+            "1",
+            "--policy",
+            str(policy),
+            netns=ctl,
+        )
         assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
         results = json.loads((out / "results.json").read_text())
     finally:

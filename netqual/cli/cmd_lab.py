@@ -11,8 +11,10 @@ from netqual import lab as lab_core
 from netqual.cli.app import app, console
 from netqual.errors import LabError
 
-lab_app = typer.Typer(help="Emulated fabric in network namespaces (root): racks, routers, "
-                      "delayed links.", no_args_is_help=True)
+lab_app = typer.Typer(
+    help="Emulated fabric in network namespaces (root): racks, routers, delayed links.",
+    no_args_is_help=True,
+)
 app.add_typer(lab_app, name="lab")
 
 StateDirOpt = Annotated[
@@ -39,12 +41,16 @@ def up(
     info = lab_core.up(lab_core.load(topology) if topology else None, state_dir)
     out = console()
     hosts = [n for n in info.nodes if n.kind is lab_core.Kind.HOST]
-    out.print(f"lab {info.topology_name!r} is up: {len(hosts)} hosts, "
-              f"{len(info.nodes) - len(hosts) - 1} routers, agents on port "
-              f"{_port(info)}")
+    out.print(
+        f"lab {info.topology_name!r} is up: {len(hosts)} hosts, "
+        f"{len(info.nodes) - len(hosts) - 1} routers, agents on port "
+        f"{_port(info)}"
+    )
     for n in hosts:
-        out.print(f"  {n.name:<12} {n.address:<14} rack {n.rack:<8} {n.role.value if n.role else ''}"
-                  f"  via {n.leaf}")
+        out.print(
+            f"  {n.name:<12} {n.address:<14} rack {n.rack:<8} {n.role.value if n.role else ''}"
+            f"  via {n.leaf}"
+        )
     out.print(f"inventory: {info.inventory_path}")
     out.print(f"qualify it: ip netns exec {info.control_netns} netqual run {info.inventory_path}")
     out.print("tear down:  netqual lab down" + (f" --state-dir {state_dir}" if state_dir else ""))
@@ -82,5 +88,7 @@ def down(state_dir: StateDirOpt = None) -> None:
     if report.nothing:
         out.print("no lab to remove")
         return
-    out.print(f"removed {len(report.namespaces)} namespaces, stopped {len(report.processes)} "
-              f"processes, deleted {len(report.files)} files")
+    out.print(
+        f"removed {len(report.namespaces)} namespaces, stopped {len(report.processes)} "
+        f"processes, deleted {len(report.files)} files"
+    )

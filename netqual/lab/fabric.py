@@ -67,8 +67,11 @@ class LabStatus:
 
     @property
     def up(self) -> bool:
-        return (self.complete and all(e for _, e in self.namespaces)
-                and all(p.alive for p in self.processes))
+        return (
+            self.complete
+            and all(e for _, e in self.namespaces)
+            and all(p.alive for p in self.processes)
+        )
 
     @property
     def anything(self) -> bool:
@@ -85,8 +88,12 @@ def _require_root() -> None:
         raise LabError(reason)
 
 
-def up(topology: Topology | None = None, state_dir: Path | None = None,
-       agents: bool = True, relay_options: Mapping[str, int] | None = None) -> LabInfo:
+def up(
+    topology: Topology | None = None,
+    state_dir: Path | None = None,
+    agents: bool = True,
+    relay_options: Mapping[str, int] | None = None,
+) -> LabInfo:
     """Build the lab; on any failure, everything made so far is removed again."""
     _require_root()
     topo = topology or load_default()
@@ -96,17 +103,28 @@ def up(topology: Topology | None = None, state_dir: Path | None = None,
     down(state_dir)  # sweep leftovers of a crashed lab with this state dir
     state_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
     plan = build_plan(topo, prefix_for(state_dir))
-    files = {k: state_dir / n for k, n in (("token", "token"), ("inventory", "inventory.toml"),
-                                          ("relay", "relay.json"), ("relay_log", "relay.log"))}
+    files = {
+        k: state_dir / n
+        for k, n in (
+            ("token", "token"),
+            ("inventory", "inventory.toml"),
+            ("relay", "relay.json"),
+            ("relay_log", "relay.log"),
+        )
+    }
     agent_logs = [state_dir / f"agent-{n.name}.log" for n in plan.nodes if n.kind is Kind.HOST]
-    st = LabState(prefix=plan.prefix, topology=topo.source,
-                  namespaces=tuple(n.netns for n in plan.nodes),
-                  files=tuple(str(f) for f in [*files.values(), *agent_logs]))
+    st = LabState(
+        prefix=plan.prefix,
+        topology=topo.source,
+        namespaces=tuple(n.netns for n in plan.nodes),
+        files=tuple(str(f) for f in [*files.values(), *agent_logs]),
+    )
     lab_state.save(state_dir, st)
     try:
         _build_namespaces(plan)
-        st = _start_relay(plan, state_dir, st, files["relay"], files["relay_log"],
-                          dict(relay_options or {}))
+        st = _start_relay(
+            plan, state_dir, st, files["relay"], files["relay_log"], dict(relay_options or {})
+        )
         _configure(plan)
         write_token(files["token"])
         write_inventory(plan, files["inventory"], files["token"])
@@ -116,8 +134,15 @@ def up(topology: Topology | None = None, state_dir: Path | None = None,
     except BaseException:
         down(state_dir)
         raise
-    return LabInfo(state_dir, files["inventory"], files["token"], plan.nodes, plan.hops,
-                   topo.name, plan.control.netns)
+    return LabInfo(
+        state_dir,
+        files["inventory"],
+        files["token"],
+        plan.nodes,
+        plan.hops,
+        topo.name,
+        plan.control.netns,
+    )
 
 
 def _build_namespaces(plan: LabPlan) -> None:
@@ -126,20 +151,39 @@ def _build_namespaces(plan: LabPlan) -> None:
         if node.kind is Kind.ROUTER:
             system.sysctl(node.netns, "net.ipv4.ip_forward", "1")
     for v in plan.veth_links:
-        system.ip("link", "add", "name", v.a_ifname, "netns", v.a_netns, "type", "veth",
-                  "peer", "name", v.b_ifname, "netns", v.b_netns)
+        system.ip(
+            "link",
+            "add",
+            "name",
+            v.a_ifname,
+            "netns",
+            v.a_netns,
+            "type",
+            "veth",
+            "peer",
+            "name",
+            v.b_ifname,
+            "netns",
+            v.b_netns,
+        )
 
 
-def _start_relay(plan: LabPlan, state_dir: Path, st: LabState, config: Path,
-                 log: Path, options: dict[str, int]) -> LabState:
+def _start_relay(
+    plan: LabPlan, state_dir: Path, st: LabState, config: Path, log: Path, options: dict[str, int]
+) -> LabState:
     if not plan.relay_links:
         return st
     options["links"] = [ln.to_json() for ln in plan.relay_links]  # type: ignore[assignment]
     config.write_text(json.dumps(options))
     with log.open("w") as err:
-        proc = subprocess.Popen([sys.executable, "-m", "netqual.lab.relay", str(config)],
-                                stdout=subprocess.PIPE, stderr=err, stdin=subprocess.DEVNULL,
-                                start_new_session=True, text=True)
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "netqual.lab.relay", str(config)],
+            stdout=subprocess.PIPE,
+            stderr=err,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+            text=True,
+        )
     st = st.with_process(Process("relay", proc.pid, system.start_time(proc.pid)))
     lab_state.save(state_dir, st)
     assert proc.stdout is not None
@@ -163,9 +207,11 @@ def _configure(plan: LabPlan) -> None:
                 lines.append(f"link set dev {i.ifname} mtu {mtu} up")
         system.ip_batch(node.netns, lines)
     for node in plan.nodes:
-        lines = [f"route add {r.dest}/32 via {r.via} dev {r.ifname}"
-                 + (f" src {r.src}" if r.src else "")
-                 for r in plan.routes if r.node == node.name]
+        lines = [
+            f"route add {r.dest}/32 via {r.via} dev {r.ifname}" + (f" src {r.src}" if r.src else "")
+            for r in plan.routes
+            if r.node == node.name
+        ]
         system.ip_batch(node.netns, lines)
 
 
@@ -176,15 +222,33 @@ def _start_agents(plan: LabPlan, state_dir: Path, st: LabState, token: Path) -> 
         if node.kind is not Kind.HOST:
             continue
         log = state_dir / f"agent-{node.name}.log"
-        cmd = ["ip", "netns", "exec", node.netns, *AGENT_PREFIX, sys.executable, "-m", "netqual", "agent",
-               "--listen", f"{node.address}:{port}", "--name", node.name,
-               "--token-file", str(token)]
+        cmd = [
+            "ip",
+            "netns",
+            "exec",
+            node.netns,
+            *AGENT_PREFIX,
+            sys.executable,
+            "-m",
+            "netqual",
+            "agent",
+            "--listen",
+            f"{node.address}:{port}",
+            "--name",
+            node.name,
+            "--token-file",
+            str(token),
+        ]
         with log.open("w") as out:
-            proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT,
-                                    stdin=subprocess.DEVNULL, start_new_session=True,
-                                    env={**os.environ, "PYTHONUNBUFFERED": "1"})
-        st = st.with_process(Process(f"agent:{node.name}", proc.pid,
-                                     system.start_time(proc.pid)))
+            proc = subprocess.Popen(
+                cmd,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
+                env={**os.environ, "PYTHONUNBUFFERED": "1"},
+            )
+        st = st.with_process(Process(f"agent:{node.name}", proc.pid, system.start_time(proc.pid)))
         lab_state.save(state_dir, st)
         started.append((node, proc.pid, log))
     deadline = time.monotonic() + READY_TIMEOUT_S
@@ -212,8 +276,10 @@ def down(state_dir: Path | None = None) -> DownReport:
     prefix = st.prefix if st else prefix_for(state_dir)
     stopped = system.stop([(p.pid, p.start) for p in st.processes]) if st else []
     present = system.netns_list()
-    names = sorted({n for n in (st.namespaces if st else ()) if n in present}
-                   | {n for n in present if n.startswith(f"{prefix}-")})
+    names = sorted(
+        {n for n in (st.namespaces if st else ()) if n in present}
+        | {n for n in present if n.startswith(f"{prefix}-")}
+    )
     for name in names:
         stopped += system.stop([(pid, None) for pid in system.netns_pids(name)])
         system.netns_delete(name)
@@ -234,10 +300,17 @@ def status(state_dir: Path | None = None) -> LabStatus:
     st = lab_state.load(state_dir)
     present = system.netns_list()
     prefix = st.prefix if st else prefix_for(state_dir)
-    names = sorted(set(st.namespaces if st else ())
-                   | {n for n in present if n.startswith(f"{prefix}-")})
-    procs = tuple(ProcessStatus(p.role, p.pid, system.alive(p.pid, p.start))
-                  for p in (st.processes if st else ()))
-    return LabStatus(state_dir, st.topology if st else None,
-                     tuple((n, n in present) for n in names), procs,
-                     st.complete if st else False)
+    names = sorted(
+        set(st.namespaces if st else ()) | {n for n in present if n.startswith(f"{prefix}-")}
+    )
+    procs = tuple(
+        ProcessStatus(p.role, p.pid, system.alive(p.pid, p.start))
+        for p in (st.processes if st else ())
+    )
+    return LabStatus(
+        state_dir,
+        st.topology if st else None,
+        tuple((n, n in present) for n in names),
+        procs,
+        st.complete if st else False,
+    )

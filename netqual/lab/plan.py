@@ -126,8 +126,9 @@ def build_plan(topo: Topology, prefix: str) -> LabPlan:
         address = f"198.18.{rack_index[h.rack]}.{10 + racks[h.rack].index(h.name)}"
         host_addr[h.name] = address
         leaf = next((n for n in neighbours[h.name] if n in routers), None)
-        nodes.append(LabNode(h.name, Kind.HOST, f"{prefix}-{h.name}", address, h.rack,
-                             h.role, h.site, leaf))
+        nodes.append(
+            LabNode(h.name, Kind.HOST, f"{prefix}-{h.name}", address, h.rack, h.role, h.site, leaf)
+        )
     nodes += [LabNode(r.name, Kind.ROUTER, f"{prefix}-{r.name}") for r in topo.routers]
     nodes.append(LabNode(CONTROL, Kind.CONTROL, f"{prefix}-{CONTROL}", CONTROL_ADDRESS))
     ends = {**host_addr, CONTROL: CONTROL_ADDRESS}
@@ -144,32 +145,44 @@ def build_plan(topo: Topology, prefix: str) -> LabPlan:
         interfaces.append(Interface(ln.a, ifname_to(ln.b), addr_a, ln.b, addr_b))
         interfaces.append(Interface(ln.b, ifname_to(ln.a), addr_b, ln.a, addr_a))
         if ln.relayed:
-            relay_links.append(RelayLink(
-                name=f"{ln.a}-{ln.b}",
-                a_netns=f"/run/netns/{netns[ln.a]}", a_ifname=ifname_to(ln.b),
-                b_netns=f"/run/netns/{netns[ln.b]}", b_ifname=ifname_to(ln.a),
-                delay_ns=round(ln.delay_us * 1000),
-                rate_bps=None if ln.rate_mbit is None else round(ln.rate_mbit * 1e6),
-            ))
+            relay_links.append(
+                RelayLink(
+                    name=f"{ln.a}-{ln.b}",
+                    a_netns=f"/run/netns/{netns[ln.a]}",
+                    a_ifname=ifname_to(ln.b),
+                    b_netns=f"/run/netns/{netns[ln.b]}",
+                    b_ifname=ifname_to(ln.a),
+                    delay_ns=round(ln.delay_us * 1000),
+                    rate_bps=None if ln.rate_mbit is None else round(ln.rate_mbit * 1e6),
+                )
+            )
         else:
             veth_links.append(VethLink(netns[ln.a], ifname_to(ln.b), netns[ln.b], ifname_to(ln.a)))
 
     routes: list[Route] = []
     hops: list[tuple[str, str, int]] = []
     host_names = list(host_addr)
-    for dest in ends:
+    for dest, dest_address in ends.items():
         dist = _distances_to(dest, neighbours, routers)
-        for node in neighbours:
+        for node, near in neighbours.items():
             if node == dest or node not in dist:
                 continue
-            nxt = min((n for n in neighbours[node] if dist.get(n) == dist[node] - 1),
-                      key=neighbours[node].index)
-            routes.append(Route(node, ends[dest], addr_on[(nxt, node)],
-                                ifname_to(nxt), ends.get(node)))
+            nxt = min((n for n in near if dist.get(n) == dist[node] - 1), key=near.index)
+            routes.append(
+                Route(node, dest_address, addr_on[(nxt, node)], ifname_to(nxt), ends.get(node))
+            )
         if dest != CONTROL:
             hops += [(s, dest, dist[s]) for s in host_names if s < dest and s in dist]
-    return LabPlan(topo, prefix, tuple(nodes), tuple(interfaces), tuple(routes),
-                   tuple(relay_links), tuple(veth_links), tuple(hops))
+    return LabPlan(
+        topo,
+        prefix,
+        tuple(nodes),
+        tuple(interfaces),
+        tuple(routes),
+        tuple(relay_links),
+        tuple(veth_links),
+        tuple(hops),
+    )
 
 
 def _distances_to(dest: str, neighbours: dict[str, list[str]], routers: set[str]) -> dict[str, int]:

@@ -129,8 +129,12 @@ class _Direction:
 
 
 class Relay:
-    def __init__(self, links: list[RelayLink], overhead_ns: int = DEFAULT_OVERHEAD_NS,
-                 spin_window_ns: int = SPIN_WINDOW_NS) -> None:
+    def __init__(
+        self,
+        links: list[RelayLink],
+        overhead_ns: int = DEFAULT_OVERHEAD_NS,
+        spin_window_ns: int = SPIN_WINDOW_NS,
+    ) -> None:
         self.spin_window_ns = spin_window_ns
         self.by_fd: dict[int, _Direction] = {}
         self.fds: list[int] = []
@@ -203,8 +207,11 @@ def main(argv: list[str]) -> int:
     config = json.loads(Path(argv[0]).read_text())
     links = [RelayLink.from_json(raw) for raw in config["links"]]
     _libc.prctl(PR_SET_TIMERSLACK, 1, 0, 0, 0)
-    relay = Relay(links, int(config.get("overhead_ns", DEFAULT_OVERHEAD_NS)),
-                  int(config.get("spin_window_ns", SPIN_WINDOW_NS)))
+    relay = Relay(
+        links,
+        int(config.get("overhead_ns", DEFAULT_OVERHEAD_NS)),
+        int(config.get("spin_window_ns", SPIN_WINDOW_NS)),
+    )
     if config.get("nice"):
         os.setpriority(os.PRIO_PROCESS, 0, int(config["nice"]))
     if config.get("fifo"):

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 from netqual.errors import LabError
@@ -46,12 +46,6 @@ class LabState:
         return replace(self, processes=(*self.processes, proc))
 
 
-@dataclass
-class _Raw:
-    version: int
-    state: dict[str, object] = field(default_factory=dict)
-
-
 def path(state_dir: Path) -> Path:
     return state_dir / STATE_FILE
 
@@ -71,15 +65,18 @@ def load(state_dir: Path) -> LabState | None:
     except FileNotFoundError:
         return None
     except (OSError, ValueError) as err:
-        raise LabError(f"{target}: unreadable lab state ({err}); remove it after checking "
-                       "`ip netns list` for namespaces starting with 'nql'") from err
+        raise LabError(
+            f"{target}: unreadable lab state ({err}); remove it after checking "
+            "`ip netns list` for namespaces starting with 'nql'"
+        ) from err
     try:
         return LabState(
             prefix=str(raw["prefix"]),
             topology=str(raw["topology"]),
             namespaces=tuple(str(n) for n in raw["namespaces"]),
-            processes=tuple(Process(str(p["role"]), int(p["pid"]), p["start"])
-                            for p in raw["processes"]),
+            processes=tuple(
+                Process(str(p["role"]), int(p["pid"]), p["start"]) for p in raw["processes"]
+            ),
             files=tuple(str(f) for f in raw["files"]),
             complete=bool(raw["complete"]),
         )

@@ -6,6 +6,7 @@ namespace's interfaces and routes are never touched.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
@@ -116,10 +117,8 @@ def stop(pids: list[tuple[int, int | None]], timeout_s: float = 3.0) -> list[int
 
 
 def _signal(pid: int, sig: signal.Signals) -> None:
-    try:
+    with contextlib.suppress(ProcessLookupError):
         os.kill(pid, sig)
-    except ProcessLookupError:
-        pass
 
 
 def _reap() -> None:

@@ -108,7 +108,8 @@ def _name(source: str, raw: Mapping[str, Any], where: str) -> str:
     value = _str(source, raw, "name", where, None)
     if not NAME_RE.match(value):
         raise TopologyError(
-            source, "must be 1-12 characters of a-z, 0-9, '-', starting with a letter",
+            source,
+            "must be 1-12 characters of a-z, 0-9, '-', starting with a letter",
             f"{where}.name",
         )
     return value
@@ -153,12 +154,14 @@ def parse(raw: Mapping[str, Any], source: str) -> Topology:
             role = Role(role_text)
         except ValueError as err:
             raise TopologyError(source, "must be compute, storage or any", f"{where}.role") from err
-        hosts.append(HostSpec(
-            name=_name(source, h, where),
-            rack=_str(source, h, "rack", where, None),
-            role=role,
-            site=_str(source, h, "site", where, "local"),
-        ))
+        hosts.append(
+            HostSpec(
+                name=_name(source, h, where),
+                rack=_str(source, h, "rack", where, None),
+                role=role,
+                site=_str(source, h, "site", where, "local"),
+            )
+        )
     routers = []
     for i, r in enumerate(_list(source, raw, "router")):
         where = f"router[{i}]"
@@ -200,20 +203,22 @@ def parse(raw: Mapping[str, Any], source: str) -> Topology:
         links.append(LinkSpec(a, b, delay, rate))
 
     host_names = {h.name for h in hosts}
-    for i, h in enumerate(hosts):
-        if not any(h.name in (ln.a, ln.b) for ln in links):
+    for i, host in enumerate(hosts):
+        if not any(host.name in (link.a, link.b) for link in links):
             raise TopologyError(source, "host has no link", f"host[{i}]")
-    for ln in links:
-        if ln.a in host_names and ln.b in host_names:
-            raise TopologyError(source, "hosts do not forward; join hosts through a router",
-                                f"link {ln.a}-{ln.b}")
+    for i, link in enumerate(links):
+        if link.a in host_names and link.b in host_names:
+            raise TopologyError(
+                source, "hosts do not forward; join hosts through a router", f"link[{i}]"
+            )
     if not routers:
         raise TopologyError(source, "a lab needs at least one router", "router")
     control = _str(source, lab, "control", "lab", routers[0].name)
     if control not in {r.name for r in routers}:
         raise TopologyError(source, f"no router named {control!r}", "lab.control")
-    topo = Topology(name, source, tuple(hosts), tuple(routers), tuple(links), control,
-                    int(mtu), int(port))
+    topo = Topology(
+        name, source, tuple(hosts), tuple(routers), tuple(links), control, int(mtu), int(port)
+    )
     _check_connected(topo)
     return topo
 
@@ -230,5 +235,6 @@ def _check_connected(topo: Topology) -> None:
                     frontier.append(y)
     for h in topo.hosts:
         if h.name not in reach:
-            raise TopologyError(topo.source, f"host {h.name!r} cannot reach {topo.hosts[0].name!r}",
-                                "link")
+            raise TopologyError(
+                topo.source, f"host {h.name!r} cannot reach {topo.hosts[0].name!r}", "link"
+            )

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -114,6 +115,10 @@ def test_up_status_down_leaves_nothing(tmp_path: Path, request: pytest.FixtureRe
     pids = recorded_pids(state_dir)
     assert len(pids) == 5  # relay + 4 agents
     assert info.expected_hops("a1", "s1") == 4  # leaf1, spine, wan
+    s1 = next(n for n in info.nodes if n.name == "s1")
+    assert s1.address
+    with lab.inside(info.control_netns):  # the control namespace reaches every agent
+        socket.create_connection((s1.address, 18515), timeout=5).close()
     st = netqual("lab", "status", "--state-dir", str(state_dir))
     assert st.returncode == 0, st.stdout + st.stderr
     assert "up" in st.stdout and "agent:s1" in st.stdout

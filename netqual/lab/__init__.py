@@ -4,7 +4,8 @@ Public API (used by ``netqual lab`` and ``netqual demo``)::
 
     reason = lab_available()        # None when usable, else why not ("needs root" ...)
     info = up()                     # default topology; agents running; info.inventory_path
-    ...                             # netqual run info.inventory_path
+    with inside(info.control_netns):  # the coordinator must run in the control namespace
+        ...                         # coordinator run on info.inventory_path
     report = down()                 # removes every namespace, process and file it made
 """
 
@@ -22,6 +23,7 @@ from netqual.lab.fabric import (
 )
 from netqual.lab.plan import Kind, LabNode
 from netqual.lab.state import default_state_dir
+from netqual.lab.system import inside
 from netqual.lab.topology import Topology, default_topology_path, load, load_default
 
 __all__ = [
@@ -35,6 +37,7 @@ __all__ = [
     "default_state_dir",
     "default_topology_path",
     "down",
+    "inside",
     "lab_available",
     "load",
     "load_default",

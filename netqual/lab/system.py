@@ -7,11 +7,13 @@ namespace's interfaces and routes are never touched.
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import os
 import shutil
 import signal
 import subprocess
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 from netqual.errors import LabError
@@ -128,6 +130,41 @@ def _reap() -> None:
             pass
     except ChildProcessError:
         pass
+
+
+_libc = ctypes.CDLL(None, use_errno=True)
+CLONE_NEWNET = 0x40000000
+
+
+def setns_fd(fd: int) -> None:
+    if _libc.setns(fd, CLONE_NEWNET) != 0:
+        err = ctypes.get_errno()
+        raise OSError(err, f"setns: {os.strerror(err)}")
+
+
+def setns_path(path: str) -> None:
+    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        setns_fd(fd)
+    finally:
+        os.close(fd)
+
+
+@contextlib.contextmanager
+def inside(netns: str) -> Iterator[None]:
+    """Run the calling thread (and threads it starts) in namespace ``netns`` for the block."""
+    home = os.open("/proc/thread-self/ns/net", os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        try:
+            setns_path(str(NETNS_DIR / netns))
+        except OSError as err:
+            raise LabError(f"cannot enter network namespace {netns}: {err.strerror}") from err
+        try:
+            yield
+        finally:
+            setns_fd(home)
+    finally:
+        os.close(home)
 
 
 def listening(pid: int, port: int) -> bool:

@@ -194,6 +194,10 @@ class Relay:
         while True:
             now = time.monotonic_ns()
             earliest = self._flush(now)
+            # A sleeping relay pays a wake-up of tens of microseconds per packet on a
+            # virtual CPU, so while traffic flows it polls; after spin_window_ns of
+            # silence it sleeps. (sched_yield() in the poll and SCHED_FIFO were both
+            # measured worse: docs/lab.md, "Precision".)
             polling = now - last_packet_ns < self.spin_window_ns
             if polling:
                 timeout: float | None = 0.0
@@ -209,10 +213,6 @@ class Relay:
                 for fd in ready:
                     self._read(fd)
                 last_packet_ns = time.monotonic_ns()
-            elif polling:
-                # Polling must not keep a just-woken agent off this CPU: with two
-                # cores the packet's receiver often waits behind the relay.
-                os.sched_yield()
 
 
 def _stop(*_: object) -> None:

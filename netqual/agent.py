@@ -15,6 +15,7 @@ import selectors
 import signal
 import socket
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import asdict
 from types import FrameType
@@ -24,8 +25,9 @@ from netqual import __version__
 from netqual import hops as hops_mod
 from netqual.errors import AuthError, NetqualError, ProtocolError
 from netqual.probes import serve_probe
-from netqual.protocol import Channel, server_handshake
-from netqual.transports import TRANSPORT_NAMES, AgentLimits, get_transport
+from netqual.protocol import Channel, FrameTooLargeError, server_handshake
+from netqual.transports import TRANSPORT_NAMES, AgentLimits, Transport, get_transport
+from netqual.transports.rdma import RdmaOptions, transport_for_agent
 
 log = logging.getLogger("netqual.agent")
 
@@ -38,17 +40,25 @@ class Agent:
         token: bytes | None,
         name: str | None = None,
         limits: AgentLimits | None = None,
+        rdma_options: RdmaOptions | None = None,
     ) -> None:
         self.host = host
         self.port = port
         self.token = token
         self.name = name or socket.gethostname()
         self.limits = limits or AgentLimits()
+        self.rdma_options = rdma_options
         self._stop = threading.Event()
         self._sessions = threading.BoundedSemaphore(self.limits.max_sessions)
         self._listener: socket.socket | None = None
         self._udp: socket.socket | None = None
         self._threads: list[threading.Thread] = []
+        self._conns: set[socket.socket] = set()
+        self._conns_lock = threading.Lock()
+        # stop() may run in a signal handler: it only sets a flag and pokes this pipe, which
+        # wakes the accept loop at once instead of at its next select timeout.
+        self._wake_r, self._wake_w = socket.socketpair()
+        self._wake_w.setblocking(False)
 
     # -- lifecycle ---------------------------------------------------------------------
     def bind(self) -> tuple[str, int]:
@@ -65,6 +75,8 @@ class Agent:
 
     def stop(self) -> None:
         self._stop.set()
+        with contextlib.suppress(OSError):
+            self._wake_w.send(b"x")
 
     def install_signal_handlers(self) -> None:
         def handler(signum: int, frame: FrameType | None) -> None:
@@ -84,43 +96,80 @@ class Agent:
             on_ready()
         with selectors.DefaultSelector() as sel:
             sel.register(self._listener, selectors.EVENT_READ)
+            sel.register(self._wake_r, selectors.EVENT_READ)
+            self._listener.setblocking(False)
             while not self._stop.is_set():
-                if not sel.select(timeout=0.5):
+                ready = sel.select(timeout=0.5)
+                if not any(key.fileobj is self._listener for key, _ in ready):
                     continue
                 try:
                     conn, addr = self._listener.accept()
-                except OSError:
+                except BlockingIOError:
                     continue
+                except OSError as err:  # e.g. EMFILE: back off instead of spinning
+                    log.warning("accept failed: %s", err)
+                    time.sleep(0.05)
+                    continue
+                conn.setblocking(True)
                 self._admit(conn, addr)
         self._listener.close()
-        for t in self._threads:
-            t.join(timeout=2.0)
+        self._shutdown_sessions()
         udp.join(timeout=1.0)
         self._udp.close()
+        self._wake_r.close()
+        self._wake_w.close()
+
+    def _shutdown_sessions(self, timeout_s: float = 1.0) -> None:
+        """Wake every session blocked in recv (shutdown -> EOF) and wait a bounded time."""
+        with self._conns_lock:
+            conns = list(self._conns)
+        for conn in conns:
+            with contextlib.suppress(OSError):
+                conn.shutdown(socket.SHUT_RDWR)
+        end = time.monotonic() + timeout_s
+        for t in self._threads:
+            t.join(timeout=max(0.0, end - time.monotonic()))
 
     def _admit(self, conn: socket.socket, addr: Any) -> None:
         peer = f"{addr[0]}:{addr[1]}"
         if not self._sessions.acquire(blocking=False):
             # Over the cap: say so briefly without letting a slow peer block accept().
+            log.warning("busy: refused %s, all %d sessions in use", peer, self.limits.max_sessions)
             conn.settimeout(0.2)
             with contextlib.suppress(OSError, NetqualError):
                 Channel(conn, peer).send_error(
-                    "busy", f"agent busy: {self.limits.max_sessions} sessions"
+                    "busy",
+                    f"agent busy: all {self.limits.max_sessions} sessions in use "
+                    "(max_sessions, --max-sessions)",
                 )
             conn.close()
             return
+        with self._conns_lock:
+            self._conns.add(conn)
         t = threading.Thread(target=self._session, args=(conn, peer), daemon=True)
         self._threads = [x for x in self._threads if x.is_alive()]
+        try:
+            t.start()
+        except RuntimeError as err:  # can't start new thread: refuse this one, keep serving
+            log.warning("refused %s: %s", peer, err)
+            with self._conns_lock:
+                self._conns.discard(conn)
+            conn.close()
+            self._sessions.release()
+            return
         self._threads.append(t)
-        t.start()
 
     # -- one session -------------------------------------------------------------------
     def _session(self, conn: socket.socket, peer: str) -> None:
         ch = Channel(conn, peer, max_frame_bytes=self.limits.max_frame_bytes)
+        authenticated = False
         try:
             conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            ch.set_timeout(self.limits.auth_timeout_s)
+            # One deadline for the whole handshake: a peer that connects and says nothing,
+            # or trickles bytes, is dropped after auth_timeout_s.
+            ch.set_deadline(time.monotonic() + self.limits.auth_timeout_s)
             server_handshake(ch, self.token, self.name, __version__)
+            authenticated = True
             ch.set_timeout(self.limits.idle_timeout_s)
             while not self._stop.is_set():
                 msg = ch.recv()
@@ -129,14 +178,31 @@ class Agent:
                 self._dispatch(ch, msg.kind, msg.body)
         except AuthError as err:
             log.warning("refused %s: %s", peer, err.problem)
-        except (ProtocolError, NetqualError) as err:
+        except ProtocolError as err:
+            log.warning("session %s dropped: %s", peer, err.problem)
+            code = "limit" if isinstance(err, FrameTooLargeError) else "protocol"
+            with contextlib.suppress(OSError, NetqualError):
+                ch.set_timeout(0.5)
+                ch.send_error(code, err.problem)
+        except NetqualError as err:
             log.info("session %s ended: %s", peer, err)
-            if isinstance(err, ProtocolError):
-                with contextlib.suppress(OSError, NetqualError):
-                    ch.send_error("protocol", err.problem)
-        except (TimeoutError, OSError) as err:
-            log.info("session %s ended: %s", peer, err or "timeout")
+        except TimeoutError:
+            if authenticated:
+                log.info("session %s ended: idle or silent peer", peer)
+            else:
+                log.warning(
+                    "dropped %s: no authentication within %g s", peer, self.limits.auth_timeout_s
+                )
+        except OSError as err:
+            log.info("session %s ended: %s", peer, err)
+        except Exception:  # a bug must end one session, never the agent
+            log.exception("session %s: internal error", peer)
+            with contextlib.suppress(Exception):
+                ch.set_timeout(0.5)
+                ch.send_error("internal", "agent internal error; see the agent log")
         finally:
+            with self._conns_lock:
+                self._conns.discard(conn)
             ch.close()
             self._sessions.release()
 
@@ -146,12 +212,17 @@ class Agent:
         elif kind == "doctor":
             ch.send("doctor", _doctor_report())
         elif kind == "probe":
-            serve_probe(ch, body, self.name, self.token, self.limits)
+            serve_probe(ch, body, self.name, self.token, self.limits, self.transport)
         elif "." in kind and kind.split(".", 1)[0] in TRANSPORT_NAMES:
-            transport = get_transport(kind.split(".", 1)[0])
-            transport.respond(ch, kind, body, self.limits)
+            self.transport(kind.split(".", 1)[0]).respond(ch, kind, body, self.limits)
         else:
             ch.send_error("bad-request", f"unknown request {kind!r}")
+
+    def transport(self, name: str, rdma_request: Any = None) -> Transport:
+        """The transport for one request; RDMA ones carry this agent's name and overrides."""
+        if name == "rdma":
+            return transport_for_agent(self.name, rdma_request, self.rdma_options)
+        return get_transport(name)
 
     def info(self) -> dict[str, Any]:
         return {

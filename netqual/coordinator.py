@@ -1,4 +1,4 @@
-"""``netqual run``: schedule the pairs, ask agents to probe, judge, write results.
+"""``netqual run``: schedule the pairs, ask agents to probe, judge, write results and report.
 
 A failing path is data (an ``unsafe`` PathResult naming the node and the failure); only a
 run where no agent answers at all is an error. Each finished pair is appended to
@@ -12,11 +12,11 @@ import platform
 import socket
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -27,6 +27,7 @@ from netqual.models import Mode, Node, PathResult, Policy, ProbePlan, Results, R
 from netqual.policy import judge
 from netqual.probes import request_probe
 from netqual.protocol import connect
+from netqual.report import write_html
 from netqual.results import append_jsonl, summarize, write_json
 from netqual.schedule import Pair, plan_rounds
 from netqual.stats import bulk_stats, rtt_stats
@@ -57,6 +58,7 @@ class RunConfig:
     token: bytes | None = None
     parallel: int | None = None  # max concurrent pairs per round; None = all disjoint pairs
     sample_k: int = 2  # sampled mode: pairs between every two racks
+    rdma: Mapping[str, Any] | None = None  # {"local": RdmaOptions json, "peer": ...}
     inventory: str | None = None
 
 
@@ -109,7 +111,7 @@ def measure_pair(src: Node, dst: Node, cfg: RunConfig) -> PathResult:
     t0 = time.monotonic()
     try:
         out = request_probe(
-            src, dst, cfg.transport, cfg.plan, cfg.token, timeout_s=cfg.plan.timeout_s + 15.0
+            src, dst, cfg.transport, cfg.plan, cfg.token, cfg.plan.timeout_s + 15.0, cfg.rdma
         )
     except PeerError as err:
         reason = err.message if err.code != "protocol" else str(err)
@@ -226,6 +228,7 @@ def run(cfg: RunConfig, out_dir: Path, observer: RunObserver | None = None) -> R
         tool_version=__version__,
     )
     write_json(out_dir / "results.json", results)
+    write_html(results, out_dir / "report.html")
     return results
 
 

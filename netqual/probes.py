@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -28,7 +28,7 @@ from netqual.errors import (
 from netqual.models import Node, ProbePlan
 from netqual.protocol import Channel, connect
 from netqual.results import plan_from_dict, plan_to_dict
-from netqual.transports import AgentLimits, RawBulk, RawProbe, get_transport
+from netqual.transports import AgentLimits, RawBulk, RawProbe, Transport
 
 _SAMPLE = np.dtype("<i8")
 
@@ -47,21 +47,40 @@ def _peer_label(peer: Mapping[str, Any]) -> str:
 
 
 def _validate_plan(plan: ProbePlan, limits: AgentLimits) -> str | None:
+    """Name the first agent limit the plan exceeds, or None."""
     if plan.warmup + plan.iterations > limits.max_iterations:
-        return f"iterations+warmup {plan.warmup + plan.iterations} > limit {limits.max_iterations}"
+        return (
+            f"iterations+warmup {plan.warmup + plan.iterations} exceeds "
+            f"max_iterations={limits.max_iterations}"
+        )
+    if plan.timeout_s > limits.max_duration_s:
+        return f"timeout {plan.timeout_s:g} s exceeds max_duration_s={limits.max_duration_s:g}"
     if plan.size_bytes > limits.max_message_bytes:
-        return f"size {plan.size_bytes} > limit {limits.max_message_bytes}"
+        return f"size {plan.size_bytes} exceeds max_message_bytes={limits.max_message_bytes}"
     if plan.bulk:
         for c in plan.chunks_bytes:
             if c > limits.max_chunk_bytes:
-                return f"chunk {c} > limit {limits.max_chunk_bytes}"
+                return f"chunk {c} exceeds max_chunk_bytes={limits.max_chunk_bytes}"
+            if plan.reads_for(c) * c > limits.max_bulk_bytes:
+                return (
+                    f"bulk cell of {plan.reads_for(c)} x {c} bytes exceeds "
+                    f"max_bulk_bytes={limits.max_bulk_bytes}"
+                )
         if max(plan.depths) > limits.max_depth:
-            return f"depth {max(plan.depths)} > limit {limits.max_depth}"
+            return f"depth {max(plan.depths)} exceeds max_depth={limits.max_depth}"
     return None
 
 
+TransportFactory = Callable[[str, Any], Transport]
+
+
 def serve_probe(
-    ch: Channel, body: Mapping[str, Any], agent_name: str, token: bytes | None, limits: AgentLimits
+    ch: Channel,
+    body: Mapping[str, Any],
+    agent_name: str,
+    token: bytes | None,
+    limits: AgentLimits,
+    make_transport: TransportFactory,
 ) -> None:
     """Run on the initiating agent. Every failure is answered as an error message."""
     peer = body.get("peer")
@@ -80,7 +99,7 @@ def serve_probe(
     peer_name = str(peer.get("name") or peer["address"])
     label = _peer_label(peer)
     try:
-        transport = get_transport(str(body.get("transport", "tcp")))
+        transport = make_transport(str(body.get("transport", "tcp")), body.get("rdma"))
         transport.check_available()
     except TransportUnavailableError as err:
         ch.send_error(
@@ -152,9 +171,18 @@ def serve_probe(
 
 
 def request_probe(
-    src: Node, dst: Node, transport: str, plan: ProbePlan, token: bytes | None, timeout_s: float
+    src: Node,
+    dst: Node,
+    transport: str,
+    plan: ProbePlan,
+    token: bytes | None,
+    timeout_s: float,
+    rdma: Mapping[str, Any] | None = None,
 ) -> ProbeOutcome:
-    """Coordinator side: ask ``src``'s agent to probe ``dst``. Raises on any failure."""
+    """Coordinator side: ask ``src``'s agent to probe ``dst``. Raises on any failure.
+
+    ``rdma``: optional ``{"local": {...}, "peer": {...}}`` device/port/GID overrides.
+    """
     deadline = time.monotonic() + timeout_s
     ch, _hello = connect(
         src.address, src.port, token, peer=src.name, timeout_s=min(10.0, timeout_s)
@@ -168,15 +196,22 @@ def request_probe(
                 "transport": transport,
                 "plan": plan_to_dict(plan),
                 "hops": True,
+                **({"rdma": dict(rdma)} if rdma else {}),
             },
         )
         try:
             res = ch.expect("probe.result")
             n = int(res["rtt_count"])
+            # Never trust an announced count beyond what was asked: it sizes the buffer.
+            if not 0 <= n <= plan.iterations:
+                raise ValueError(f"rtt_count {n} outside 0..{plan.iterations}")
+            max_reads = max((plan.reads_for(c) for c in plan.chunks_bytes), default=0)
             rtt = np.frombuffer(ch.recv_bytes(n * _SAMPLE.itemsize), dtype=_SAMPLE).astype(np.int64)
             bulk = []
             for b in res.get("bulk", []):
                 reads = int(b["reads"])
+                if not 0 <= reads <= max_reads:
+                    raise ValueError(f"bulk reads {reads} outside 0..{max_reads}")
                 comp = np.frombuffer(ch.recv_bytes(reads * _SAMPLE.itemsize), dtype=_SAMPLE)
                 bulk.append(
                     RawBulk(

@@ -34,6 +34,8 @@ HEADER = struct.Struct("!2sBBI")
 FRAME_JSON = 1
 FRAME_BYTES = 2
 DEFAULT_MAX_FRAME_BYTES = 1 << 20
+# Before a peer has authenticated, only the tiny hello/auth messages are legitimate.
+PRE_AUTH_MAX_FRAME_BYTES = 4096
 NONCE_BYTES = 32
 _AUTH_LABEL = b"netqual-auth-v1"
 
@@ -50,6 +52,10 @@ def _mac(token: bytes, role: bytes, first: bytes, second: bytes) -> str:
     ).hexdigest()
 
 
+class FrameTooLargeError(ProtocolError):
+    """A frame header announced more bytes than the receiver accepts (a limit, not noise)."""
+
+
 class Channel:
     """A framed connection to one peer. Not thread-safe; one owner at a time."""
 
@@ -59,14 +65,27 @@ class Channel:
         self.sock = sock
         self.peer = peer
         self.max_frame_bytes = max_frame_bytes
+        self._deadline: float | None = None
 
     # -- timing ------------------------------------------------------------------------
     def set_timeout(self, timeout_s: float | None) -> None:
+        """Per-call timeout for later blocking calls (clears any deadline)."""
+        self._deadline = None
         self.sock.settimeout(timeout_s)
 
     def set_deadline(self, deadline: float) -> None:
-        """Make every later blocking call fail once time.monotonic() passes deadline."""
-        remaining = deadline - time.monotonic()
+        """Make every later blocking call fail once time.monotonic() passes deadline.
+
+        The deadline bounds the *total* time, so a peer that trickles one byte at a time
+        cannot stretch a receive beyond it (a per-call timeout would restart per byte).
+        """
+        self._deadline = deadline
+        self._apply_deadline()
+
+    def _apply_deadline(self) -> None:
+        if self._deadline is None:
+            return
+        remaining = self._deadline - time.monotonic()
         if remaining <= 0:
             raise TimeoutError(f"deadline passed talking to {self.peer}")
         self.sock.settimeout(remaining)
@@ -80,6 +99,7 @@ class Channel:
     def recv_into_exact(self, view: memoryview) -> None:
         got, n = 0, len(view)
         while got < n:
+            self._apply_deadline()
             try:
                 k = self.sock.recv_into(view[got:], n - got)
             except TimeoutError:
@@ -91,6 +111,7 @@ class Channel:
             got += k
 
     def send_all(self, data: bytes | bytearray | memoryview) -> None:
+        self._apply_deadline()
         try:
             self.sock.sendall(data)
         except TimeoutError:
@@ -113,8 +134,9 @@ class Channel:
         if frame_type not in (FRAME_JSON, FRAME_BYTES):
             raise ProtocolError(self.peer, f"unknown frame type {frame_type}")
         if length > max_bytes:
-            raise ProtocolError(
-                self.peer, f"frame of {length} bytes exceeds the cap of {max_bytes}"
+            raise FrameTooLargeError(
+                self.peer,
+                f"frame of {length} bytes exceeds the cap of {max_bytes} (max_frame_bytes)",
             )
         return frame_type, self.recv_exact(length)
 
@@ -130,6 +152,8 @@ class Channel:
             obj = json.loads(payload)
         except (UnicodeDecodeError, json.JSONDecodeError) as err:
             raise ProtocolError(self.peer, f"malformed message: {err}") from err
+        except RecursionError as err:  # "[[[[..." : the parser's recursion, not ours
+            raise ProtocolError(self.peer, "malformed message: nested too deeply") from err
         if (
             not isinstance(obj, dict)
             or not isinstance(obj.get("kind"), str)
@@ -180,7 +204,20 @@ class Channel:
 
 # -- handshake -------------------------------------------------------------------------
 def server_handshake(ch: Channel, token: bytes | None, agent_name: str, version: str) -> None:
-    """Agent side. Raises AuthError (after telling the client) when the client fails."""
+    """Agent side. Raises AuthError (after telling the client) when the client fails.
+
+    Until the client has authenticated, frames are capped at PRE_AUTH_MAX_FRAME_BYTES so
+    an unauthenticated peer cannot make the agent buffer a full-size frame.
+    """
+    full_cap = ch.max_frame_bytes
+    ch.max_frame_bytes = min(full_cap, PRE_AUTH_MAX_FRAME_BYTES)
+    try:
+        _server_handshake(ch, token, agent_name, version)
+    finally:
+        ch.max_frame_bytes = full_cap
+
+
+def _server_handshake(ch: Channel, token: bytes | None, agent_name: str, version: str) -> None:
     nonce = os.urandom(NONCE_BYTES)
     ch.send(
         "hello",

@@ -29,30 +29,46 @@ from netqual.models import (
     Tier,
     Verdict,
 )
+from netqual.schema import validate
+from netqual.stats import BINS_PER_DECADE, bin_index
 
 SCHEMA_VERSION = "1"
 WORST_PATHS = 10
 
 
 # -- records -> JSON -------------------------------------------------------------------
+def _t(value_us: float) -> float:
+    """Microseconds to the nanosecond: the clock's resolution, so nothing measured is lost."""
+    return round(value_us, 3)
+
+
 def rtt_to_dict(r: RttStats) -> dict[str, Any]:
     d: dict[str, Any] = {
         "samples": r.samples,
-        "min": r.min_us,
-        "p50": r.p50_us,
-        "p90": r.p90_us,
-        "p99": r.p99_us,
-        "p999": r.p999_us,
-        "max": r.max_us,
-        "mean": r.mean_us,
-        "stdev": r.stdev_us,
+        "min": _t(r.min_us),
+        "p50": _t(r.p50_us),
+        "p90": _t(r.p90_us),
+        "p99": _t(r.p99_us),
+        "p999": _t(r.p999_us),
+        "max": _t(r.max_us),
+        "mean": _t(r.mean_us),
+        "stdev": _t(r.stdev_us),
         "untrusted": list(r.untrusted),
         "unstable": r.unstable,
     }
     if r.ci95_metric is not None:
-        d["ci95"] = {"metric": r.ci95_metric, "low": r.ci95_low_us, "high": r.ci95_high_us}
+        low, high = r.ci95_low_us, r.ci95_high_us
+        d["ci95"] = {
+            "metric": r.ci95_metric,
+            "low": None if low is None else _t(low),
+            "high": None if high is None else _t(high),
+        }
     if r.histogram_counts:
-        d["histogram"] = {"edges": list(r.histogram_edges_us), "counts": list(r.histogram_counts)}
+        d["histogram"] = {
+            "bins_per_decade": BINS_PER_DECADE,
+            "first_bin": bin_index(r.histogram_edges_us[0] * 1.0001),
+            "counts": list(r.histogram_counts),
+        }
     return d
 
 
@@ -61,11 +77,11 @@ def bulk_to_dict(b: BulkStats) -> dict[str, Any]:
         "chunk_bytes": b.chunk_bytes,
         "depth": b.depth,
         "reads": b.reads,
-        "goodput_gbps": b.goodput_gbps,
+        "goodput_gbps": round(b.goodput_gbps, 6),
         "completion_us": {
-            "p50": b.completion_p50_us,
-            "p99": b.completion_p99_us,
-            "max": b.completion_max_us,
+            "p50": _t(b.completion_p50_us),
+            "p99": _t(b.completion_p99_us),
+            "max": _t(b.completion_max_us),
         },
         "error": b.error,
     }
@@ -178,7 +194,7 @@ def _worst_entry(p: PathResult, metric: Metric) -> dict[str, Any]:
         "dst": p.dst,
         "verdict": p.verdict.value,
         "metric": metric.value,
-        "value_us": p.rtt.value(metric) if p.rtt else None,
+        "value_us": _t(p.rtt.value(metric)) if p.rtt else None,
         "reasons": list(p.reasons),
     }
 
@@ -214,7 +230,8 @@ def write_json(path: Path, results: Results) -> None:
     """Write atomically: a reader never sees half a results.json."""
     tmp = path.with_suffix(path.suffix + ".tmp")
     with tmp.open("w", encoding="utf-8") as f:
-        json.dump(results_to_dict(results), f, indent=1)
+        # Compact: a 512-node full mesh has 130,816 paths.
+        json.dump(results_to_dict(results), f, separators=(",", ":"))
         f.write("\n")
         f.flush()
         os.fsync(f.fileno())
@@ -238,7 +255,11 @@ class _Reader:
     def fail(self, where: str, problem: str) -> ResultsFileError:
         return ResultsFileError(self.source, problem, field=where)
 
+    # Exact-type fast paths first: a 512-node file has ~7 million fields, and an
+    # isinstance() against the Mapping ABC costs several times a type() comparison.
     def get(self, obj: Mapping[str, Any], key: str, where: str) -> Any:
+        if type(obj) is dict and key in obj:
+            return obj[key]
         if not isinstance(obj, Mapping):
             raise self.fail(where, "expected an object")
         if key not in obj:
@@ -247,6 +268,8 @@ class _Reader:
 
     def num(self, obj: Mapping[str, Any], key: str, where: str) -> float:
         v = self.get(obj, key, where)
+        if type(v) is float or type(v) is int:
+            return float(v)
         if isinstance(v, bool) or not isinstance(v, (int, float)):
             raise self.fail(f"{where}.{key}", f"expected a number, got {v!r}")
         return float(v)
@@ -259,6 +282,17 @@ class _Reader:
         if not isinstance(v, str):
             raise self.fail(f"{where}.{key}", f"expected a string, got {v!r}")
         return v
+
+
+def _histogram_edges(hist: Mapping[str, Any], rd: _Reader, where: str) -> tuple[float, ...]:
+    counts = hist.get("counts") or []
+    if not counts:
+        return ()
+    per_decade = rd.num(hist, "bins_per_decade", where)
+    first = rd.num(hist, "first_bin", where)
+    if per_decade <= 0:
+        raise rd.fail(f"{where}.bins_per_decade", "must be positive")
+    return tuple(10 ** ((first + k) / per_decade) for k in range(len(counts) + 1))
 
 
 def rtt_from_dict(d: Mapping[str, Any], rd: _Reader, where: str) -> RttStats:
@@ -278,7 +312,7 @@ def rtt_from_dict(d: Mapping[str, Any], rd: _Reader, where: str) -> RttStats:
         ci95_metric=ci.get("metric"),
         ci95_low_us=ci.get("low"),
         ci95_high_us=ci.get("high"),
-        histogram_edges_us=tuple(float(x) for x in hist.get("edges", ())),
+        histogram_edges_us=_histogram_edges(hist, rd, f"{where}.histogram"),
         histogram_counts=tuple(int(x) for x in hist.get("counts", ())),
     )
 
@@ -413,12 +447,15 @@ def load(path: Path) -> Results:
     try:
         data = json.loads(text)
     except json.JSONDecodeError as err:
-        hint = " (truncated?)" if err.pos >= len(text.rstrip()) - 1 else ""
+        stripped = text.rstrip()
+        truncated = err.pos >= len(stripped) - 1 or not stripped.endswith("}")
+        hint = " (truncated? the file ends before the JSON does)" if truncated else ""
         raise ResultsFileError(
             source, f"not valid JSON at line {err.lineno} column {err.colno}: {err.msg}{hint}"
         ) from err
     if not isinstance(data, dict):
         raise ResultsFileError(source, "expected a JSON object at the top level")
+    validate(data, source)
     return results_from_dict(data, source)
 
 

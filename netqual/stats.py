@@ -5,6 +5,7 @@
 - A percentile q is *trusted* when at least 10 samples lie beyond it: n * (1 - q) >= 10.
   So p50 needs 20 samples, p90 100, p99 1,000 and p99.9 10,000 (DESIGN.md).
 - stdev is the population standard deviation (ddof=0) of the kept samples.
+- The histogram uses one fixed log grid for every path: 10 bins per decade of microseconds.
 - ci95 is the distribution-free (order-statistic) 95% confidence interval of a quantile,
   from the normal approximation of the binomial: ranks n*q -/+ 1.96*sqrt(n*q*(1-q)).
 """
@@ -20,7 +21,8 @@ from netqual.models import BulkStats, Metric, RttStats
 from netqual.transports.interface import RawBulk
 
 TAIL_SAMPLES_NEEDED = 10
-HISTOGRAM_BINS = 40
+BINS_PER_DECADE = 10
+MIN_BIN_US = 1e-3
 _Z95 = 1.959963984540054
 _QUANTILES = {"p50": 0.50, "p90": 0.90, "p99": 0.99, "p999": 0.999}
 
@@ -38,16 +40,24 @@ def quantile_ci(sorted_us: npt.NDArray[np.float64], q: float) -> tuple[float, fl
     return float(sorted_us[lo]), float(sorted_us[hi])
 
 
-def log_histogram(
-    sorted_us: npt.NDArray[np.float64], bins: int = HISTOGRAM_BINS
-) -> tuple[tuple[float, ...], tuple[int, ...]]:
-    lo, hi = float(sorted_us[0]), float(sorted_us[-1])
-    if hi <= lo:
-        return (lo, lo), (len(sorted_us),)
-    edges = np.geomspace(max(lo, 1e-3), hi, bins + 1)
-    edges[0], edges[-1] = lo, hi
-    counts, _ = np.histogram(sorted_us, bins=edges)
-    return tuple(float(e) for e in edges), tuple(int(c) for c in counts)
+def bin_index(value_us: float) -> int:
+    """Index of the fixed log grid bin holding value_us (bin i: [10^(i/B), 10^((i+1)/B)))."""
+    return math.floor(BINS_PER_DECADE * math.log10(max(value_us, MIN_BIN_US)) + 1e-9)
+
+
+def bin_edges(first_bin: int, bins: int) -> tuple[float, ...]:
+    return tuple(10 ** ((first_bin + k) / BINS_PER_DECADE) for k in range(bins + 1))
+
+
+def log_histogram(sorted_us: npt.NDArray[np.float64]) -> tuple[tuple[float, ...], tuple[int, ...]]:
+    """Counts on a fixed log grid (BINS_PER_DECADE per decade), from the bin of the minimum
+    to the bin of the maximum. One grid for every path, so histograms compare and merge,
+    and the results file needs to store only the first bin index and the counts."""
+    first, last = bin_index(float(sorted_us[0])), bin_index(float(sorted_us[-1]))
+    edges = bin_edges(first, last - first + 1)
+    idx = np.floor(BINS_PER_DECADE * np.log10(np.maximum(sorted_us, MIN_BIN_US)) + 1e-9)
+    counts = np.bincount((idx - first).astype(np.int64), minlength=last - first + 1)
+    return edges, tuple(int(c) for c in counts)
 
 
 def rtt_stats(rtt_ns: npt.NDArray[np.int64], metric: Metric = Metric.P99) -> RttStats:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import sys
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -15,6 +16,31 @@ else:  # pragma: no cover
     import tomli as tomllib
 
 
+_AT_LINE = re.compile(r"\(at line (\d+), column \d+\)")
+_KEY_LINE = re.compile(r"^\s*([A-Za-z0-9_-]+(?:\s*\.\s*[A-Za-z0-9_-]+)*)\s*=")
+_TABLE_LINE = re.compile(r"^\s*(\[\[?)\s*([A-Za-z0-9_.-]+)\s*\]")
+
+
+def _syntax_field(text: str, lineno: int) -> str:
+    """Best-effort dotted field for a syntax error on ``lineno``: 'node[1].address (line 7)'."""
+    lines = text.splitlines()
+    table = ""
+    arrays: dict[str, int] = {}
+    for line in lines[: lineno - 1]:
+        if m := _TABLE_LINE.match(line):
+            name = m.group(2)
+            if m.group(1) == "[[":
+                arrays[name] = arrays.get(name, -1) + 1
+                table = f"{name}[{arrays[name]}]"
+            else:
+                table = name
+    current = lines[lineno - 1] if 0 < lineno <= len(lines) else ""
+    if m := _KEY_LINE.match(current):
+        key = re.sub(r"\s+", "", m.group(1))
+        return f"{table}.{key} (line {lineno})" if table else f"{key} (line {lineno})"
+    return f"line {lineno}"
+
+
 def read_toml(path: Path, error: Callable[[str, str, str | None], InputError]) -> dict[str, Any]:
     source = str(path)
     try:
@@ -22,11 +48,15 @@ def read_toml(path: Path, error: Callable[[str, str, str | None], InputError]) -
     except OSError as err:
         raise error(source, f"cannot read: {err.strerror or err}", None) from err
     try:
-        return tomllib.loads(data.decode("utf-8"))
+        text = data.decode("utf-8")
     except UnicodeDecodeError as err:
         raise error(source, "not UTF-8 text", None) from err
+    try:
+        return tomllib.loads(text)
     except tomllib.TOMLDecodeError as err:
-        raise error(source, f"TOML syntax error: {err}", None) from err
+        at = _AT_LINE.search(str(err))
+        field = _syntax_field(text, int(at.group(1))) if at else None
+        raise error(source, f"TOML syntax error: {err}", field) from err
 
 
 class Fields:

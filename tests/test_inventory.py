@@ -70,7 +70,7 @@ NODE = '[[node]]\nname = "a"\naddress = "127.0.0.1"\n'
 @pytest.mark.parametrize(
     ("text", "field", "words"),
     [
-        ("[[node]\n", None, "TOML syntax error"),
+        ("[[node]\n", "line 1", "TOML syntax error"),
         ('[[node]]\nname = "a"\n', "node[0].address", "missing required field"),
         (NODE + NODE, "node[1].name", "duplicate node name 'a'"),
         (NODE + 'role = "gpu"\n', "node[0].role", "unknown role 'gpu'"),

@@ -107,7 +107,7 @@ def test_load_policy_round_trip(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("text", "field", "words"),
     [
-        ("[policy\n", None, "TOML syntax error"),
+        ("[policy\n", "line 1", "TOML syntax error"),
         ("[policy]\nsafe_max_us = -1\n", "policy.safe_max_us", "positive"),
         ("[policy]\nunsafe_above_us = 100\n", "policy.unsafe_above_us", ">= safe_max_us"),
         ('[policy]\nmetric = "p75"\n', "policy.metric", "unknown metric"),

@@ -65,7 +65,12 @@ def test_histogram_counts_every_sample() -> None:
     s = rtt_stats(ns([1.0, 2.0, 3.0, 50.0, 900.0]))
     assert sum(s.histogram_counts) == 5
     assert len(s.histogram_edges_us) == len(s.histogram_counts) + 1
-    assert s.histogram_edges_us[0] == 1.0 and s.histogram_edges_us[-1] == 900.0
+    # fixed grid, 10 bins per decade: 1 us opens bin 0, 900 us falls in [794, 1000)
+    assert s.histogram_edges_us[0] == pytest.approx(1.0)
+    assert s.histogram_edges_us[-2] <= 900.0 < s.histogram_edges_us[-1]
+    assert s.histogram_edges_us[-1] == pytest.approx(1000.0)
+    for lo, hi in zip(s.histogram_edges_us, s.histogram_edges_us[1:], strict=False):
+        assert hi / lo == pytest.approx(10**0.1)
     flat = rtt_stats(ns([7.0] * 30))
     assert flat.histogram_counts == (30,)
 

@@ -8,8 +8,13 @@ from rich.text import Text
 from netqual.cli.app import app, err_console
 from netqual.errors import EXIT_RUNTIME, EXIT_USAGE, NetqualError
 
+try:  # typer >= 0.29 raises usage errors from its vendored copy of click
+    from typer._click.exceptions import ClickException as _TyperClickException
+except ImportError:  # pragma: no cover - older typer raises click's own
+    _TyperClickException = click.exceptions.ClickException  # type: ignore[misc,assignment]
+
 # Importing a command module registers its commands on ``app``.
-from netqual.cli import cmd_agent, cmd_lab, cmd_run  # noqa: F401  isort: skip
+from netqual.cli import cmd_agent, cmd_doctor, cmd_gate, cmd_lab, cmd_report, cmd_run  # noqa: F401  isort: skip
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -21,7 +26,7 @@ def main(argv: list[str] | None = None) -> int:
     except click.exceptions.Abort:
         err_console().print("aborted")
         return 130
-    except click.exceptions.ClickException as err:
+    except (click.exceptions.ClickException, _TyperClickException) as err:
         err.show()
         return EXIT_USAGE if err.exit_code == 2 else err.exit_code
     except click.exceptions.Exit as err:

@@ -10,9 +10,19 @@ import typer
 
 from netqual.agent import Agent
 from netqual.auth import load_token
-from netqual.cli.app import TokenFileOpt, app, err_console, split_endpoint
+from netqual.cli.app import (
+    GidIndexOpt,
+    RdmaDeviceOpt,
+    RdmaPortOpt,
+    TokenFileOpt,
+    app,
+    err_console,
+    split_endpoint,
+)
+from netqual.errors import UsageError
 from netqual.models import DEFAULT_PORT
 from netqual.transports import AgentLimits
+from netqual.transports.rdma import RdmaOptions
 
 
 @app.command()
@@ -25,11 +35,18 @@ def agent(
         bool, typer.Option("--insecure", help="Run without a token (lab use only).")
     ] = False,
     name: Annotated[
-        str | None, typer.Option("--name", help="Name reported to peers [hostname].")
+        str | None, typer.Option("--name", help="Name reported to peers (default: hostname).")
     ] = None,
     max_sessions: Annotated[
         int, typer.Option("--max-sessions", help="Concurrent control sessions.")
     ] = 64,
+    auth_timeout: Annotated[
+        float,
+        typer.Option("--auth-timeout", help="Seconds a new connection has to authenticate."),
+    ] = 5.0,
+    rdma_device: RdmaDeviceOpt = None,
+    rdma_port: RdmaPortOpt = None,
+    gid_index: GidIndexOpt = None,
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Log every session.")] = False,
 ) -> None:
     """Run the long-lived agent that answers probes from the coordinator and its peers."""
@@ -46,7 +63,19 @@ def agent(
             style="bold yellow",
         )
     host, port = split_endpoint(listen, DEFAULT_PORT, "--listen")
-    a = Agent(host, port, token, name=name, limits=AgentLimits(max_sessions=max_sessions))
+    if max_sessions < 1:
+        raise UsageError("--max-sessions", f"must be >= 1, got {max_sessions}")
+    if not auth_timeout > 0:
+        raise UsageError("--auth-timeout", f"must be > 0, got {auth_timeout:g}")
+    rdma = RdmaOptions(device=rdma_device, port=rdma_port, gid_index=gid_index)
+    a = Agent(
+        host,
+        port,
+        token,
+        name=name,
+        limits=AgentLimits(max_sessions=max_sessions, auth_timeout_s=auth_timeout),
+        rdma_options=rdma.over(RdmaOptions.from_env()),
+    )
     a.bind()
     a.install_signal_handlers()
     a.serve_forever(

@@ -13,10 +13,13 @@ from netqual.auth import load_token
 from netqual.cli.app import (
     ChunkOpt,
     DepthOpt,
+    GidIndexOpt,
     IterationsOpt,
     JsonOpt,
     NoBulkOpt,
     PolicyOpt,
+    RdmaDeviceOpt,
+    RdmaPortOpt,
     SizeOpt,
     TimeoutOpt,
     TokenFileOpt,
@@ -24,6 +27,7 @@ from netqual.cli.app import (
     WarmupOpt,
     app,
     console,
+    rdma_request,
     split_endpoint,
 )
 from netqual.cli.progress import ProgressObserver
@@ -45,7 +49,8 @@ InsecureOpt = Annotated[
     bool, typer.Option("--insecure", help="Talk to agents started with --insecure.")
 ]
 ParallelOpt = Annotated[
-    int | None, typer.Option("--parallel", help="Max pairs at once per round [all disjoint pairs].")
+    int | None,
+    typer.Option("--parallel", help="Max pairs at once per round (default: all disjoint pairs)."),
 ]
 
 
@@ -91,7 +96,7 @@ def _finish(results: Results, out: Path, as_json: bool) -> None:
         print(json.dumps(results_to_dict(results), indent=1))
         return
     print_results(console(), results)
-    console().print(f"results: {out / 'results.json'}", style="dim")
+    console().print(f"results: {out / 'results.json'}  report: {out / 'report.html'}", style="dim")
 
 
 @app.command()
@@ -116,6 +121,9 @@ def run(
     depth: DepthOpt = None,
     no_bulk: NoBulkOpt = False,
     timeout: TimeoutOpt = None,
+    rdma_device: RdmaDeviceOpt = None,
+    rdma_port: RdmaPortOpt = None,
+    gid_index: GidIndexOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Qualify every path of an inventory; exits 0 when the run completed, whatever the verdicts."""
@@ -132,6 +140,7 @@ def run(
         parallel=parallel,
         sample_k=sample_k,
         inventory=str(inventory),
+        rdma=rdma_request(rdma_device, rdma_port, gid_index),
     )
     with ProgressObserver(console()) as progress:
         results = run_coordinator(cfg, out, progress)
@@ -153,6 +162,9 @@ def probe(
     depth: DepthOpt = None,
     no_bulk: NoBulkOpt = False,
     timeout: TimeoutOpt = None,
+    rdma_device: RdmaDeviceOpt = None,
+    rdma_port: RdmaPortOpt = None,
+    gid_index: GidIndexOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Measure one pair and print a perftest-style table (--json: one results path object)."""
@@ -166,6 +178,7 @@ def probe(
         policy=load_policy(policy) if policy else Policy(),
         plan=_plan(ProbePlan(), iterations, warmup, size, chunk, depth, no_bulk, timeout),
         token=load_token(token_file, insecure=insecure),
+        rdma=rdma_request(rdma_device, rdma_port, gid_index),
     )
     path = measure_pair(nodes[0], nodes[1], cfg)
     if as_json:

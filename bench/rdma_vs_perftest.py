@@ -1,0 +1,190 @@
+#!/usr/bin/env python3
+"""netqual's RDMA ping-pong next to perftest's ib_write_lat and ib_read_lat, on one device.
+
+Runs, on the same device and port (loopback: server and client on this host):
+  ib_write_lat  -> prints HALF the round trip (write ping-pong, polls the last byte)
+  ib_read_lat   -> prints the FULL round trip of one RDMA READ
+  netqual       -> full round trip of its write ping-pong, timed in Python at the initiator
+and prints p50 / p99 of each as a full RTT, and netqual's ratio to each. The difference to
+2 x ib_write_lat is netqual's Python overhead per round trip (a few microseconds).
+
+Usage: bench/rdma_vs_perftest [--device mlx5_0] [--port 1] [--gid-index 3] [--iterations N]
+Without an RDMA device it says so and exits 1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import numpy as np
+
+from netqual.errors import NetqualError
+from netqual.transports.rdma import RdmaOptions, RdmaTransport, devices, verbs
+from netqual.transports.rdma.gid import Family, GidType, LinkLayer
+
+
+@dataclass(frozen=True)
+class Latency:
+    tool: str
+    measures: str
+    p50_us: float  # as printed by the tool
+    p99_us: float
+    full_rtt_factor: float  # multiply by this to get a full round trip
+
+    @property
+    def rtt_p50_us(self) -> float:
+        return self.p50_us * self.full_rtt_factor
+
+    @property
+    def rtt_p99_us(self) -> float:
+        return self.p99_us * self.full_rtt_factor
+
+
+def parse_perftest(text: str) -> tuple[float, float]:
+    """(t_typical, 99% percentile) in microseconds from a perftest latency report."""
+    lines = text.splitlines()
+    for i, line in enumerate(lines):
+        if "t_typical" in line:
+            for data in lines[i + 1 :]:
+                fields = data.split()
+                if len(fields) >= 8 and fields[0].isdigit():
+                    return float(fields[4]), float(fields[7])
+    raise ValueError("no latency table in perftest output")
+
+
+def run_perftest(
+    tool: str, device: str, port: int, gid: int | None, host: str, iters: int, size: int
+) -> str:
+    args = [tool, "-d", device, "-i", str(port), "-s", str(size), "-n", str(iters), "-F"]
+    if gid is not None:
+        args += ["-x", str(gid)]
+    server = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        time.sleep(1.0)  # let the server listen on its TCP exchange port
+        client = subprocess.run(
+            [*args, host], capture_output=True, text=True, timeout=120, check=False
+        )
+        server.wait(timeout=30)
+    finally:
+        if server.poll() is None:
+            server.kill()
+    if client.returncode != 0:
+        raise RuntimeError(f"{tool} failed: {client.stdout[-800:]}{client.stderr[-800:]}")
+    return client.stdout
+
+
+def pick_port(options: RdmaOptions) -> tuple[str, int, int | None, str]:
+    """Device, port, GID index for perftest, and the address to run the exchange over."""
+    found = devices.scan(verbs.load())
+    for dev in found:
+        if options.device and dev.name != options.device:
+            continue
+        for port in dev.ports:
+            if not port.active or (options.port and port.num != options.port):
+                continue
+            if port.link_layer is LinkLayer.INFINIBAND:
+                return dev.name, port.num, None, "127.0.0.1"
+            for gid in port.gids:
+                if options.gid_index is not None and gid.index != options.gid_index:
+                    continue
+                if gid.gid_type is GidType.ROCE_V2 and gid.family is Family.IPV4:
+                    return dev.name, port.num, gid.index, str(gid.ip)
+    raise SystemExit("no ACTIVE port with a RoCE v2 IPv4 GID or an InfiniBand LID")
+
+
+def run_netqual(options: RdmaOptions, host: str, iters: int, size: int) -> np.ndarray:
+    from netqual.auth import load_token, write_token
+    from netqual.localagents import start_agent, stop_agents
+    from netqual.models import ProbePlan
+    from netqual.protocol import connect
+
+    env = {
+        "NETQUAL_RDMA_DEVICE": options.device or "",
+        "NETQUAL_RDMA_PORT": str(options.port or ""),
+    }
+    if options.gid_index is not None:
+        env["NETQUAL_RDMA_GID_INDEX"] = str(options.gid_index)
+    os.environ.update(env)  # the responder agent inherits them
+    with tempfile.TemporaryDirectory() as tmp:
+        token_file = Path(tmp) / "token"
+        write_token(token_file)
+        proc, agent_port = start_agent("bench-responder", token_file, host)
+        try:
+            ch, _ = connect(host, agent_port, load_token(token_file), peer="bench-responder")
+            with ch:
+                raw = RdmaTransport(options=options, node_name="bench").initiate(
+                    ch,
+                    ProbePlan(
+                        iterations=iters, warmup=min(1000, iters), size_bytes=size, bulk=False
+                    ),
+                    time.monotonic() + 300,
+                    host,
+                )
+        finally:
+            stop_agents([proc])
+    return raw.rtt_ns
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    ap.add_argument("--device")
+    ap.add_argument("--port", type=int)
+    ap.add_argument("--gid-index", type=int)
+    ap.add_argument("--iterations", type=int, default=10_000)
+    ap.add_argument("--size", type=int, default=64)
+    args = ap.parse_args()
+    try:
+        RdmaTransport().check_available()
+    except NetqualError as err:
+        print(f"rdma_vs_perftest needs an RDMA device and pyverbs: {err}", file=sys.stderr)
+        return 1
+    device, port, gid, host = pick_port(RdmaOptions(args.device, args.port, args.gid_index))
+    options = RdmaOptions(device, port, gid)
+    print(
+        f"device {device} port {port} gid index {gid} via {host}; {args.iterations} x {args.size} B"
+    )
+    rows = []
+    write = parse_perftest(
+        run_perftest("ib_write_lat", device, port, gid, host, args.iterations, args.size)
+    )
+    rows.append(Latency("ib_write_lat", "half RTT (write ping-pong)", *write, full_rtt_factor=2.0))
+    read = parse_perftest(
+        run_perftest("ib_read_lat", device, port, gid, host, args.iterations, args.size)
+    )
+    rows.append(Latency("ib_read_lat", "full RTT (one RDMA READ)", *read, full_rtt_factor=1.0))
+    rtt_us = run_netqual(options, host, args.iterations, args.size) / 1e3
+    ours = Latency(
+        "netqual",
+        "full RTT (write ping-pong, Python)",
+        float(np.percentile(rtt_us, 50)),
+        float(np.percentile(rtt_us, 99)),
+        1.0,
+    )
+    print(
+        f"{'tool':14} {'measures':36} {'p50 us':>8} {'p99 us':>8} {'RTT p50':>8} "
+        f"{'RTT p99':>8} {'netqual/tool p50':>17}"
+    )
+    for row in [*rows, ours]:
+        ratio = ours.rtt_p50_us / row.rtt_p50_us if row.rtt_p50_us else float("nan")
+        print(
+            f"{row.tool:14} {row.measures:36} {row.p50_us:8.2f} {row.p99_us:8.2f} "
+            f"{row.rtt_p50_us:8.2f} {row.rtt_p99_us:8.2f} {ratio:17.2f}"
+        )
+    overhead = ours.rtt_p50_us - rows[0].rtt_p50_us
+    print(f"netqual - 2 x ib_write_lat at p50: {overhead:+.2f} us (Python per round trip)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

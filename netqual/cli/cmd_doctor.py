@@ -1,0 +1,39 @@
+"""``netqual doctor``."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from netqual import doctor as doctor_core
+from netqual.cli.app import JsonOpt, TokenFileOpt, app, console
+from netqual.render.doctor import render
+
+
+@app.command()
+def doctor(
+    inventory: Annotated[
+        Path | None, typer.Option("--inventory", help="Ask every agent of this inventory.")
+    ] = None,
+    token_file: TokenFileOpt = None,
+    insecure: Annotated[
+        bool, typer.Option("--insecure", help="Agents run without a token (lab use only).")
+    ] = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Check RDMA readiness: devices, port state, link layer, active MTU, GID table, pyverbs.
+
+    With --inventory every agent is asked, and differences between nodes are flagged.
+
+    Exit code 1 when anything is wrong, 0 when ready.
+    """
+    result = doctor_core.run(inventory, token_file, insecure=insecure)
+    if as_json:
+        print(json.dumps(result, indent=2, sort_keys=True))
+    else:
+        render(console(), result)
+    if not result["healthy"]:
+        raise typer.Exit(1)

@@ -1,0 +1,66 @@
+"""`netqual gate`: judge a results file against a gate profile (exit 0 pass, 1 fail)."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from netqual.cli.app import JsonOpt, app, console
+from netqual.cli.gate_text import print_gate
+from netqual.errors import EXIT_FAIL, EXIT_OK, UsageError
+from netqual.gate import default_profile, evaluate, junit_xml, load_profile, report_to_dict
+from netqual.results import load
+
+
+def _today(text: str | None) -> dt.date:
+    if text is None:
+        return dt.datetime.now(dt.timezone.utc).date()
+    try:
+        return dt.date.fromisoformat(text)
+    except ValueError as err:
+        raise UsageError("--today", f"not a date: {text!r} (use YYYY-MM-DD)") from err
+
+
+@app.command()
+def gate(
+    results: Annotated[Path, typer.Argument(help="results.json of the run to judge.")],
+    profile: Annotated[
+        Path | None,
+        typer.Option("--profile", help="Gate profile TOML (built-in default: every path safe)."),
+    ] = None,
+    baseline: Annotated[
+        Path | None,
+        typer.Option("--baseline", help="results.json of an earlier run, for regression rules."),
+    ] = None,
+    junit: Annotated[
+        Path | None, typer.Option("--junit", help="Also write JUnit XML here.")
+    ] = None,
+    as_json: JsonOpt = False,
+    today: Annotated[
+        str | None,
+        typer.Option(
+            "--today", help="Date that decides waiver expiry (YYYY-MM-DD; default today, UTC)."
+        ),
+    ] = None,
+) -> int:
+    """Judge RESULTS against a gate profile. Exit 0 pass, 1 fail, 2 bad input, 3 runtime error."""
+    prof = load_profile(profile) if profile else default_profile()
+    report = evaluate(
+        load(results),
+        prof,
+        today=_today(today),
+        baseline=load(baseline) if baseline else None,
+        results_source=str(results),
+        baseline_source=str(baseline) if baseline else None,
+    )
+    if junit:
+        junit.write_text(junit_xml(report), encoding="utf-8")
+    if as_json:
+        typer.echo(json.dumps(report_to_dict(report), indent=1))
+    else:
+        print_gate(console(), report)
+    return EXIT_OK if report.passed else EXIT_FAIL

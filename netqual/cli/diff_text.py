@@ -1,0 +1,64 @@
+"""Terminal view of a run diff."""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from netqual.diff import PathChange, RunDiff
+from netqual.models import Verdict
+from netqual.units import format_us
+
+SHOWN = 20
+_STYLE = {Verdict.SAFE: "green", Verdict.MARGINAL: "yellow", Verdict.UNSAFE: "red"}
+
+
+def _delta(c: PathChange) -> str:
+    if c.delta_us is None:
+        return "-"
+    pct = f" ({c.delta_pct:+.0f}%)" if c.delta_pct is not None else ""
+    return f"{c.delta_us:+.1f}{pct}"
+
+
+def _verdict(v: Verdict) -> Text:
+    return Text(v.value, style=_STYLE[v])
+
+
+def _changes_table(title: str, rows: tuple[PathChange, ...], metric: str) -> Table:
+    t = Table(title=title, title_justify="left", show_edge=False, pad_edge=False)
+    for col in ("path", "was", "now", f"{metric} was us", f"{metric} now us", "change us"):
+        t.add_column(col, justify="right" if "us" in col else "left")
+    for c in rows[:SHOWN]:
+        t.add_row(c.label, _verdict(c.old.verdict), _verdict(c.new.verdict), format_us(c.old_us),
+                  format_us(c.new_us), _delta(c))  # fmt: skip
+    return t
+
+
+def print_diff(console: Console, d: RunDiff) -> None:
+    m = d.metric.value
+    console.print(f"Old: {d.old_source} ({d.old_started_at})")
+    console.print(f"New: {d.new_source} ({d.new_started_at})")
+    counts = ", ".join(
+        f"{v.value} {d.old_counts.get(v, 0)} -> {d.new_counts.get(v, 0)}" for v in Verdict
+    )
+    console.print(f"Classes: {counts}")
+    console.print(
+        f"{len(d.worse)} paths worse, {len(d.better)} better, {len(d.new_paths)} new, "
+        f"{len(d.missing_paths)} missing, {len(d.deltas)} compared"
+    )
+    if d.changed_class:
+        console.print(_changes_table("Paths that changed class", d.changed_class, m))
+        if len(d.changed_class) > SHOWN:
+            console.print(f"... and {len(d.changed_class) - SHOWN} more")
+    top = tuple(c for c in d.deltas if c.delta_us is not None)[:10]
+    if top:
+        console.print(_changes_table(f"Largest {m} changes", top, m))
+    for title, paths in (
+        ("New paths", d.new_paths),
+        ("Missing paths (in old, not in new)", d.missing_paths),
+    ):
+        if paths:
+            names = ", ".join(f"{p.src} -> {p.dst}" for p in paths[:SHOWN])
+            more = f" and {len(paths) - SHOWN} more" if len(paths) > SHOWN else ""
+            console.print(Text(f"{title}: ", style="bold") + Text(names + more), soft_wrap=True)

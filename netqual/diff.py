@@ -1,0 +1,142 @@
+"""Compare two runs: paths that changed class, metric deltas, new and missing paths.
+
+Paths match by (src, dst) in either direction, so a re-run that measured a pair from the
+other end still lines up.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from netqual.models import Metric, PathResult, Results, Verdict
+
+
+@dataclass(frozen=True)
+class PathChange:
+    old: PathResult
+    new: PathResult
+    metric: Metric
+
+    @property
+    def label(self) -> str:
+        return f"{self.new.src} -> {self.new.dst}"
+
+    @property
+    def old_us(self) -> float | None:
+        return self.old.rtt.value(self.metric) if self.old.rtt else None
+
+    @property
+    def new_us(self) -> float | None:
+        return self.new.rtt.value(self.metric) if self.new.rtt else None
+
+    @property
+    def delta_us(self) -> float | None:
+        if self.old_us is None or self.new_us is None:
+            return None
+        return self.new_us - self.old_us
+
+    @property
+    def delta_pct(self) -> float | None:
+        if self.delta_us is None or not self.old_us:
+            return None
+        return 100.0 * self.delta_us / self.old_us
+
+    @property
+    def class_change(self) -> int:
+        """> 0: worse class now, < 0: better, 0: same."""
+        return self.new.verdict.rank - self.old.verdict.rank
+
+
+@dataclass(frozen=True)
+class RunDiff:
+    metric: Metric
+    old_source: str
+    new_source: str
+    old_started_at: str
+    new_started_at: str
+    old_counts: Mapping[Verdict, int]
+    new_counts: Mapping[Verdict, int]
+    changed_class: tuple[PathChange, ...]  # worse first, then better; each by delta
+    deltas: tuple[PathChange, ...]  # every common path, largest absolute metric change first
+    new_paths: tuple[PathResult, ...]
+    missing_paths: tuple[PathResult, ...]
+
+    @property
+    def worse(self) -> tuple[PathChange, ...]:
+        return tuple(c for c in self.changed_class if c.class_change > 0)
+
+    @property
+    def better(self) -> tuple[PathChange, ...]:
+        return tuple(c for c in self.changed_class if c.class_change < 0)
+
+
+def _abs_delta(c: PathChange) -> float:
+    d = c.delta_us
+    return float("inf") if d is None else abs(d)
+
+
+def diff_runs(
+    old: Results, new: Results, *, old_source: str = "old", new_source: str = "new"
+) -> RunDiff:
+    """Judge with the new run's policy metric (the one its verdicts came from)."""
+    metric = new.run.policy.metric
+    old_by_key = {p.key: p for p in old.paths}
+    matched: set[tuple[str, str]] = set()
+    changes: list[PathChange] = []
+    new_paths: list[PathResult] = []
+    for p in new.paths:
+        o = old_by_key.get(p.key) or old_by_key.get((p.dst, p.src))
+        if o is None:
+            new_paths.append(p)
+            continue
+        matched.add(o.key)
+        changes.append(PathChange(o, p, metric))
+    missing = [p for p in old.paths if p.key not in matched]
+    changed = [c for c in changes if c.class_change != 0]
+    changed.sort(key=lambda c: (-c.class_change, -_abs_delta(c), c.label))
+    changes.sort(key=lambda c: (-_abs_delta(c), c.label))
+    return RunDiff(
+        metric=metric,
+        old_source=old_source,
+        new_source=new_source,
+        old_started_at=old.run.started_at,
+        new_started_at=new.run.started_at,
+        old_counts=Counter(p.verdict for p in old.paths),
+        new_counts=Counter(p.verdict for p in new.paths),
+        changed_class=tuple(changed),
+        deltas=tuple(changes),
+        new_paths=tuple(new_paths),
+        missing_paths=tuple(missing),
+    )
+
+
+def _change_dict(c: PathChange) -> dict[str, Any]:
+    return {
+        "src": c.new.src,
+        "dst": c.new.dst,
+        "old_verdict": c.old.verdict.value,
+        "new_verdict": c.new.verdict.value,
+        "old_us": c.old_us,
+        "new_us": c.new_us,
+        "delta_us": c.delta_us,
+    }
+
+
+def diff_to_dict(d: RunDiff) -> dict[str, Any]:
+    return {
+        "metric": d.metric.value,
+        "old": d.old_source,
+        "new": d.new_source,
+        "counts": {v.value: [d.old_counts.get(v, 0), d.new_counts.get(v, 0)] for v in Verdict},
+        "changed_class": [_change_dict(c) for c in d.changed_class],
+        "deltas": [_change_dict(c) for c in d.deltas],
+        "new_paths": [
+            {"src": p.src, "dst": p.dst, "verdict": p.verdict.value} for p in d.new_paths
+        ],
+        "missing_paths": [
+            {"src": p.src, "dst": p.dst, "verdict": p.verdict.value} for p in d.missing_paths
+        ],
+    }

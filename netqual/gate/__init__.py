@@ -1,0 +1,23 @@
+"""The gate: judge a results file against a profile (TOML) -> pass/fail, JUnit XML, JSON."""
+
+from netqual.gate.evaluate import evaluate
+from netqual.gate.junit import junit_xml, report_to_dict
+from netqual.gate.model import Finding, GateReport, Outcome, Scope, Status, Waiver, WaiverState
+from netqual.gate.profile import Profile, default_profile, load_profile, parse_profile_text
+
+__all__ = [
+    "Finding",
+    "GateReport",
+    "Outcome",
+    "Profile",
+    "Scope",
+    "Status",
+    "Waiver",
+    "WaiverState",
+    "default_profile",
+    "evaluate",
+    "junit_xml",
+    "load_profile",
+    "parse_profile_text",
+    "report_to_dict",
+]

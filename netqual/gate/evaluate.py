@@ -1,0 +1,57 @@
+"""Judge a results file against a profile: the gate's one entry point for the CLI."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+from netqual.errors import UsageError
+from netqual.gate.model import GateContext, GateReport, Outcome, WaiverState
+from netqual.gate.profile import Profile
+from netqual.models import PathResult, Results
+
+
+def evaluate(
+    results: Results,
+    profile: Profile,
+    *,
+    today: dt.date,
+    baseline: Results | None = None,
+    results_source: str = "results",
+    baseline_source: str | None = None,
+) -> GateReport:
+    if profile.baseline_required and baseline is None:
+        raise UsageError("--baseline", f"profile {profile.name!r} requires a baseline results file")
+    active = tuple(w for w in profile.waivers if not w.expired(today))
+    nodes = {n.name: n for n in results.nodes}
+    if baseline is not None:
+        nodes = {n.name: n for n in baseline.nodes} | nodes
+    ctx = GateContext(
+        nodes=nodes,
+        metric=profile.metric,
+        waivers=active,
+        baseline={p.key: p for p in baseline.paths} if baseline is not None else None,
+    )
+    outcomes: list[Outcome] = []
+    for rule in profile.rules:
+        scoped: list[PathResult] = [p for p in results.paths if rule.scope.matches(p, nodes)]
+        outcomes.append(rule.check(scoped, ctx))
+    states = tuple(
+        WaiverState(
+            waiver=w,
+            expired=w.expired(today),
+            used_by=tuple(
+                o.rule for o in outcomes if any(w.covers((f.src, f.dst)) for f in o.waived)
+            ),
+        )
+        for w in profile.waivers
+    )
+    return GateReport(
+        profile=profile.name,
+        source=profile.source,
+        results_source=results_source,
+        baseline_source=baseline_source,
+        today=today,
+        outcomes=tuple(outcomes),
+        waivers=states,
+        n_paths=len(results.paths),
+    )

@@ -1,0 +1,76 @@
+"""Terminal view of ``netqual doctor`` results (the dict ``netqual.doctor.run`` returns)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from rich.console import Console
+from rich.padding import Padding
+from rich.table import Table
+from rich.text import Text
+
+_MARK = {"error": ("x", "bold red"), "warning": ("!", "yellow")}
+
+
+def render(console: Console, result: Mapping[str, Any]) -> None:
+    for name, report in result["nodes"].items():
+        _node(console, name, report)
+    problems = result["problems"]
+    if problems:
+        console.print(Text("problems", style="bold"))
+        for p in problems:
+            mark, style = _MARK.get(p.get("severity", "error"), ("x", "bold red"))
+            where = f"{p['node']}: " if p.get("node") and len(result["nodes"]) > 1 else ""
+            console.print(
+                Text.assemble(("  " + mark + " ", style), where + str(p["message"])),
+                soft_wrap=False,
+            )
+    errors = sum(1 for p in problems if p.get("severity", "error") == "error")
+    if result["healthy"]:
+        verdict = Text("result: ready for RDMA probes", style="bold green")
+        if problems:
+            verdict.append(f" ({len(problems)} warning(s))", style="yellow")
+    else:
+        verdict = Text(f"result: NOT ready ({errors} problem(s))", style="bold red")
+    console.print(verdict)
+
+
+def _node(console: Console, name: str, report: Mapping[str, Any]) -> None:
+    console.print(Text(f"node {name}", style="bold"))
+    if report.get("unreachable"):
+        console.print("  agent did not answer")
+        return
+    pv = report.get("pyverbs", {})
+    if pv.get("available"):
+        line = f"{pv.get('version') or 'unknown version'} from {pv.get('location')}"
+        line += f" (via {pv.get('route')})"
+    else:
+        line = f"not importable: {pv.get('error', 'unknown')}"
+    console.print(f"  pyverbs     {line}")
+    console.print(f"  libibverbs  {report.get('libibverbs') or 'not found'}")
+    sysfs = report.get("sysfs_devices", [])
+    console.print(
+        f"  sysfs       {', '.join(sysfs) if sysfs else 'no /sys/class/infiniband devices'}"
+    )
+    devices = report.get("devices", [])
+    if not devices:
+        return
+    table = Table(show_edge=False, pad_edge=False, box=None)
+    for col in ("device", "port", "state", "link layer", "MTU", "LID", "GIDs (index type address)"):
+        table.add_column(col)
+    for dev in devices:
+        if dev.get("error"):
+            table.add_row(dev["name"], "-", dev["error"], "", "", "", "")
+        for port in dev.get("ports", []):
+            gids = "\n".join(f"{g['index']} {g['type']} {g['ip']}" for g in port["gids"]) or "-"
+            table.add_row(
+                dev["name"],
+                str(port["port"]),
+                port["state"],
+                port["link_layer"],
+                str(port["active_mtu_bytes"]),
+                str(port["lid"]),
+                gids,
+            )
+    console.print(Padding(table, (0, 0, 0, 2), expand=False))

@@ -1,0 +1,58 @@
+"""One CSV row per path, for spreadsheets. Numbers unrounded, units in the column names."""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+from netqual.models import Results
+from netqual.units import format_size
+
+BASE_COLUMNS = [
+    "src", "dst", "src_rack", "dst_rack", "src_role", "dst_role", "tier", "hops", "transport",
+    "verdict", "samples", "min_us", "p50_us", "p90_us", "p99_us", "p999_us", "max_us", "mean_us",
+    "stdev_us", "error", "reasons",
+]  # fmt: skip
+
+
+def write_csv(results: Results, path: Path) -> None:
+    nodes = {n.name: n for n in results.nodes}
+    cells = sorted({(b.chunk_bytes, b.depth) for p in results.paths for b in p.bulk})
+    bulk_cols = []
+    for chunk, depth in cells:
+        tag = f"bulk_{format_size(chunk)}_d{depth}"
+        bulk_cols += [f"{tag}_goodput_gbps", f"{tag}_completion_p50_us", f"{tag}_completion_p99_us"]
+    with path.open("w", encoding="utf-8", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(BASE_COLUMNS + bulk_cols)
+        for p in results.paths:
+            a, b, r = nodes.get(p.src), nodes.get(p.dst), p.rtt
+            row: list[object] = [
+                p.src, p.dst, a.rack if a else "", b.rack if b else "",
+                a.role.value if a else "", b.role.value if b else "",
+                p.tier.value, "" if p.hops is None else p.hops, p.transport, p.verdict.value,
+            ]  # fmt: skip
+            if r is None:
+                row += [""] * 9
+            else:
+                row += [
+                    r.samples,
+                    r.min_us,
+                    r.p50_us,
+                    r.p90_us,
+                    r.p99_us,
+                    r.p999_us,
+                    r.max_us,
+                    r.mean_us,
+                    r.stdev_us,
+                ]
+            row += [p.error or "", "; ".join(p.reasons)]
+            by_cell = {(x.chunk_bytes, x.depth): x for x in p.bulk}
+            for cell in cells:
+                x = by_cell.get(cell)
+                row += (
+                    [x.goodput_gbps, x.completion_p50_us, x.completion_p99_us]
+                    if x
+                    else ["", "", ""]
+                )
+            w.writerow(row)

@@ -1,0 +1,87 @@
+"""The HTML report: one self-contained file (inline CSS, SVG and JS; no external URL).
+
+Templates live in the top-level ``templates/`` of the source tree and ship inside the
+wheel as ``netqual/templates``.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import functools
+import json
+from collections.abc import Sequence
+from importlib.resources import files
+from pathlib import Path
+from typing import Any
+
+import jinja2
+import markupsafe
+
+from netqual.diff import RunDiff
+from netqual.gate.model import Waiver
+from netqual.models import Results, Verdict
+from netqual.report import fmt
+from netqual.report.build import build_view
+
+
+def templates_dir() -> Path:
+    """The installed copy (inside the wheel) when present, else the source tree's."""
+    installed = files("netqual") / "templates"
+    if installed.is_dir():
+        return Path(str(installed))
+    return Path(__file__).resolve().parents[2] / "templates"
+
+
+@functools.cache
+def environment() -> jinja2.Environment:
+    return jinja2.Environment(
+        loader=jinja2.FileSystemLoader(templates_dir()),
+        autoescape=True,
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+
+
+def script_json(data: Any) -> markupsafe.Markup:
+    """JSON that is safe inside <script>: no '</' or '<!--' can end the element early."""
+    text = json.dumps(data, separators=(",", ":"), ensure_ascii=False)
+    return markupsafe.Markup(text.replace("</", "<\\/").replace("<!--", "<\\u0021--"))
+
+
+def render(template: str, **context: Any) -> str:
+    return environment().get_template(template).render(fmt=fmt, **context)
+
+
+def render_html(
+    results: Results, *, waivers: Sequence[Waiver] = (), today: dt.date | None = None
+) -> str:
+    view = build_view(results, waivers, today)
+    return render("report.html.j2", view=view, title=view.title, data_json=script_json(view.data))
+
+
+def diff_sentence(d: RunDiff) -> str:
+    parts = [f"{len(d.worse)} paths worse", f"{len(d.better)} better"]
+    if d.new_paths:
+        parts.append(f"{len(d.new_paths)} new")
+    if d.missing_paths:
+        parts.append(f"{len(d.missing_paths)} missing")
+    return ", ".join(parts) + f" ({len(d.deltas)} compared)"
+
+
+def render_diff_html(d: RunDiff, *, limit: int = 200) -> str:
+    top = [c for c in d.deltas if c.delta_us is not None][:20]
+    sentence = diff_sentence(d)
+    return render(
+        "diff.html.j2", diff=d, sentence=sentence, title=f"netqual diff: {sentence}", top=top,
+        verdicts=list(Verdict), limit=limit,
+    )  # fmt: skip
+
+
+def write_html(
+    results: Results, path: Path, *, waivers: Sequence[Waiver] = (), today: dt.date | None = None
+) -> None:
+    """Write atomically, like results.json: a half-written report is never left behind."""
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp.write_text(render_html(results, waivers=waivers, today=today), encoding="utf-8")
+    tmp.replace(path)

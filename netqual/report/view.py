@@ -1,0 +1,250 @@
+"""The report's view model: everything the templates show, computed from a Results record.
+
+Sizes stay bounded: per-path data for every path goes into one compact columnar JSON
+blob (drawn on demand by the page's script); DOM nodes per path only for small clusters.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from netqual.models import Node, PathResult, Results
+from netqual.report import fmt
+from netqual.report.recommend import Recommendation
+from netqual.report.waivers import WaiverNote
+
+NODE_MATRIX_MAX = 48  # up to this many nodes the page draws one SVG cell per node pair
+DETAIL_MAX = 500  # paths whose histogram, bulk cells and reasons are embedded
+WORST_SHOWN = 20
+DIST_BINS = 36
+
+
+@dataclass(frozen=True)
+class RackSpan:
+    name: str
+    start: int
+    end: int  # exclusive, indexes into the ordered node list
+
+
+@dataclass(frozen=True)
+class Cell:
+    x: int
+    y: int
+    cls: str  # css class: safe | marginal | unsafe | none | self
+    title: str
+    text: str = ""
+    rack_pair: tuple[int, int] | None = None
+    opacity: float = 1.0  # rack cells: paler when only a few of the pair's paths are bad
+
+
+@dataclass(frozen=True)
+class Rect:
+    cls: str
+    x: float
+    y: float
+    w: float
+    h: float
+    title: str
+
+
+@dataclass(frozen=True)
+class DistRow:
+    """One topology group (tier and hop count) of the latency distribution plot."""
+
+    label: str
+    count: int
+    counts: Mapping[str, int]  # css class -> paths
+    rects: Sequence[Rect]
+    p50_us: float | None  # median over the group's paths of the policy metric
+    max_us: float | None
+
+
+@dataclass(frozen=True)
+class WorstRow:
+    index: int
+    path: PathResult
+    src_rack: str
+    dst_rack: str
+    metric_text: str
+    waived: str | None
+
+
+@dataclass(frozen=True)
+class ReportView:
+    title: str
+    sentence: str
+    counts: Sequence[tuple[str, str, int]]  # (css class, label, count)
+    total: int
+    policy_text: str
+    date: str
+    transport: str
+    mode: str
+    n_nodes: int
+    n_racks: int
+    metric: str
+    nodes: Sequence[Node]
+    racks: Sequence[RackSpan]
+    node_level: bool
+    cells: Sequence[Cell]
+    dist: Sequence[DistRow]
+    dist_axis: Sequence[tuple[float, str]]  # x px, label
+    dist_lines: Sequence[tuple[float, str, str]]  # x px, css class, label
+    worst: Sequence[WorstRow]
+    recommendations: Sequence[Recommendation]
+    waivers: Sequence[WaiverNote]
+    methodology: Sequence[tuple[str, str]]
+    data: Mapping[str, Any] = field(default_factory=dict)
+
+
+def order_nodes(results: Results) -> list[Node]:
+    """Rack by rack (unracked last), storage after compute inside a rack, then by name.
+
+    A path endpoint missing from the node list (a hand-edited file) still gets a row."""
+    known = {n.name for n in results.nodes}
+    extra = {e for p in results.paths for e in (p.src, p.dst)} - known
+    nodes = [*results.nodes, *(Node(name=name, address="") for name in sorted(extra))]
+    return sorted(
+        nodes,
+        key=lambda n: (n.rack is None, n.rack or "", n.role.value == "storage", n.name),
+    )
+
+
+def rack_spans(nodes: Sequence[Node]) -> list[RackSpan]:
+    spans: list[RackSpan] = []
+    for i, n in enumerate(nodes):
+        name = n.rack or "(no rack)"
+        if spans and spans[-1].name == name:
+            spans[-1] = RackSpan(name, spans[-1].start, i + 1)
+        else:
+            spans.append(RackSpan(name, i, i + 1))
+    return spans
+
+
+_ATTR = {"p50": "p50_us", "p90": "p90_us", "p99": "p99_us", "p999": "p999_us"}
+
+
+def metric_value(p: PathResult, results: Results) -> float | None:
+    return getattr(p.rtt, _ATTR[results.run.policy.metric.value]) if p.rtt else None
+
+
+def metric_values(results: Results) -> list[float | None]:
+    """The policy metric of every path, in path order (None when not measured)."""
+    attr = _ATTR[results.run.policy.metric.value]
+    return [getattr(p.rtt, attr) if p.rtt is not None else None for p in results.paths]
+
+
+def ranked_indexes(results: Results, values: Sequence[float | None]) -> list[int]:
+    """Path indexes, worst first: by verdict, then by metric (unmeasured counts as worst)."""
+    keys = [
+        (p.verdict.rank, math.inf if v is None else v)
+        for p, v in zip(results.paths, values, strict=True)
+    ]
+    return sorted(range(len(keys)), key=keys.__getitem__, reverse=True)
+
+
+def describe(p: PathResult, results: Results) -> str:
+    """'gpu03 -> stor02, p99 812 us' or 'gpu03 -> stor02, error: timeout ...'."""
+    v = metric_value(p, results)
+    if p.error or v is None:
+        return f"{fmt.path_label(p)}, {p.error or 'no samples'}"
+    return f"{fmt.path_label(p)}, {results.run.policy.metric.value} {fmt.us(v)}"
+
+
+def _cell_title(p: PathResult, results: Results, waived: Mapping[tuple[str, str], str]) -> str:
+    text = f"{describe(p, results)}: {p.verdict.value}"
+    w = waived.get(p.key)
+    return f"{text} (waived: {w})" if w else text
+
+
+def node_cells(
+    nodes: Sequence[Node],
+    by_key: Mapping[tuple[str, str], PathResult],
+    results: Results,
+    waived: Mapping[tuple[str, str], str],
+) -> list[Cell]:
+    cells = []
+    for y, a in enumerate(nodes):
+        for x, b in enumerate(nodes):
+            if a.name == b.name:
+                cells.append(Cell(x, y, "self", f"{a.name} (same node)"))
+                continue
+            p = by_key.get((a.name, b.name)) or by_key.get((b.name, a.name))
+            if p is None:
+                cells.append(Cell(x, y, "none", f"{a.name} -> {b.name}: not measured"))
+            else:
+                cells.append(
+                    Cell(
+                        x,
+                        y,
+                        p.verdict.value.replace("offload-", ""),
+                        _cell_title(p, results, waived),
+                    )
+                )
+    return cells
+
+
+def rack_cells(
+    spans: Sequence[RackSpan],
+    index: Mapping[str, int],
+    results: Results,
+    ranked: Sequence[int],
+) -> list[Cell]:
+    rack_of = [0] * (max(index.values(), default=0) + 1)
+    for r, s in enumerate(spans):
+        for i in range(s.start, s.end):
+            rack_of[i] = r
+    agg: dict[tuple[int, int], list[int]] = defaultdict(lambda: [0, 0, 0])
+    worst: dict[tuple[int, int], int] = {}
+    paths = results.paths
+    # walk worst-first so the first path seen in a rack pair is its worst
+    for i in ranked:
+        p = paths[i]
+        ra, rb = rack_of[index[p.src]], rack_of[index[p.dst]]
+        rank = p.verdict.rank
+        agg[(ra, rb)][rank] += 1
+        worst.setdefault((ra, rb), i)
+        if ra != rb:
+            agg[(rb, ra)][rank] += 1
+            worst.setdefault((rb, ra), i)
+    cells = []
+    for y, a in enumerate(spans):
+        for x, b in enumerate(spans):
+            c = agg.get((y, x))
+            if not c:
+                cells.append(
+                    Cell(x, y, "none", f"{a.name} -> {b.name}: not measured", rack_pair=(y, x))
+                )
+                continue
+            n = sum(c)
+            bad = c[1] + c[2]
+            top = paths[worst[(y, x)]]
+            title = (
+                f"rack {a.name} -> {b.name}: {n:,} paths; {c[0]:,} offload-safe, "
+                f"{c[1]:,} marginal, {c[2]:,} unsafe; "
+                f"worst {describe(top, results)}. Click for the node view."
+            )
+            # a single bad path should not paint a 256-path rack pair as loudly as a dead uplink
+            opacity = 1.0 if not bad else min(1.0, 0.4 + 0.6 * min(1.0, 4 * bad / n))
+            cls = top.verdict.value.replace("offload-", "")
+            cells.append(Cell(x, y, cls, title, str(bad) if bad else "", (y, x), opacity))
+    return cells
+
+
+__all__ = [
+    "DETAIL_MAX",
+    "NODE_MATRIX_MAX",
+    "WORST_SHOWN",
+    "Cell",
+    "DistRow",
+    "RackSpan",
+    "Rect",
+    "ReportView",
+    "WorstRow",
+    "describe",
+    "order_nodes",
+    "rack_spans",
+]

@@ -1,0 +1,28 @@
+"""Waivers as the report shows them (the gate owns their meaning)."""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from netqual.gate.model import Waiver
+from netqual.models import Results
+
+
+@dataclass(frozen=True)
+class WaiverNote:
+    waiver: Waiver
+    expired: bool
+    verdict: str  # the path's verdict in this run, or 'not measured'
+
+
+def waiver_notes(results: Results, waivers: Sequence[Waiver], today: dt.date) -> list[WaiverNote]:
+    if not waivers:
+        return []
+    verdicts = {p.key: p.verdict.value for p in results.paths}
+    out = []
+    for w in waivers:
+        v = verdicts.get((w.src, w.dst)) or verdicts.get((w.dst, w.src)) or "not measured"
+        out.append(WaiverNote(w, w.expired(today), v))
+    return out

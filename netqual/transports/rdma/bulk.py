@@ -1,0 +1,97 @@
+"""Bulk read: RDMA READ of ``chunk_bytes`` with ``depth`` reads outstanding.
+
+The responder's CPU takes no part (that is what KV-cache offload over RDMA looks like).
+Outstanding reads are capped by the negotiated ``max_rd_atomic`` (own
+``max_qp_init_rd_atom`` and the peer's ``max_qp_rd_atom``): more would only queue in the
+send queue and inflate per-read completion time with waiting that the engine would not see.
+Per read we time post -> its completion polled; the cell's elapsed time runs from the
+first post to the last completion.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from netqual.errors import ProbeError
+from netqual.transports.interface import RawBulk
+from netqual.transports.rdma import verbs
+from netqual.transports.rdma.conninfo import ConnInfo
+from netqual.transports.rdma.endpoint import Endpoint
+from netqual.transports.rdma.errors import completion_error
+from netqual.transports.rdma.pingpong import PINGPONG_WR_ID
+
+LOCAL_BULK_CAP_BYTES = 256 << 20  # reads beyond this many bytes in flight share landing slots
+EMPTY_POLLS_PER_CHECK = 1024
+
+
+def effective_depth(depth: int, rd_atomic: int) -> int:
+    return max(1, min(depth, rd_atomic))
+
+
+def landing_bytes(chunks: tuple[int, ...], depths: tuple[int, ...], rd_atomic: int) -> int:
+    """Bytes of local memory the initiator registers for READ destinations."""
+    most = 0
+    for chunk in chunks:
+        for depth in depths:
+            slots = max(1, min(effective_depth(depth, rd_atomic), LOCAL_BULK_CAP_BYTES // chunk))
+            most = max(most, slots * chunk)
+    return most
+
+
+def read_cell(
+    ep: Endpoint, peer: ConnInfo, *, chunk: int, depth: int, reads: int, deadline: float
+) -> RawBulk:
+    """One (chunk, depth) cell; ``depth`` is the requested depth, capped by ep.rd_atomic."""
+    if chunk > peer.bulk_bytes:
+        raise ProbeError(
+            f"peer's bulk area ({peer.bulk_bytes} B) is smaller than a {chunk} B chunk"
+        )
+    if chunk > ep.sel.port.max_msg_bytes:
+        raise ProbeError(
+            f"{chunk} B exceeds the port's max message size {ep.sel.port.max_msg_bytes}"
+        )
+    pv, qp, cq = ep.pv, ep.qp, ep.cq
+    inflight = effective_depth(depth, ep.rd_atomic)
+    slots = max(1, min(inflight, ep.bulk_bytes // chunk))
+    lkey = int(ep.mr.lkey)
+    wrs = []
+    for s in range(inflight):
+        sg = verbs.sge(pv, ep.buf + ep.bulk_offset + (s % slots) * chunk, chunk, lkey)
+        wr = verbs.send_wr(pv, s, verbs.WR_RDMA_READ, sg, verbs.SEND_SIGNALED)
+        wr.set_wr_rdma(peer.rkey, peer.addr + peer.bulk_offset)
+        wrs.append(wr)
+    clock = time.perf_counter_ns
+    posted_at = [0] * inflight
+    completion = np.empty(reads, dtype=np.int64)
+    posted = done = empty = 0
+    start = clock()
+    for s in range(min(inflight, reads)):
+        posted_at[s] = clock()
+        qp.post_send(wrs[s])
+        posted += 1
+    while done < reads:
+        count, wcs = cq.poll(inflight)
+        if not count:
+            empty += 1
+            if empty % EMPTY_POLLS_PER_CHECK == 0 and time.monotonic() > deadline:
+                raise ProbeError(
+                    f"rdma bulk read {chunk} B x{depth} timed out after {done} of {reads} reads"
+                )
+            continue
+        now = clock()
+        for wc in wcs[:count]:
+            if wc.wr_id == PINGPONG_WR_ID:
+                continue  # a late ping-pong write completion on the shared CQ
+            if wc.status != 0:
+                raise completion_error("RDMA READ", int(wc.status), int(wc.vendor_err))
+            s = int(wc.wr_id)
+            completion[done] = now - posted_at[s]
+            done += 1
+            if posted < reads:
+                posted_at[s] = clock()
+                qp.post_send(wrs[s])
+                posted += 1
+    elapsed = clock() - start
+    return RawBulk(chunk_bytes=chunk, depth=depth, completion_ns=completion, elapsed_ns=elapsed)

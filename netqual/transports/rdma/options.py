@@ -1,0 +1,82 @@
+"""Per-node RDMA overrides: device, port, GID index (``--rdma-device/--rdma-port/--gid-index``).
+
+Each node reads its own overrides: device names and GID indexes differ between nodes.
+An agent takes them from its command line or from ``NETQUAL_RDMA_DEVICE``,
+``NETQUAL_RDMA_PORT`` and ``NETQUAL_RDMA_GID_INDEX``; a probe request may carry a dict for
+the responder (``RdmaOptions.to_json``), which then wins over the responder's own.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from netqual.errors import UsageError
+
+ENV_DEVICE = "NETQUAL_RDMA_DEVICE"
+ENV_PORT = "NETQUAL_RDMA_PORT"
+ENV_GID_INDEX = "NETQUAL_RDMA_GID_INDEX"
+
+
+@dataclass(frozen=True)
+class RdmaOptions:
+    device: str | None = None
+    port: int | None = None
+    gid_index: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.port is not None and not 1 <= self.port <= 255:
+            raise UsageError("--rdma-port", f"port must be 1..255, got {self.port}")
+        if self.gid_index is not None and not 0 <= self.gid_index <= 0xFFFF:
+            raise UsageError("--gid-index", f"GID index must be 0..65535, got {self.gid_index}")
+        if self.device is not None and not self.device:
+            raise UsageError("--rdma-device", "device name must not be empty")
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None) -> RdmaOptions:
+        env = os.environ if env is None else env
+        return cls(
+            device=env.get(ENV_DEVICE) or None,
+            port=_int(env.get(ENV_PORT), ENV_PORT),
+            gid_index=_int(env.get(ENV_GID_INDEX), ENV_GID_INDEX),
+        )
+
+    @classmethod
+    def from_json(cls, obj: Any) -> RdmaOptions:
+        if not isinstance(obj, Mapping):
+            raise UsageError("rdma options", "expected an object")
+        device = obj.get("device")
+        port = obj.get("port")
+        gid_index = obj.get("gid_index")
+        if device is not None and not isinstance(device, str):
+            raise UsageError("--rdma-device", f"expected a name, got {device!r}")
+        for name, value in (("--rdma-port", port), ("--gid-index", gid_index)):
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
+                raise UsageError(name, f"expected an integer, got {value!r}")
+        return cls(device=device, port=port, gid_index=gid_index)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"device": self.device, "port": self.port, "gid_index": self.gid_index}
+
+    def over(self, base: RdmaOptions) -> RdmaOptions:
+        """These options where set, ``base`` elsewhere."""
+        return RdmaOptions(
+            device=self.device if self.device is not None else base.device,
+            port=self.port if self.port is not None else base.port,
+            gid_index=self.gid_index if self.gid_index is not None else base.gid_index,
+        )
+
+    @property
+    def empty(self) -> bool:
+        return self.device is None and self.port is None and self.gid_index is None
+
+
+def _int(text: str | None, name: str) -> int | None:
+    if text is None or text.strip() == "":
+        return None
+    try:
+        return int(text)
+    except ValueError as err:
+        raise UsageError(name, f"expected an integer, got {text!r}") from err

@@ -1,0 +1,373 @@
+"""``RdmaTransport``: ping-pong and bulk read over one RC QP, set up over the control channel.
+
+Conversation (initiator -> responder, on the agents' authenticated channel):
+
+1. ``rdma.connect`` {conninfo, plan, deadline_s, options?} -> responder opens its device,
+   connects its QP (RTS) and answers ``rdma.connected`` {conninfo, details}, then spins on
+   its side of the ping-pong.
+2. The initiator connects its QP, runs ping-pong, then the bulk reads (the responder's CPU
+   is idle: RDMA READ needs none).
+3. ``rdma.close`` -> ``rdma.closed`` {rounds}; the responder tears everything down. If the
+   initiator sends ``rdma.close`` early, the spinning responder notices and stops.
+"""
+
+from __future__ import annotations
+
+import logging
+import socket
+import time
+from collections.abc import Mapping
+from typing import Any, ClassVar
+
+import numpy as np
+
+from netqual.errors import NetqualError, PeerError, ProbeError, TransportUnavailableError
+from netqual.models import ProbePlan
+from netqual.protocol import Channel
+from netqual.transports.interface import AgentLimits, RawBulk, RawProbe, Transport
+from netqual.transports.rdma import bulk, devices, pingpong, verbs
+from netqual.transports.rdma.conninfo import ConnInfo
+from netqual.transports.rdma.endpoint import Endpoint
+from netqual.transports.rdma.gid import GidSelectionError, ip_family
+from netqual.transports.rdma.options import RdmaOptions
+from netqual.transports.rdma.session import SessionPlan, local_ip_of, unavailable_message
+
+CLOSE_TIMEOUT_S = 10.0
+log = logging.getLogger(__name__)
+
+
+class RdmaTransport(Transport):
+    """RDMA over pyverbs. ``options`` are this node's overrides (default: environment);
+    ``peer_options`` are sent to the responder and override its own."""
+
+    name: ClassVar[str] = "rdma"
+
+    def __init__(
+        self,
+        options: RdmaOptions | None = None,
+        peer_options: RdmaOptions | None = None,
+        node_name: str | None = None,
+    ) -> None:
+        self.options = options if options is not None else RdmaOptions.from_env()
+        self.peer_options = peer_options
+        self.node_name = node_name or socket.gethostname()
+
+    def check_available(self) -> None:
+        pv = verbs.load()
+        try:
+            found = pv.device.get_device_list()
+        except pv.error as err:
+            found, detail = [], str(err)
+        else:
+            detail = ""
+        if not found:
+            problem = (
+                verbs.NO_DEVICE_PROBLEM if not verbs.rdma_sysfs_devices() else "no RDMA device"
+            )
+            if detail and verbs.rdma_sysfs_devices():
+                problem += f" ({detail})"
+            raise TransportUnavailableError("rdma", problem, verbs.NO_DEVICE_HINT)
+
+    # -- initiator -------------------------------------------------------------------------
+    def initiate(
+        self, channel: Channel, plan: ProbePlan, deadline: float, peer_address: str
+    ) -> RawProbe:
+        """Failures come out as ProbeError (or the responder's PeerError), never raw pyverbs."""
+        try:
+            pv = verbs.load()
+            found = devices.scan(pv)
+        except TransportUnavailableError as err:
+            raise ProbeError(unavailable_message(self.node_name, err)) from err
+        local_ip = local_ip_of(channel)
+        family = ip_family(peer_address) or ip_family(local_ip)
+        try:
+            sel = devices.choose(found, self.options, local_ip=local_ip, family=family)
+            return self._session(channel, pv, sel, plan, deadline)
+        except GidSelectionError as err:
+            raise ProbeError(f"rdma {self.node_name} -> {channel.peer}: {err}") from err
+        except pv.error as err:  # a verbs call we did not expect to fail
+            raise ProbeError(f"rdma {self.node_name} -> {channel.peer}: {err}") from err
+
+    def _session(
+        self,
+        channel: Channel,
+        pv: verbs.Pyverbs,
+        sel: devices.Selection,
+        plan: ProbePlan,
+        deadline: float,
+    ) -> RawProbe:
+        cells = SessionPlan.from_plan(plan)
+        rd_cap = sel.device.max_qp_init_rd_atom  # refined after the exchange
+        ep = Endpoint(
+            pv,
+            sel,
+            msg_bytes=plan.size_bytes,
+            bulk_bytes=bulk.landing_bytes(cells.chunks_bytes, cells.depths, rd_cap),
+            send_wr=max(64, 2 * rd_cap + pingpong.SIGNAL_EVERY),
+        )
+        closed = False
+        try:
+            body: dict[str, Any] = {
+                "conninfo": ep.conninfo().to_json(),
+                "plan": cells.to_json(),
+                "deadline_s": max(0.0, deadline - time.monotonic()),
+            }
+            if self.peer_options is not None and not self.peer_options.empty:
+                body["options"] = self.peer_options.to_json()
+            channel.set_deadline(deadline)
+            try:
+                reply = channel.request("rdma.connect", body, reply="rdma.connected")
+            except PeerError:
+                closed = True  # the responder gave up before holding anything: pass it on
+                raise
+            peer = ConnInfo.from_json(reply.get("conninfo", {}), channel.peer)
+            ep.connect(peer)
+            rtt = pingpong.initiate(
+                ep,
+                peer,
+                iterations=plan.iterations,
+                warmup=plan.warmup,
+                size=plan.size_bytes,
+                deadline=deadline,
+            )
+            cells_out = self._bulk(pv, ep, peer, cells, deadline)
+            rounds = self._close(channel, deadline)
+            closed = True
+            details = self._details(
+                pv=pv,
+                ep=ep,
+                peer=peer,
+                peer_details=reply.get("details", {}),
+                plan=plan,
+                cells=cells_out,
+            )
+            details["responder_rounds"] = rounds
+            return RawProbe(
+                rtt_ns=rtt, warmup_discarded=plan.warmup, bulk=cells_out, details=details
+            )
+        finally:
+            if not closed:
+                self._close_quietly(channel, deadline)
+            ep.close()
+
+    @staticmethod
+    def _bulk(
+        pv: verbs.Pyverbs, ep: Endpoint, peer: ConnInfo, cells: SessionPlan, deadline: float
+    ) -> tuple[RawBulk, ...]:
+        """Every cell; a failed cell carries its error (the path is judged unsafe, the RTT
+        samples are kept) and the cells after it are not run: the QP is in the error state
+        or still has reads outstanding."""
+        out: list[RawBulk] = []
+        failed = False
+        for chunk, depth, reads in cells.cells():
+            error = "not run: an earlier bulk cell failed" if failed else None
+            if not failed:
+                try:
+                    out.append(
+                        bulk.read_cell(
+                            ep, peer, chunk=chunk, depth=depth, reads=reads, deadline=deadline
+                        )
+                    )
+                    continue
+                except ProbeError as err:
+                    error = err.problem
+                except pv.error as err:
+                    error = f"rdma verbs call failed: {err}"
+                failed = True
+            out.append(RawBulk(chunk, depth, np.empty(0, dtype=np.int64), 0, error=error))
+        return tuple(out)
+
+    def _close(self, channel: Channel, deadline: float) -> int:
+        channel.set_deadline(max(deadline, time.monotonic() + 1.0))
+        body = channel.request("rdma.close", {}, reply="rdma.closed")
+        rounds = body.get("rounds", 0)
+        return rounds if isinstance(rounds, int) else 0
+
+    @staticmethod
+    def _close_quietly(channel: Channel, deadline: float) -> None:
+        """Best effort, bounded: at most CLOSE_TIMEOUT_S, and 1 s once the deadline passed."""
+        try:
+            channel.set_timeout(max(1.0, min(CLOSE_TIMEOUT_S, deadline - time.monotonic())))
+            channel.request("rdma.close", {}, reply="rdma.closed")
+        except (NetqualError, OSError):
+            pass  # the responder tears down on its own deadline or when the channel drops
+
+    def _details(
+        self,
+        *,
+        pv: verbs.Pyverbs,
+        ep: Endpoint,
+        peer: ConnInfo,
+        peer_details: Any,
+        plan: ProbePlan,
+        cells: tuple[RawBulk, ...],
+    ) -> dict[str, Any]:
+        sel = ep.sel
+        details: dict[str, Any] = {
+            "device": sel.device.name,
+            "port": sel.port.num,
+            "gid_index": sel.gid.entry.index,
+            "gid": sel.gid.entry.gid,
+            "gid_type": sel.gid.entry.gid_type.value,
+            "gid_reason": sel.gid.reason,
+            "link_layer": sel.port.link_layer.value,
+            "lid": sel.port.lid,
+            "active_mtu_bytes": sel.port.mtu_bytes,
+            "path_mtu_bytes": verbs.MTU_BYTES.get(ep.path_mtu, 0),
+            "max_rd_atomic": ep.rd_atomic,
+            "bulk_depth_cap": ep.rd_atomic,
+            "bulk_depth_effective": {
+                str(c.depth): bulk.effective_depth(c.depth, ep.rd_atomic) for c in cells
+            },
+            "pyverbs_version": pv.version,
+            "pyverbs_location": pv.location,
+            "peer_qpn": peer.qpn,
+        }
+        details.update(pingpong.pingpong_details(ep, plan.size_bytes))
+        if isinstance(peer_details, Mapping):
+            details["peer"] = {str(k): v for k, v in peer_details.items()}
+        return details
+
+    # -- responder -------------------------------------------------------------------------
+    def respond(
+        self, channel: Channel, kind: str, body: Mapping[str, Any], limits: AgentLimits
+    ) -> None:
+        if kind == "rdma.close":
+            channel.send("rdma.closed", {"rounds": 0})  # nothing is held outside a session
+            return
+        if kind != "rdma.connect":
+            channel.send_error("protocol", f"unknown rdma request {kind!r}")
+            return
+        try:
+            cells = SessionPlan.from_json(body.get("plan"))
+            peer = ConnInfo.from_json(body.get("conninfo", {}), channel.peer)
+            options = self.options
+            if body.get("options") is not None:
+                options = RdmaOptions.from_json(body["options"]).over(self.options)
+        except NetqualError as err:
+            channel.send_error("protocol", str(err))
+            return
+        over = cells.over_limits(limits)
+        if over:
+            channel.send_error("limit", over)
+            return
+        deadline = time.monotonic() + min(
+            _number(body.get("deadline_s"), 60.0), limits.max_duration_s
+        )
+        try:
+            self.check_available()
+            pv = verbs.load()
+            found = devices.scan(pv)
+        except TransportUnavailableError as err:
+            channel.send_error("unavailable", unavailable_message(self.node_name, err))
+            return
+        self._serve(
+            channel, pv=pv, found=found, options=options, peer=peer, cells=cells, deadline=deadline
+        )
+
+    def _serve(
+        self,
+        channel: Channel,
+        *,
+        pv: verbs.Pyverbs,
+        found: tuple[devices.DeviceInfo, ...],
+        options: RdmaOptions,
+        peer: ConnInfo,
+        cells: SessionPlan,
+        deadline: float,
+    ) -> None:
+        local_ip = local_ip_of(channel)
+        try:
+            sel = devices.choose(
+                found,
+                options,
+                local_ip=local_ip,
+                family=ip_family(local_ip),
+                want_type=peer.gid_type,
+            )
+            ep = Endpoint(
+                pv, sel, msg_bytes=cells.size_bytes, bulk_bytes=cells.max_chunk_bytes, send_wr=64
+            )
+        except (GidSelectionError, ProbeError) as err:
+            channel.send_error("rdma", f"rdma on {self.node_name}: {err}")
+            return
+        rounds = 0
+        try:
+            try:
+                ep.connect(peer)
+            except (GidSelectionError, ProbeError) as err:
+                channel.send_error("rdma", f"rdma on {self.node_name}: {err}")
+                return
+            channel.send(
+                "rdma.connected",
+                {
+                    "conninfo": ep.conninfo().to_json(),
+                    "details": {
+                        "node": self.node_name,
+                        "device": sel.device.name,
+                        "port": sel.port.num,
+                        "gid_index": sel.gid.entry.index,
+                        "gid_type": sel.gid.entry.gid_type.value,
+                        "active_mtu_bytes": sel.port.mtu_bytes,
+                    },
+                },
+            )
+            try:
+                rounds = pingpong.respond(
+                    ep,
+                    peer,
+                    rounds=cells.rounds,
+                    size=cells.size_bytes,
+                    deadline=deadline,
+                    abort=channel.sock,
+                )
+            except (ProbeError, pv.error) as err:
+                # The initiator sees its own timeout or completion error and reports that;
+                # this side only logs why it stopped.
+                log.info("rdma responder for %s stopped: %s", channel.peer, err)
+                rounds = -1
+            self._await_close(channel, deadline, rounds)
+        finally:
+            ep.close()
+
+    @staticmethod
+    def _await_close(channel: Channel, deadline: float, rounds: int) -> None:
+        """Bulk reads need no CPU here: wait for ``rdma.close``, then let the caller tear down."""
+        try:
+            channel.set_deadline(deadline + CLOSE_TIMEOUT_S)
+            msg = channel.recv()
+        except (NetqualError, OSError):
+            return
+        if msg.kind == "rdma.close":
+            channel.send("rdma.closed", {"rounds": rounds})
+        else:
+            channel.send_error("protocol", f"expected 'rdma.close', got {msg.kind!r}")
+
+
+def _number(value: Any, default: float) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
+        return default
+    return float(value)
+
+
+def transport_for_agent(
+    node_name: str, request: Any = None, agent_options: RdmaOptions | None = None
+) -> RdmaTransport:
+    """The RdmaTransport an agent should use for one request.
+
+    ``agent_options``: the agent's own ``--rdma-device/--rdma-port/--gid-index`` (default:
+    ``NETQUAL_RDMA_*``). ``request``: the optional ``"rdma"`` object of a probe request,
+    ``{"local": {...}, "peer": {...}}`` (``RdmaOptions.to_json`` shape) from ``probe``/``run``
+    flags: ``local`` overrides this agent's options, ``peer`` is sent to the responder.
+    """
+    base = agent_options if agent_options is not None else RdmaOptions.from_env()
+    local, peer = base, None
+    if isinstance(request, Mapping):
+        if request.get("local") is not None:
+            local = RdmaOptions.from_json(request["local"]).over(base)
+        if request.get("peer") is not None:
+            peer = RdmaOptions.from_json(request["peer"])
+    return RdmaTransport(options=local, peer_options=peer, node_name=node_name)
+
+
+__all__ = ["RdmaTransport", "transport_for_agent"]

@@ -1,0 +1,94 @@
+"""`netqual diff OLD NEW`: class changes, p99 deltas, new and missing paths."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+from cli_helpers import Run, check_golden, run_in_process
+from factories import make_results, write_results
+
+from netqual.diff import diff_runs
+from netqual.models import Verdict
+from netqual.results import summarize
+
+
+@pytest.fixture
+def cli(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> Callable[..., Run]:
+    def run(*args: str, cwd: Path) -> Run:
+        return run_in_process(list(args), cwd, monkeypatch, capsys)
+
+    return run
+
+
+def _pair(tmp: Path) -> None:
+    old = make_results(5, seed=1, slow_paths=[("gpu03", "stor01", 812.0)])
+    new = make_results(6, seed=1, slow_paths=[("gpu01", "gpu02", 640.0), ("gpu02", "gpu03", 300.0)])
+    # the new run lost one pair (gpu04 was down for it) and measured one path from the other end
+    kept = [p for p in new.paths if (p.src, p.dst) != ("gpu01", "gpu04")]
+    flipped = [
+        replace(p, src=p.dst, dst=p.src) if (p.src, p.dst) == ("gpu01", "gpu03") else p
+        for p in kept
+    ]
+    new = replace(new, paths=tuple(flipped), summary=summarize(flipped))
+    write_results(tmp / "old.json", old)
+    write_results(tmp / "new.json", new)
+
+
+def test_diff_finds_class_changes_deltas_new_and_missing(tmp_path: Path) -> None:
+    _pair(tmp_path)
+    from netqual.results import load
+
+    d = diff_runs(load(tmp_path / "old.json"), load(tmp_path / "new.json"))
+    worse = [(c.label, c.old.verdict, c.new.verdict) for c in d.worse]
+    assert worse == [
+        ("gpu01 -> gpu02", Verdict.SAFE, Verdict.UNSAFE),
+        ("gpu02 -> gpu03", Verdict.SAFE, Verdict.MARGINAL),
+    ]
+    assert [(c.label, c.new.verdict) for c in d.better] == [("gpu03 -> stor01", Verdict.SAFE)]
+    assert sorted(f"{p.src} -> {p.dst}" for p in d.new_paths) == [
+        "gpu01 -> gpu05", "gpu02 -> gpu05", "gpu03 -> gpu05", "gpu04 -> gpu05", "stor01 -> gpu05",
+    ]  # fmt: skip
+    assert [f"{p.src} -> {p.dst}" for p in d.missing_paths] == ["gpu01 -> gpu04"]
+    # gpu01 -> gpu03 was measured from the other end: still compared, not new nor missing
+    assert any(c.label == "gpu03 -> gpu01" for c in d.deltas)
+    top = d.deltas[0]
+    assert top.label == "gpu03 -> stor01"
+    assert top.delta_us is not None and top.delta_us < -700
+
+
+def test_diff_terminal_golden(tmp_path: Path, cli: Callable[..., Run]) -> None:
+    _pair(tmp_path)
+    r = cli("diff", "old.json", "new.json", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    check_golden("diff.txt", r.stdout)
+
+
+def test_diff_html_and_json(tmp_path: Path, cli: Callable[..., Run]) -> None:
+    _pair(tmp_path)
+    r = cli("diff", "old.json", "new.json", "--html", "diff.html", "--json", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    assert [(c["src"], c["dst"], c["new_verdict"]) for c in doc["changed_class"]][:2] == [
+        ("gpu01", "gpu02", "unsafe"), ("gpu02", "gpu03", "marginal"),
+    ]  # fmt: skip
+    assert doc["missing_paths"] == [{"src": "gpu01", "dst": "gpu04", "verdict": "offload-safe"}]
+    html = (tmp_path / "diff.html").read_text()
+    assert (
+        '<h1 class="verdict" id="verdict">'
+        "2 paths worse, 1 better, 5 new, 1 missing (9 compared)</h1>" in html
+    )
+    assert re.search(r"https?://", html) is None
+    assert "gpu01 -&gt; gpu02" in html
+
+
+def test_diff_rejects_bad_file(tmp_path: Path, cli: Callable[..., Run]) -> None:
+    _pair(tmp_path)
+    (tmp_path / "bad.json").write_text("{")
+    r = cli("diff", "old.json", "bad.json", cwd=tmp_path)
+    assert r.returncode == 2
+    assert "bad.json: not valid JSON" in r.stderr

@@ -1,0 +1,278 @@
+"""Ping-pong, bulk read, QP set-up and teardown, run over in-process fake verbs.
+
+The fake (tests/rdma_fakeverbs.py) moves bytes between registered buffers, so these tests
+exercise the real polling, signalling, reaping, depth capping, error mapping and the
+control-channel session; what they cannot show is timing on a NIC (test_rdma_hw.py).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import socket
+import sys
+import threading
+import time
+from collections.abc import Iterator
+
+import pytest
+
+from netqual.errors import ProbeError
+from netqual.models import KIB, ProbePlan
+from netqual.protocol import connect
+from netqual.transports.interface import AgentLimits
+from netqual.transports.rdma import RdmaOptions, RdmaTransport, bulk, devices, pingpong, verbs
+from netqual.transports.rdma.endpoint import Endpoint
+
+sys.path.insert(0, __file__.rsplit("/", 1)[0])
+from rdma_fakeverbs import Fabric, module
+
+
+def _pair(fabric: Fabric, msg: int = 64, bulk_bytes: int = 1 << 20) -> tuple[Endpoint, Endpoint]:
+    pv = module(fabric)
+    sel = devices.choose(devices.scan(pv), RdmaOptions(), local_ip="127.0.0.1")
+    a = Endpoint(pv, sel, msg_bytes=msg, bulk_bytes=bulk_bytes, send_wr=64)
+    b = Endpoint(pv, sel, msg_bytes=msg, bulk_bytes=bulk_bytes, send_wr=64)
+    a.connect(b.conninfo())
+    b.connect(a.conninfo())
+    return a, b
+
+
+def _byte(ep: Endpoint, size: int = 64) -> ctypes.c_uint8:
+    return ctypes.c_uint8.from_address(ep.buf + ep.recv_offset + size - 1)
+
+
+@pytest.fixture
+def fabric() -> Fabric:
+    return Fabric()
+
+
+def test_initiator_pingpong_against_an_echoing_peer(fabric: Fabric) -> None:
+    a, b = _pair(fabric)
+    b_recv = b.buf + b.recv_offset
+
+    def echo(addr: int, n: int) -> None:  # the peer answers each ping at once
+        if addr == b_recv:
+            _byte(a).value = _byte(b).value
+
+    fabric.on_write = echo
+    rtt = pingpong.initiate(
+        a, b.conninfo(), iterations=1000, warmup=100, size=64, deadline=time.monotonic() + 30
+    )
+    assert rtt.shape == (1000,)
+    assert (rtt > 0).all()
+    assert _byte(a).value == 1100 & 0xFF  # the sequence byte wrapped four times
+    # unsignalled writes never overflow the send queue: one signalled WR every 16
+    assert fabric.max_sq_seen <= pingpong.SIGNAL_EVERY + 1
+    a.close()
+    b.close()
+
+
+def test_responder_answers_every_round_then_stops(fabric: Fabric) -> None:
+    a, b = _pair(fabric)
+    a_recv, rounds = a.buf + a.recv_offset, 300
+    pongs = []
+
+    def next_ping(addr: int, n: int) -> None:
+        if addr == a_recv:
+            pongs.append(_byte(a).value)
+            if len(pongs) < rounds:
+                _byte(b).value = (len(pongs) + 1) & 0xFF
+
+    fabric.on_write = next_ping
+    _byte(b).value = 1
+    quiet, _other = socket.socketpair()
+    done = pingpong.respond(
+        b, a.conninfo(), rounds=rounds, size=64, deadline=time.monotonic() + 30, abort=quiet
+    )
+    assert done == rounds
+    assert pongs == [(i + 1) & 0xFF for i in range(rounds)]
+
+
+def test_responder_stops_when_the_initiator_speaks(fabric: Fabric) -> None:
+    a, b = _pair(fabric)
+    mine, theirs = socket.socketpair()
+    theirs.sendall(b"x")
+    done = pingpong.respond(
+        b, a.conninfo(), rounds=10, size=64, deadline=time.monotonic() + 30, abort=mine
+    )
+    assert done == 0
+
+
+def test_silent_peer_times_out_with_own_deadline(fabric: Fabric) -> None:
+    a, b = _pair(fabric)
+    start = time.monotonic()
+    with pytest.raises(ProbeError, match=r"timed out after 0 of 20 round trips"):
+        pingpong.initiate(
+            a, b.conninfo(), iterations=10, warmup=10, size=64, deadline=time.monotonic() + 0.3
+        )
+    assert time.monotonic() - start < 5
+
+
+def test_completion_error_names_the_wc_status(fabric: Fabric) -> None:
+    a, b = _pair(fabric)
+    fabric.fail_status = 12
+    with pytest.raises(ProbeError) as info:
+        pingpong.initiate(
+            a, b.conninfo(), iterations=10, warmup=0, size=64, deadline=time.monotonic() + 10
+        )
+    assert "IBV_WC_RETRY_EXC_ERR (retry exceeded: peer unreachable or QP gone)" in str(info.value)
+
+
+def test_bulk_read_moves_the_bytes_and_caps_depth(fabric: Fabric) -> None:
+    a, b = _pair(fabric, bulk_bytes=16 * 64 * KIB)
+    ctypes.memset(b.buf + b.bulk_offset, 0x5A, 64 * KIB)
+    a.rd_atomic = 4  # as if the peer served only 4 reads at once
+    cell = bulk.read_cell(
+        a, b.conninfo(), chunk=64 * KIB, depth=32, reads=100, deadline=time.monotonic() + 30
+    )
+    assert cell.depth == 32 and cell.error is None
+    assert cell.completion_ns.shape == (100,)
+    assert (cell.completion_ns >= 0).all() and cell.elapsed_ns > 0
+    assert ctypes.string_at(a.buf + a.bulk_offset, 64 * KIB) == b"\x5a" * (64 * KIB)
+    assert fabric.max_sq_seen <= 4
+
+
+def test_bulk_read_with_a_stale_rkey_is_a_remote_access_error(fabric: Fabric) -> None:
+    a, b = _pair(fabric)
+    b.mr.close()  # the peer restarted: its rkey is gone
+    with pytest.raises(ProbeError, match=r"RDMA READ completion failed: IBV_WC_REM_ACCESS_ERR"):
+        bulk.read_cell(
+            a, b.conninfo(), chunk=4096, depth=1, reads=3, deadline=time.monotonic() + 10
+        )
+
+
+@pytest.mark.parametrize(
+    ("state", "code", "words"),
+    [
+        ("RTR", 22, r"RTR failed \(EINVAL.*bad GID index, path MTU or rd_atomic"),
+        ("RTR", 110, r"RTR failed \(ETIMEDOUT.*MAC address could not be resolved"),
+        ("RTS", 22, r"RTS failed \(EINVAL"),
+    ],
+)
+def test_qp_transition_failure_in_plain_words(
+    fabric: Fabric, state: str, code: int, words: str
+) -> None:
+    pv = module(fabric)
+    sel = devices.choose(devices.scan(pv), RdmaOptions(), local_ip="127.0.0.1")
+    a = Endpoint(pv, sel, msg_bytes=64, bulk_bytes=4096, send_wr=64)
+    fabric.fail_transition = (state, code)
+    with pytest.raises(ProbeError, match=words):
+        a.connect(a.conninfo())
+    a.close()
+
+
+def test_connect_negotiates_rd_atomic_mtu_and_hop_limit(fabric: Fabric) -> None:
+    a, _b = _pair(fabric)
+    rtr = a.qp.attrs["RTR"]
+    assert rtr["ah_attr"].hop_limit == 255 and rtr["ah_attr"].is_global == 1
+    assert rtr["ah_attr"].sgid_index == 3  # the RoCE v2 GID of 127.0.0.1
+    assert a.qp.attrs["RTS"]["max_rd_atomic"] == a.rd_atomic == 16
+    assert rtr["path_mtu"] == 3
+
+
+def test_close_releases_children_first_and_twice_is_harmless(fabric: Fabric) -> None:
+    a, _b = _pair(fabric)
+    fabric.closed.clear()
+    assert a.close() == []
+    assert fabric.closed == ["qp", "cq", "mr", "pd", "ctx"]
+    assert a.close() == []
+    assert fabric.closed == ["qp", "cq", "mr", "pd", "ctx"]
+
+
+@pytest.fixture
+def fake_agent(fabric: Fabric, monkeypatch: pytest.MonkeyPatch) -> Iterator[int]:
+    """A real netqual agent (thread) whose RDMA transport runs on the fake verbs."""
+    from netqual.agent import Agent
+
+    monkeypatch.setitem(verbs._loaded, "pyverbs", module(fabric))
+    old = sys.getswitchinterval()
+    sys.setswitchinterval(0.0002)  # two spinning threads share the GIL
+    agent = Agent("127.0.0.1", 0, None, name="fakeB", limits=AgentLimits())
+    _host, port = agent.bind()
+    thread = threading.Thread(target=agent.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield port
+    finally:
+        agent.stop()
+        thread.join(5)
+        sys.setswitchinterval(old)
+
+
+def test_full_session_over_the_control_channel(fake_agent: int, fabric: Fabric) -> None:
+    plan = ProbePlan(
+        iterations=200,
+        warmup=20,
+        size_bytes=64,
+        chunks_bytes=(64 * KIB,),
+        depths=(1, 4),
+        bulk_bytes=64 * KIB * 8,
+        min_reads=8,
+    )
+    ch, _hello = connect("127.0.0.1", fake_agent, None, peer="fakeB")
+    with ch:
+        raw = RdmaTransport(node_name="fakeA").initiate(
+            ch, plan, time.monotonic() + 60, "127.0.0.1"
+        )
+    assert raw.rtt_ns.shape == (200,) and raw.warmup_discarded == 20
+    assert [(c.chunk_bytes, c.depth, len(c.completion_ns)) for c in raw.bulk] == [
+        (64 * KIB, 1, 8),
+        (64 * KIB, 4, 8),
+    ]
+    assert raw.details["device"] == "fake0" and raw.details["gid_type"] == "RoCEv2"
+    assert raw.details["responder_rounds"] == 220
+    assert raw.details["peer"]["device"] == "fake0"
+    assert raw.details["bulk_depth_cap"] == 16
+
+
+def test_responder_refuses_a_plan_over_its_limits(fake_agent: int) -> None:
+    plan = ProbePlan(iterations=2_000_000, warmup=0, bulk=False)
+    ch, _hello = connect("127.0.0.1", fake_agent, None, peer="fakeB")
+    with ch, pytest.raises(Exception, match=r"ping-pong rounds exceed the agent limit"):
+        RdmaTransport(node_name="fakeA").initiate(ch, plan, time.monotonic() + 30, "127.0.0.1")
+
+
+def test_initiator_failure_after_connect_releases_both_ends(
+    fake_agent: int, fabric: Fabric
+) -> None:
+    fabric.fail_transition = ("RTR", 22)
+    fabric.fail_transition_skip = 1  # the responder's RTR succeeds, the initiator's fails
+    ch, _hello = connect("127.0.0.1", fake_agent, None, peer="fakeB")
+    with ch, pytest.raises(ProbeError, match=r"RTR failed \(EINVAL"):
+        RdmaTransport(node_name="fakeA").initiate(
+            ch, ProbePlan(iterations=50, warmup=0, bulk=False), time.monotonic() + 30, "127.0.0.1"
+        )
+    end = time.monotonic() + 5
+    while fabric.closed.count("pd") < 2 and time.monotonic() < end:
+        time.sleep(0.01)
+    time.sleep(0.05)
+    for kind in ("qp", "cq", "mr", "pd"):
+        assert fabric.closed.count(kind) == 2, (kind, fabric.closed)
+    assert fabric.closed.count("ctx") == 4  # two device scans and two endpoints
+
+
+def test_failed_bulk_cell_keeps_the_rtt_and_skips_later_cells(
+    fake_agent: int, fabric: Fabric
+) -> None:
+    fabric.fail_read_status = 12
+    plan = ProbePlan(
+        iterations=50,
+        warmup=5,
+        chunks_bytes=(4 * KIB, 8 * KIB),
+        depths=(1,),
+        bulk_bytes=16 * KIB,
+        min_reads=2,
+    )
+    ch, _hello = connect("127.0.0.1", fake_agent, None, peer="fakeB")
+    with ch:
+        raw = RdmaTransport(node_name="fakeA").initiate(
+            ch, plan, time.monotonic() + 30, "127.0.0.1"
+        )
+    assert raw.rtt_ns.shape == (50,)
+    first, second = raw.bulk
+    assert (
+        first.error is not None
+        and "RDMA READ completion failed: IBV_WC_RETRY_EXC_ERR" in first.error
+    )
+    assert second.error == "not run: an earlier bulk cell failed"
+    assert len(second.completion_ns) == 0

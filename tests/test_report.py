@@ -1,0 +1,231 @@
+"""The HTML report and CSV export: content derived from data, self-contained, bounded size."""
+
+from __future__ import annotations
+
+import csv
+import datetime as dt
+import json
+import re
+import time
+from collections.abc import Callable
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+from cli_helpers import Run, run_in_process
+from factories import make_results, write_results
+
+from netqual.gate import Waiver
+from netqual.report import render_html, write_csv
+from netqual.report.build import build_view
+from netqual.results import summarize
+
+EXTERNAL = [
+    re.compile(r"https?://", re.I),
+    re.compile(r"""(?:src|href|action|poster|data)\s*=\s*["']?\s*//""", re.I),
+    re.compile(r"""(?:src|href)\s*=\s*["'](?!#|data:)[^"']+""", re.I),
+    re.compile(r"@import", re.I),
+    re.compile(r"url\(\s*['\"]?(?!#|data:)", re.I),
+    re.compile(r"<link\b", re.I),
+    re.compile(r"<(?:iframe|object|embed)\b", re.I),
+    re.compile(r"\b(?:fetch|XMLHttpRequest|importScripts)\s*\(", re.I),
+]
+
+
+@pytest.fixture
+def cli(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> Callable[..., Run]:
+    def run(*args: str, cwd: Path) -> Run:
+        return run_in_process(list(args), cwd, monkeypatch, capsys)
+
+    return run
+
+
+def grab(pattern: str, text: str, group: int = 0) -> str:
+    m = re.search(pattern, text, re.S)
+    assert m is not None, f"{pattern!r} not found"
+    return m.group(group)
+
+
+def external_references(html: str) -> list[str]:
+    return [m.group(0) for rx in EXTERNAL for m in rx.finditer(html)]
+
+
+def test_first_screen_sentence_counts_policy_date_transport_size() -> None:
+    res = make_results(4, slow_paths=[("gpu03", "stor01", 812.0)])
+    html = render_html(res)
+    assert (
+        '<h1 class="verdict" id="verdict">'
+        "5 of 6 paths offload-safe; 1 unsafe: gpu03 -&gt; stor01, p99 812.0 us</h1>" in html
+    )
+    for text in ("<b>5</b>offload-safe", "<b>0</b>marginal", "<b>1</b>unsafe"):
+        assert text in html
+    assert "p99 RTT &lt;= 200 us offload-safe, &gt; 500 us unsafe" in html
+    assert "2026-11-29 12:00 UTC" in html
+    assert "Transport: <b>tcp</b>" in html
+    assert "4 nodes in 1 rack, 6 paths (full-mesh)" in html
+
+
+def test_small_cluster_heatmap_has_a_cell_per_node_pair_with_value_and_verdict() -> None:
+    res = make_results(6, slow_paths=[("gpu03", "stor01", 812.0)])
+    html = render_html(res)
+    cells = re.findall(r'<rect class="cell (\w+)"[^>]*><title>([^<]*)</title>', html)
+    assert len(cells) == 36
+    assert ("unsafe", "gpu03 -&gt; stor01, p99 812 us: unsafe") in cells
+    assert ("unsafe", "gpu03 -&gt; stor01, p99 812 us: unsafe") in cells
+    assert sum(1 for cls, _ in cells if cls == "self") == 6
+    # ordered by rack: rack r01 (4 nodes) before r02 (2), storage after compute inside a rack
+    view = build_view(res)
+    assert [n.name for n in view.nodes] == ["gpu01", "gpu02", "gpu03", "stor01", "gpu04", "gpu05"]
+
+
+def test_large_cluster_aggregates_per_rack_and_keeps_node_data() -> None:
+    res = make_results(80, slow_nodes=["gpu03"], histogram=False, bulk=False)
+    html = render_html(res)
+    cells = re.findall(
+        r'<rect class="cell (\w+)"[^>]*data-ra="(\d+)" data-rb="(\d+)"[^>]*><title>([^<]*)</title>',
+        html,
+    )
+    assert len(cells) == 25  # 5 racks of 16
+    r01 = next(t for _, a, b, t in cells if a == b == "0")
+    assert r01.startswith("rack r01 -&gt; r01: 120 paths;")
+    data = json.loads(grab(r'<script type="application/json" id="nq-data">(.*?)</script>', html, 1))
+    assert len(data["src"]) == len(data["dst"]) == len(data["cls"]) == len(res.paths) == 3160
+    assert data["racks"][0] == ["r01", 0, 16]
+
+
+def test_recommendations_follow_the_verdicts() -> None:
+    slow_node = build_view(make_results(32, slow_nodes=["gpu05"]))
+    titles = [r.title for r in slow_node.recommendations]
+    assert titles[0] == "Keep gpu05 on local NVMe"
+    racks = build_view(make_results(48, slow_rack_pairs=[("r01", "r03")]))
+    assert "Do not offload KV between racks r01 and r03" in [r.title for r in racks.recommendations]
+    safe = build_view(make_results(8, all_safe=True))
+    assert [r.title for r in safe.recommendations] == ["Offload can go live on every measured path"]
+    errors = build_view(make_results(8, all_safe=False, error_paths=1))
+    assert "1 path could not be measured" in [r.title for r in errors.recommendations]
+
+
+def test_worst_paths_reasons_and_methodology() -> None:
+    res = make_results(8, slow_paths=[("gpu02", "gpu05", 640.0)], samples=5000)
+    html = render_html(res)
+    worst = grab(r'<table id="worst-table">.*?</table>', html, 0)
+    first_row = grab(r'<tr class="pick"[^>]*>(.*?)</tr>', worst, 1)
+    assert "<td>1</td><td>gpu02 &rarr; gpu05</td>" in first_row
+    assert "p99 640.0 us &gt; 500 us" in worst
+    meth = grab(r'<dl class="meth">.*?</dl>', html, 0)
+    for text in (
+        "5,000 kept iterations after 1,000 warm-up",
+        "chunks 64KiB, 1MiB, 8MiB",
+        "time.perf_counter_ns",
+        "resolution_s=1e-09",
+        "measured with netqual 0.1.0",
+    ):
+        assert text in meth
+
+
+def test_waivers_appear_in_the_report() -> None:
+    res = make_results(4, slow_paths=[("gpu03", "stor01", 812.0)])
+    waivers = [
+        Waiver("gpu03", "stor01", dt.date(2026, 12, 31), "optic ordered", "netops"),
+        Waiver("gpu01", "gpu02", dt.date(2026, 1, 1), "old", "alice"),
+    ]
+    html = render_html(res, waivers=waivers, today=dt.date(2026, 11, 29))
+    section = grab(r'<h2 id="waivers">.*?</table>', html, 0)
+    assert (
+        "gpu03 -&gt; "
+        "stor01</td><td>2026-12-31</td><td>active</td><td>unsafe</td>"
+        "<td>netops</td><td>optic ordered" in section
+    )
+    assert "expired, no longer applies" in section
+    assert "waived until 2026-12-31, netops: optic ordered" in html
+
+
+@pytest.mark.parametrize("n_nodes", [4, 40, 80])
+def test_no_external_references(n_nodes: int) -> None:
+    html = render_html(make_results(n_nodes, slow_nodes=["gpu02"], error_paths=1))
+    assert external_references(html) == []
+
+
+def test_external_reference_scan_catches_what_it_should() -> None:
+    bad = (
+        '<img src="//cdn.example/x.png"><style>@import "a.css"; b{background:url(x.png)}</style>'
+        '<a href="https://x">'
+    )
+    assert len(external_references(bad)) >= 4
+
+
+def test_embedded_json_cannot_close_the_script(tmp_path: Path) -> None:
+    res = make_results(4, error_paths=1)
+    evil = replace(res.paths[0], error="</script><script>alert(1)</script>", reasons=("</script>",))
+    res = replace(res, paths=(evil, *res.paths[1:]))
+    html = render_html(res)
+    assert html.count("</script>") == 2  # the data block and the page script, nothing injected
+
+
+def test_csv_has_one_row_per_path_with_units(tmp_path: Path) -> None:
+    res = make_results(5, slow_paths=[("gpu01", "gpu02", 700.0)])
+    write_csv(res, tmp_path / "r.csv")
+    rows = list(csv.DictReader((tmp_path / "r.csv").open()))
+    assert len(rows) == 10
+    row = next(r for r in rows if (r["src"], r["dst"]) == ("gpu01", "gpu02"))
+    assert row["verdict"] == "unsafe"
+    assert float(row["p99_us"]) == 700.0
+    assert row["src_rack"] == "r01"
+    assert "bulk_8MiB_d8_goodput_gbps" in row
+
+
+def test_report_command_writes_html_and_csv(tmp_path: Path, cli: Callable[..., Run]) -> None:
+    write_results(
+        tmp_path / "results.json", make_results(4, slow_paths=[("gpu03", "stor01", 812.0)])
+    )
+    r = cli("report", "results.json", "--html", "out.html", "--csv", "out.csv", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert "5 of 6 paths offload-safe; 1 unsafe: gpu03 -> stor01, p99 812.0 us" in r.stdout
+    assert "wrote out.html" in r.stdout
+    assert (tmp_path / "out.html").read_text().startswith("<!DOCTYPE html>")
+    assert len((tmp_path / "out.csv").read_text().splitlines()) == 7
+
+
+def test_report_command_shows_profile_waivers(tmp_path: Path, cli: Callable[..., Run]) -> None:
+    write_results(
+        tmp_path / "results.json", make_results(4, slow_paths=[("gpu03", "stor01", 812.0)])
+    )
+    (tmp_path / "p.toml").write_text(
+        '[limits]\nmax_unsafe = 0\n[[waiver]]\nsrc = "stor01"\ndst = "gpu03"\nuntil = 2099-01-01\n'
+        'reason = "known"\nowner = "ops"\n'
+    )
+    r = cli("report", "results.json", "--html", "out.html", "--profile", "p.toml", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert '<h2 id="waivers">' in (tmp_path / "out.html").read_text()
+
+
+def test_report_command_rejects_bad_results(tmp_path: Path, cli: Callable[..., Run]) -> None:
+    (tmp_path / "results.json").write_text('{"schema_version": "1"}')
+    r = cli("report", "results.json", "--html", "out.html", cwd=tmp_path)
+    assert r.returncode == 2
+    assert "results.json: tool: missing required key" in r.stderr
+    assert not (tmp_path / "out.html").exists()
+
+
+@pytest.mark.slow
+def test_512_nodes_render_fast_and_small(tmp_path: Path) -> None:
+    res = make_results(512, slow_nodes=["gpu03"], slow_rack_pairs=[("r01", "r02")], error_paths=2)
+    start = time.perf_counter()
+    html = render_html(res)
+    elapsed = time.perf_counter() - start
+    size_mb = len(html.encode()) / 1e6
+    assert size_mb < 20, f"{size_mb:.1f} MB"
+    assert elapsed < 10, f"{elapsed:.1f} s"
+    assert html.count('<rect class="cell') == 32 * 32
+    assert external_references(html) == []
+
+
+def test_renders_odd_but_valid_inputs() -> None:
+    res = make_results(4)
+    empty = replace(res, paths=(), summary=summarize(()))
+    assert "No paths were measured." in render_html(empty)
+    unracked = replace(res, nodes=tuple(replace(n, rack=None) for n in res.nodes))
+    assert "Cluster: <b>4 nodes, 6 paths (full-mesh)</b>" in render_html(unracked)
+    # paths whose endpoints are missing from the node list still get matrix rows
+    partial = replace(res, nodes=res.nodes[:2])
+    assert render_html(partial).count('<rect class="cell') == 16

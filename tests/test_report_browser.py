@@ -1,0 +1,116 @@
+"""The HTML report in a real browser (Debian `chromium`, headless): the page script runs
+without errors, the first screen shows the verdict sentence and the heatmap in class colours.
+
+Needs chromium and Pillow (to decode the screenshot); skips with the reason otherwise.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+from factories import make_results
+
+from netqual.report import write_html
+
+pytestmark = pytest.mark.browser
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+CLASS_RGB = {
+    "safe": (0x1A, 0x98, 0x50),
+    "marginal": (0xF0, 0xA2, 0x02),
+    "unsafe": (0xD7, 0x30, 0x27),
+}
+
+
+def chromium(tmp: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    if CHROMIUM is None:
+        pytest.skip("headless chromium not installed (Debian package `chromium`)")
+    profile = tmp / f"chromium-profile-{len(list(tmp.iterdir()))}"
+    cmd = [
+        CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+        "--disable-background-networking", "--disable-component-update", "--disable-sync",
+        "--enable-logging=stderr", "--v=0", f"--user-data-dir={profile}", *args,
+    ]  # fmt: skip
+    return subprocess.run(cmd, capture_output=True, text=True, check=False, timeout=120)
+
+
+def page_errors(stderr: str) -> list[str]:
+    return [
+        line
+        for line in stderr.splitlines()
+        if "CONSOLE" in line and ("Error" in line or "Uncaught" in line)
+    ]
+
+
+@pytest.fixture(scope="module")
+def report_4(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    tmp = tmp_path_factory.mktemp("report4")
+    path = tmp / "report.html"
+    write_html(
+        make_results(4, slow_paths=[("gpu03", "stor01", 812.0), ("gpu01", "gpu02", 300.0)]), path
+    )
+    return path
+
+
+def test_dom_after_script_has_verdict_heatmap_and_drilldown(report_4: Path) -> None:
+    r = chromium(report_4.parent, "--dump-dom", report_4.as_uri())
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert page_errors(r.stderr) == []
+    dom = r.stdout
+    assert 'data-ready="1"' in dom  # the page script ran to its end
+    sentence = re.search(r'<h1 class="verdict" id="verdict">(.*?)</h1>', dom)
+    assert sentence is not None
+    assert (
+        sentence.group(1)
+        == "4 of 6 paths offload-safe; 1 unsafe: gpu03 -&gt; stor01, p99 812.0 us; "
+        "1 marginal: gpu01 -&gt; gpu02, p99 300.0 us"
+    )
+    assert len(re.findall(r'<rect class="cell (?:safe|marginal|unsafe|self)"', dom)) == 16
+    # the script draws the worst path's drill-down: RTT table, histogram, bulk by chunk size
+    drill = dom[dom.index('id="drill"') :]
+    assert "gpu03 → stor01" in drill[:400] or "gpu03 &rarr; stor01" in drill[:400]
+    assert "RTT distribution" in drill
+    assert "Bulk read by chunk size" in drill
+    assert "8MiB" in drill
+
+
+def test_screenshot_first_screen_shows_class_colours(report_4: Path) -> None:
+    image_mod = pytest.importorskip("PIL.Image", reason="Pillow not installed (pip install pillow)")
+    shot = report_4.parent / "first-screen.png"
+    r = chromium(
+        report_4.parent, f"--screenshot={shot}", "--window-size=1280,900", report_4.as_uri()
+    )
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert page_errors(r.stderr) == []
+    img = image_mod.open(shot).convert("RGB")
+    assert img.size == (1280, 900)
+    top = img.crop((0, 0, 1280, 600))
+    colours = {rgb for _, rgb in top.getcolors(maxcolors=1 << 20) or []}
+    for name, rgb in CLASS_RGB.items():
+        near = [c for c in colours if all(abs(a - b) <= 6 for a, b in zip(c, rgb, strict=True))]
+        assert near, f"no {name} colour {rgb} in the first screen"
+    # the heatmap sits in the first screen: unsafe red appears below the header chips
+    heat = img.crop((0, 250, 700, 600))
+    reds = sum(
+        n
+        for n, c in heat.getcolors(maxcolors=1 << 20) or []
+        if all(abs(a - b) <= 6 for a, b in zip(c, CLASS_RGB["unsafe"], strict=True))
+    )
+    assert reds > 500
+
+
+@pytest.mark.slow
+def test_512_node_report_loads_and_draws_node_view(tmp_path: Path) -> None:
+    path = tmp_path / "report.html"
+    write_html(make_results(512, slow_nodes=["gpu03"], histogram=False, bulk=False), path)
+    r = chromium(tmp_path, "--dump-dom", path.as_uri())
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert page_errors(r.stderr) == []
+    assert 'data-ready="1"' in r.stdout
+    canvas = re.search(r'<canvas id="node-canvas" width="(\d+)" height="(\d+)"', r.stdout)
+    assert canvas is not None
+    assert canvas.groups() == ("512", "512")  # every node drawn, one pixel each

@@ -1,0 +1,104 @@
+"""The results file is validated on load; every problem names the field (exit code 2)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from factories import make_results, write_results
+
+from netqual import schema
+from netqual.errors import EXIT_USAGE, ResultsFileError
+from netqual.results import load, results_to_dict
+
+
+@pytest.fixture
+def doc() -> dict[str, Any]:
+    return results_to_dict(make_results(4, slow_nodes=["gpu03"]))
+
+
+def _load_doc(tmp_path: Path, doc: dict[str, Any]) -> None:
+    f = tmp_path / "results.json"
+    f.write_text(json.dumps(doc))
+    load(f)
+
+
+def test_valid_file_round_trips(tmp_path: Path) -> None:
+    original = make_results(6, slow_nodes=["gpu02"], error_paths=1)
+    loaded = load(write_results(tmp_path / "r.json", original))
+    # times are stored to the nanosecond: writing what was loaded changes nothing
+    assert results_to_dict(loaded) == results_to_dict(original)
+    assert loaded.nodes == original.nodes
+
+
+@pytest.mark.parametrize(
+    ("mutate", "field", "words"),
+    [
+        (
+            lambda d: d.update(schema_version="2"),
+            "schema_version",
+            "unsupported schema_version '2'",
+        ),
+        (lambda d: d.pop("schema_version"), "schema_version", "missing required key"),
+        (lambda d: d.pop("summary"), "summary", "missing required key"),
+        (lambda d: d["run"].pop("transport"), "run.transport", "missing required key"),
+        (lambda d: d["paths"][3].pop("verdict"), "paths[3].verdict", "missing required key"),
+        (
+            lambda d: d["paths"][2]["rtt_us"].update(p99="slow"),
+            "paths[2].rtt_us.p99",
+            "expected number",
+        ),
+        (lambda d: d["paths"][1].update(verdict="fine"), "paths[1].verdict", "expected one of"),
+        (lambda d: d["nodes"][0].update(role="gpu"), "nodes[0].role", "'gpu'"),
+        (
+            lambda d: d["paths"][0]["bulk"][1].pop("completion_us"),
+            "paths[0].bulk[1].completion_us",
+            "missing required key",
+        ),
+        (lambda d: d["paths"][0].update(hops=-1), "paths[0].hops", "minimum"),
+    ],
+)
+def test_schema_errors_name_the_field(
+    tmp_path: Path, doc: dict[str, Any], mutate: Any, field: str, words: str
+) -> None:
+    mutate(doc)
+    with pytest.raises(ResultsFileError) as info:
+        _load_doc(tmp_path, doc)
+    assert info.value.field == field
+    assert words in str(info.value)
+    assert info.value.exit_code == EXIT_USAGE
+
+
+def test_truncated_file_is_reported(tmp_path: Path) -> None:
+    f = write_results(tmp_path / "r.json", make_results(4))
+    text = f.read_text()
+    f.write_text(text[: len(text) // 2])
+    with pytest.raises(ResultsFileError, match=r"not valid JSON .*truncated\?"):
+        load(f)
+
+
+def test_large_files_check_every_path_for_required_keys(
+    tmp_path: Path, doc: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(schema, "FULL_VALIDATION_PATHS", 2)
+    doc["paths"][4].pop("bulk")
+    with pytest.raises(ResultsFileError) as info:
+        _load_doc(tmp_path, doc)
+    assert info.value.field == "paths[4].bulk"
+
+
+def test_large_files_sampled_errors_keep_original_index(
+    tmp_path: Path, doc: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(schema, "FULL_VALIDATION_PATHS", 3)
+    last = len(doc["paths"]) - 1
+    doc["paths"][last]["rtt_us"]["p50"] = "x"
+    with pytest.raises(ResultsFileError) as info:
+        _load_doc(tmp_path, doc)
+    assert info.value.field == f"paths[{last}].rtt_us.p50"
+
+
+def test_schema_ships_inside_the_package() -> None:
+    assert schema.results_schema()["properties"]["schema_version"]["const"] == "1"

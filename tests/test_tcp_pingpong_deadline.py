@@ -1,0 +1,84 @@
+"""TCP ping-pong never hangs: a silent peer ends the loop at the deadline with ProbeError.
+
+Pins the behaviour any change to the hot loop in tcp.py (bench/, docs/performance.md)
+must keep: kept samples only, and a bounded wait on either side.
+"""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+
+import numpy as np
+import pytest
+
+from netqual.errors import ProbeError
+from netqual.models import ProbePlan
+from netqual.protocol import Channel
+from netqual.transports.interface import AgentLimits
+from netqual.transports.tcp import TcpTransport
+
+
+def _pair() -> tuple[Channel, Channel]:
+    a, b = socket.socketpair()
+    a.settimeout(5)
+    b.settimeout(5)
+    return Channel(a, "initiator"), Channel(b, "responder")  # labelled by their peer
+
+
+def _serve(ch: Channel, echo: bool) -> threading.Thread:
+    """A peer that accepts the ping-pong request and then echoes, or stays silent."""
+
+    def run() -> None:
+        msg = ch.recv()
+        if msg.kind != "tcp.pingpong":
+            return
+        ch.send("ok")
+        if echo:
+            size = int(msg.body["size_bytes"])
+            for _ in range(int(msg.body["count"])):
+                ch.send_all(ch.recv_exact(size))
+        else:
+            time.sleep(3.0)
+
+    t = threading.Thread(target=run, daemon=True)
+    t.start()
+    return t
+
+
+def test_pingpong_returns_kept_samples_only() -> None:
+    responder, initiator = _pair()
+    peer = _serve(responder, echo=True)
+    plan = ProbePlan(iterations=300, warmup=50, size_bytes=64, bulk=False)
+    raw = TcpTransport().initiate(initiator, plan, time.monotonic() + 10, "127.0.0.1")
+    peer.join(5)
+    assert len(raw.rtt_ns) == 300
+    assert np.all(raw.rtt_ns > 0)
+    assert raw.warmup_discarded == 50
+
+
+def test_initiator_gives_up_at_deadline_when_responder_is_silent() -> None:
+    responder, initiator = _pair()
+    _serve(responder, echo=False)
+    plan = ProbePlan(iterations=100, warmup=0, size_bytes=64, bulk=False)
+    start = time.monotonic()
+    with pytest.raises(ProbeError, match="no echo from responder"):
+        TcpTransport().initiate(initiator, plan, start + 0.5, "127.0.0.1")
+    assert time.monotonic() - start < 2.5
+    responder.close()
+
+
+def test_responder_gives_up_when_initiator_is_silent() -> None:
+    responder, initiator = _pair()
+    start = time.monotonic()
+    with pytest.raises(ProbeError, match="initiator went silent"):
+        TcpTransport().respond(
+            responder,
+            "tcp.pingpong",
+            {"size_bytes": 64, "count": 10, "timeout_s": 0.5},
+            AgentLimits(),
+        )
+    assert time.monotonic() - start < 2.5
+    assert initiator.expect("ok") == {}
+    initiator.close()

@@ -130,6 +130,20 @@ def test_up_status_down_leaves_nothing(tmp_path: Path, request: pytest.FixtureRe
     assert lab.down(state_dir).nothing  # idempotent
 
 
+def test_running_enters_the_control_namespace_and_cleans_up(tmp_path: Path) -> None:
+    state_dir = tmp_path / "lab"
+    topo = tmp_path / "e2e.toml"
+    topo.write_text(E2E_TOPOLOGY)
+    home = os.readlink("/proc/thread-self/ns/net")
+    with lab.running(lab.load(topo), state_dir) as info:
+        assert os.readlink("/proc/thread-self/ns/net") != home
+        pids = recorded_pids(state_dir)
+        a2 = next(n for n in info.nodes if n.name == "a2")
+        socket.create_connection((str(a2.address), 18515), timeout=5).close()
+    assert os.readlink("/proc/thread-self/ns/net") == home
+    assert leftovers(state_dir, pids) == []
+
+
 def test_down_cleans_up_after_sigkill_of_up(tmp_path: Path, request: pytest.FixtureRequest) -> None:
     state_dir = tmp_path / "lab"
     request.addfinalizer(lambda: lab.down(state_dir))

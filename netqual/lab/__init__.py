@@ -7,6 +7,9 @@ Public API (used by ``netqual lab`` and ``netqual demo``)::
     with inside(info.control_netns):  # the coordinator must run in the control namespace
         ...                         # coordinator run on info.inventory_path
     report = down()                 # removes every namespace, process and file it made
+
+    with running() as info:           # up; the block runs in the control namespace; down
+        ...
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from netqual.lab.fabric import (
     ProcessStatus,
     down,
     lab_available,
+    running,
     status,
     up,
 )
@@ -41,6 +45,7 @@ __all__ = [
     "lab_available",
     "load",
     "load_default",
+    "running",
     "status",
     "up",
 ]

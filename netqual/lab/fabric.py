@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import select
 import subprocess
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -145,6 +146,18 @@ def up(
         topo.name,
         plan.control.netns,
     )
+
+
+@contextlib.contextmanager
+def running(topology: Topology | None = None, state_dir: Path | None = None) -> Iterator[LabInfo]:
+    """``up``, then the block runs inside the control namespace (threads it starts too),
+    then ``down`` whatever happened. For ``netqual demo``."""
+    info = up(topology, state_dir)
+    try:
+        with system.inside(info.control_netns):
+            yield info
+    finally:
+        down(info.state_dir)
 
 
 def _build_namespaces(plan: LabPlan) -> None:

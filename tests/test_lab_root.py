@@ -15,7 +15,7 @@ import pytest
 
 from netqual import lab
 from netqual.lab import system
-from netqual.lab.plan import prefix_for
+from netqual.lab.plan import build_plan, prefix_for
 
 REASON = lab.lab_available()
 pytestmark = [pytest.mark.root, pytest.mark.skipif(REASON is not None, reason=REASON or "")]
@@ -74,6 +74,8 @@ rate_mbit = 1000
 a = "wan"
 b = "s1"
 """
+
+STORAGE = {"st1", "st2"}
 
 POLICY = """
 [policy]
@@ -216,3 +218,32 @@ def test_end_to_end_verdicts_and_hops_match_the_topology(tmp_path: Path) -> None
         frozenset(("b1", "s1")): (4, "unsafe"),
     }
     assert got == expected
+
+
+@pytest.mark.slow
+def test_default_topology_hop_counts_through_real_ttl(tmp_path: Path) -> None:
+    state_dir = tmp_path / "lab"
+    up = netqual("lab", "up", "--state-dir", str(state_dir))
+    assert up.returncode == 0, up.stderr
+    ctl = f"{prefix_for(state_dir)}-ctl"
+    plan = build_plan(lab.load_default(), "unused")
+    expected = {frozenset((a, b)): h for a, b, h in plan.hops}
+    try:
+        out = tmp_path / "out"
+        run = netqual(
+            "run", str(state_dir / "inventory.toml"), "--out", str(out), "--iterations", "200",
+            "--warmup", "20", "--no-bulk", netns=ctl,
+        )  # fmt: skip
+        assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
+        results = json.loads((out / "results.json").read_text())
+    finally:
+        down = netqual("lab", "down", "--state-dir", str(state_dir))
+    assert down.returncode == 0 and "removed 14 namespaces" in down.stdout
+    assert leftovers(state_dir, []) == []
+    paths = results["paths"]
+    assert len(paths) == 28
+    for p in paths:
+        assert p["hops"] == expected[frozenset((p["src"], p["dst"]))], p
+        if (p["src"] in STORAGE) != (p["dst"] in STORAGE):
+            assert p["verdict"] == "unsafe", p  # the p50 alone is ~950 us > 500 us
+    assert sorted({p["hops"] for p in paths}) == [2, 4, 5]

@@ -124,6 +124,7 @@ def test_up_status_down_leaves_nothing(tmp_path: Path, request: pytest.FixtureRe
     st = netqual("lab", "status", "--state-dir", str(state_dir))
     assert st.returncode == 0, st.stdout + st.stderr
     assert "up" in st.stdout and "agent:s1" in st.stdout
+    assert "relay: " in st.stdout and "dropped" in st.stdout
     again = netqual("lab", "up", "--state-dir", str(state_dir))
     assert again.returncode == 3 and "already up" in again.stderr
     report = lab.down(state_dir)

@@ -76,6 +76,8 @@ def status(state_dir: StateDirOpt = None) -> None:
     out.print(f"  namespaces: {present}/{len(st.namespaces)} present")
     for p in st.processes:
         out.print(f"  {p.role:<16} pid {p.pid:<8} {'running' if p.alive else 'GONE'}")
+    if st.relay_report:
+        out.print(f"  {st.relay_report}")
     raise typer.Exit(0 if st.up else 1)
 
 

@@ -6,6 +6,7 @@ import contextlib
 import json
 import os
 import select
+import signal
 import subprocess
 import sys
 import time
@@ -67,6 +68,7 @@ class LabStatus:
     namespaces: tuple[tuple[str, bool], ...]  # (name, exists)
     processes: tuple[ProcessStatus, ...]
     complete: bool
+    relay_report: str | None = None  # the relay's counters, when it runs
 
     @property
     def up(self) -> bool:
@@ -322,10 +324,30 @@ def status(state_dir: Path | None = None) -> LabStatus:
         ProcessStatus(p.role, p.pid, system.alive(p.pid, p.start))
         for p in (st.processes if st else ())
     )
+    relay = next((p for p in procs if p.role == "relay" and p.alive), None)
     return LabStatus(
         state_dir,
         st.topology if st else None,
         tuple((n, n in present) for n in names),
         procs,
         st.complete if st else False,
+        _relay_report(relay.pid, state_dir / "relay.log") if relay else None,
     )
+
+
+def _relay_report(pid: int, log: Path) -> str | None:
+    """Ask the relay for its counters (SIGUSR1) and read the line it logs."""
+    try:
+        before = log.stat().st_size
+        os.kill(pid, signal.SIGUSR1)
+    except OSError:
+        return None
+    deadline = time.monotonic() + 1.0
+    while time.monotonic() < deadline:
+        with log.open("rb") as f:
+            f.seek(before)
+            for line in f.read().decode(errors="replace").splitlines():
+                if line.startswith("relay:"):
+                    return line
+        time.sleep(0.02)
+    return None

@@ -234,12 +234,18 @@ def main(argv: list[str]) -> int:
     os.setpriority(os.PRIO_PROCESS, 0, int(config.get("nice", NICE)))
     if config.get("fifo"):
         os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(int(config["fifo"])))
+
+    def report(*_: object) -> None:
+        dropped = sum(d.dropped for d in relay.directions)
+        sys.stderr.write(relay.stats.summary(dropped) + "\n")
+        sys.stderr.flush()
+
+    signal.signal(signal.SIGUSR1, report)  # `netqual lab status` asks for the counters
     signal.signal(signal.SIGTERM, _stop)
     signal.signal(signal.SIGINT, _stop)
     print("ready", flush=True)
     try:
         relay.run()
     finally:
-        dropped = sum(d.dropped for d in relay.directions)
-        sys.stderr.write(relay.stats.summary(dropped) + "\n")
+        report()
     return 0

@@ -117,3 +117,7 @@ class NoAgentsError(NetqualError):
 
 class LabError(NetqualError):
     """The emulated fabric could not be built or torn down."""
+
+
+class TopologyError(InputError):
+    """A lab topology file is unreadable or invalid."""

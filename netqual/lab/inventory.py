@@ -1,0 +1,47 @@
+"""The inventory a lab writes for ``netqual run`` (DESIGN.md "Inventory")."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from netqual.lab.plan import Kind, LabPlan
+
+
+def _q(text: str) -> str:
+    return json.dumps(text)  # a JSON string is a valid TOML basic string
+
+
+def render_inventory(plan: LabPlan, token_file: Path) -> str:
+    topo = plan.topology
+    lines = [
+        f"# Written by `netqual lab up` from topology {topo.name!r} ({topo.source}).",
+        "# Agents listen inside the lab's network namespaces; run `netqual run` as root.",
+        "",
+        "[defaults]",
+        f"port = {topo.port}",
+        f"token_file = {_q(str(token_file))}",
+        "",
+        "[run]",
+        'mode = "full-mesh"',
+    ]
+    for node in plan.nodes:
+        if node.kind is not Kind.HOST:
+            continue
+        assert node.address and node.rack and node.role and node.site
+        labels = {"leaf": node.leaf or "", "site": node.site}
+        rendered = ", ".join(f"{k} = {_q(v)}" for k, v in labels.items())
+        lines += [
+            "",
+            "[[node]]",
+            f"name = {_q(node.name)}",
+            f"address = {_q(node.address)}",
+            f"role = {_q(node.role.value)}",
+            f"rack = {_q(node.rack)}",
+            f"labels = {{ {rendered} }}",
+        ]
+    return "\n".join(lines) + "\n"
+
+
+def write_inventory(plan: LabPlan, path: Path, token_file: Path) -> None:
+    path.write_text(render_inventory(plan, token_file))

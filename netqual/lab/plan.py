@@ -1,0 +1,200 @@
+"""Turn a ``Topology`` into a concrete build plan: namespaces, addresses, routes, relay links.
+
+Pure computation, no system calls, so it is unit-tested without root. Addresses come only
+from 198.18.0.0/15 (RFC 2544 benchmarking space): hosts get 198.18.<rack>.<10+i> on their
+loopback, link ends get 198.19.<n>.<4k+1|2> point-to-point. Routes are per-host /32,
+along shortest paths that transit routers only (hosts never forward).
+"""
+
+from __future__ import annotations
+
+import enum
+import hashlib
+from collections import deque
+from dataclasses import dataclass
+from pathlib import Path
+
+from netqual.lab.relay import RelayLink
+from netqual.lab.topology import LinkSpec, Topology
+from netqual.models import Role
+
+
+class Kind(str, enum.Enum):
+    HOST = "host"
+    ROUTER = "router"
+    CONTROL = "control"  # where the coordinator runs; not a measured host
+
+
+CONTROL = "ctl"
+CONTROL_ADDRESS = "198.18.0.2"
+
+
+@dataclass(frozen=True)
+class LabNode:
+    """One namespace of the lab. ``address``/``rack``/``role``/``site``/``leaf`` are host-only."""
+
+    name: str
+    kind: Kind
+    netns: str
+    address: str | None = None
+    rack: str | None = None
+    role: Role | None = None
+    site: str | None = None
+    leaf: str | None = None  # the router the host hangs off
+
+
+@dataclass(frozen=True)
+class Interface:
+    node: str
+    ifname: str
+    address: str
+    peer: str
+    peer_address: str
+
+
+@dataclass(frozen=True)
+class Route:
+    node: str
+    dest: str  # host address, /32
+    via: str
+    ifname: str
+    src: str | None  # hosts pin their own address as source
+
+
+@dataclass(frozen=True)
+class VethLink:
+    a_netns: str
+    a_ifname: str
+    b_netns: str
+    b_ifname: str
+
+
+@dataclass(frozen=True)
+class LabPlan:
+    topology: Topology
+    prefix: str
+    nodes: tuple[LabNode, ...]
+    interfaces: tuple[Interface, ...]
+    routes: tuple[Route, ...]
+    relay_links: tuple[RelayLink, ...]
+    veth_links: tuple[VethLink, ...]
+    hops: tuple[tuple[str, str, int], ...]  # (src host, dst host, routers traversed + 1)
+
+    @property
+    def control(self) -> LabNode:
+        return self.node(CONTROL)
+
+    def node(self, name: str) -> LabNode:
+        return next(n for n in self.nodes if n.name == name)
+
+    def hop_count(self, src: str, dst: str) -> int:
+        return next(h for s, d, h in self.hops if (s, d) in ((src, dst), (dst, src)))
+
+
+def prefix_for(state_dir: Path) -> str:
+    """Namespace prefix derived from the state directory, so two labs never collide and a
+    lost state file can still be swept by name."""
+    digest = hashlib.sha1(str(state_dir.resolve()).encode()).hexdigest()[:4]
+    return f"nql{digest}"
+
+
+def ifname_to(peer: str) -> str:
+    return f"to-{peer}"
+
+
+def _link_addresses(index: int) -> tuple[str, str]:
+    third, slot = divmod(index, 64)
+    return f"198.19.{third}.{4 * slot + 1}", f"198.19.{third}.{4 * slot + 2}"
+
+
+def build_plan(topo: Topology, prefix: str) -> LabPlan:
+    racks: dict[str, list[str]] = {}
+    for h in topo.hosts:
+        racks.setdefault(h.rack, []).append(h.name)
+    rack_index = {rack: i + 1 for i, rack in enumerate(racks)}
+    routers = {r.name for r in topo.routers}
+    # The control namespace hangs off a router by a plain veth, like a management port.
+    links = [*topo.links, LinkSpec(CONTROL, topo.control_router, 0.0, None)]
+    neighbours: dict[str, list[str]] = {n: [] for n in (*topo.node_names, CONTROL)}
+    for ln in links:
+        neighbours[ln.a].append(ln.b)
+        neighbours[ln.b].append(ln.a)
+
+    nodes: list[LabNode] = []
+    host_addr: dict[str, str] = {}
+    for h in topo.hosts:
+        address = f"198.18.{rack_index[h.rack]}.{10 + racks[h.rack].index(h.name)}"
+        host_addr[h.name] = address
+        leaf = next((n for n in neighbours[h.name] if n in routers), None)
+        nodes.append(
+            LabNode(h.name, Kind.HOST, f"{prefix}-{h.name}", address, h.rack, h.role, h.site, leaf)
+        )
+    nodes += [LabNode(r.name, Kind.ROUTER, f"{prefix}-{r.name}") for r in topo.routers]
+    nodes.append(LabNode(CONTROL, Kind.CONTROL, f"{prefix}-{CONTROL}", CONTROL_ADDRESS))
+    ends = {**host_addr, CONTROL: CONTROL_ADDRESS}
+    netns = {n.name: n.netns for n in nodes}
+
+    interfaces: list[Interface] = []
+    relay_links: list[RelayLink] = []
+    veth_links: list[VethLink] = []
+    addr_on: dict[tuple[str, str], str] = {}  # (node, peer) -> node's address on that link
+    for i, ln in enumerate(links):
+        addr_a, addr_b = _link_addresses(i)
+        addr_on[(ln.a, ln.b)] = addr_a
+        addr_on[(ln.b, ln.a)] = addr_b
+        interfaces.append(Interface(ln.a, ifname_to(ln.b), addr_a, ln.b, addr_b))
+        interfaces.append(Interface(ln.b, ifname_to(ln.a), addr_b, ln.a, addr_a))
+        if ln.relayed:
+            relay_links.append(
+                RelayLink(
+                    name=f"{ln.a}-{ln.b}",
+                    a_netns=f"/run/netns/{netns[ln.a]}",
+                    a_ifname=ifname_to(ln.b),
+                    b_netns=f"/run/netns/{netns[ln.b]}",
+                    b_ifname=ifname_to(ln.a),
+                    delay_ns=round(ln.delay_us * 1000),
+                    rate_bps=None if ln.rate_mbit is None else round(ln.rate_mbit * 1e6),
+                )
+            )
+        else:
+            veth_links.append(VethLink(netns[ln.a], ifname_to(ln.b), netns[ln.b], ifname_to(ln.a)))
+
+    routes: list[Route] = []
+    hops: list[tuple[str, str, int]] = []
+    host_names = list(host_addr)
+    for dest, dest_address in ends.items():
+        dist = _distances_to(dest, neighbours, routers)
+        for node, near in neighbours.items():
+            if node == dest or node not in dist:
+                continue
+            nxt = min((n for n in near if dist.get(n) == dist[node] - 1), key=near.index)
+            routes.append(
+                Route(node, dest_address, addr_on[(nxt, node)], ifname_to(nxt), ends.get(node))
+            )
+        if dest != CONTROL:
+            hops += [(s, dest, dist[s]) for s in host_names if s < dest and s in dist]
+    return LabPlan(
+        topo,
+        prefix,
+        tuple(nodes),
+        tuple(interfaces),
+        tuple(routes),
+        tuple(relay_links),
+        tuple(veth_links),
+        tuple(hops),
+    )
+
+
+def _distances_to(dest: str, neighbours: dict[str, list[str]], routers: set[str]) -> dict[str, int]:
+    """Links from every node to ``dest`` on paths whose intermediate nodes are routers."""
+    dist = {dest: 0}
+    queue = deque([dest])
+    while queue:
+        n = queue.popleft()
+        if n != dest and n not in routers:
+            continue  # a host is an end, never a transit
+        for m in neighbours[n]:
+            if m not in dist:
+                dist[m] = dist[n] + 1
+                queue.append(m)
+    return dist

@@ -81,9 +81,14 @@ def test_three_agents_by_hand_then_cli_run(agents: AgentPool, tmp_path: Path) ->
     write_inventory(inventory, started, agents.token_file)
     policy = tmp_path / "policy.toml"
     # 2,000 kept samples keep the test fast, so the policy asks for that many. It judges
-    # p50: on this shared 2-core box scheduler stalls put loopback p99 anywhere from 50 us
-    # to over 1 ms, which would make a p99 verdict a coin toss rather than a test.
-    policy.write_text("[policy]\nmetric = 'p50'\nsafe_max_us = 200.0\nmin_samples = 2000\n")
+    # p50 against a wide line: this checks that a healthy path comes out offload-safe
+    # through the whole pipeline, not how fast loopback is. On shared 2-vCPU VMs loopback
+    # p99 ranges from 50 us to over 1 ms, and even p50 has been seen at 130-350 us (as
+    # sockperf measured in the same minute); bench/rtt_vs_sockperf measures the speed.
+    policy.write_text(
+        "[policy]\nmetric = 'p50'\nsafe_max_us = 1000.0\nunsafe_above_us = 5000.0\n"
+        "min_samples = 2000\n"
+    )
     out = tmp_path / "out"
     done = netqual_cli(
         "run", str(inventory), "--out", str(out), "--policy", str(policy), *SMALL_PLAN

@@ -8,6 +8,7 @@ from typing import Annotated
 
 import typer
 
+from netqual import demo as demo_mod
 from netqual import plan as plan_mod
 from netqual.auth import load_token
 from netqual.cli.app import (
@@ -27,6 +28,7 @@ from netqual.cli.app import (
     WarmupOpt,
     app,
     console,
+    err_console,
     rdma_request,
     split_endpoint,
 )
@@ -35,7 +37,6 @@ from netqual.coordinator import RunConfig, measure_pair
 from netqual.coordinator import run as run_coordinator
 from netqual.errors import EXIT_RUNTIME, UsageError
 from netqual.inventory import load_inventory
-from netqual.localagents import local_agents
 from netqual.models import DEFAULT_PORT, Mode, Node, Policy, ProbePlan, Results
 from netqual.policy import load_policy
 from netqual.render.terminal import print_probe, print_results
@@ -142,7 +143,8 @@ def run(
         inventory=str(inventory),
         rdma=rdma_request(rdma_device, rdma_port, gid_index),
     )
-    with ProgressObserver(console()) as progress:
+    # Progress and notes go to stderr when stdout carries JSON.
+    with ProgressObserver(err_console() if as_json else console()) as progress:
         results = run_coordinator(cfg, out, progress)
     _finish(results, out, as_json)
 
@@ -192,7 +194,10 @@ def probe(
 @app.command()
 def demo(
     out: OutOpt = Path("netqual-demo"),
-    agents: Annotated[int, typer.Option("--agents", help="Local agents to start.")] = 4,
+    agents: Annotated[int, typer.Option("--agents", help="Loopback agents to start.")] = 4,
+    loopback: Annotated[
+        bool, typer.Option("--loopback", help="Loopback agents even as root (no emulated fabric).")
+    ] = False,
     policy: PolicyOpt = None,
     iterations: IterationsOpt = None,
     warmup: WarmupOpt = None,
@@ -203,24 +208,24 @@ def demo(
     timeout: TimeoutOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """The embedded default: start local agents, qualify every pair, print and write the report."""
+    """The embedded default: agents, every pair qualified, verdicts printed, report written.
+
+    As root: an emulated routed fabric (racks, hops, delayed links); else loopback agents."""
     if agents < 2:
         raise UsageError("--agents", f"need at least 2, got {agents}")
-    c = console()
-    plan = _plan(ProbePlan(), iterations, warmup, size, chunk, depth, no_bulk, timeout)
-    c.print(
-        f"demo: {agents} agents on loopback (127.0.0.1); every pair shares this host's CPU, "
-        "so pairs run one at a time",
-        style="dim",
-    )
-    with local_agents(agents) as (nodes, token_file):
-        cfg = RunConfig(
-            nodes=tuple(nodes),
-            plan=plan,
-            token=load_token(token_file),
-            policy=load_policy(policy) if policy else Policy(),
-            inventory="(demo)",
-        )
-        with ProgressObserver(c) as progress:
-            results = run_coordinator(cfg, out, progress)
+    c = err_console() if as_json else console()
+
+    def say(text: str) -> None:
+        c.print(text, style="dim")
+
+    fallback = demo_mod.lab_unusable_reason(loopback)
+    base = demo_mod.LOOPBACK_PLAN if fallback else demo_mod.LAB_PLAN
+    plan = _plan(base, iterations, warmup, size, chunk, depth, no_bulk, timeout)
+    pol = demo_mod.demo_policy(load_policy(policy) if policy else None, plan, say)
+    with ProgressObserver(c) as progress:
+        if fallback:
+            say(f"demo: loopback agents ({fallback})")
+            results = demo_mod.run_on_loopback(out, agents, plan, pol, progress, say)
+        else:
+            results = demo_mod.run_on_lab(out, plan, pol, progress, say)
     _finish(results, out, as_json)

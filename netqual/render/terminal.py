@@ -57,7 +57,8 @@ def print_results(console: Console, results: Results) -> None:
 def print_matrix(console: Console, results: Results) -> None:
     metric = results.run.policy.metric
     m = build_matrix(results.nodes, results.paths, lambda p: p.rtt.value(metric) if p.rtt else None)
-    table = Table(title=f"{metric.value} RTT (us), src row / dst column", title_justify="left")
+    console.print(f"{metric.value} RTT (us): row = source, column = destination", style="bold")
+    table = Table()
     table.add_column("")
     for name in m.names:
         table.add_column(name, justify="right")

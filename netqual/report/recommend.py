@@ -1,8 +1,11 @@
 """Plain-language recommendations derived from the verdicts.
 
-Attribution, most specific cause last: a node most of whose paths fail is the likely cause
-(keep it on local NVMe); else a rack pair most of whose paths fail points at the links
-between the racks; what is left are isolated paths to re-test.
+Attribution, most specific cause last. First the topology: when same-rack paths are
+mostly offload-safe but most paths of a farther tier (cross-rack, remote) are not, the
+distance is the cause (offload inside racks / not to the remote site), and those paths
+are not held against their nodes. Then a node most of whose remaining paths fail is the
+likely cause (keep it on local NVMe); else a rack pair most of whose paths fail points at
+the links between the racks; what is left are isolated paths to re-test.
 """
 
 from __future__ import annotations
@@ -11,10 +14,11 @@ from collections import Counter, defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from netqual.models import Node, PathResult, Results, Verdict
+from netqual.models import Node, PathResult, Results, Tier, Verdict
 from netqual.report import fmt
 
 MAJORITY = 0.5
+NEAR_SAFE = 0.75  # same-rack share that must be offload-safe before distance is blamed
 LISTED = 8
 
 
@@ -70,8 +74,13 @@ def recommend(results: Results, expired_waivers: Sequence[str] = ()) -> list[Rec
             )
         )
     nodes = {n.name: n for n in results.nodes}
+    tier_recs, far_tiers = _tiers(results)
+    out += tier_recs
+    bad = [p for p in bad if p.tier not in far_tiers]
     per_node: dict[str, Counter[bool]] = defaultdict(Counter)
     for p in results.paths:
+        if p.tier in far_tiers:
+            continue
         is_bad = p.verdict is not Verdict.SAFE
         per_node[p.src][is_bad] += 1
         per_node[p.dst][is_bad] += 1
@@ -139,6 +148,52 @@ def recommend(results: Results, expired_waivers: Sequence[str] = ()) -> list[Rec
             )
         )
     return out
+
+
+_FAR_TIERS = (Tier.CROSS_RACK, Tier.REMOTE)
+
+
+def _tiers(results: Results) -> tuple[list[Recommendation], set[Tier]]:
+    """Tiers whose paths fail because of distance: same-rack mostly safe, this tier not."""
+    by_tier: dict[Tier, list[PathResult]] = defaultdict(list)
+    for p in results.paths:
+        by_tier[p.tier].append(p)
+    near = by_tier.get(Tier.SAME_RACK, [])
+    near_safe = sum(p.verdict is Verdict.SAFE for p in near)
+    if not near or near_safe / len(near) < NEAR_SAFE:
+        return [], set()
+    metric = results.run.policy.metric
+    out: list[Recommendation] = []
+    far: set[Tier] = set()
+    for tier in _FAR_TIERS:
+        paths = by_tier.get(tier, [])
+        bad = [p for p in paths if p.verdict is not Verdict.SAFE]
+        if len(bad) < 2 or len(bad) / len(paths) < MAJORITY:
+            continue
+        far.add(tier)
+        values = sorted(p.rtt.value(metric) for p in bad if p.rtt is not None)
+        spread = f", {metric.value} {fmt.us(values[0])} to {fmt.us(values[-1])}" if values else ""
+        hops = sorted({p.hops for p in paths if p.hops is not None})
+        hop_text = f" ({'/'.join(map(str, hops))} hops)" if hops else ""
+        unsafe = any(p.verdict is Verdict.UNSAFE for p in bad)
+        share = (
+            f"{len(bad)} of {len(paths)} {tier.value} paths{hop_text} are not offload-safe"
+            f"{spread}, while {near_safe} of {len(near)} same-rack paths are."
+        )
+        if tier is Tier.CROSS_RACK:
+            title = "Keep KV offload inside each rack"
+            advice = (
+                "Place KV-cache storage in the same rack as the compute nodes that read it, "
+                "or bring the leaf-spine latency down, then re-test."
+            )
+        else:
+            title = "Do not offload KV-cache to the remote site"
+            advice = (
+                "Serve KV-cache from storage at the local site; the remote site is too far for "
+                "reads on the request's critical path."
+            )
+        out.append(Recommendation("unsafe" if unsafe else "marginal", title, f"{share} {advice}"))
+    return out, far
 
 
 def _whole_racks(culprits: set[str], nodes: Sequence[Node]) -> list[str]:

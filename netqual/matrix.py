@@ -27,6 +27,52 @@ def order_nodes(nodes: Sequence[Node]) -> list[Node]:
 
 
 @dataclass(frozen=True)
+class Statistic:
+    """A per-path value a matrix can show."""
+
+    name: str
+    label: str  # e.g. "p99 RTT (us)"
+    value: Callable[[PathResult], float | None]
+
+
+def _rtt(attr: str) -> Callable[[PathResult], float | None]:
+    def get(p: PathResult) -> float | None:
+        return None if p.rtt is None else float(getattr(p.rtt, attr))
+
+    return get
+
+
+def _largest_bulk(attr: str) -> Callable[[PathResult], float | None]:
+    def get(p: PathResult) -> float | None:
+        cells = [b for b in p.bulk if b.error is None]
+        if not cells:
+            return None
+        return float(getattr(max(cells, key=lambda b: (b.chunk_bytes, b.depth)), attr))
+
+    return get
+
+
+STATISTICS: dict[str, Statistic] = {
+    s.name: s
+    for s in (
+        *(
+            Statistic(n, f"{n} RTT (us)", _rtt(f"{n}_us"))
+            for n in ("min", "p50", "p90", "p99", "p999", "max", "mean", "stdev")
+        ),
+        Statistic(
+            "goodput", "goodput of the largest bulk cell (Gbit/s)", _largest_bulk("goodput_gbps")
+        ),
+        Statistic(
+            "completion",
+            "p99 completion of the largest bulk cell (us)",
+            _largest_bulk("completion_p99_us"),
+        ),
+        Statistic("hops", "hop count", lambda p: None if p.hops is None else float(p.hops)),
+    )
+}
+
+
+@dataclass(frozen=True)
 class Matrix:
     names: tuple[str, ...]
     values: tuple[tuple[float | None, ...], ...]  # values[i][j]: path i<->j, None if unmeasured

@@ -207,3 +207,22 @@ def test_probe_table_golden() -> None:
 def test_metric_enum_matches_policy() -> None:
     assert Metric("p999").quantile == 0.999
     assert Verdict.UNSAFE.rank > Verdict.MARGINAL.rank > Verdict.SAFE.rank
+
+
+def test_matrix_shows_any_statistic() -> None:
+    r = sample_results()
+    hops = render(lambda c, res: print_results(c, res, "hops"), r)
+    assert "hop count: row = source, column = destination" in hops
+    assert "│ gpu01  │     - │     2 │     4 │      6 │" in hops
+    goodput = render(lambda c, res: print_results(c, res, "goodput"), r)
+    assert "goodput of the largest bulk cell (Gbit/s)" in goodput
+    assert "24.50" in goodput
+
+
+def test_report_rejects_an_unknown_statistic(tmp_path: Path) -> None:
+    from netqual.cli import main
+
+    out = tmp_path / "results.json"
+    write_json(out, sample_results())
+    assert main(["report", str(out), "--stat", "p42"]) == 2
+    assert main(["report", str(out), "--stat", "p50"]) == 0

@@ -11,7 +11,9 @@ import typer
 from netqual.cli.app import JsonOpt, app, console
 from netqual.cli.diff_text import print_diff
 from netqual.diff import diff_runs, diff_to_dict
+from netqual.errors import UsageError
 from netqual.gate import load_profile
+from netqual.matrix import STATISTICS
 from netqual.render.terminal import print_results
 from netqual.report import write_csv, write_html
 from netqual.report.html import render_diff_html
@@ -29,11 +31,21 @@ def report(
         Path | None,
         typer.Option("--profile", help="Gate profile whose waivers the HTML report shows."),
     ] = None,
+    stat: Annotated[
+        str | None,
+        typer.Option(
+            "--stat",
+            help=f"Statistic in the terminal matrix: {', '.join(STATISTICS)} "
+            "(default: the policy metric).",
+        ),
+    ] = None,
 ) -> None:
     """Re-render a results file: terminal summary and matrix, and optionally HTML and CSV."""
+    if stat is not None and stat not in STATISTICS:
+        raise UsageError("--stat", f"unknown statistic {stat!r} (one of {', '.join(STATISTICS)})")
     res = load(results)
     out = console()
-    print_results(out, res)
+    print_results(out, res, stat)
     waivers = load_profile(profile).waivers if profile else ()
     if html:
         write_html(res, html, waivers=waivers)

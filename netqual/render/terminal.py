@@ -9,6 +9,8 @@ from rich.table import Table
 from rich.text import Text
 
 from netqual.matrix import (
+    STATISTICS,
+    Statistic,
     build_matrix,
     group_paths,
     hop_key,
@@ -29,8 +31,11 @@ def verdict_text(v: Verdict) -> Text:
     return Text(v.value, style=STYLE[v])
 
 
-def print_results(console: Console, results: Results) -> None:
-    """Summary sentence, counts, matrix (per rack when large), per-hop table, worst paths."""
+def print_results(console: Console, results: Results, stat: str | None = None) -> None:
+    """Summary sentence, counts, matrix (per rack when large), per-hop table, worst paths.
+
+    ``stat`` names the matrix's statistic (``netqual.matrix.STATISTICS``); default: the
+    policy metric."""
     run = results.run
     pol = run.policy
     console.print(Text(verdict_sentence(results), style="bold"))
@@ -45,7 +50,7 @@ def print_results(console: Console, results: Results) -> None:
         style="dim",
     )
     if len(results.nodes) <= MATRIX_MAX_NODES:
-        print_matrix(console, results)
+        print_matrix(console, results, STATISTICS[stat or results.run.policy.metric.value])
     else:
         print_groups(console, results, "rack pair", rack_pair_key(results.nodes))
     print_groups(console, results, "hops", hop_key, hop_order)
@@ -54,10 +59,10 @@ def print_results(console: Console, results: Results) -> None:
     print_worst(console, results)
 
 
-def print_matrix(console: Console, results: Results) -> None:
-    metric = results.run.policy.metric
-    m = build_matrix(results.nodes, results.paths, lambda p: p.rtt.value(metric) if p.rtt else None)
-    console.print(f"{metric.value} RTT (us): row = source, column = destination", style="bold")
+def print_matrix(console: Console, results: Results, stat: Statistic) -> None:
+    """N x N of one statistic, coloured by each path's verdict."""
+    m = build_matrix(results.nodes, results.paths, stat.value)
+    console.print(f"{stat.label}: row = source, column = destination", style="bold")
     table = Table()
     table.add_column("")
     for name in m.names:
@@ -71,7 +76,10 @@ def print_matrix(console: Console, results: Results) -> None:
             elif v is None:
                 cells.append(Text("fail", style=STYLE[verdict]))
             else:
-                cells.append(Text(format_us(v), style=STYLE[verdict]))
+                text = f"{v:.2f}" if stat.name == "goodput" else format_us(v)
+                cells.append(
+                    Text(text if stat.name != "hops" else f"{v:.0f}", style=STYLE[verdict])
+                )
         table.add_row(*cells)
     console.print(table)
 

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from netqual.models import PathResult, Verdict
+from netqual.models import Verdict
+from netqual.narrative import path_label as path_label  # one wording for every renderer
 
 CLASS_CODE = {Verdict.SAFE: 1, Verdict.MARGINAL: 2, Verdict.UNSAFE: 3}
 
@@ -20,7 +21,3 @@ def us(value_us: float | None) -> str:
 
 def plural(n: int, word: str, many: str | None = None) -> str:
     return f"{n} {word}" if n == 1 else f"{n:,} {many or word + 's'}"
-
-
-def path_label(p: PathResult) -> str:
-    return f"{p.src} -> {p.dst}"

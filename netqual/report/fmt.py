@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from netqual.models import Verdict
-from netqual.narrative import path_label as path_label  # one wording for every renderer
+from netqual.narrative import path_label  # one wording for every renderer
+
+__all__ = ["CLASS_CODE", "path_label", "plural", "us"]
 
 CLASS_CODE = {Verdict.SAFE: 1, Verdict.MARGINAL: 2, Verdict.UNSAFE: 3}
 

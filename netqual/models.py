@@ -137,6 +137,13 @@ class RttStats:
             Metric.P999: self.p999_us,
         }[metric]
 
+    def summary_values(self) -> tuple[float, ...]:
+        """samples, min, p50, p90, p99, p999, max, mean, stdev: the order tables and exports use."""
+        return (
+            self.samples, self.min_us, self.p50_us, self.p90_us, self.p99_us, self.p999_us,
+            self.max_us, self.mean_us, self.stdev_us,
+        )  # fmt: skip
+
     @property
     def unstable(self) -> bool:
         """pyperf's rule of thumb: stdev >= 10% of the mean."""

@@ -55,17 +55,7 @@ def _detail(p: PathResult) -> dict[str, Any]:
     }
     if p.rtt is not None:
         r = p.rtt
-        d["rtt"] = [
-            r.samples,
-            r.min_us,
-            r.p50_us,
-            r.p90_us,
-            r.p99_us,
-            r.p999_us,
-            r.max_us,
-            r.mean_us,
-            r.stdev_us,
-        ]
+        d["rtt"] = list(r.summary_values())
         d["untrusted"] = list(r.untrusted)
         if r.histogram_counts:
             d["hist"] = {

@@ -32,20 +32,7 @@ def write_csv(results: Results, path: Path) -> None:
                 a.role.value if a else "", b.role.value if b else "",
                 p.tier.value, "" if p.hops is None else p.hops, p.transport, p.verdict.value,
             ]  # fmt: skip
-            if r is None:
-                row += [""] * 9
-            else:
-                row += [
-                    r.samples,
-                    r.min_us,
-                    r.p50_us,
-                    r.p90_us,
-                    r.p99_us,
-                    r.p999_us,
-                    r.max_us,
-                    r.mean_us,
-                    r.stdev_us,
-                ]
+            row += [""] * 9 if r is None else list(r.summary_values())
             row += [p.error or "", "; ".join(p.reasons)]
             by_cell = {(x.chunk_bytes, x.depth): x for x in p.bulk}
             for cell in cells:

@@ -1,8 +1,9 @@
-"""``netqual run``: schedule the pairs, ask agents to probe, judge, write results and report.
+"""``netqual run``: schedule the pairs, ask agents to probe, judge, write the results files.
 
 A failing path is data (an ``unsafe`` PathResult naming the node and the failure); only a
 run where no agent answers at all is an error. Each finished pair is appended to
-``results.jsonl`` at once, so a crash loses nothing already measured.
+``results.jsonl`` at once, so a crash loses nothing already measured. The run returns its
+Results; rendering them (terminal, report.html) is the caller's job.
 """
 
 from __future__ import annotations
@@ -27,7 +28,6 @@ from netqual.models import Mode, Node, PathResult, Policy, ProbePlan, Results, R
 from netqual.policy import judge
 from netqual.probes import request_probe
 from netqual.protocol import connect
-from netqual.report import write_html
 from netqual.results import append_jsonl, summarize, write_json
 from netqual.schedule import Pair, plan_rounds
 from netqual.stats import bulk_stats, rtt_stats
@@ -229,7 +229,6 @@ def run(cfg: RunConfig, out_dir: Path, observer: RunObserver | None = None) -> R
         tool_version=__version__,
     )
     write_json(out_dir / "results.json", results)
-    write_html(results, out_dir / "report.html")
     return results
 
 

@@ -1,14 +1,20 @@
 """Frozen records that cross module boundaries. Units are in the names; nothing is rounded.
 
 The JSON mapping of these records (the results file, DESIGN.md "Results file") lives in
-``netqual.results``; this module knows nothing about files.
+``netqual.results``; this module knows nothing about files. Every other layer may import
+it; it imports no other part of netqual.
 """
 
 from __future__ import annotations
 
+import datetime as dt
 import enum
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
 
 KIB = 1 << 10
 MIB = 1 << 20
@@ -221,3 +227,63 @@ class Results:
     tool_name: str = "netqual"
     tool_version: str = "0"
     schema_version: str = "1"
+
+
+@dataclass(frozen=True)
+class RawBulk:
+    """One bulk-read cell as measured at the initiator (nanoseconds, not yet reduced)."""
+
+    chunk_bytes: int
+    depth: int
+    completion_ns: npt.NDArray[np.int64]  # one per read: post -> last byte / completion
+    elapsed_ns: int  # first post -> last completion
+    error: str | None = None
+
+
+@dataclass(frozen=True)
+class RawProbe:
+    """What one probe produced: kept RTT samples (warm-up already dropped) and bulk cells."""
+
+    rtt_ns: npt.NDArray[np.int64]
+    warmup_discarded: int
+    bulk: tuple[RawBulk, ...] = ()
+    details: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class AgentLimits:
+    """Hard caps on what a peer may ask of an agent; a request over a cap gets an error."""
+
+    max_frame_bytes: int = 1 << 20
+    max_iterations: int = 1_000_000
+    max_message_bytes: int = 1 << 20
+    max_chunk_bytes: int = 64 << 20
+    max_depth: int = 64
+    max_bulk_bytes: int = 8 << 30  # per bulk request
+    max_duration_s: float = 600.0
+    max_sessions: int = 64
+    auth_timeout_s: float = 5.0
+    idle_timeout_s: float = 120.0
+
+
+@dataclass(frozen=True)
+class Waiver:
+    """A known-bad path accepted until a date (inclusive), with a reason and an owner.
+
+    The gate decides what a waiver excuses; the report only shows them."""
+
+    src: str
+    dst: str
+    until: dt.date
+    reason: str
+    owner: str
+
+    def covers(self, key: tuple[str, str]) -> bool:
+        return key in ((self.src, self.dst), (self.dst, self.src))
+
+    def expired(self, today: dt.date) -> bool:
+        return today > self.until
+
+    @property
+    def label(self) -> str:
+        return f"{self.src} -> {self.dst}"

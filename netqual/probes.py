@@ -26,8 +26,8 @@ from netqual.errors import (
     TransportUnavailableError,
 )
 from netqual.models import Node, ProbePlan
+from netqual.plan_codec import plan_from_dict, plan_to_dict
 from netqual.protocol import Channel, connect
-from netqual.results import plan_from_dict, plan_to_dict
 from netqual.transports import AgentLimits, RawBulk, RawProbe, Transport
 
 _SAMPLE = np.dtype("<i8")

@@ -17,8 +17,7 @@ import math
 import numpy as np
 import numpy.typing as npt
 
-from netqual.models import BulkStats, Metric, RttStats
-from netqual.transports.interface import RawBulk
+from netqual.models import BulkStats, Metric, RawBulk, RttStats
 
 TAIL_SAMPLES_NEEDED = 10
 BINS_PER_DECADE = 10

@@ -111,6 +111,8 @@ def test_three_agents_by_hand_then_cli_run(agents: AgentPool, tmp_path: Path) ->
         assert p["bulk"][0]["chunk_bytes"] == 64 * 1024 and p["bulk"][0]["goodput_gbps"] > 0
     jsonl = (out / "results.jsonl").read_text().splitlines()
     assert len(jsonl) == 3
+    # The command, not the coordinator, writes the report.
+    assert "gpu01" in (out / "report.html").read_text(encoding="utf-8")
     for p in doc["paths"]:
         assert p["verdict"] == "offload-safe", p["reasons"]
         assert p["reasons"][0].startswith("p50 RTT ")

@@ -40,6 +40,7 @@ from netqual.inventory import load_inventory
 from netqual.models import DEFAULT_PORT, Mode, Node, Policy, ProbePlan, Results
 from netqual.policy import load_policy
 from netqual.render.terminal import print_probe, print_results
+from netqual.report import write_html
 from netqual.results import path_to_dict, results_to_dict
 from netqual.transports import TRANSPORT_NAMES
 
@@ -93,6 +94,7 @@ def _mode(name: str) -> Mode:
 
 
 def _finish(results: Results, out: Path, as_json: bool) -> None:
+    write_html(results, out / "report.html")
     if as_json:
         print(json.dumps(results_to_dict(results), indent=1))
         return

@@ -7,7 +7,7 @@ import enum
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from netqual.models import Metric, Node, PathResult, Role, Tier
+from netqual.models import Metric, Node, PathResult, Role, Tier, Waiver
 
 
 class Status(str, enum.Enum):
@@ -43,27 +43,6 @@ class Scope:
         if self.roles and not any(n is not None and n.role in self.roles for n in ends):
             return False
         return not (self.tiers and path.tier not in self.tiers)
-
-
-@dataclass(frozen=True)
-class Waiver:
-    """A known-bad path accepted until a date (inclusive), with a reason and an owner."""
-
-    src: str
-    dst: str
-    until: dt.date
-    reason: str
-    owner: str
-
-    def covers(self, key: tuple[str, str]) -> bool:
-        return key in ((self.src, self.dst), (self.dst, self.src))
-
-    def expired(self, today: dt.date) -> bool:
-        return today > self.until
-
-    @property
-    def label(self) -> str:
-        return f"{self.src} -> {self.dst}"
 
 
 @dataclass(frozen=True)

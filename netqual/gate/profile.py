@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from netqual.errors import ProfileError
-from netqual.gate.model import Scope, Waiver
+from netqual.gate.model import Scope
 from netqual.gate.regression import MaxP99IncreasePct, NoClassDrop, NoMissingPaths
 from netqual.gate.rules import (
     MaxMetric,
@@ -24,7 +24,7 @@ from netqual.gate.rules import (
     NoErrors,
     Rule,
 )
-from netqual.models import Metric, Role, Tier, Verdict
+from netqual.models import Metric, Role, Tier, Verdict, Waiver
 
 if sys.version_info >= (3, 11):
     import tomllib

@@ -8,8 +8,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from netqual import __version__
-from netqual.gate.model import Waiver
-from netqual.models import PathResult, Results, Verdict
+from netqual.models import PathResult, Results, Verdict, Waiver
 from netqual.narrative import verdict_sentence
 from netqual.report import fmt
 from netqual.report.dist import distribution

@@ -18,8 +18,7 @@ import jinja2
 import markupsafe
 
 from netqual.diff import RunDiff
-from netqual.gate.model import Waiver
-from netqual.models import Results, Verdict
+from netqual.models import Results, Verdict, Waiver
 from netqual.report import fmt
 from netqual.report.build import build_view
 

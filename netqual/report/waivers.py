@@ -1,4 +1,4 @@
-"""Waivers as the report shows them (the gate owns their meaning)."""
+"""Waivers as the report shows them (the gate owns their meaning; the record lives in models)."""
 
 from __future__ import annotations
 
@@ -6,8 +6,7 @@ import datetime as dt
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from netqual.gate.model import Waiver
-from netqual.models import Results
+from netqual.models import Results, Waiver
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,194 @@
+"""Import direction check: ``python -m netqual.devtools.layers`` exits 1 when a module
+imports one from a layer it may not use, or a third-party package reserved for another
+layer (rich and typer only in the terminal edges, jinja2 only in the HTML report).
+
+Layers, lowest first. Each may import its own layer and the ones listed after ``->``:
+
+    core      records, errors, units, schema, file helpers   -> (nothing)
+    inputs    inventory, probe-plan options, tokens          -> core
+    wire      the agent control channel, hop probe           -> core
+    measure   transports, the probe request, agent, doctor   -> core, inputs, wire
+    analysis  stats, matrix, policy, results codec, diff     -> core, inputs
+    gate      pass/fail judgement                            -> core, analysis
+    report    report.html, CSV                               -> core, analysis
+    render    terminal and CI text                           -> core, analysis, gate
+    run       coordinator, local agents, demo, lab           -> core .. analysis (no output)
+    cli       commands                                       -> everything
+
+So the core returns results and only the edges (cli) write output; statistics never know
+how samples travelled; the report shows waivers without importing the gate. A module
+missing from ``MODULE_LAYERS`` is an error too: a new module says where it belongs.
+"""
+
+from __future__ import annotations
+
+import ast
+import sys
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+PACKAGE = "netqual"
+
+ALLOWED: Mapping[str, frozenset[str]] = {
+    "core": frozenset(),
+    "inputs": frozenset({"core"}),
+    "wire": frozenset({"core"}),
+    "measure": frozenset({"core", "inputs", "wire"}),
+    "analysis": frozenset({"core", "inputs"}),
+    "gate": frozenset({"core", "analysis"}),
+    "report": frozenset({"core", "analysis"}),
+    "render": frozenset({"core", "analysis", "gate"}),
+    "run": frozenset({"core", "inputs", "wire", "measure", "analysis"}),
+    "cli": frozenset(
+        {"core", "inputs", "wire", "measure", "analysis", "gate", "report", "render", "run"}
+    ),
+    "devtools": frozenset(),
+}
+
+# Longest prefix wins: "netqual.transports.rdma.verbs" -> "netqual.transports".
+MODULE_LAYERS: Mapping[str, str] = {
+    "netqual": "core",  # the package itself: __version__
+    "netqual.errors": "core",
+    "netqual.units": "core",
+    "netqual.models": "core",
+    "netqual.schema": "core",
+    "netqual.tomlfile": "core",
+    "netqual.plan_codec": "core",
+    "netqual.auth": "inputs",
+    "netqual.plan": "inputs",
+    "netqual.inventory": "inputs",
+    "netqual.protocol": "wire",
+    "netqual.hops": "wire",
+    "netqual.transports": "measure",
+    "netqual.probes": "measure",
+    "netqual.agent": "measure",
+    "netqual.doctor": "measure",
+    "netqual.stats": "analysis",
+    "netqual.matrix": "analysis",
+    "netqual.policy": "analysis",
+    "netqual.narrative": "analysis",
+    "netqual.diff": "analysis",
+    "netqual.results": "analysis",
+    "netqual.schedule": "analysis",
+    "netqual.gate": "gate",
+    "netqual.report": "report",
+    "netqual.render": "render",
+    "netqual.coordinator": "run",
+    "netqual.localagents": "run",
+    "netqual.demo": "run",
+    "netqual.lab": "run",
+    "netqual.cli": "cli",
+    "netqual.__main__": "cli",
+    "netqual.devtools": "devtools",
+}
+
+# Third-party packages only some layers may import (the core never imports rich or typer).
+RESERVED: Mapping[str, frozenset[str]] = {
+    "rich": frozenset({"cli", "render"}),
+    "typer": frozenset({"cli"}),
+    "click": frozenset({"cli"}),
+    "jinja2": frozenset({"report"}),
+}
+
+
+@dataclass(frozen=True)
+class Violation:
+    file: str
+    line: int
+    importer: str
+    imported: str
+    problem: str
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.line}: {self.importer} imports {self.imported}: {self.problem}"
+
+
+def layer_of(module: str) -> str | None:
+    """The layer of a module or a name inside it; the package entry matches only itself."""
+    parts = module.split(".")
+    for n in range(len(parts), 1, -1):
+        layer = MODULE_LAYERS.get(".".join(parts[:n]))
+        if layer is not None:
+            return layer
+    if module == PACKAGE or parts[1:] == ["__version__"]:
+        return MODULE_LAYERS[PACKAGE]
+    return None
+
+
+def module_name(path: Path, root: Path) -> str:
+    rel = path.relative_to(root).with_suffix("")
+    parts = list(rel.parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def _imports(tree: ast.AST, module: str, is_package: bool) -> Iterator[tuple[int, str]]:
+    """Every module named by an import statement, at any depth (lazy imports count)."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                yield node.lineno, alias.name
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = module.split(".")
+                drop = node.level - 1 if is_package else node.level
+                base = base[: len(base) - drop] if drop else base
+                target = ".".join([*base, node.module] if node.module else base)
+            else:
+                target = node.module or ""
+            yield node.lineno, target
+            # "from netqual import hops" imports netqual.hops, not just the package.
+            for alias in node.names:
+                yield node.lineno, f"{target}.{alias.name}"
+
+
+def check_file(path: Path, root: Path) -> list[Violation]:
+    module = module_name(path, root)
+    where = str(path)
+    own = layer_of(module)
+    if own is None:
+        return [Violation(where, 1, module, module, "module has no layer in MODULE_LAYERS")]
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=where)
+    out = []
+    seen: set[tuple[int, str]] = set()  # one report per statement and offending layer
+    for line, target in _imports(tree, module, path.name == "__init__.py"):
+        top = target.split(".")[0]
+        if top == PACKAGE:
+            if target == PACKAGE:
+                continue
+            layer = layer_of(target)
+            if layer is None or layer == own or layer in ALLOWED[own] or (line, layer) in seen:
+                continue
+            seen.add((line, layer))
+            out.append(Violation(where, line, module, target, f"{own} may not import {layer}"))
+        elif top in RESERVED and own not in RESERVED[top]:
+            allowed = ", ".join(sorted(RESERVED[top]))
+            out.append(Violation(where, line, module, target, f"{top} is for {allowed} only"))
+    return out
+
+
+def check(root: Path) -> list[Violation]:
+    """All violations under ``root`` (the directory that holds the netqual package)."""
+    out: list[Violation] = []
+    for path in sorted((root / PACKAGE).rglob("*.py")):
+        out.extend(check_file(path, root))
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    root = Path(args[0]) if args else Path(__file__).resolve().parents[2]
+    violations = check(root)
+    for v in violations:
+        print(v)
+    if violations:
+        print(f"{len(violations)} import(s) against the layer order", file=sys.stderr)
+        return 1
+    print(f"layers: {PACKAGE} imports point one way")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,87 @@
+"""The import direction check (python -m netqual.devtools.layers) passes on the tree and
+fails, naming file and line, when a lower layer imports a higher one."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from netqual.devtools.layers import check
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _tree(tmp_path: Path, files: dict[str, str]) -> Path:
+    for rel, text in files.items():
+        f = tmp_path / "netqual" / rel
+        f.parent.mkdir(parents=True, exist_ok=True)
+        f.write_text(text, encoding="utf-8")
+    return tmp_path
+
+
+def _run_check(root: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "netqual.devtools.layers", str(root)],
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+def test_the_tree_keeps_the_layer_order() -> None:
+    proc = _run_check(ROOT)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "imports point one way" in proc.stdout
+
+
+@pytest.mark.parametrize(
+    ("rel", "text", "expected"),
+    [
+        # statistics must not know how samples travelled
+        ("stats.py", "from netqual.transports.interface import RawBulk\n",
+         "netqual.stats imports netqual.transports.interface: analysis may not import measure"),
+        # the coordinator returns results; the commands write the report
+        ("coordinator.py", "def f():\n    from netqual.report import write_html\n",
+         "netqual.coordinator imports netqual.report: run may not import report"),
+        # the report shows waivers without importing the gate
+        ("report/build.py", "from ..gate.model import Finding\n",
+         "netqual.report.build imports netqual.gate.model: report may not import gate"),
+        # "from netqual import X" names the submodule X
+        ("models.py", "from netqual import results\n",
+         "netqual.models imports netqual.results: core may not import analysis"),
+        ("stats.py", "import rich.console\n",
+         "netqual.stats imports rich.console: rich is for cli, render only"),
+        ("fresh.py", "x = 1\n", "netqual.fresh imports netqual.fresh: module has no layer"),
+    ],
+)  # fmt: skip
+def test_a_wrong_import_is_named(tmp_path: Path, rel: str, text: str, expected: str) -> None:
+    root = _tree(tmp_path, {"__init__.py": "", "report/__init__.py": "", rel: text})
+    found = [str(v) for v in check(root)]
+    assert len(found) == 1, found
+    assert expected in found[0]
+    assert found[0].startswith(f"{root / 'netqual' / rel}:")
+
+
+def test_allowed_imports_pass(tmp_path: Path) -> None:
+    root = _tree(
+        tmp_path,
+        {
+            "__init__.py": "",
+            "cli/__init__.py": "import typer\nfrom netqual.coordinator import run\n",
+            "coordinator.py": "from netqual import stats\nfrom .probes import request_probe\n",
+            "render/terminal.py": "from rich.table import Table\nfrom netqual.gate import x\n",
+            "stats.py": "from netqual.models import RawBulk\n",
+        },
+    )
+    assert check(root) == []
+
+
+def test_the_command_fails_on_a_violation(tmp_path: Path) -> None:
+    root = _tree(tmp_path, {"__init__.py": "", "stats.py": "import netqual.agent\n"})
+    proc = _run_check(root)
+    assert proc.returncode == 1
+    assert "stats.py:1: netqual.stats imports netqual.agent" in proc.stdout

@@ -121,3 +121,7 @@ class LabError(NetqualError):
 
 class TopologyError(InputError):
     """A lab topology file is unreadable or invalid."""
+
+
+class WorkloadError(InputError):
+    """A workload file or the model config it names is unreadable or invalid."""

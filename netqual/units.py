@@ -58,3 +58,24 @@ def format_us(value_us: float | None) -> str:
     if value_us < 1000:
         return f"{value_us:.1f}"
     return f"{value_us:,.0f}"
+
+
+def format_bytes(n_bytes: int) -> str:
+    """Sizes for sentences: '40 KiB', '31.5 KiB', '10.0 MiB', '1.25 GiB', '512 B'."""
+    if n_bytes >= 1 << 30:
+        return f"{n_bytes / (1 << 30):.2f} GiB"
+    if n_bytes >= 1 << 20:
+        return f"{n_bytes / (1 << 20):.1f} MiB"
+    if n_bytes >= 1 << 10:
+        kib = n_bytes / (1 << 10)
+        return f"{n_bytes >> 10} KiB" if n_bytes % (1 << 10) == 0 else f"{kib:.1f} KiB"
+    return f"{n_bytes} B"
+
+
+def format_duration_us(value_us: float) -> str:
+    """Durations for sentences: '850 us', '12.8 ms', '1.28 s'."""
+    if value_us >= 1e6:
+        return f"{value_us / 1e6:.2f} s"
+    if value_us >= 1e3:
+        return f"{value_us / 1e3:.1f} ms"
+    return f"{value_us:.0f} us"

@@ -44,6 +44,8 @@ def test_wheel_contains_templates_and_schema_and_renders(tmp_path: Path) -> None
         assert f"netqual/templates/{name}" in names
     assert "netqual/schema/results.schema.json" in names
     assert "netqual/gate/default.toml" in names
+    assert "netqual/workload/presets/llama-3.1-70b-tp8.toml" in names
+    assert "netqual/workload/models/llama-3.1-70b.json" in names
 
     target = tmp_path / "site"
     install = subprocess.run(

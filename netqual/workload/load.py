@@ -1,0 +1,187 @@
+"""Reading a workload TOML (or a shipped preset) into a validated Workload.
+
+Every mistake is a WorkloadError naming the file and the dotted field (exit code 2).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+from netqual.errors import WorkloadError
+from netqual.tomlfile import Fields, read_toml
+from netqual.workload.hfconfig import load_config
+from netqual.workload.model import Attention, Baseline, Dtype, KvModel, Workload, parse_dtype
+
+_HERE = Path(__file__).resolve().parent
+PRESETS_DIR = _HERE / "presets"
+MODELS_DIR = _HERE / "models"
+
+SHAPE_KEYS = {"layers", "kv_heads", "head_dim", "kv_lora_rank", "qk_rope_head_dim"}
+KEYS = {
+    "name",
+    "model",
+    "dtype",
+    "tp",
+    "ranks_per_node",
+    "chunk_tokens",
+    "prefill_tokens_per_s",
+    "local_read_gbps",
+    "prompt_tokens",
+    "hit_ratio",
+    "round_trips_per_chunk",
+    "safe_speedup",
+    "unsafe_speedup",
+} | SHAPE_KEYS
+
+
+def _error(source: str, problem: str, field: str | None) -> WorkloadError:
+    return WorkloadError(source, problem, field)
+
+
+def preset_names() -> list[str]:
+    return sorted(p.stem for p in PRESETS_DIR.glob("*.toml"))
+
+
+def model_names() -> list[str]:
+    return sorted(p.stem for p in MODELS_DIR.glob("*.json"))
+
+
+def resolve(text: str) -> Path:
+    """A workload argument: an existing file, else the name of a shipped preset."""
+    path = Path(text)
+    if path.is_file():
+        return path
+    preset = PRESETS_DIR / f"{text}.toml"
+    if "/" not in text and preset.is_file():
+        return preset
+    raise WorkloadError(
+        text, f"no such file, and not a preset (presets: {', '.join(preset_names())})"
+    )
+
+
+def load_workload(text: str | Path) -> Workload:
+    path = resolve(str(text))
+    source = str(path)
+    data = read_toml(path, _error)
+    top = Fields(source, data, "", _error)
+    top.check_keys({"workload"})
+    table = data.get("workload")
+    if not isinstance(table, dict):
+        raise top.fail("workload", "missing [workload] table")
+    f = Fields(source, table, "workload", _error)
+    f.check_keys(KEYS)
+    model = _model(f, path.parent)
+    dtype = _dtype(f, model)
+    tp = f.integer("tp", 1, low=1)
+    if model.attention is Attention.GQA and model.kv_heads % tp and tp % model.kv_heads:
+        raise f.fail(
+            "tp",
+            f"{model.kv_heads} KV heads cannot be split over {tp} ranks "
+            "(engines need one to divide the other)",
+        )
+    ranks_per_node = f.integer("ranks_per_node", tp, low=1)
+    chunk_tokens = f.integer("chunk_tokens", 256, low=1)
+    baseline = Baseline(
+        prefill_tokens_per_s=_optional_number(f, "prefill_tokens_per_s"),
+        local_read_gbps=_optional_number(f, "local_read_gbps"),
+    )
+    if baseline.prefill_tokens_per_s is None and baseline.local_read_gbps is None:
+        raise f.fail(
+            "prefill_tokens_per_s",
+            "give prefill_tokens_per_s (recompute) and/or local_read_gbps (local NVMe): "
+            "a fetch is judged against the alternative",
+        )
+    prompt_tokens = f.integer("prompt_tokens", 0, low=1) if "prompt_tokens" in table else None
+    hit_ratio = f.number("hit_ratio", 1.0)
+    if hit_ratio > 1:
+        raise f.fail("hit_ratio", f"must be <= 1, got {hit_ratio:g}")
+    round_trips = f.integer("round_trips_per_chunk", 1, low=1)
+    safe = f.number("safe_speedup", 2.0)
+    unsafe = f.number("unsafe_speedup", 1.0)
+    if safe < unsafe:
+        raise f.fail("safe_speedup", f"must be >= unsafe_speedup ({unsafe:g}), got {safe:g}")
+    return Workload(
+        source=source,
+        model=model,
+        dtype=dtype,
+        tp=tp,
+        ranks_per_node=ranks_per_node,
+        chunk_tokens=chunk_tokens,
+        baseline=baseline,
+        prompt_tokens=prompt_tokens,
+        hit_ratio=hit_ratio,
+        round_trips_per_chunk=round_trips,
+        safe_speedup=safe,
+        unsafe_speedup=unsafe,
+    )
+
+
+def _optional_number(f: Fields, key: str) -> float | None:
+    return f.number(key, 0.0) if key in f.table else None
+
+
+def _model(f: Fields, base: Path) -> KvModel:
+    inline = sorted(SHAPE_KEYS & f.table.keys())
+    name = f.string("name")
+    if "model" in f.table:
+        if inline:
+            raise f.fail(inline[0], "give either model (a config.json) or inline fields, not both")
+        model = load_config(_model_path(f, base))
+        return model if name is None else dataclasses.replace(model, name=name)
+    if "layers" not in f.table:
+        raise f.fail(
+            "layers",
+            "missing required field (or give model = a config.json path or a shipped "
+            f"model: {', '.join(model_names())})",
+        )
+    layers = f.integer("layers", 0, low=1)
+    if "kv_lora_rank" in f.table:
+        return KvModel(
+            name=name or "inline MLA model",
+            layers=layers,
+            attention=Attention.MLA,
+            kv_lora_rank=f.integer("kv_lora_rank", 0, low=1),
+            qk_rope_head_dim=_required_int(f, "qk_rope_head_dim"),
+        )
+    return KvModel(
+        name=name or "inline model",
+        layers=layers,
+        attention=Attention.GQA,
+        kv_heads=_required_int(f, "kv_heads"),
+        head_dim=_required_int(f, "head_dim"),
+    )
+
+
+def _required_int(f: Fields, key: str) -> int:
+    if key not in f.table:
+        raise f.fail(key, "missing required field")
+    return f.integer(key, 0, low=1)
+
+
+def _model_path(f: Fields, base: Path) -> Path:
+    text = f.string("model")
+    assert text is not None  # the caller checked the key
+    path = Path(text).expanduser()
+    candidate = path if path.is_absolute() else base / path
+    if candidate.is_file():
+        return candidate
+    shipped = MODELS_DIR / f"{text}.json"
+    if "/" not in text and shipped.is_file():
+        return shipped
+    raise f.fail(
+        "model",
+        f"no such file {str(candidate)!r}, and not a shipped model ({', '.join(model_names())})",
+    )
+
+
+def _dtype(f: Fields, model: KvModel) -> Dtype:
+    text = f.string("dtype")
+    if text is None:
+        if model.dtype is None:
+            raise f.fail("dtype", "missing: the model does not say its dtype (fp32, bf16, ...)")
+        return model.dtype
+    dtype = parse_dtype(text)
+    if dtype is None:
+        raise f.fail("dtype", f"unknown dtype {text!r} (fp32, bf16, fp16 or fp8)")
+    return dtype

@@ -67,6 +67,7 @@ MODULE_LAYERS: Mapping[str, str] = {
     "netqual.stats": "analysis",
     "netqual.matrix": "analysis",
     "netqual.policy": "analysis",
+    "netqual.workload": "analysis",
     "netqual.narrative": "analysis",
     "netqual.diff": "analysis",
     "netqual.results": "analysis",

@@ -21,15 +21,25 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from netqual import __version__
+from netqual import __version__, schedule
 from netqual.errors import NetqualError, NoAgentsError, PeerError
 from netqual.matrix import tier_of
-from netqual.models import Mode, Node, PathResult, Policy, ProbePlan, Results, RunMeta, Verdict
+from netqual.models import (
+    Metric,
+    Mode,
+    Node,
+    PathResult,
+    Policy,
+    ProbePlan,
+    Results,
+    RunMeta,
+    Verdict,
+)
 from netqual.policy import judge
 from netqual.probes import request_probe
 from netqual.protocol import connect
 from netqual.results import append_jsonl, summarize, write_json
-from netqual.schedule import Pair, plan_rounds
+from netqual.schedule import Pair
 from netqual.stats import bulk_stats, rtt_stats
 
 
@@ -162,18 +172,23 @@ def _failed(
 
 
 def _batches(pairs: list[Pair], parallel: int | None) -> list[list[Pair]]:
-    """Split a round so pairs that share a host (one CPU, one NIC) never run together."""
-    batches: list[tuple[list[Pair], set[str]]] = []
+    """Split a round so pairs that share a host (one CPU, one NIC) never run together.
+
+    Each pair goes into the first batch after the last one holding either of its hosts
+    (skipping batches already at the --parallel cap): O(pairs) even when every node of a
+    round sits on one host, where a first-fit scan over batches would be quadratic.
+    """
+    batches: list[list[Pair]] = []
+    next_free: dict[str, int] = {}
     for a, b in pairs:
-        hosts = {a.address, b.address}
-        for members, busy in batches:
-            if not hosts & busy and (parallel is None or len(members) < parallel):
-                members.append((a, b))
-                busy.update(hosts)
-                break
-        else:
-            batches.append(([(a, b)], set(hosts)))
-    return [m for m, _ in batches]
+        i = max(next_free.get(a.address, 0), next_free.get(b.address, 0))
+        while i < len(batches) and parallel is not None and len(batches[i]) >= parallel:
+            i += 1
+        if i == len(batches):
+            batches.append([])
+        batches[i].append((a, b))
+        next_free[a.address] = next_free[b.address] = i + 1
+    return batches
 
 
 def run(cfg: RunConfig, out_dir: Path, observer: RunObserver | None = None) -> Results:
@@ -186,16 +201,15 @@ def run(cfg: RunConfig, out_dir: Path, observer: RunObserver | None = None) -> R
         # Each problem already names its node ("gpu01 unreachable: ..."); don't repeat it.
         detail = "; ".join(v if v.startswith(k) else f"{k}: {v}" for k, v in down.items())
         raise NoAgentsError(detail)
-    rounds = plan_rounds(list(cfg.nodes), cfg.mode, cfg.sample_k)
-    total = sum(len(r) for r in rounds)
-    observer.started(total, len(rounds))
+    plan = schedule.build(cfg.nodes, cfg.mode, cfg.sample_k)
+    observer.started(plan.pair_count, plan.round_count)
     out_dir.mkdir(parents=True, exist_ok=True)
     paths: list[PathResult] = []
     with (out_dir / "results.jsonl").open("w", encoding="utf-8") as jsonl:
-        for pairs in rounds:
+        for pairs in plan.rounds():
             live = [(a, b) for a, b in pairs if a.name not in down and b.name not in down]
             for a, b in pairs:
-                if (a, b) not in live:
+                if a.name in down or b.name in down:
                     dead = a if a.name in down else b
                     reason = f"agent on {dead.name} not answering: {down[dead.name]}"
                     path = _failed(a, b, cfg, reason, now_iso(), time.monotonic())
@@ -232,10 +246,21 @@ def run(cfg: RunConfig, out_dir: Path, observer: RunObserver | None = None) -> R
     return results
 
 
-def worst_so_far(paths: Sequence[PathResult]) -> PathResult | None:
-    if not paths:
-        return None
-    return max(paths, key=lambda p: (p.verdict.rank, p.rtt.p99_us if p.rtt else float("inf")))
+class RunningWorst:
+    """The worst path so far in O(1) per finished pair: unsafe, then marginal, then safe,
+    and inside a verdict the highest value of the policy's metric (a failed path has none
+    and counts as infinitely slow)."""
+
+    def __init__(self, metric: Metric) -> None:
+        self.metric = metric
+        self.path: PathResult | None = None
+        self._key = (-1, 0.0)
+
+    def add(self, path: PathResult) -> PathResult:
+        key = (path.verdict.rank, path.rtt.value(self.metric) if path.rtt else float("inf"))
+        if self.path is None or key > self._key:
+            self.path, self._key = path, key
+        return self.path
 
 
-__all__ = ["NullObserver", "RunConfig", "RunObserver", "Verdict", "run", "worst_so_far"]
+__all__ = ["NullObserver", "RunConfig", "RunObserver", "RunningWorst", "Verdict", "run"]

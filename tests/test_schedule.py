@@ -8,6 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from netqual import schedule
 from netqual.models import Mode, Node, Role
 from netqual.schedule import bipartite_pairs, circle_rounds, plan_rounds, sampled_pairs
 
@@ -65,3 +66,46 @@ def test_sampled_is_full_mesh_in_rack_plus_k_between_racks(k: int) -> None:
     assert len(inside) == 3 * 3
     assert len(between) == 3 * k
     assert sampled_pairs(ns, k) == pairs  # seeded: the same sample every run
+
+
+def _check_disjoint_and_counted(s: schedule.Schedule) -> list[tuple[str, str]]:
+    pairs = []
+    assert s.round_count == sum(1 for _ in s.rounds_positions())
+    for r in s.rounds():
+        names = [x.name for pair in r for x in pair]
+        assert len(names) == len(set(names)), "a node appears twice in one round"
+        assert r, "an empty round"
+        pairs += [(a.name, b.name) for a, b in r]
+    assert len(pairs) == s.pair_count == len(set(pairs))
+    return pairs
+
+
+@given(st.integers(min_value=0, max_value=9), st.integers(min_value=0, max_value=9))
+def test_bipartite_takes_max_of_compute_and_storage_rounds(c: int, s: int) -> None:
+    ns = [Node(f"c{i}", f"198.18.1.{i + 1}", role=Role.COMPUTE) for i in range(c)]
+    ns += [Node(f"s{i}", f"198.18.2.{i + 1}", role=Role.STORAGE) for i in range(s)]
+    sched = schedule.bipartite(ns)
+    pairs = _check_disjoint_and_counted(sched)
+    assert set(pairs) == {(f"c{i}", f"s{j}") for i in range(c) for j in range(s)}
+    assert sched.round_count == (max(c, s) if c and s else 0)
+
+
+@given(
+    st.lists(st.integers(min_value=0, max_value=4), min_size=0, max_size=24),
+    st.integers(min_value=0, max_value=4),
+)
+def test_sampled_rounds_are_disjoint_and_cover_each_rack(racks: list[int], k: int) -> None:
+    ns = [Node(f"n{i}", f"198.18.4.{i + 1}", rack=f"r{r}") for i, r in enumerate(racks)]
+    pairs = _check_disjoint_and_counted(schedule.sampled(ns, k))
+    rack = {n.name: n.rack for n in ns}
+    inside = {frozenset(p) for p in pairs if rack[p[0]] == rack[p[1]]}
+    sizes = [racks.count(r) for r in set(racks)]
+    assert len(inside) == sum(m * (m - 1) // 2 for m in sizes)
+
+
+def test_a_thousand_node_mesh_is_planned_without_listing_pairs() -> None:
+    """Hang guard for the O(pairs) planner (speed itself: bench/scale)."""
+    ns = [Node(f"n{i}", f"198.18.{i // 250}.{i % 250 + 1}") for i in range(1024)]
+    s = schedule.build(ns, Mode.FULL_MESH)
+    assert (s.round_count, s.pair_count) == (1023, 523_776)
+    assert sum(len(p) for p in s.rounds_positions()) == 523_776

@@ -146,7 +146,7 @@ def run(
         rdma=rdma_request(rdma_device, rdma_port, gid_index),
     )
     # Progress and notes go to stderr when stdout carries JSON.
-    with ProgressObserver(err_console() if as_json else console()) as progress:
+    with ProgressObserver(err_console() if as_json else console(), pol.metric) as progress:
         results = run_coordinator(cfg, out, progress)
     _finish(results, out, as_json)
 
@@ -224,7 +224,7 @@ def demo(
     base = demo_mod.LOOPBACK_PLAN if fallback else demo_mod.LAB_PLAN
     plan = _plan(base, iterations, warmup, size, chunk, depth, no_bulk, timeout)
     pol = demo_mod.demo_policy(load_policy(policy) if policy else None, plan, say)
-    with ProgressObserver(c) as progress:
+    with ProgressObserver(c, pol.metric) as progress:
         if fallback:
             say(f"demo: loopback agents ({fallback})")
             results = demo_mod.run_on_loopback(out, agents, plan, pol, progress, say)

@@ -5,15 +5,15 @@ from __future__ import annotations
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
-from netqual.coordinator import worst_so_far
-from netqual.models import PathResult
+from netqual.coordinator import RunningWorst
+from netqual.models import Metric, PathResult
 from netqual.units import format_us
 
 
 class ProgressObserver:
-    def __init__(self, console: Console) -> None:
+    def __init__(self, console: Console, metric: Metric = Metric.P99) -> None:
         self.console = console
-        self.paths: list[PathResult] = []
+        self.worst = RunningWorst(metric)
         self.progress = Progress(
             TextColumn("pairs"),
             BarColumn(),
@@ -36,10 +36,12 @@ class ProgressObserver:
         self.progress.update(self.task, total=total_pairs)
 
     def pair_finished(self, path: PathResult) -> None:
-        self.paths.append(path)
-        worst = worst_so_far(self.paths)
-        text = ""
-        if worst is not None:
-            value = f"p99 {format_us(worst.rtt.p99_us)} us" if worst.rtt else "failed"
-            text = f"worst: {worst.src} -> {worst.dst} {worst.verdict.value} ({value})"
-        self.progress.update(self.task, advance=1, worst=text)
+        self.progress.update(
+            self.task, advance=1, worst=progress_text(self.worst.add(path), self.worst.metric)
+        )
+
+
+def progress_text(worst: PathResult, metric: Metric) -> str:
+    """'worst: a -> b unsafe (p50 812.3 us)', naming the metric the policy judges."""
+    value = f"{metric.value} {format_us(worst.rtt.value(metric))} us" if worst.rtt else "failed"
+    return f"worst: {worst.src} -> {worst.dst} {worst.verdict.value} ({value})"

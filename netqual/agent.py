@@ -23,7 +23,7 @@ from typing import Any
 
 from netqual import __version__
 from netqual import hops as hops_mod
-from netqual.errors import AuthError, NetqualError, ProtocolError
+from netqual.errors import AuthError, ListenError, NetqualError, ProtocolError
 from netqual.probes import serve_probe
 from netqual.protocol import Channel, FrameTooLargeError, server_handshake
 from netqual.transports import TRANSPORT_NAMES, AgentLimits, Transport, get_transport
@@ -65,12 +65,16 @@ class Agent:
         """Open the TCP control socket and the UDP hop-count socket; returns the address."""
         family = socket.AF_INET6 if ":" in self.host else socket.AF_INET
         lst = socket.socket(family, socket.SOCK_STREAM)
-        lst.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        lst.bind((self.host, self.port))
-        lst.listen(128)
-        self.port = lst.getsockname()[1]
+        try:
+            lst.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            lst.bind((self.host, self.port))
+            lst.listen(128)
+            self.port = lst.getsockname()[1]
+            self._udp = hops_mod.open_responder(self.host, self.port)
+        except OSError as err:
+            lst.close()
+            raise ListenError(self.host, self.port, err) from err
         self._listener = lst
-        self._udp = hops_mod.open_responder(self.host, self.port)
         return self.host, self.port
 
     def stop(self) -> None:

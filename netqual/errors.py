@@ -7,6 +7,9 @@ coordinator: it becomes an ``unsafe`` verdict with a reason.
 
 from __future__ import annotations
 
+import errno
+import socket
+
 EXIT_OK = 0
 EXIT_FAIL = 1
 EXIT_USAGE = 2
@@ -53,6 +56,26 @@ class UsageError(InputError):
 
     def __init__(self, option: str, problem: str) -> None:
         super().__init__("command line", problem, field=option)
+
+
+class ListenError(NetqualError):
+    """The agent cannot listen where it was told to (port in use, bad address, no permission)."""
+
+    exit_code = EXIT_USAGE
+
+    def __init__(self, host: str, port: int, err: OSError) -> None:
+        self.host = host
+        self.port = port
+        where = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+        problem = err.strerror or str(err)
+        hint = {
+            errno.EADDRINUSE: "another process listens there; pick another port with --listen",
+            errno.EACCES: "ports below 1024 need root; pick a port above 1023",
+            errno.EADDRNOTAVAIL: "no interface of this node has that address",
+        }.get(err.errno or 0)
+        if isinstance(err, socket.gaierror):
+            problem = f"cannot resolve {host!r} ({err.strerror})"
+        super().__init__(f"cannot listen on {where}: {problem}" + (f" ({hint})" if hint else ""))
 
 
 class ProtocolError(NetqualError):

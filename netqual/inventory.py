@@ -1,4 +1,4 @@
-"""The inventory file (DESIGN.md "Inventory"): which nodes, where their agents listen."""
+"""The inventory file (docs/inventory.md): which nodes, where their agents listen."""
 
 from __future__ import annotations
 

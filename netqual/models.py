@@ -1,6 +1,6 @@
 """Frozen records that cross module boundaries. Units are in the names; nothing is rounded.
 
-The JSON mapping of these records (the results file, DESIGN.md "Results file") lives in
+The JSON mapping of these records (the results file, docs/results.md) lives in
 ``netqual.results``; this module knows nothing about files. Every other layer may import
 it; it imports no other part of netqual.
 """
@@ -88,7 +88,7 @@ class Node:
 
 @dataclass(frozen=True)
 class ProbePlan:
-    """What to measure on one path. Defaults are DESIGN.md's."""
+    """What to measure on one path. Defaults: docs/inventory.md "[probe]"."""
 
     iterations: int = 10_000
     warmup: int = 1_000

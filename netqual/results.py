@@ -1,4 +1,4 @@
-"""The results file (DESIGN.md "Results file", schema_version "1"): records <-> JSON.
+"""The results file (docs/results.md, schema_version "1"): records <-> JSON.
 
 ``results.jsonl`` holds one path object per line, appended as each pair finishes;
 ``results.json`` holds the whole run. Both use the path mapping below.

@@ -3,7 +3,7 @@
 - Percentiles: numpy's default (linear interpolation between closest ranks, Hyndman &
   Fan type 7) over the kept samples.
 - A percentile q is *trusted* when at least 10 samples lie beyond it: n * (1 - q) >= 10.
-  So p50 needs 20 samples, p90 100, p99 1,000 and p99.9 10,000 (DESIGN.md).
+  So p50 needs 20 samples, p90 100, p99 1,000 and p99.9 10,000 (see docs/results.md).
 - stdev is the population standard deviation (ddof=0) of the kept samples.
 - The histogram uses one fixed log grid for every path: 10 bins per decade of microseconds.
 - ci95 is the distribution-free (order-statistic) 95% confidence interval of a quantile,

@@ -8,6 +8,7 @@ import typer
 from rich.text import Text
 
 from netqual.cli.app import app, err_console
+from netqual.cli.helpstyle import polish
 from netqual.errors import EXIT_RUNTIME, EXIT_USAGE, NetqualError
 
 # Importing a command module registers its commands on ``app``.
@@ -31,7 +32,8 @@ _USAGE_ERRORS = _usage_error_types()
 
 def main(argv: list[str] | None = None) -> int:
     try:
-        rv = app(args=argv, standalone_mode=False)
+        command = polish(typer.main.get_command(app))
+        rv = command.main(args=argv, prog_name="netqual", standalone_mode=False)
     except NetqualError as err:
         err_console().print(Text.assemble(("error: ", "bold red"), str(err)), soft_wrap=True)
         return err.exit_code

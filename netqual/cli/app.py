@@ -11,11 +11,44 @@ from rich.console import Console
 
 app = typer.Typer(
     name="netqual",
-    help="Network pre-flight qualification for remote KV-cache offload (RDMA / TCP).",
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    # Plain click help (git/uv style): rich panels would tag every option with its type.
+    rich_markup_mode=None,
+    context_settings={"help_option_names": ["-h", "--help"]},
 )
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        from netqual import __version__
+
+        typer.echo(f"netqual {__version__}")
+        raise typer.Exit(0)
+
+
+@app.callback()
+def _root(
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version", callback=_print_version, is_eager=True, help="Print the version and exit."
+        ),
+    ] = False,
+) -> None:
+    """Network pre-flight qualification for remote KV-cache offload (RDMA / TCP).
+
+    Example: start an agent on every node, then qualify the paths between them:
+
+    \b
+      netqual agent --token-file netqual.token     # on every node
+      netqual check inventory.toml                 # every agent reachable?
+      netqual run inventory.toml --out run1        # measure every path
+      netqual gate run1                            # pass or fail
+
+    Try it on this machine first: netqual demo
+    """
 
 
 def console() -> Console:
@@ -31,34 +64,51 @@ def err_console() -> Console:
 
 TokenFileOpt = Annotated[
     Path | None,
-    typer.Option("--token-file", help="File holding the shared agent token (else NETQUAL_TOKEN)."),
+    typer.Option(
+        "--token-file",
+        help="File holding the shared agent token. "
+        " [default: $NETQUAL_TOKEN, else the inventory's token_file]",
+    ),
 ]
-TransportOpt = Annotated[str, typer.Option("--transport", help="tcp or rdma.")]
+TransportOpt = Annotated[
+    str, typer.Option("--transport", metavar="tcp|rdma", help="Transport to probe with.")
+]
 PolicyOpt = Annotated[
-    Path | None, typer.Option("--policy", help="Policy TOML (DESIGN.md defaults otherwise).")
+    Path | None,
+    typer.Option(
+        "--policy",
+        help="Policy TOML (docs/policy.md).  [default: p99 <= 200 us safe, > 500 us unsafe]",
+    ),
 ]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON instead of tables.")]
 
 IterationsOpt = Annotated[
-    int | None, typer.Option("--iterations", help="Kept ping-pong samples (default: 10000).")
+    int | None, typer.Option("--iterations", help="Kept ping-pong samples.  [default: 10000]")
 ]
 WarmupOpt = Annotated[
-    int | None, typer.Option("--warmup", help="Discarded warm-up iterations (default: 1000).")
+    int | None, typer.Option("--warmup", help="Discarded warm-up iterations.  [default: 1000]")
 ]
 SizeOpt = Annotated[
-    str | None, typer.Option("--size", help="Ping-pong message size (default: 64).")
+    str | None,
+    typer.Option(
+        "--size", metavar="BYTES", help="Ping-pong message size (64, 4KiB).  [default: 64]"
+    ),
 ]
 ChunkOpt = Annotated[
     list[str] | None,
-    typer.Option("--chunk", help="Bulk chunk size, repeatable (default: 64KiB, 1MiB, 8MiB)."),
+    typer.Option(
+        "--chunk",
+        metavar="BYTES",
+        help="Bulk chunk size, repeatable.  [default: 64KiB, 1MiB, 8MiB]",
+    ),
 ]
 DepthOpt = Annotated[
     list[int] | None,
-    typer.Option("--depth", help="Outstanding bulk reads, repeatable (default: 1, 8)."),
+    typer.Option("--depth", help="Outstanding bulk reads, repeatable.  [default: 1, 8]"),
 ]
 NoBulkOpt = Annotated[bool, typer.Option("--no-bulk", help="Skip the bulk-read probes.")]
 TimeoutOpt = Annotated[
-    float | None, typer.Option("--timeout", help="Per-pair timeout, seconds (default: 120).")
+    float | None, typer.Option("--timeout", help="Per-pair timeout in seconds.  [default: 120]")
 ]
 
 
@@ -83,14 +133,20 @@ def split_endpoint(text: str, default_port: int, option: str) -> tuple[str, int]
 
 RdmaDeviceOpt = Annotated[
     str | None,
-    typer.Option("--rdma-device", help="RDMA device (e.g. mlx5_0) (default: automatic)."),
+    typer.Option(
+        "--rdma-device",
+        metavar="DEVICE",
+        help="RDMA device, e.g. mlx5_0.  [default: the one holding the probed IP]",
+    ),
 ]
 RdmaPortOpt = Annotated[
-    int | None, typer.Option("--rdma-port", help="RDMA port number (default: automatic).")
+    int | None, typer.Option("--rdma-port", help="RDMA port number.  [default: the active port]")
 ]
 GidIndexOpt = Annotated[
     int | None,
-    typer.Option("--gid-index", help="GID table index (default: RoCE v2 GID of the probed IP)."),
+    typer.Option(
+        "--gid-index", help="GID table index.  [default: the RoCE v2 GID of the probed IP]"
+    ),
 ]
 
 

@@ -28,17 +28,20 @@ from netqual.transports.rdma import RdmaOptions
 @app.command()
 def agent(
     listen: Annotated[
-        str, typer.Option("--listen", help="HOST:PORT to listen on.")
+        str, typer.Option("--listen", metavar="HOST:PORT", help="Address to listen on.")
     ] = f"0.0.0.0:{DEFAULT_PORT}",
     token_file: TokenFileOpt = None,
     insecure: Annotated[
         bool, typer.Option("--insecure", help="Run without a token (lab use only).")
     ] = False,
     name: Annotated[
-        str | None, typer.Option("--name", help="Name reported to peers (default: hostname).")
+        str | None,
+        typer.Option(
+            "--name", help="Name reported to peers; must match the inventory.  [default: hostname]"
+        ),
     ] = None,
     max_sessions: Annotated[
-        int, typer.Option("--max-sessions", help="Concurrent control sessions.")
+        int, typer.Option("--max-sessions", help="Most control sessions at once.")
     ] = 64,
     auth_timeout: Annotated[
         float,
@@ -49,7 +52,15 @@ def agent(
     gid_index: GidIndexOpt = None,
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Log every session.")] = False,
 ) -> None:
-    """Run the long-lived agent that answers probes from the coordinator and its peers."""
+    """Run the agent that answers probes (one on every node).
+
+    The coordinator and the other agents connect to it; every connection must present
+    the shared token. Its name (--name) must equal the node's name in the inventory.
+
+    \b
+    Example:
+      netqual agent --listen 0.0.0.0:18515 --token-file /etc/netqual.token
+    """
     logging.basicConfig(
         level=logging.INFO if verbose else logging.WARNING,
         stream=sys.stderr,

@@ -24,11 +24,16 @@ def doctor(
     ] = False,
     as_json: JsonOpt = False,
 ) -> None:
-    """Check RDMA readiness: devices, port state, link layer, active MTU, GID table, pyverbs.
+    """Check this node's RDMA readiness.
 
-    With --inventory every agent is asked, and differences between nodes are flagged.
+    Devices, port state, link layer, active MTU, GID table, pyverbs. With --inventory every
+    agent is asked, and differences between nodes are flagged. Exit 1 when anything is
+    wrong, 0 when ready.
 
-    Exit code 1 when anything is wrong, 0 when ready.
+    \b
+    Examples:
+      netqual doctor
+      netqual doctor --inventory inventory.toml --transport rdma
     """
     result = doctor_core.run(inventory, token_file, insecure=insecure)
     if as_json:

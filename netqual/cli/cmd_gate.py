@@ -27,14 +27,22 @@ def _today(text: str | None) -> dt.date:
 
 @app.command()
 def gate(
-    results: Annotated[Path, typer.Argument(help="results.json of the run to judge.")],
+    results: Annotated[
+        Path,
+        typer.Argument(
+            metavar="RESULTS", help="A run directory, or its results.json or results.jsonl."
+        ),
+    ],
     profile: Annotated[
         Path | None,
-        typer.Option("--profile", help="Gate profile TOML (built-in default: every path safe)."),
+        typer.Option(
+            "--profile",
+            help="Gate profile TOML (docs/gates.md).  [default: every path offload-safe]",
+        ),
     ] = None,
     baseline: Annotated[
         Path | None,
-        typer.Option("--baseline", help="results.json of an earlier run, for regression rules."),
+        typer.Option("--baseline", help="An earlier run, for the regression rules."),
     ] = None,
     junit: Annotated[
         Path | None, typer.Option("--junit", help="Also write JUnit XML here.")
@@ -43,11 +51,21 @@ def gate(
     today: Annotated[
         str | None,
         typer.Option(
-            "--today", help="Date that decides waiver expiry (YYYY-MM-DD; default today, UTC)."
+            "--today",
+            metavar="YYYY-MM-DD",
+            help="Date that decides waiver expiry.  [default: today, UTC]",
         ),
     ] = None,
 ) -> int:
-    """Judge RESULTS against a gate profile. Exit 0 pass, 1 fail, 2 bad input, 3 runtime error."""
+    """Judge a run against a gate profile.
+
+    Exit 0 pass, 1 fail, 2 bad input, 3 runtime error.
+
+    \b
+    Examples:
+      netqual gate run1
+      netqual gate run2 --profile gate.toml --baseline run1 --junit gate.xml
+    """
     prof = load_profile(profile) if profile else default_profile()
     report = evaluate(
         load(results),

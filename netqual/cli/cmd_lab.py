@@ -12,14 +12,19 @@ from netqual.cli.app import app, console
 from netqual.errors import LabError
 
 lab_app = typer.Typer(
-    help="Emulated fabric in network namespaces (root): racks, routers, delayed links.",
+    help="Emulated fabric in network namespaces (root).\n\nRacks, routers, delayed links.\n\n"
+    "\b\nExample:\n  sudo netqual lab up && sudo netqual lab down",
     no_args_is_help=True,
 )
 app.add_typer(lab_app, name="lab")
 
 StateDirOpt = Annotated[
     Path | None,
-    typer.Option("--state-dir", help="Where the lab keeps its state [/run/netqual-lab]."),
+    typer.Option(
+        "--state-dir",
+        metavar="DIR",
+        help="Where the lab keeps its state.  [default: /run/netqual-lab]",
+    ),
 ]
 
 
@@ -32,11 +37,21 @@ def _check() -> None:
 @lab_app.command("up")
 def up(
     topology: Annotated[
-        Path | None, typer.Option("--topology", help="Topology TOML [the embedded default].")
+        Path | None,
+        typer.Option(
+            "--topology", help="Topology TOML (docs/lab.md).  [default: the embedded one]"
+        ),
     ] = None,
     state_dir: StateDirOpt = None,
 ) -> None:
-    """Build the fabric, start an agent in every host namespace, write the inventory."""
+    """Build the fabric and start an agent in every host namespace.
+
+    Writes the inventory to qualify it with.
+
+    \b
+    Example:
+      sudo netqual lab up && sudo netqual lab status
+    """
     _check()
     info = lab_core.up(lab_core.load(topology) if topology else None, state_dir)
     out = console()
@@ -65,7 +80,14 @@ def _port(info: lab_core.LabInfo) -> str:
 
 @lab_app.command("status")
 def status(state_dir: StateDirOpt = None) -> None:
-    """Show the lab's namespaces and processes; exit 0 when it is fully up, 1 otherwise."""
+    """Show the lab's namespaces and processes.
+
+    Exit 0 when it is fully up, 1 otherwise.
+
+    \b
+    Example:
+      sudo netqual lab status
+    """
     st = lab_core.status(state_dir)
     out = console()
     if not st.namespaces and not st.processes:
@@ -83,7 +105,14 @@ def status(state_dir: StateDirOpt = None) -> None:
 
 @lab_app.command("down")
 def down(state_dir: StateDirOpt = None) -> None:
-    """Stop every process and remove every namespace and file the lab made (even after a crash)."""
+    """Remove everything the lab made, even after a crash.
+
+    Stops every process and removes every namespace and file.
+
+    \b
+    Example:
+      sudo netqual lab down
+    """
     _check()
     report = lab_core.down(state_dir)
     out = console()

@@ -22,7 +22,12 @@ from netqual.results import load
 
 @app.command()
 def report(
-    results: Annotated[Path, typer.Argument(help="results.json of a run.")],
+    results: Annotated[
+        Path,
+        typer.Argument(
+            metavar="RESULTS", help="A run directory, or its results.json or results.jsonl."
+        ),
+    ],
     html: Annotated[Path | None, typer.Option("--html", help="Write the HTML report here.")] = None,
     csv: Annotated[
         Path | None, typer.Option("--csv", help="Write one CSV row per path here.")
@@ -35,12 +40,19 @@ def report(
         str | None,
         typer.Option(
             "--stat",
-            help=f"Statistic in the terminal matrix: {', '.join(STATISTICS)} "
-            "(default: the policy metric).",
+            metavar="STAT",
+            help=f"Statistic in the terminal matrix: {', '.join(STATISTICS)}. "
+            "[default: the policy metric]",
         ),
     ] = None,
 ) -> None:
-    """Re-render a results file: terminal summary and matrix, and optionally HTML and CSV."""
+    """Show a run again, optionally as HTML and CSV.
+
+    \b
+    Examples:
+      netqual report run1
+      netqual report run1/results.json --html report.html --csv paths.csv
+    """
     if stat is not None and stat not in STATISTICS:
         raise UsageError("--stat", f"unknown statistic {stat!r} (one of {', '.join(STATISTICS)})")
     res = load(results)
@@ -57,14 +69,21 @@ def report(
 
 @app.command()
 def diff(
-    old: Annotated[Path, typer.Argument(help="results.json of the earlier run.")],
-    new: Annotated[Path, typer.Argument(help="results.json of the later run.")],
+    old: Annotated[
+        Path, typer.Argument(metavar="OLD", help="The earlier run (directory or file).")
+    ],
+    new: Annotated[Path, typer.Argument(metavar="NEW", help="The later run (directory or file).")],
     html: Annotated[
         Path | None, typer.Option("--html", help="Also write the comparison as HTML.")
     ] = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """Compare two runs: paths that changed class, p99 deltas, new and missing paths."""
+    """Compare two runs: verdict changes and metric deltas.
+
+    \b
+    Example:
+      netqual diff run1 run2 --html diff.html
+    """
     d = diff_runs(load(old), load(new), old_source=str(old), new_source=str(new))
     if html:
         html.write_text(render_diff_html(d), encoding="utf-8")

@@ -48,11 +48,13 @@ OutOpt = Annotated[
     Path, typer.Option("--out", help="Directory for results.jsonl, results.json, report.html.")
 ]
 InsecureOpt = Annotated[
-    bool, typer.Option("--insecure", help="Talk to agents started with --insecure.")
+    bool, typer.Option("--insecure", help="Talk to agents started with --insecure (no token).")
 ]
 ParallelOpt = Annotated[
     int | None,
-    typer.Option("--parallel", help="Max pairs at once per round (default: all disjoint pairs)."),
+    typer.Option(
+        "--parallel", help="Most pairs measured at once.  [default: every disjoint pair of a round]"
+    ),
 ]
 
 
@@ -104,18 +106,26 @@ def _finish(results: Results, out: Path, as_json: bool) -> None:
 
 @app.command()
 def run(
-    inventory: Annotated[Path, typer.Argument(help="Inventory TOML (DESIGN.md format).")],
+    inventory: Annotated[
+        Path, typer.Argument(metavar="INVENTORY", help="Inventory TOML (docs/inventory.md).")
+    ],
     out: OutOpt = Path("netqual-out"),
     transport: TransportOpt = "tcp",
     mode: Annotated[
-        str | None, typer.Option("--mode", help="full-mesh, bipartite or sampled.")
+        str | None,
+        typer.Option(
+            "--mode",
+            metavar="MODE",
+            help="full-mesh, bipartite or sampled.  [default: the inventory's [run] mode, "
+            "else full-mesh]",
+        ),
     ] = None,
     policy: PolicyOpt = None,
     token_file: TokenFileOpt = None,
     insecure: InsecureOpt = False,
     parallel: ParallelOpt = None,
     sample_k: Annotated[
-        int, typer.Option("--sample-k", help="sampled mode: pairs between every two racks.")
+        int, typer.Option("--sample-k", help="Pairs between every two racks in sampled mode.")
     ] = 2,
     iterations: IterationsOpt = None,
     warmup: WarmupOpt = None,
@@ -129,7 +139,17 @@ def run(
     gid_index: GidIndexOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """Qualify every path of an inventory; exits 0 when the run completed, whatever the verdicts."""
+    """Qualify every path of an inventory.
+
+    Measures every pair the mode schedules and writes results.jsonl, results.json and
+    report.html to --out. Exits 0 when the run completed, whatever the verdicts: judge
+    them with `netqual gate`.
+
+    \b
+    Examples:
+      netqual run inventory.toml --out run1
+      netqual run inventory.toml --out run2 --transport rdma --policy policy.toml
+    """
     inv = load_inventory(inventory)
     pol = load_policy(policy) if policy else Policy()
     token = load_token(token_file or inv.token_file, insecure=insecure)
@@ -153,8 +173,12 @@ def run(
 
 @app.command()
 def probe(
-    src: Annotated[str, typer.Argument(help="Initiating agent, HOST:PORT.")],
-    dst: Annotated[str, typer.Argument(help="Responding agent, HOST:PORT.")],
+    src: Annotated[
+        str, typer.Argument(metavar="SRC", help="Initiating agent: HOST:PORT or NAME@HOST:PORT.")
+    ],
+    dst: Annotated[
+        str, typer.Argument(metavar="DST", help="Responding agent: HOST:PORT or NAME@HOST:PORT.")
+    ],
     transport: TransportOpt = "tcp",
     policy: PolicyOpt = None,
     token_file: TokenFileOpt = None,
@@ -171,7 +195,14 @@ def probe(
     gid_index: GidIndexOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """Measure one pair and print a perftest-style table (--json: one results path object)."""
+    """Measure one pair and print a perftest-style table.
+
+    With --json: one path object of the results format (docs/results.md).
+
+    \b
+    Example:
+      netqual probe 10.0.1.11:18515 10.0.1.12:18515 --iterations 20000
+    """
     nodes = []
     for text, option in ((src, "SRC"), (dst, "DST")):
         host, port = split_endpoint(text, DEFAULT_PORT, option)
@@ -196,7 +227,9 @@ def probe(
 @app.command()
 def demo(
     out: OutOpt = Path("netqual-demo"),
-    agents: Annotated[int, typer.Option("--agents", help="Loopback agents to start.")] = 4,
+    agents: Annotated[
+        int, typer.Option("--agents", help="Loopback agents to start (not as root).")
+    ] = 4,
     loopback: Annotated[
         bool, typer.Option("--loopback", help="Loopback agents even as root (no emulated fabric).")
     ] = False,
@@ -210,9 +243,15 @@ def demo(
     timeout: TimeoutOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """The embedded default: agents, every pair qualified, verdicts printed, report written.
+    """Try netqual on this machine: agents, a full run, a report.
 
-    As root: an emulated routed fabric (racks, hops, delayed links); else loopback agents."""
+    As root: an emulated routed fabric (racks, hops, delayed links); else loopback agents.
+    The demo's plan is short, so its policy asks for fewer samples than a real run.
+
+    \b
+    Example:
+      netqual demo --out demo && xdg-open demo/report.html
+    """
     if agents < 2:
         raise UsageError("--agents", f"need at least 2, got {agents}")
     c = err_console() if as_json else console()

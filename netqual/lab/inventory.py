@@ -1,4 +1,4 @@
-"""The inventory a lab writes for ``netqual run`` (DESIGN.md "Inventory")."""
+"""The inventory a lab writes for ``netqual run`` (docs/inventory.md)."""
 
 from __future__ import annotations
 

@@ -1,0 +1,125 @@
+"""Help reads like git/uv/ripgrep help: real metavars, one default style, an example each."""
+
+from __future__ import annotations
+
+import re
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import typer
+from cli_helpers import ROOT, netqual, run_in_process
+
+
+def _command_paths() -> list[list[str]]:
+    from netqual.cli import app
+    from netqual.cli.helpstyle import polish
+
+    found: list[list[str]] = []
+
+    def walk(cmd: object, prefix: list[str]) -> None:
+        found.append(prefix)
+        for name, sub in getattr(cmd, "commands", {}).items():
+            walk(sub, [*prefix, name])
+
+    walk(polish(typer.main.get_command(app)), [])
+    return found
+
+
+COMMANDS = _command_paths()
+
+
+@pytest.mark.parametrize("words", COMMANDS, ids=lambda w: " ".join(w) or "netqual")
+def test_help_has_metavars_one_default_style_and_an_example(
+    words: list[str],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    r = run_in_process([*words, "--help"], tmp_path, monkeypatch, capsys)
+    assert r.returncode == 0, r.stderr
+    text = r.stdout
+    assert not re.search(r"<(bool|str|int|float|path|list)", text), text
+    assert "{" not in text.splitlines()[0], text  # usage: INVENTORY, not {inventory}
+    assert "(default" not in text, "defaults are written one way: [default: X]\n" + text
+    assert "DESIGN.md" not in text
+    assert "Example" in text, f"`netqual {' '.join(words)} --help` shows no example"
+    # Every line fits 80 columns, like git's help.
+    assert max(len(line) for line in text.splitlines()) <= 80, text
+
+
+def test_options_that_take_a_value_name_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    text = run_in_process(["run", "--help"], tmp_path, monkeypatch, capsys).stdout
+    assert "Usage: netqual run [OPTIONS] INVENTORY" in text
+    for shown in (
+        "--out DIR",
+        "--policy FILE",
+        "--iterations N",
+        "--chunk BYTES",
+        "--transport tcp|rdma",
+        "--timeout SECONDS",
+    ):
+        assert shown in text, text
+    # --mode's default depends on the inventory: the help says so instead of showing nothing.
+    mode = text[text.index("  --mode MODE") : text.index("  --policy FILE")]
+    assert "[default: the inventory's [run] mode, else full-mesh]" in " ".join(mode.split())
+
+
+def test_version(tmp_path: Path) -> None:
+    from netqual import __version__
+
+    r = netqual("--version", cwd=tmp_path)
+    assert r.returncode == 0
+    assert r.stdout.strip() == f"netqual {__version__}"
+
+
+def test_no_shipped_file_points_to_design_notes() -> None:
+    shipped = [ROOT / "README.md", *(ROOT / "docs").rglob("*"), *(ROOT / "netqual").rglob("*")]
+    shipped += list((ROOT / "templates").rglob("*"))
+    offenders = [
+        str(p.relative_to(ROOT))
+        for p in shipped
+        if p.is_file()
+        and p.suffix in {".py", ".md", ".toml", ".json", ".html", ".j2", ".txt"}
+        and "DESIGN.md" in p.read_text(encoding="utf-8", errors="replace")
+    ]
+    assert offenders == []
+
+
+def _agent(listen: str, tmp_path: Path) -> subprocess.CompletedProcess[str]:
+    env = {"NETQUAL_TOKEN": "0123456789abcdef0123", "PYTHONPATH": str(ROOT), "PATH": "/usr/bin"}
+    return subprocess.run(
+        [sys.executable, "-m", "netqual", "agent", "--listen", listen],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+
+
+def test_agent_port_in_use_is_one_line_naming_the_address(tmp_path: Path) -> None:
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen(1)
+        port = busy.getsockname()[1]
+        r = _agent(f"127.0.0.1:{port}", tmp_path)
+    assert r.returncode == 2, r.stderr
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1, r.stderr
+    assert f"127.0.0.1:{port}" in lines[0]
+    assert "in use" in lines[0]
+    assert "Traceback" not in r.stderr
+
+
+def test_agent_bad_address_is_one_line_naming_the_address(tmp_path: Path) -> None:
+    r = _agent("nosuch-host.invalid:18599", tmp_path)
+    assert r.returncode == 2, r.stderr
+    assert r.stderr.strip().count("\n") == 0, r.stderr
+    assert "nosuch-host.invalid:18599" in r.stderr
+    assert "Traceback" not in r.stderr

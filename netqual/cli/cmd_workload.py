@@ -23,8 +23,16 @@ def workload(
     ],
     as_json: JsonOpt = False,
 ) -> None:
-    """Print a workload's KV sizes (per token, per chunk, per rank and per node), the time
-    budget a chunk fetch must beat, and the break-even round trip. Contacts no agent."""
+    """Print a workload's KV sizes and the time budget a chunk fetch must beat.
+
+    KV bytes per token, per chunk, per rank and per node, the budget and the break-even
+    round trip. Contacts no agent.
+
+    \b
+    Examples:
+      netqual workload llama-3.1-70b-tp8
+      netqual workload workload.toml --json
+    """
     w = load_workload(file)
     if as_json:
         typer.echo(json.dumps({"workload": w.to_json()}, indent=1))

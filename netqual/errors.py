@@ -138,6 +138,10 @@ class NoAgentsError(NetqualError):
         super().__init__(f"no agent answered: {detail}")
 
 
+class ClusterApiError(NetqualError):
+    """A cluster manager's API (Kubernetes) could not be reached or refused a request."""
+
+
 class LabError(NetqualError):
     """The emulated fabric could not be built or torn down."""
 

@@ -5,7 +5,7 @@ layer (rich and typer only in the terminal edges, jinja2 only in the HTML report
 Layers, lowest first. Each may import its own layer and the ones listed after ``->``:
 
     core      records, errors, units, schema, file helpers   -> (nothing)
-    inputs    inventory, probe-plan options, tokens          -> core
+    inputs    inventory (and its generators), plan, tokens   -> core
     wire      the agent control channel, hop probe           -> core
     measure   transports, the probe request, agent, doctor   -> core, inputs, wire
     analysis  stats, matrix, policy, results codec, diff     -> core, inputs
@@ -58,6 +58,7 @@ MODULE_LAYERS: Mapping[str, str] = {
     "netqual.auth": "inputs",
     "netqual.plan": "inputs",
     "netqual.inventory": "inputs",
+    "netqual.launch": "inputs",  # inventories from hostfiles, Slurm, Kubernetes
     "netqual.protocol": "wire",
     "netqual.hops": "wire",
     "netqual.transports": "measure",

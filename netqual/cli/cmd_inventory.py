@@ -1,0 +1,136 @@
+"""``netqual inventory from-hosts|from-slurm|from-k8s`` (docs/deploy.md)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from netqual.cli.app import app, err_console
+from netqual.errors import InputError
+from netqual.launch import Draft, render_inventory
+from netqual.launch import hostfile as hostfile_mod
+from netqual.launch import k8s as k8s_mod
+from netqual.launch import slurm as slurm_mod
+from netqual.models import DEFAULT_PORT
+
+inventory_app = typer.Typer(
+    help="Write an inventory from a hostfile, a Slurm nodelist or the agent DaemonSet's pods.",
+    no_args_is_help=True,
+)
+app.add_typer(inventory_app, name="inventory")
+
+OutOpt = Annotated[
+    Path | None, typer.Option("--out", help="Write the inventory here (default: stdout).")
+]
+PortOpt = Annotated[int, typer.Option("--port", help="Agent control port.")]
+TokenOpt = Annotated[
+    str | None,
+    typer.Option("--token-file", help="Token file path to write into [defaults] token_file."),
+]
+
+
+def _emit(draft: Draft, out: Path | None) -> None:
+    text = render_inventory(draft)
+    if out is None:
+        typer.echo(text, nl=False)
+        return
+    try:
+        out.write_text(text, encoding="utf-8")
+    except OSError as err:
+        raise InputError(str(out), f"cannot write: {err.strerror or err}") from err
+    storage = f", {draft.storage_count} storage" if draft.storage_count else ""
+    err_console().print(f"inventory: {out} ({len(draft.nodes)} nodes{storage})")
+
+
+@inventory_app.command("from-hosts")
+def from_hosts(
+    hostfile: Annotated[
+        Path, typer.Argument(help="One host per line; role=, rack=, site=, port=.")
+    ],
+    out: OutOpt = None,
+    port: PortOpt = DEFAULT_PORT,
+    token_file: TokenOpt = None,
+    no_resolve: Annotated[
+        bool, typer.Option("--no-resolve", help="Keep host names as addresses (resolve later).")
+    ] = False,
+) -> None:
+    """Inventory from an MPI/pdsh-style hostfile; every host name is resolved once."""
+    resolver = None if no_resolve else hostfile_mod.resolve
+    _emit(hostfile_mod.from_hosts(hostfile, port, token_file, resolver), out)
+
+
+@inventory_app.command("from-slurm")
+def from_slurm(
+    nodelist: Annotated[
+        str | None,
+        typer.Option("--nodelist", help="Hostlist expression (default: $SLURM_JOB_NODELIST)."),
+    ] = None,
+    storage: Annotated[
+        str | None, typer.Option("--storage", help="Hostlist of the storage nodes.")
+    ] = None,
+    rack_from: Annotated[
+        str | None,
+        typer.Option("--rack-from", help="Regex on the node name; group 1 is the rack."),
+    ] = None,
+    topology: Annotated[
+        Path | None,
+        typer.Option("--topology", help="Saved `scontrol show topology` (default: ask Slurm)."),
+    ] = None,
+    tasks_per_node: Annotated[
+        int,
+        typer.Option("--tasks-per-node", help="Agents per node: task i is <node>-<i> on port+i."),
+    ] = 1,
+    out: OutOpt = None,
+    port: PortOpt = DEFAULT_PORT,
+    token_file: TokenOpt = None,
+) -> None:
+    """Inventory from a Slurm nodelist; racks from the topology's leaf switches."""
+    topology_text = None
+    if topology is not None:
+        try:
+            topology_text = topology.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as err:
+            raise InputError(str(topology), f"cannot read: {err}") from err
+    req = slurm_mod.SlurmRequest(
+        nodelist, storage, rack_from, topology_text, tasks_per_node, port, token_file
+    )
+    _emit(slurm_mod.from_slurm(req), out)
+
+
+@inventory_app.command("from-k8s")
+def from_k8s(
+    namespace: Annotated[str, typer.Option("--namespace", help="Namespace of the agents.")] = (
+        "default"
+    ),
+    selector: Annotated[
+        str, typer.Option("--selector", help="Label selector of the agent pods.")
+    ] = "app=netqual-agent",
+    pods: Annotated[
+        Path | None, typer.Option("--pods", help="Saved `kubectl get pods -o json`.")
+    ] = None,
+    nodes: Annotated[
+        Path | None, typer.Option("--nodes", help="Saved `kubectl get nodes -o json`.")
+    ] = None,
+    rack_label: Annotated[
+        str, typer.Option("--rack-label", help="Node label holding the rack.")
+    ] = "netqual.io/rack",
+    role_label: Annotated[
+        str, typer.Option("--role-label", help="Node label holding compute|storage|any.")
+    ] = "netqual.io/role",
+    out: OutOpt = None,
+    port: PortOpt = DEFAULT_PORT,
+    token_file: TokenOpt = None,
+) -> None:
+    """Inventory from the agent DaemonSet's pods (live, or from saved kubectl JSON)."""
+    req = k8s_mod.K8sRequest(selector, rack_label, role_label, port, token_file)
+    if (pods is None) != (nodes is None):
+        raise InputError("command line", "give both --pods and --nodes, or neither", "--pods")
+    if pods is not None and nodes is not None:
+        docs = k8s_mod.load_list(pods), k8s_mod.load_list(nodes)
+        sources = str(pods), str(nodes)
+    else:
+        docs = k8s_mod.fetch_live(namespace, selector)
+        sources = f"namespace {namespace}", "cluster nodes"
+    _emit(k8s_mod.from_k8s(docs[0], docs[1], req, *sources), out)

@@ -1,0 +1,83 @@
+"""A generated inventory before it is written: checked names, rendered as inventory TOML."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from netqual.errors import InputError
+from netqual.models import DEFAULT_PORT, Node, Role
+
+# The characters a node name may use (the control channel authenticates names; reports
+# and CSV exports print them).
+NODE_NAME = re.compile(r"^[A-Za-z0-9._:-]+$")
+
+
+@dataclass(frozen=True)
+class Draft:
+    """Nodes for an inventory plus the ``[defaults]`` it is written with."""
+
+    nodes: tuple[Node, ...]
+    origin: str  # one line saying where the nodes came from, written as a comment
+    default_port: int = DEFAULT_PORT
+    token_file: str | None = None
+
+    @property
+    def storage_count(self) -> int:
+        return sum(1 for n in self.nodes if n.role is Role.STORAGE)
+
+
+def check_name(name: str, source: str, field: str) -> str:
+    if not NODE_NAME.match(name):
+        raise InputError(
+            source, f"node name {name!r} may use letters, digits and '.-_:' only", field
+        )
+    return name
+
+
+def check_unique(nodes: Sequence[Node], source: str, where: Sequence[str]) -> None:
+    """Names and address:port pairs must be unique; ``where[i]`` says where node i came from."""
+    names: dict[str, int] = {}
+    endpoints: dict[tuple[str, int], int] = {}
+    for i, node in enumerate(nodes):
+        if node.name in names:
+            raise InputError(
+                source,
+                f"node {node.name!r} appears twice (also {where[names[node.name]]})",
+                where[i],
+            )
+        names[node.name] = i
+        key = (node.address, node.port)
+        if key in endpoints:
+            other = nodes[endpoints[key]].name
+            raise InputError(
+                source,
+                f"{node.address}:{node.port} is also node {other!r}; agents on one host need "
+                "distinct ports (--tasks-per-node steps the port)",
+                where[i],
+            )
+        endpoints[key] = i
+
+
+def _q(text: str) -> str:
+    return json.dumps(text)  # a JSON string is a valid TOML basic string
+
+
+def render_inventory(draft: Draft) -> str:
+    lines = [f"# Written by netqual inventory: {draft.origin}", "", "[defaults]"]
+    lines.append(f"port = {draft.default_port}")
+    if draft.token_file:
+        lines.append(f"token_file = {_q(draft.token_file)}")
+    for node in draft.nodes:
+        lines += ["", "[[node]]", f"name = {_q(node.name)}", f"address = {_q(node.address)}"]
+        if node.port != draft.default_port:
+            lines.append(f"port = {node.port}")
+        lines.append(f"role = {_q(node.role.value)}")
+        if node.rack is not None:
+            lines.append(f"rack = {_q(node.rack)}")
+        if node.labels:
+            body = ", ".join(f"{_q(k)} = {_q(v)}" for k, v in sorted(node.labels.items()))
+            lines.append(f"labels = {{ {body} }}")
+    return "\n".join(lines) + "\n"

@@ -9,6 +9,7 @@ from typing import Annotated
 import typer
 
 from netqual import demo as demo_mod
+from netqual import estimate
 from netqual import plan as plan_mod
 from netqual.auth import load_token
 from netqual.cli.app import (
@@ -36,9 +37,10 @@ from netqual.cli.progress import ProgressObserver
 from netqual.coordinator import RunConfig, measure_pair
 from netqual.coordinator import run as run_coordinator
 from netqual.errors import EXIT_RUNTIME, UsageError
-from netqual.inventory import load_inventory
+from netqual.inventory import Inventory, load_inventory
 from netqual.models import DEFAULT_PORT, Mode, Node, Policy, ProbePlan, Results
 from netqual.policy import load_policy
+from netqual.render.dryrun import print_dry_run
 from netqual.render.terminal import print_probe, print_results
 from netqual.report import write_html
 from netqual.results import path_to_dict, results_to_dict
@@ -104,6 +106,30 @@ def _finish(results: Results, out: Path, as_json: bool) -> None:
     console().print(f"results: {out / 'results.json'}  report: {out / 'report.html'}", style="dim")
 
 
+def _dry_run(
+    inv: Inventory,
+    mode: str | None,
+    transport: str,
+    parallel: int | None,
+    sample_k: int,
+    as_json: bool,
+    plan: ProbePlan,
+) -> None:
+    d = estimate.dry_run(
+        inv.source,
+        inv.nodes,
+        _mode(mode) if mode else (inv.mode or Mode.FULL_MESH),
+        _transport(transport),
+        plan,
+        parallel,
+        sample_k,
+    )
+    if as_json:
+        print(json.dumps(estimate.dry_run_to_dict(d), indent=1))
+    else:
+        print_dry_run(console(), d)
+
+
 @app.command()
 def run(
     inventory: Annotated[
@@ -138,6 +164,10 @@ def run(
     rdma_port: RdmaPortOpt = None,
     gid_index: GidIndexOpt = None,
     as_json: JsonOpt = False,
+    dry_run: Annotated[
+        bool,
+        typer.Option("--dry-run", help="Print the plan and its estimated duration; no agent."),
+    ] = False,
 ) -> None:
     """Qualify every path of an inventory.
 
@@ -152,6 +182,17 @@ def run(
     """
     inv = load_inventory(inventory)
     pol = load_policy(policy) if policy else Policy()
+    if dry_run:
+        _dry_run(
+            inv,
+            mode,
+            transport,
+            parallel,
+            sample_k,
+            as_json,
+            _plan(inv.plan, iterations, warmup, size, chunk, depth, no_bulk, timeout),
+        )
+        return
     token = load_token(token_file or inv.token_file, insecure=insecure)
     cfg = RunConfig(
         nodes=inv.nodes,

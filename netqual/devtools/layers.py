@@ -73,6 +73,7 @@ MODULE_LAYERS: Mapping[str, str] = {
     "netqual.diff": "analysis",
     "netqual.results": "analysis",
     "netqual.schedule": "analysis",
+    "netqual.estimate": "analysis",
     "netqual.gate": "gate",
     "netqual.report": "report",
     "netqual.render": "render",

@@ -1,0 +1,51 @@
+"""Terminal output of `netqual run --dry-run`: the plan and its estimated duration."""
+
+from __future__ import annotations
+
+from rich.console import Console
+
+from netqual.estimate import DryRun
+from netqual.units import format_size
+
+
+def format_hours(seconds: float) -> str:
+    """'42 s', '17 min', '3 h 05 min'."""
+    if seconds < 60:
+        return f"{seconds:.0f} s"
+    minutes = round(seconds / 60)
+    if minutes < 60:
+        return f"{minutes} min"
+    return f"{minutes // 60} h {minutes % 60:02d} min"
+
+
+def print_dry_run(console: Console, d: DryRun) -> None:
+    p = d.plan
+    bulk = "no bulk"
+    if p.bulk:
+        chunks = ", ".join(format_size(c) for c in p.chunks_bytes)
+        depths = ", ".join(str(x) for x in p.depths)
+        bulk = f"bulk {chunks} at depth {depths}"
+    rtt = d.model.rtt_us[d.transport]
+    gbps = d.model.goodput_gbps[d.transport]
+    console.print(f"dry run, no agent contacted: {d.inventory}", soft_wrap=True)
+    console.print(f"nodes {d.nodes}  mode {d.mode.value}  transport {d.transport}")
+    console.print(
+        f"rounds {d.rounds:,}  pairs {d.pairs:,}  "
+        f"(up to {d.max_pairs_per_round:,} pairs per round; {d.batches:,} batches in all)"
+    )
+    console.print(
+        f"probe plan: {p.iterations:,} iterations after {p.warmup:,} warm-up "
+        f"of {format_size(p.size_bytes)}; {bulk}; timeout {p.timeout_s:g} s per pair"
+    )
+    console.print(f"estimated duration: {format_hours(d.estimated_s)}")
+    console.print(
+        f"  model: a pair takes {d.model.pair_setup_s:g} s set-up + "
+        f"{p.warmup + p.iterations:,} round trips x {rtt:g} us + bulk at {gbps:g} Gbit/s "
+        f"= {d.pair_s:.2f} s; a round takes its batches x that (pairs sharing a host or "
+        "over --parallel wait); time-outs make a real run longer",
+        style="dim",
+    )
+    for r, (pairs, size) in enumerate(zip(d.preview, d.preview_sizes, strict=True), start=1):
+        shown = ", ".join(f"{a}<->{b}" for a, b in pairs)
+        more = f", ... ({size:,} pairs)" if len(pairs) < size else ""
+        console.print(f"  round {r}: {shown}{more}", soft_wrap=True)

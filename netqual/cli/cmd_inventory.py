@@ -16,18 +16,21 @@ from netqual.launch import slurm as slurm_mod
 from netqual.models import DEFAULT_PORT
 
 inventory_app = typer.Typer(
-    help="Write an inventory from a hostfile, a Slurm nodelist or the agent DaemonSet's pods.",
+    help="Write an inventory from a hostfile, Slurm or Kubernetes.\n\n"
+    "From a hostfile, a Slurm nodelist or the agent DaemonSet's pods (docs/deploy.md).\n\n"
+    "\b\nExample:\n  netqual inventory from-slurm --out inventory.toml",
     no_args_is_help=True,
 )
 app.add_typer(inventory_app, name="inventory")
 
 OutOpt = Annotated[
-    Path | None, typer.Option("--out", help="Write the inventory here (default: stdout).")
+    Path | None,
+    typer.Option("--out", metavar="FILE", help="Write the inventory here.  [default: stdout]"),
 ]
 PortOpt = Annotated[int, typer.Option("--port", help="Agent control port.")]
 TokenOpt = Annotated[
     str | None,
-    typer.Option("--token-file", help="Token file path to write into [defaults] token_file."),
+    typer.Option("--token-file", help="Token file path to write into the inventory's defaults."),
 ]
 
 
@@ -56,7 +59,15 @@ def from_hosts(
         bool, typer.Option("--no-resolve", help="Keep host names as addresses (resolve later).")
     ] = False,
 ) -> None:
-    """Inventory from an MPI/pdsh-style hostfile; every host name is resolved once."""
+    """Inventory from an MPI/pdsh-style hostfile.
+
+    One host or hostlist per line, with optional role=, rack=, site=, port= fields;
+    every host name is resolved once.
+
+    \b
+    Example:
+      netqual inventory from-hosts hosts.txt --out inventory.toml
+    """
     resolver = None if no_resolve else hostfile_mod.resolve
     _emit(hostfile_mod.from_hosts(hostfile, port, token_file, resolver), out)
 
@@ -65,18 +76,28 @@ def from_hosts(
 def from_slurm(
     nodelist: Annotated[
         str | None,
-        typer.Option("--nodelist", help="Hostlist expression (default: $SLURM_JOB_NODELIST)."),
+        typer.Option(
+            "--nodelist",
+            metavar="HOSTLIST",
+            help="Hostlist expression.  [default: $SLURM_JOB_NODELIST]",
+        ),
     ] = None,
     storage: Annotated[
-        str | None, typer.Option("--storage", help="Hostlist of the storage nodes.")
+        str | None,
+        typer.Option("--storage", metavar="HOSTLIST", help="Hostlist of the storage nodes."),
     ] = None,
     rack_from: Annotated[
         str | None,
-        typer.Option("--rack-from", help="Regex on the node name; group 1 is the rack."),
+        typer.Option(
+            "--rack-from", metavar="REGEX", help="Regex on the node name; group 1 is the rack."
+        ),
     ] = None,
     topology: Annotated[
         Path | None,
-        typer.Option("--topology", help="Saved `scontrol show topology` (default: ask Slurm)."),
+        typer.Option(
+            "--topology",
+            help="Saved `scontrol show topology` output.  [default: ask scontrol]",
+        ),
     ] = None,
     tasks_per_node: Annotated[
         int,
@@ -86,7 +107,16 @@ def from_slurm(
     port: PortOpt = DEFAULT_PORT,
     token_file: TokenOpt = None,
 ) -> None:
-    """Inventory from a Slurm nodelist; racks from the topology's leaf switches."""
+    """Inventory from a Slurm nodelist.
+
+    Racks are the leaf switches of `scontrol show topology` (or --rack-from); with
+    --tasks-per-node N, task i on each node is <node>-<i> on port + i.
+
+    \b
+    Example:
+      netqual inventory from-slurm --nodelist 'gpu[01-04],stor[1-2]' \\
+          --storage 'stor[1-2]'
+    """
     topology_text = None
     if topology is not None:
         try:
@@ -105,7 +135,7 @@ def from_k8s(
         "default"
     ),
     selector: Annotated[
-        str, typer.Option("--selector", help="Label selector of the agent pods.")
+        str, typer.Option("--selector", metavar="LABELS", help="Label selector of the agent pods.")
     ] = "app=netqual-agent",
     pods: Annotated[
         Path | None, typer.Option("--pods", help="Saved `kubectl get pods -o json`.")
@@ -123,7 +153,15 @@ def from_k8s(
     port: PortOpt = DEFAULT_PORT,
     token_file: TokenOpt = None,
 ) -> None:
-    """Inventory from the agent DaemonSet's pods (live, or from saved kubectl JSON)."""
+    """Inventory from the agent DaemonSet's pods.
+
+    Live through the kubernetes client, or from saved `kubectl get pods -o json` and
+    `kubectl get nodes -o json` output.
+
+    \b
+    Example:
+      netqual inventory from-k8s --pods pods.json --nodes nodes.json
+    """
     req = k8s_mod.K8sRequest(selector, rack_label, role_label, port, token_file)
     if (pods is None) != (nodes is None):
         raise InputError("command line", "give both --pods and --nodes, or neither", "--pods")

@@ -34,6 +34,7 @@ from netqual.models import (
     Results,
     RunMeta,
     Verdict,
+    rank_key,
 )
 from netqual.policy import judge
 from netqual.probes import request_probe
@@ -257,7 +258,7 @@ class RunningWorst:
         self._key = (-1, 0.0)
 
     def add(self, path: PathResult) -> PathResult:
-        key = (path.verdict.rank, path.rtt.value(self.metric) if path.rtt else float("inf"))
+        key = rank_key(path, self.metric)
         if self.path is None or key > self._key:
             self.path, self._key = path, key
         return self.path

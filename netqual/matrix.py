@@ -6,7 +6,7 @@ import statistics
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from netqual.models import Node, PathResult, Tier, Verdict
+from netqual.models import RTT_STATISTICS, Node, PathResult, Role, Tier, Verdict
 
 
 def tier_of(a: Node, b: Node) -> Tier:
@@ -22,8 +22,27 @@ def tier_of(a: Node, b: Node) -> Tier:
 
 
 def order_nodes(nodes: Sequence[Node]) -> list[Node]:
-    """Racks together (site, rack, name) so matrix blocks follow the topology."""
-    return sorted(nodes, key=lambda n: (n.labels.get("site", ""), n.rack or "~", n.name))
+    """The one node order of every matrix (terminal and report): site by site, rack by rack
+    (unracked last), storage after compute inside a rack, then by name, so matrix blocks
+    follow the topology."""
+    return sorted(
+        nodes,
+        key=lambda n: (
+            n.labels.get("site", ""),
+            n.rack is None,
+            n.rack or "",
+            n.role is Role.STORAGE,
+            n.name,
+        ),
+    )
+
+
+def matrix_nodes(nodes: Sequence[Node], paths: Sequence[PathResult]) -> list[Node]:
+    """The rows of every matrix, in order_nodes order; a path endpoint missing from the node
+    list (a hand-edited file) still gets a row."""
+    known = {n.name for n in nodes}
+    extra = {e for p in paths for e in (p.src, p.dst)} - known
+    return order_nodes([*nodes, *(Node(name=name, address="") for name in sorted(extra))])
 
 
 @dataclass(frozen=True)
@@ -35,9 +54,9 @@ class Statistic:
     value: Callable[[PathResult], float | None]
 
 
-def _rtt(attr: str) -> Callable[[PathResult], float | None]:
+def _rtt(name: str) -> Callable[[PathResult], float | None]:
     def get(p: PathResult) -> float | None:
-        return None if p.rtt is None else float(getattr(p.rtt, attr))
+        return None if p.rtt is None else p.rtt.statistic(name)
 
     return get
 
@@ -55,10 +74,7 @@ def _largest_bulk(attr: str) -> Callable[[PathResult], float | None]:
 STATISTICS: dict[str, Statistic] = {
     s.name: s
     for s in (
-        *(
-            Statistic(n, f"{n} RTT (us)", _rtt(f"{n}_us"))
-            for n in ("min", "p50", "p90", "p99", "p999", "max", "mean", "stdev")
-        ),
+        *(Statistic(n, f"{n} RTT (us)", _rtt(n)) for n in RTT_STATISTICS),
         Statistic(
             "goodput", "goodput of the largest bulk cell (Gbit/s)", _largest_bulk("goodput_gbps")
         ),
@@ -85,14 +101,12 @@ def build_matrix(
     value: Callable[[PathResult], float | None],
 ) -> Matrix:
     """Symmetric N x N of any per-path statistic (a path fills both (src,dst) and (dst,src))."""
-    ordered = order_nodes(nodes)
+    ordered = matrix_nodes(nodes, paths)
     index = {n.name: i for i, n in enumerate(ordered)}
     n = len(ordered)
     vals: list[list[float | None]] = [[None] * n for _ in range(n)]
     verd: list[list[Verdict | None]] = [[None] * n for _ in range(n)]
     for p in paths:
-        if p.src not in index or p.dst not in index:
-            continue
         i, j = index[p.src], index[p.dst]
         v = value(p)
         for a, b in ((i, j), (j, i)):

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import datetime as dt
 import enum
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -49,7 +50,10 @@ class Mode(str, enum.Enum):
 
 
 class Metric(str, enum.Enum):
-    """Which RTT statistic the policy judges."""
+    """An RTT percentile: the statistic a policy judges and paths are ranked by.
+
+    The one registry of percentiles: its quantile (what stats computes), its RttStats field
+    (``p99`` -> ``p99_us``), and its name in files and options (the value)."""
 
     P50 = "p50"
     P90 = "p90"
@@ -58,7 +62,18 @@ class Metric(str, enum.Enum):
 
     @property
     def quantile(self) -> float:
-        return {"p50": 0.50, "p90": 0.90, "p99": 0.99, "p999": 0.999}[self.value]
+        return _QUANTILE[self]
+
+    @property
+    def field(self) -> str:
+        """The RttStats attribute holding this percentile."""
+        return f"{self.value}_us"
+
+
+_QUANTILE = {Metric.P50: 0.50, Metric.P90: 0.90, Metric.P99: 0.99, Metric.P999: 0.999}
+
+# Every RTT statistic a path carries, in the order tables, exports and the results file use.
+RTT_STATISTICS = ("min", "p50", "p90", "p99", "p999", "max", "mean", "stdev")
 
 
 class Tier(str, enum.Enum):
@@ -136,19 +151,16 @@ class RttStats:
     histogram_counts: tuple[int, ...] = ()
 
     def value(self, metric: Metric) -> float:
-        return {
-            Metric.P50: self.p50_us,
-            Metric.P90: self.p90_us,
-            Metric.P99: self.p99_us,
-            Metric.P999: self.p999_us,
-        }[metric]
+        return self.statistic(metric.value)
+
+    def statistic(self, name: str) -> float:
+        """One of RTT_STATISTICS by name ("p99", "stdev", ...), in microseconds."""
+        value: float = getattr(self, f"{name}_us")
+        return value
 
     def summary_values(self) -> tuple[float, ...]:
-        """samples, min, p50, p90, p99, p999, max, mean, stdev: the order tables and exports use."""
-        return (
-            self.samples, self.min_us, self.p50_us, self.p90_us, self.p99_us, self.p999_us,
-            self.max_us, self.mean_us, self.stdev_us,
-        )  # fmt: skip
+        """samples, then RTT_STATISTICS: the order tables and exports use."""
+        return (self.samples, *(self.statistic(n) for n in RTT_STATISTICS))
 
     @property
     def unstable(self) -> bool:
@@ -189,6 +201,13 @@ class PathResult:
     @property
     def key(self) -> tuple[str, str]:
         return (self.src, self.dst)
+
+
+def rank_key(path: PathResult, metric: Metric) -> tuple[int, float]:
+    """How bad a path is, for "worst first" everywhere (sort with reverse=True, or max):
+    the verdict class first, then the metric; a path without RTT is the slowest of its class.
+    """
+    return (path.verdict.rank, path.rtt.value(metric) if path.rtt is not None else math.inf)
 
 
 @dataclass(frozen=True)

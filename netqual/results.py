@@ -27,6 +27,7 @@ from netqual.models import (
     Summary,
     Tier,
     Verdict,
+    rank_key,
 )
 from netqual.plan_codec import plan_from_dict, plan_to_dict
 from netqual.schema import validate
@@ -133,8 +134,7 @@ def summarize(paths: Iterable[PathResult], metric: Metric = Metric.P99) -> Summa
         counts[p.verdict] += 1
 
     def badness(p: PathResult) -> tuple[int, float]:
-        value = p.rtt.value(metric) if p.rtt else float("inf")
-        return (p.verdict.rank, value)
+        return rank_key(p, metric)
 
     worst = sorted((p for p in paths if p.verdict is not Verdict.SAFE), key=badness, reverse=True)
     if len(worst) < WORST_PATHS:

@@ -23,7 +23,6 @@ TAIL_SAMPLES_NEEDED = 10
 BINS_PER_DECADE = 10
 MIN_BIN_US = 1e-3
 _Z95 = 1.959963984540054
-_QUANTILES = {"p50": 0.50, "p90": 0.90, "p99": 0.99, "p999": 0.999}
 
 
 def needed_samples(q: float) -> int:
@@ -66,10 +65,8 @@ def rtt_stats(rtt_ns: npt.NDArray[np.int64], metric: Metric = Metric.P99) -> Rtt
     # Reduce in nanoseconds and convert once, so min <= mean <= max holds exactly.
     sorted_ns = np.sort(np.asarray(rtt_ns, dtype=np.float64))
     n = len(sorted_ns)
-    pct = {
-        name: float(np.percentile(sorted_ns, q * 100.0)) / 1000.0 for name, q in _QUANTILES.items()
-    }
-    untrusted = tuple(name for name, q in _QUANTILES.items() if n < needed_samples(q))
+    pct = {m: float(np.percentile(sorted_ns, m.quantile * 100.0)) / 1000.0 for m in Metric}
+    untrusted = tuple(m.value for m in Metric if n < needed_samples(m.quantile))
     mean_ns = min(max(float(sorted_ns.mean()), sorted_ns[0]), sorted_ns[-1])
     us = sorted_ns / 1000.0
     lo, hi = quantile_ci(us, metric.quantile)
@@ -77,10 +74,10 @@ def rtt_stats(rtt_ns: npt.NDArray[np.int64], metric: Metric = Metric.P99) -> Rtt
     return RttStats(
         samples=n,
         min_us=float(sorted_ns[0]) / 1000.0,
-        p50_us=pct["p50"],
-        p90_us=pct["p90"],
-        p99_us=pct["p99"],
-        p999_us=pct["p999"],
+        p50_us=pct[Metric.P50],
+        p90_us=pct[Metric.P90],
+        p99_us=pct[Metric.P99],
+        p999_us=pct[Metric.P999],
         max_us=float(sorted_ns[-1]) / 1000.0,
         mean_us=float(mean_ns) / 1000.0,
         stdev_us=float(sorted_ns.std()) / 1000.0,

@@ -49,15 +49,18 @@ def format_size(n_bytes: int) -> str:
     return f"{n_bytes}B"
 
 
-def format_us(value_us: float | None) -> str:
-    """Microseconds with sensible precision for a table cell."""
+def format_us(value_us: float | None, unit: bool = False) -> str:
+    """Microseconds as every output writes them (terminal, reasons, report; the report's
+    script mirrors it): '3.41', '48.2', '812.0', '1,250'; with ``unit``: '812.0 us'."""
     if value_us is None:
         return "-"
     if value_us < 10:
-        return f"{value_us:.2f}"
-    if value_us < 1000:
-        return f"{value_us:.1f}"
-    return f"{value_us:,.0f}"
+        text = f"{value_us:.2f}"
+    elif value_us < 1000:
+        text = f"{value_us:.1f}"
+    else:
+        text = f"{value_us:,.0f}"
+    return f"{text} us" if unit else text
 
 
 def format_bytes(n_bytes: int) -> str:

@@ -10,7 +10,8 @@
     if (!byPair.has(D.dst[i] * N + D.src[i])) byPair.set(D.dst[i] * N + D.src[i], i);
   }
   function esc(s) { return String(s).replace(/[&<>"]/g, function (c) { return {"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;"}[c]; }); }
-  function us(v) { if (v == null || v < 0) return "-"; return (v >= 100 ? Math.round(v).toLocaleString("en-US") : v >= 10 ? v.toFixed(1) : v.toFixed(2)) + " us"; }
+  // units.format_us: the same digits as the terminal and the verdict reasons
+  function us(v) { if (v == null || v < 0) return "-"; return (v >= 1000 ? Math.round(v).toLocaleString("en-US") : v >= 10 ? v.toFixed(1) : v.toFixed(2)) + " us"; }
   function x10(a, i) { return a[i] < 0 ? null : a[i] / 10; }
   function size(b) { var u = [["GiB", 1 << 30], ["MiB", 1 << 20], ["KiB", 1024]]; for (var k = 0; k < u.length; k++) if (b >= u[k][1] && b % u[k][1] === 0) return b / u[k][1] + u[k][0]; return b + "B"; }
   var readout = document.getElementById("readout");

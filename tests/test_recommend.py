@@ -67,7 +67,7 @@ def test_distance_is_blamed_not_every_node() -> None:
         "Do not offload KV-cache to the remote site",
     ]
     assert not any("local NVMe" in t for t in titles)
-    assert "4 of 4 cross-rack paths (4 hops) are not offload-safe, p99 310 us to 340 us" in (
+    assert "4 of 4 cross-rack paths (4 hops) are not offload-safe, p99 310.0 us to 340.0 us" in (
         recs[0].text
     )
     assert recs[0].severity == "marginal" and recs[1].severity == "unsafe"

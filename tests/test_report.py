@@ -70,8 +70,8 @@ def test_small_cluster_heatmap_has_a_cell_per_node_pair_with_value_and_verdict()
     html = render_html(res)
     cells = re.findall(r'<rect class="cell (\w+)"[^>]*><title>([^<]*)</title>', html)
     assert len(cells) == 36
-    assert ("unsafe", "gpu03 -&gt; stor01, p99 812 us: unsafe") in cells
-    assert ("unsafe", "gpu03 -&gt; stor01, p99 812 us: unsafe") in cells
+    assert ("unsafe", "gpu03 -&gt; stor01, p99 812.0 us: unsafe") in cells
+    assert ("unsafe", "gpu03 -&gt; stor01, p99 812.0 us: unsafe") in cells
     assert sum(1 for cls, _ in cells if cls == "self") == 6
     # ordered by rack: rack r01 (4 nodes) before r02 (2), storage after compute inside a rack
     view = build_view(res)

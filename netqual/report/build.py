@@ -22,10 +22,10 @@ from netqual.report.view import (
     WorstRow,
     metric_values,
     node_cells,
-    order_nodes,
     rack_cells,
     rack_spans,
     ranked_indexes,
+    report_nodes,
 )
 from netqual.report.waivers import waiver_notes
 from netqual.units import format_size
@@ -166,12 +166,12 @@ def build_view(
         if not n.expired:
             text = f"until {n.waiver.until.isoformat()}, {n.waiver.owner}: {n.waiver.reason}"
             waived[(n.waiver.src, n.waiver.dst)] = waived[(n.waiver.dst, n.waiver.src)] = text
-    nodes = order_nodes(results)
+    nodes = report_nodes(results)
     spans = rack_spans(nodes)
     index = {n.name: i for i, n in enumerate(nodes)}
     node_level = len(nodes) <= NODE_MATRIX_MAX
     values = metric_values(results)
-    ranked = ranked_indexes(results, values)
+    ranked = ranked_indexes(results)
     if node_level:
         cells = node_cells(nodes, {p.key: p for p in results.paths}, results, waived)
     else:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from netqual.models import Verdict
 from netqual.narrative import path_label  # one wording for every renderer
+from netqual.units import format_us
 
 __all__ = ["CLASS_CODE", "path_label", "plural", "us"]
 
@@ -11,14 +12,8 @@ CLASS_CODE = {Verdict.SAFE: 1, Verdict.MARGINAL: 2, Verdict.UNSAFE: 3}
 
 
 def us(value_us: float | None) -> str:
-    """'812 us', '48.2 us', '3.41 us': three significant digits, plain ASCII unit."""
-    if value_us is None:
-        return "-"
-    if value_us >= 100:
-        return f"{value_us:,.0f} us"
-    if value_us >= 10:
-        return f"{value_us:.1f} us"
-    return f"{value_us:.2f} us"
+    """'812.0 us': units.format_us with the unit, as the headline and the reasons write it."""
+    return format_us(value_us, unit=True)
 
 
 def plural(n: int, word: str, many: str | None = None) -> str:

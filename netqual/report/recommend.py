@@ -14,7 +14,7 @@ from collections import Counter, defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from netqual.models import Node, PathResult, Results, Tier, Verdict
+from netqual.models import Node, PathResult, Results, Tier, Verdict, rank_key
 from netqual.report import fmt
 
 MAJORITY = 0.5
@@ -36,11 +36,7 @@ def _names(items: Sequence[str]) -> str:
 
 def _worst(paths: Sequence[PathResult], results: Results) -> PathResult:
     metric = results.run.policy.metric
-
-    def bad(p: PathResult) -> tuple[int, float]:
-        return (p.verdict.rank, p.rtt.value(metric) if p.rtt else float("inf"))
-
-    return max(paths, key=bad)
+    return max(paths, key=lambda p: rank_key(p, metric))
 
 
 def _short(p: PathResult, results: Results) -> str:

@@ -6,13 +6,13 @@ blob (drawn on demand by the page's script); DOM nodes per path only for small c
 
 from __future__ import annotations
 
-import math
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from netqual.models import Node, PathResult, Results
+from netqual.matrix import matrix_nodes
+from netqual.models import Node, PathResult, Results, rank_key
 from netqual.report import fmt
 from netqual.report.recommend import Recommendation
 from netqual.report.waivers import WaiverNote
@@ -100,17 +100,9 @@ class ReportView:
     data: Mapping[str, Any] = field(default_factory=dict)
 
 
-def order_nodes(results: Results) -> list[Node]:
-    """Rack by rack (unracked last), storage after compute inside a rack, then by name.
-
-    A path endpoint missing from the node list (a hand-edited file) still gets a row."""
-    known = {n.name for n in results.nodes}
-    extra = {e for p in results.paths for e in (p.src, p.dst)} - known
-    nodes = [*results.nodes, *(Node(name=name, address="") for name in sorted(extra))]
-    return sorted(
-        nodes,
-        key=lambda n: (n.rack is None, n.rack or "", n.role.value == "storage", n.name),
-    )
+def report_nodes(results: Results) -> list[Node]:
+    """The matrix rows, as the terminal orders them."""
+    return matrix_nodes(results.nodes, results.paths)
 
 
 def rack_spans(nodes: Sequence[Node]) -> list[RackSpan]:
@@ -124,25 +116,19 @@ def rack_spans(nodes: Sequence[Node]) -> list[RackSpan]:
     return spans
 
 
-_ATTR = {"p50": "p50_us", "p90": "p90_us", "p99": "p99_us", "p999": "p999_us"}
-
-
 def metric_value(p: PathResult, results: Results) -> float | None:
-    return getattr(p.rtt, _ATTR[results.run.policy.metric.value]) if p.rtt else None
+    return p.rtt.value(results.run.policy.metric) if p.rtt else None
 
 
 def metric_values(results: Results) -> list[float | None]:
     """The policy metric of every path, in path order (None when not measured)."""
-    attr = _ATTR[results.run.policy.metric.value]
-    return [getattr(p.rtt, attr) if p.rtt is not None else None for p in results.paths]
+    metric = results.run.policy.metric
+    return [p.rtt.value(metric) if p.rtt is not None else None for p in results.paths]
 
 
-def ranked_indexes(results: Results, values: Sequence[float | None]) -> list[int]:
-    """Path indexes, worst first: by verdict, then by metric (unmeasured counts as worst)."""
-    keys = [
-        (p.verdict.rank, math.inf if v is None else v)
-        for p, v in zip(results.paths, values, strict=True)
-    ]
+def ranked_indexes(results: Results) -> list[int]:
+    """Path indexes, worst first (rank_key)."""
+    keys = [rank_key(p, results.run.policy.metric) for p in results.paths]
     return sorted(range(len(keys)), key=keys.__getitem__, reverse=True)
 
 
@@ -245,6 +231,6 @@ __all__ = [
     "ReportView",
     "WorstRow",
     "describe",
-    "order_nodes",
     "rack_spans",
+    "report_nodes",
 ]

@@ -1,0 +1,85 @@
+"""One definition each: the percentile registry, "worst first", the node order and the
+microsecond format that every output shares."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+from factories import make_results
+
+from netqual.matrix import STATISTICS, build_matrix
+from netqual.models import (
+    RTT_STATISTICS,
+    Metric,
+    Node,
+    PathResult,
+    Role,
+    RttStats,
+    Verdict,
+    rank_key,
+)
+from netqual.report.fmt import us
+from netqual.report.view import report_nodes
+from netqual.stats import rtt_stats
+from netqual.units import format_us
+
+
+def test_every_metric_names_its_quantile_and_field() -> None:
+    rtt = rtt_stats(np.arange(1, 20_001, dtype=np.int64) * 1000)  # 1..20000 us
+    assert {f.name for f in dataclasses.fields(RttStats)} >= {m.field for m in Metric}
+    for m in Metric:
+        assert rtt.value(m) == getattr(rtt, m.field) == rtt.statistic(m.value)
+        # numpy type 7 over 1..n: the q quantile sits at 1 + q * (n - 1)
+        assert rtt.value(m) == pytest.approx(1 + m.quantile * 19_999)
+    assert [m.value for m in Metric] == [n for n in RTT_STATISTICS if n.startswith("p")]
+    assert set(STATISTICS) >= set(RTT_STATISTICS)
+
+
+def test_rank_key_puts_class_before_speed_and_no_samples_last_in_its_class() -> None:
+    base = make_results(4, seed=3, all_safe=True).paths[0]
+    rtt0 = base.rtt
+    assert rtt0 is not None
+
+    def path(verdict: Verdict, p99_us: float | None) -> PathResult:
+        rtt = None if p99_us is None else dataclasses.replace(rtt0, p99_us=p99_us)
+        return dataclasses.replace(base, verdict=verdict, rtt=rtt)
+
+    slow_safe, fast_unsafe = path(Verdict.SAFE, 450.0), path(Verdict.UNSAFE, 5.0)
+    failed, marginal = path(Verdict.UNSAFE, None), path(Verdict.MARGINAL, 300.0)
+    ranked = sorted(
+        [slow_safe, failed, marginal, fast_unsafe],
+        key=lambda p: rank_key(p, Metric.P99),
+        reverse=True,
+    )
+    assert ranked == [failed, fast_unsafe, marginal, slow_safe]
+    # ranked by the metric asked for: p50 is untouched by the edited p99
+    assert rank_key(slow_safe, Metric.P50) == (0, rtt0.p50_us)
+
+
+def test_terminal_and_report_order_nodes_alike() -> None:
+    res = make_results(8, seed=1, rack_size=4, storage_every=2)
+    assert {n.name for n in res.nodes} >= {"gpu01", "stor01", "gpu04", "stor04"}
+    nodes = [
+        *(n for n in res.nodes if n.name != "gpu04"),  # gpu04: only in paths (hand-edited)
+        Node("zz-unracked", "10.9.0.1"),
+        Node("aa-unracked", "10.9.0.2", role=Role.STORAGE),
+        Node("far01", "10.8.0.1", rack="r01", labels={"site": "b"}),
+    ]
+    res = dataclasses.replace(res, nodes=tuple(reversed(nodes)))
+    terminal = build_matrix(res.nodes, res.paths, STATISTICS["p99"].value).names
+    report = tuple(n.name for n in report_nodes(res))
+    assert terminal == report
+    # racks together, storage after compute inside a rack, unracked last, other site after
+    assert report[:4] == ("gpu01", "gpu02", "stor01", "stor02")
+    assert report[-4:] == ("gpu04", "zz-unracked", "aa-unracked", "far01")
+
+
+@pytest.mark.parametrize(
+    ("value", "text"),
+    [(None, "-"), (3.414, "3.41"), (48.25, "48.2"), (812.0, "812.0"), (1250.4, "1,250")],
+)
+def test_one_microsecond_format(value: float | None, text: str) -> None:
+    assert format_us(value) == text
+    assert us(value) == (text if value is None else f"{text} us")

@@ -10,6 +10,7 @@ APT_PACKAGES=(
   sockperf iperf3 # reference tools for bench/ and their smoke tests
   chromium        # headless browser: the HTML report screenshot test
   python3-pyverbs rdma-core ibverbs-utils perftest  # RDMA transport, doctor, bench/rdma_vs_perftest
+  slurmd slurmctld slurm-client munge  # tests/test_slurm_job.py: a single-host Slurm cluster
 )
 
 if [[ "${NETQUAL_SKIP_APT:-0}" != 1 && $(id -u) == 0 ]] && command -v apt-get >/dev/null; then

@@ -22,6 +22,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from netqual import __version__, schedule
+from netqual import resume as resume_mod
 from netqual.errors import NetqualError, NoAgentsError, PeerError
 from netqual.matrix import tier_of
 from netqual.models import (
@@ -192,11 +193,25 @@ def _batches(pairs: list[Pair], parallel: int | None) -> list[list[Pair]]:
     return batches
 
 
-def run(cfg: RunConfig, out_dir: Path, observer: RunObserver | None = None) -> Results:
+def run_identity(cfg: RunConfig) -> dict[str, Any]:
+    """What a run measures; a resumed run must match it (see netqual.resume)."""
+    return resume_mod.identity(
+        cfg.nodes, cfg.mode, cfg.sample_k, cfg.transport, cfg.policy, cfg.plan
+    )
+
+
+def run(
+    cfg: RunConfig,
+    out_dir: Path,
+    observer: RunObserver | None = None,
+    resume: resume_mod.Resume | None = None,
+) -> Results:
+    """Measure every planned pair; with ``resume``, only those it has not finished."""
     observer = observer or NullObserver()
     if len(cfg.nodes) < 2:
         raise NoAgentsError("the inventory needs at least two nodes")
-    started = now_iso()
+    done = resume.done if resume else {}
+    started = (resume.started_at if resume else "") or now_iso()
     down = check_agents(cfg.nodes, cfg.token)
     if len(down) == len(cfg.nodes):
         # Each problem already names its node ("gpu01 unreachable: ..."); don't repeat it.
@@ -205,9 +220,13 @@ def run(cfg: RunConfig, out_dir: Path, observer: RunObserver | None = None) -> R
     plan = schedule.build(cfg.nodes, cfg.mode, cfg.sample_k)
     observer.started(plan.pair_count, plan.round_count)
     out_dir.mkdir(parents=True, exist_ok=True)
-    paths: list[PathResult] = []
-    with (out_dir / "results.jsonl").open("w", encoding="utf-8") as jsonl:
-        for pairs in plan.rounds():
+    resume_mod.write_identity(out_dir, run_identity(cfg), started)
+    paths: list[PathResult] = list(done.values())
+    for path in paths:
+        observer.pair_finished(path)
+    with (out_dir / "results.jsonl").open("a" if resume else "w", encoding="utf-8") as jsonl:
+        for all_pairs in plan.rounds():
+            pairs = [(a, b) for a, b in all_pairs if (a.name, b.name) not in done]
             live = [(a, b) for a, b in pairs if a.name not in down and b.name not in down]
             for a, b in pairs:
                 if a.name in down or b.name in down:

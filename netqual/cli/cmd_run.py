@@ -11,6 +11,7 @@ import typer
 from netqual import demo as demo_mod
 from netqual import estimate
 from netqual import plan as plan_mod
+from netqual import resume as resume_mod
 from netqual.auth import load_token
 from netqual.cli.app import (
     ChunkOpt,
@@ -34,7 +35,7 @@ from netqual.cli.app import (
     split_endpoint,
 )
 from netqual.cli.progress import ProgressObserver
-from netqual.coordinator import RunConfig, measure_pair
+from netqual.coordinator import RunConfig, measure_pair, run_identity
 from netqual.coordinator import run as run_coordinator
 from netqual.errors import EXIT_RUNTIME, UsageError
 from netqual.inventory import Inventory, load_inventory
@@ -164,6 +165,16 @@ def run(
     rdma_port: RdmaPortOpt = None,
     gid_index: GidIndexOpt = None,
     as_json: JsonOpt = False,
+    resume: Annotated[
+        bool,
+        typer.Option(
+            "--resume", help="Continue an interrupted run in --out: skip the pairs it finished."
+        ),
+    ] = False,
+    force: Annotated[
+        bool,
+        typer.Option("--force", help="With --resume: accept a different inventory or plan."),
+    ] = False,
     dry_run: Annotated[
         bool,
         typer.Option("--dry-run", help="Print the plan and its estimated duration; no agent."),
@@ -206,9 +217,12 @@ def run(
         inventory=str(inventory),
         rdma=rdma_request(rdma_device, rdma_port, gid_index),
     )
+    if force and not resume:
+        raise UsageError("--force", "only with --resume")
+    previous = resume_mod.prepare(out, run_identity(cfg), force) if resume else None
     # Progress and notes go to stderr when stdout carries JSON.
     with ProgressObserver(err_console() if as_json else console(), pol.metric) as progress:
-        results = run_coordinator(cfg, out, progress)
+        results = run_coordinator(cfg, out, progress, previous)
     _finish(results, out, as_json)
 
 

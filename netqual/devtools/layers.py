@@ -78,6 +78,7 @@ MODULE_LAYERS: Mapping[str, str] = {
     "netqual.report": "report",
     "netqual.render": "render",
     "netqual.coordinator": "run",
+    "netqual.resume": "run",
     "netqual.localagents": "run",
     "netqual.demo": "run",
     "netqual.lab": "run",

@@ -1,0 +1,178 @@
+"""``netqual run --resume``: continue an interrupted run from ``DIR/results.jsonl``.
+
+A run writes ``DIR/run.json`` (what it measures: nodes, mode, transport, policy, probe
+plan) before its first pair, and appends each finished pair to ``results.jsonl``. To
+resume, the identity must match (else ``ResumeMismatchError``, exit 2, unless forced),
+the torn last line a crash may leave is cut off (that pair is measured again), and the
+coordinator skips every pair already in the file. Every pair ends up exactly once.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from netqual.errors import InputError, UsageError
+from netqual.models import Mode, Node, PathResult, Policy, ProbePlan
+from netqual.plan_codec import plan_to_dict
+from netqual.results import append_jsonl, load_jsonl_paths, node_to_dict, policy_to_dict
+from netqual.schedule import build
+
+IDENTITY_FILE = "run.json"
+JSONL = "results.jsonl"
+
+
+class ResumeMismatchError(InputError):
+    """The run directory holds a run of something else (another inventory or plan)."""
+
+
+@dataclass(frozen=True)
+class Resume:
+    """What an interrupted run already finished, keyed (src, dst), in file order."""
+
+    started_at: str
+    done: Mapping[tuple[str, str], PathResult]
+
+
+def identity(
+    nodes: tuple[Node, ...],
+    mode: Mode,
+    sample_k: int,
+    transport: str,
+    policy: Policy,
+    plan: ProbePlan,
+) -> dict[str, Any]:
+    return {
+        "nodes": [node_to_dict(n) for n in nodes],
+        "mode": mode.value,
+        "sample_k": sample_k if mode is Mode.SAMPLED else None,
+        "transport": transport,
+        "policy": policy_to_dict(policy),
+        "plan": plan_to_dict(plan),
+    }
+
+
+def fingerprint(ident: Mapping[str, Any]) -> str:
+    return hashlib.sha256(json.dumps(ident, sort_keys=True).encode()).hexdigest()
+
+
+def write_identity(out_dir: Path, ident: Mapping[str, Any], started_at: str) -> None:
+    doc = {"started_at": started_at, "fingerprint": fingerprint(ident), "identity": ident}
+    tmp = out_dir / (IDENTITY_FILE + ".tmp")
+    tmp.write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
+    tmp.replace(out_dir / IDENTITY_FILE)
+
+
+def _differences(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:
+    out = []
+    old_nodes = {n["name"]: n for n in old.get("nodes", [])}
+    new_nodes = {n["name"]: n for n in new["nodes"]}
+    if old_nodes != new_nodes:
+        gone, added = sorted(old_nodes.keys() - new_nodes), sorted(new_nodes.keys() - old_nodes)
+        changed = sorted(k for k in old_nodes.keys() & new_nodes if old_nodes[k] != new_nodes[k])
+        for label, names in (("removed", gone), ("added", added), ("changed", changed)):
+            if names:
+                more = f" and {len(names) - 3} more" if len(names) > 3 else ""
+                out.append(f"nodes {label}: {', '.join(names[:3])}{more}")
+    for key in ("mode", "sample_k", "transport"):
+        if old.get(key) != new[key]:
+            out.append(f"{key} {old.get(key)} -> {new[key]}")
+    for key in ("policy", "plan"):
+        o, n = old.get(key) or {}, new[key]
+        for k in sorted(n):
+            if o.get(k) != n[k]:
+                out.append(f"{key}.{k} {o.get(k)} -> {n[k]}")
+    return out
+
+
+def _read_identity(out_dir: Path) -> dict[str, Any]:
+    path = out_dir / IDENTITY_FILE
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ResumeMismatchError(
+            str(path), "missing: not a directory written by netqual run (--force to resume)"
+        ) from None
+    except (OSError, json.JSONDecodeError) as err:
+        raise ResumeMismatchError(str(path), f"unreadable: {err} (--force to resume)") from err
+    if not isinstance(doc, dict) or not isinstance(doc.get("identity"), dict):
+        raise ResumeMismatchError(str(path), "no run identity in it (--force to resume)")
+    return doc
+
+
+def _cut_torn_tail(jsonl: Path) -> None:
+    """Drop bytes after the last newline: a pair cut off mid-write is measured again."""
+    with jsonl.open("rb+") as f:
+        size = f.seek(0, os.SEEK_END)
+        keep = size
+        while keep > 0:
+            step = min(keep, 1 << 16)
+            f.seek(keep - step)
+            block = f.read(step)
+            nl = block.rfind(b"\n")
+            if nl >= 0:
+                keep = keep - step + nl + 1
+                break
+            keep -= step
+        if keep != size:
+            f.truncate(keep)
+            f.flush()
+            os.fsync(f.fileno())
+
+
+def _rewrite(jsonl: Path, paths: list[PathResult]) -> None:
+    tmp = jsonl.with_suffix(".jsonl.tmp")
+    with tmp.open("w", encoding="utf-8") as f:
+        for p in paths:
+            append_jsonl(f, p)
+    tmp.replace(jsonl)
+
+
+def prepare(out_dir: Path, ident: Mapping[str, Any], force: bool) -> Resume:
+    """Check that out_dir holds this run, repair its results.jsonl, return what is done.
+
+    With ``force`` a different identity is accepted: finished pairs the new plan also has
+    are kept, the others dropped from results.jsonl."""
+    jsonl = out_dir / JSONL
+    if not jsonl.is_file():
+        raise UsageError("--resume", f"{jsonl} does not exist: nothing to resume")
+    started_at = ""
+    same = False
+    try:
+        doc = _read_identity(out_dir)
+        started_at = str(doc.get("started_at") or "")
+        diffs = _differences(doc["identity"], ident)
+        same = not diffs and doc.get("fingerprint") == fingerprint(ident)
+        if not same and not force:
+            raise ResumeMismatchError(
+                str(out_dir / IDENTITY_FILE),
+                "this directory holds a different run: "
+                + "; ".join(diffs or ["identity differs"])
+                + " (--force resumes anyway, keeping the finished pairs the new plan has)",
+            )
+    except ResumeMismatchError:
+        if not force:
+            raise
+    _cut_torn_tail(jsonl)
+    finished = load_jsonl_paths(jsonl)
+    wanted: set[tuple[str, str]] | None = None
+    if not same:
+        nodes = tuple(Node(n["name"], n["address"]) for n in ident["nodes"])
+        sched = build(nodes, Mode(ident["mode"]), ident["sample_k"] or 0)
+        wanted = {
+            (nodes[a].name, nodes[b].name)
+            for pos in sched.rounds_positions()
+            for a, b in pos.tolist()
+        }
+    done: dict[tuple[str, str], PathResult] = {}
+    for p in finished:
+        if p.key not in done and (wanted is None or p.key in wanted):
+            done[p.key] = p
+    if len(done) != len(finished):
+        _rewrite(jsonl, list(done.values()))
+    return Resume(started_at=started_at, done=done)

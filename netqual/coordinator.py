@@ -43,6 +43,8 @@ from netqual.protocol import connect
 from netqual.results import append_jsonl, summarize, write_json
 from netqual.schedule import Pair
 from netqual.stats import bulk_stats, rtt_stats
+from netqual.workload.judge import judged
+from netqual.workload.model import Workload
 
 
 class RunObserver(Protocol):
@@ -72,6 +74,7 @@ class RunConfig:
     sample_k: int = 2  # sampled mode: pairs between every two racks
     rdma: Mapping[str, Any] | None = None  # {"local": RdmaOptions json, "peer": ...}
     inventory: str | None = None
+    workload: Workload | None = None  # also judge each path by this workload's chunk
 
 
 def now_iso() -> str:
@@ -139,7 +142,7 @@ def measure_pair(src: Node, dst: Node, cfg: RunConfig) -> PathResult:
     details["initiator"] = out.initiator
     if out.forward_hops is not None:
         details["forward_hops"] = out.forward_hops
-    return PathResult(
+    path = PathResult(
         src=src.name,
         dst=dst.name,
         transport=cfg.transport,
@@ -154,13 +157,14 @@ def measure_pair(src: Node, dst: Node, cfg: RunConfig) -> PathResult:
         duration_s=time.monotonic() - t0,
         details=details,
     )
+    return judged(path, cfg.workload)
 
 
 def _failed(
     src: Node, dst: Node, cfg: RunConfig, reason: str, started: str, t0: float
 ) -> PathResult:
     verdict, reasons = judge(cfg.policy, None, error=reason)
-    return PathResult(
+    path = PathResult(
         src=src.name,
         dst=dst.name,
         transport=cfg.transport,
@@ -171,6 +175,7 @@ def _failed(
         started_at=started,
         duration_s=time.monotonic() - t0,
     )
+    return judged(path, cfg.workload)
 
 
 def _batches(pairs: list[Pair], parallel: int | None) -> list[list[Pair]]:
@@ -261,6 +266,7 @@ def run(
         paths=tuple(paths),
         summary=summarize(paths, cfg.policy.metric),
         tool_version=__version__,
+        workload=cfg.workload,
     )
     write_json(out_dir / "results.json", results)
     return results

@@ -12,10 +12,13 @@ import enum
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import numpy.typing as npt
+
+if TYPE_CHECKING:
+    from netqual.workload.model import Workload
 
 KIB = 1 << 10
 MIB = 1 << 20
@@ -183,6 +186,22 @@ class BulkStats:
 
 
 @dataclass(frozen=True)
+class WorkloadResult:
+    """A path judged by the workload's chunk: can it fetch one chunk for all ranks of a
+    node faster than the budget (recompute or local read)? Beside, not instead of, the
+    RTT verdict."""
+
+    verdict: Verdict
+    reasons: tuple[str, ...]
+    budget_us: float
+    fetch_p50_us: float | None = None
+    fetch_p99_us: float | None = None
+    speedup: float | None = None  # budget / fetch p99
+    break_even_rtt_us: float | None = None  # RTT at which speedup would fall to 1
+    interpolated: bool = False  # fetch estimated from other chunk sizes / depths
+
+
+@dataclass(frozen=True)
 class PathResult:
     src: str
     dst: str
@@ -197,6 +216,7 @@ class PathResult:
     started_at: str | None = None  # ISO 8601 UTC
     duration_s: float | None = None
     details: Mapping[str, object] = field(default_factory=dict)
+    workload: WorkloadResult | None = None
 
     @property
     def key(self) -> tuple[str, str]:
@@ -246,6 +266,7 @@ class Results:
     tool_name: str = "netqual"
     tool_version: str = "0"
     schema_version: str = "1"
+    workload: Workload | None = None  # the workload the paths were judged by, if any
 
 
 @dataclass(frozen=True)

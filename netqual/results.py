@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 import json
+import math
 import os
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -27,11 +28,13 @@ from netqual.models import (
     Summary,
     Tier,
     Verdict,
+    WorkloadResult,
     rank_key,
 )
 from netqual.plan_codec import plan_from_dict, plan_to_dict
 from netqual.schema import validate
 from netqual.stats import BINS_PER_DECADE, bin_index
+from netqual.workload.model import Workload
 
 SCHEMA_VERSION = "1"
 WORST_PATHS = 10
@@ -103,6 +106,22 @@ def path_to_dict(p: PathResult) -> dict[str, Any]:
         "started_at": p.started_at,
         "duration_s": p.duration_s,
         "details": dict(p.details),
+        **({"workload": workload_result_to_dict(p.workload)} if p.workload else {}),
+    }
+
+
+def workload_result_to_dict(w: WorkloadResult) -> dict[str, Any]:
+    def t(value_us: float | None) -> float | None:
+        return None if value_us is None or not math.isfinite(value_us) else _t(value_us)
+
+    return {
+        "fetch_us": {"p50": t(w.fetch_p50_us), "p99": t(w.fetch_p99_us)},
+        "budget_us": _t(w.budget_us),
+        "speedup": None if w.speedup is None or not math.isfinite(w.speedup) else w.speedup,
+        "verdict": w.verdict.value,
+        "reasons": list(w.reasons),
+        "interpolated": w.interpolated,
+        "break_even_rtt_us": t(w.break_even_rtt_us),
     }
 
 
@@ -178,6 +197,7 @@ def results_to_dict(r: Results) -> dict[str, Any]:
             "total": len(r.paths),
             "worst": [_worst_entry(by_key[k], metric) for k in r.summary.worst if k in by_key],
         },
+        **({"workload": r.workload.to_json()} if r.workload else {}),
     }
 
 
@@ -320,6 +340,27 @@ def path_from_dict(d: Mapping[str, Any], rd: _Reader, where: str) -> PathResult:
         started_at=d.get("started_at"),
         duration_s=d.get("duration_s"),
         details=dict(d.get("details") or {}),
+        workload=_workload_result(d.get("workload"), rd, f"{where}.workload"),
+    )
+
+
+def _workload_result(d: Any, rd: _Reader, where: str) -> WorkloadResult | None:
+    if d is None:
+        return None
+    fetch = rd.get(d, "fetch_us", where)
+    try:
+        verdict = Verdict(rd.string(d, "verdict", where))
+    except ValueError as err:
+        raise rd.fail(f"{where}.verdict", str(err)) from err
+    return WorkloadResult(
+        verdict=verdict,
+        reasons=tuple(str(r) for r in rd.get(d, "reasons", where)),
+        budget_us=rd.num(d, "budget_us", where),
+        fetch_p50_us=rd.opt_num(fetch, "p50", f"{where}.fetch_us"),
+        fetch_p99_us=rd.opt_num(fetch, "p99", f"{where}.fetch_us"),
+        speedup=rd.opt_num(d, "speedup", where),
+        break_even_rtt_us=rd.opt_num(d, "break_even_rtt_us", where),
+        interpolated=bool(rd.get(d, "interpolated", where)),
     )
 
 
@@ -379,6 +420,12 @@ def results_from_dict(d: Mapping[str, Any], source: str) -> Results:
     )
     rd.get(d, "summary", "")
     tool = rd.get(d, "tool", "")
+    workload = None
+    if d.get("workload") is not None:
+        try:
+            workload = Workload.from_json(d["workload"])
+        except (KeyError, TypeError, ValueError, AttributeError) as err:
+            raise rd.fail("workload", f"malformed workload: {err!r}") from err
     return Results(
         run=meta,
         nodes=tuple(nodes),
@@ -387,6 +434,7 @@ def results_from_dict(d: Mapping[str, Any], source: str) -> Results:
         tool_name=str(tool.get("name", "netqual")),
         tool_version=str(tool.get("version", "0")),
         schema_version=version,
+        workload=workload,
     )
 
 

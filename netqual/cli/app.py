@@ -81,6 +81,14 @@ PolicyOpt = Annotated[
     ),
 ]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON instead of tables.")]
+WorkloadOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--workload",
+        help="Workload TOML or preset name (docs/workload.md): also judge every path by "
+        "the KV chunk this model and serving shape move.",
+    ),
+]
 
 IterationsOpt = Annotated[
     int | None, typer.Option("--iterations", help="Kept ping-pong samples.  [default: 10000]")

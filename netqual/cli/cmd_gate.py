@@ -9,11 +9,13 @@ from typing import Annotated
 
 import typer
 
-from netqual.cli.app import JsonOpt, app, console
+from netqual.cli.app import JsonOpt, WorkloadOpt, app, console
 from netqual.cli.gate_text import print_gate
 from netqual.errors import EXIT_FAIL, EXIT_OK, UsageError
 from netqual.gate import default_profile, evaluate, junit_xml, load_profile, report_to_dict
 from netqual.results import load
+from netqual.workload import load_workload
+from netqual.workload.judge import apply as apply_workload
 
 
 def _today(text: str | None) -> dt.date:
@@ -56,6 +58,7 @@ def gate(
             help="Date that decides waiver expiry.  [default: today, UTC]",
         ),
     ] = None,
+    workload: WorkloadOpt = None,
 ) -> int:
     """Judge a run against a gate profile.
 
@@ -67,8 +70,11 @@ def gate(
       netqual gate run2 --profile gate.toml --baseline run1 --junit gate.xml
     """
     prof = load_profile(profile) if profile else default_profile()
+    res = load(results)
+    if workload is not None:
+        res = apply_workload(res, load_workload(workload))
     report = evaluate(
-        load(results),
+        res,
         prof,
         today=_today(today),
         baseline=load(baseline) if baseline else None,

@@ -8,16 +8,19 @@ from typing import Annotated
 
 import typer
 
-from netqual.cli.app import JsonOpt, app, console
+from netqual.cli.app import JsonOpt, WorkloadOpt, app, console
 from netqual.cli.diff_text import print_diff
 from netqual.diff import diff_runs, diff_to_dict
 from netqual.errors import UsageError
 from netqual.gate import load_profile
 from netqual.matrix import STATISTICS
 from netqual.render.terminal import print_results
+from netqual.render.workload import print_workload_results
 from netqual.report import write_csv, write_html
 from netqual.report.html import render_diff_html
-from netqual.results import load
+from netqual.results import load, results_to_dict
+from netqual.workload import load_workload
+from netqual.workload.judge import apply as apply_workload
 
 
 @app.command()
@@ -45,19 +48,30 @@ def report(
             "[default: the policy metric]",
         ),
     ] = None,
+    workload: WorkloadOpt = None,
+    as_json: JsonOpt = False,
 ) -> None:
-    """Show a run again, optionally as HTML and CSV.
+    """Show a run again, optionally as HTML and CSV; --workload judges every path by a
+    workload's KV chunk (interpolated from the nearest cells when the run did not
+    measure it, and the output says so).
 
     \b
     Examples:
       netqual report run1
       netqual report run1/results.json --html report.html --csv paths.csv
+      netqual report run1 --workload llama-3.1-70b-tp8
     """
     if stat is not None and stat not in STATISTICS:
         raise UsageError("--stat", f"unknown statistic {stat!r} (one of {', '.join(STATISTICS)})")
     res = load(results)
+    if workload is not None:
+        res = apply_workload(res, load_workload(workload))
+    if as_json:
+        typer.echo(json.dumps(results_to_dict(res), indent=1))
+        return
     out = console()
     print_results(out, res, stat)
+    print_workload_results(out, res)
     waivers = load_profile(profile).waivers if profile else ()
     if html:
         write_html(res, html, waivers=waivers)

@@ -28,6 +28,7 @@ from netqual.cli.app import (
     TokenFileOpt,
     TransportOpt,
     WarmupOpt,
+    WorkloadOpt,
     app,
     console,
     err_console,
@@ -43,9 +44,12 @@ from netqual.models import DEFAULT_PORT, Mode, Node, Policy, ProbePlan, Results
 from netqual.policy import load_policy
 from netqual.render.dryrun import print_dry_run
 from netqual.render.terminal import print_probe, print_results
+from netqual.render.workload import print_workload_path, print_workload_results
 from netqual.report import write_html
 from netqual.results import path_to_dict, results_to_dict
 from netqual.transports import TRANSPORT_NAMES
+from netqual.workload import Workload, load_workload
+from netqual.workload.judge import add_to_plan
 
 OutOpt = Annotated[
     Path, typer.Option("--out", help="Directory for results.jsonl, results.json, report.html.")
@@ -83,6 +87,14 @@ def _plan(
     )
 
 
+def _workload(text: str | None, plan: ProbePlan) -> tuple[Workload | None, ProbePlan]:
+    """The workload, and the plan with its chunk at depth ranks_per_node added."""
+    if text is None:
+        return None, plan
+    w = load_workload(text)
+    return w, add_to_plan(plan, w)
+
+
 def _transport(name: str) -> str:
     if name not in TRANSPORT_NAMES:
         raise UsageError("--transport", f"unknown transport {name!r} (tcp or rdma)")
@@ -104,6 +116,7 @@ def _finish(results: Results, out: Path, as_json: bool) -> None:
         print(json.dumps(results_to_dict(results), indent=1))
         return
     print_results(console(), results)
+    print_workload_results(console(), results)
     console().print(f"results: {out / 'results.json'}  report: {out / 'report.html'}", style="dim")
 
 
@@ -164,6 +177,7 @@ def run(
     rdma_device: RdmaDeviceOpt = None,
     rdma_port: RdmaPortOpt = None,
     gid_index: GidIndexOpt = None,
+    workload: WorkloadOpt = None,
     as_json: JsonOpt = False,
     resume: Annotated[
         bool,
@@ -193,6 +207,9 @@ def run(
     """
     inv = load_inventory(inventory)
     pol = load_policy(policy) if policy else Policy()
+    wl, plan = _workload(
+        workload, _plan(inv.plan, iterations, warmup, size, chunk, depth, no_bulk, timeout)
+    )
     if dry_run:
         _dry_run(
             inv,
@@ -201,7 +218,7 @@ def run(
             parallel,
             sample_k,
             as_json,
-            _plan(inv.plan, iterations, warmup, size, chunk, depth, no_bulk, timeout),
+            plan,
         )
         return
     token = load_token(token_file or inv.token_file, insecure=insecure)
@@ -210,12 +227,13 @@ def run(
         transport=_transport(transport),
         mode=_mode(mode) if mode else (inv.mode or Mode.FULL_MESH),
         policy=pol,
-        plan=_plan(inv.plan, iterations, warmup, size, chunk, depth, no_bulk, timeout),
+        plan=plan,
         token=token,
         parallel=parallel,
         sample_k=sample_k,
         inventory=str(inventory),
         rdma=rdma_request(rdma_device, rdma_port, gid_index),
+        workload=wl,
     )
     if force and not resume:
         raise UsageError("--force", "only with --resume")
@@ -248,6 +266,7 @@ def probe(
     rdma_device: RdmaDeviceOpt = None,
     rdma_port: RdmaPortOpt = None,
     gid_index: GidIndexOpt = None,
+    workload: WorkloadOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Measure one pair and print a perftest-style table.
@@ -258,6 +277,9 @@ def probe(
     Example:
       netqual probe 10.0.1.11:18515 10.0.1.12:18515 --iterations 20000
     """
+    wl, plan = _workload(
+        workload, _plan(ProbePlan(), iterations, warmup, size, chunk, depth, no_bulk, timeout)
+    )
     nodes = []
     for text, option in ((src, "SRC"), (dst, "DST")):
         host, port = split_endpoint(text, DEFAULT_PORT, option)
@@ -266,15 +288,17 @@ def probe(
         nodes=tuple(nodes),
         transport=_transport(transport),
         policy=load_policy(policy) if policy else Policy(),
-        plan=_plan(ProbePlan(), iterations, warmup, size, chunk, depth, no_bulk, timeout),
+        plan=plan,
         token=load_token(token_file, insecure=insecure),
         rdma=rdma_request(rdma_device, rdma_port, gid_index),
+        workload=wl,
     )
     path = measure_pair(nodes[0], nodes[1], cfg)
     if as_json:
         print(json.dumps(path_to_dict(path), indent=1))
     else:
         print_probe(console(), path)
+        print_workload_path(console(), path)
     if path.error is not None:
         raise typer.Exit(EXIT_RUNTIME)
 
@@ -296,6 +320,7 @@ def demo(
     depth: DepthOpt = None,
     no_bulk: NoBulkOpt = False,
     timeout: TimeoutOpt = None,
+    workload: WorkloadOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Try netqual on this machine: agents, a full run, a report.
@@ -316,12 +341,16 @@ def demo(
 
     fallback = demo_mod.lab_unusable_reason(loopback)
     base = demo_mod.LOOPBACK_PLAN if fallback else demo_mod.LAB_PLAN
-    plan = _plan(base, iterations, warmup, size, chunk, depth, no_bulk, timeout)
+    wl, plan = _workload(
+        workload, _plan(base, iterations, warmup, size, chunk, depth, no_bulk, timeout)
+    )
+    if wl is not None and not fallback:
+        plan = demo_mod.lab_workload_plan(plan, say)
     pol = demo_mod.demo_policy(load_policy(policy) if policy else None, plan, say)
     with ProgressObserver(c, pol.metric) as progress:
         if fallback:
             say(f"demo: loopback agents ({fallback})")
-            results = demo_mod.run_on_loopback(out, agents, plan, pol, progress, say)
+            results = demo_mod.run_on_loopback(out, agents, plan, pol, progress, say, wl)
         else:
-            results = demo_mod.run_on_lab(out, plan, pol, progress, say)
+            results = demo_mod.run_on_lab(out, plan, pol, progress, say, wl)
     _finish(results, out, as_json)

@@ -69,6 +69,7 @@ MODULE_LAYERS: Mapping[str, str] = {
     "netqual.matrix": "analysis",
     "netqual.policy": "analysis",
     "netqual.workload": "analysis",
+    "netqual.workload.model": "core",  # records and arithmetic only
     "netqual.narrative": "analysis",
     "netqual.diff": "analysis",
     "netqual.results": "analysis",

@@ -21,6 +21,7 @@ from netqual.gate.rules import (
     MaxVerdictCount,
     MinSafeFraction,
     MinSamples,
+    MinWorkloadVerdict,
     NoErrors,
     Rule,
 )
@@ -38,6 +39,7 @@ LIMIT_KEYS = (
     "max_metric_us",
     "min_samples",
     "no_errors",
+    "min_workload_verdict",
 )
 SCOPE_KEYS = ("name", "racks", "roles", "nodes", "tiers")
 BASELINE_KEYS = (
@@ -126,6 +128,16 @@ def _limit_rules(
         rules.append(MinSamples(scope, f.count(t["min_samples"], f"{where}.min_samples")))
     if "no_errors" in t and f.flag(t["no_errors"], f"{where}.no_errors"):
         rules.append(NoErrors(scope))
+    if "min_workload_verdict" in t:
+        text = f.text(t["min_workload_verdict"], f"{where}.min_workload_verdict")
+        try:
+            verdict = Verdict(text)
+        except ValueError as err:
+            raise f.fail(
+                f"{where}.min_workload_verdict",
+                f"unknown verdict {text!r} (offload-safe, marginal or unsafe)",
+            ) from err
+        rules.append(MinWorkloadVerdict(scope, verdict))
     return rules
 
 

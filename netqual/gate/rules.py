@@ -151,3 +151,31 @@ class NoErrors(Rule):
         failing, waived = _split(paths, ctx, lambda p: f"error: {p.error}" if p.error else None)
         msg = f"{_plural(len(failing), 'path')} failed to measure"
         return self._outcome(not failing, msg, failing, waived)
+
+
+@dataclass(frozen=True)
+class MinWorkloadVerdict(Rule):
+    """Every path's workload verdict (docs/workload.md) at least this good. A path with
+    no workload verdict (a run without --workload) fails: the gate asked for it."""
+
+    verdict: Verdict
+
+    @property
+    def key(self) -> str:
+        return "min_workload_verdict"
+
+    def check(self, paths: Sequence[PathResult], ctx: GateContext) -> Outcome:
+        def offends(p: PathResult) -> str | None:
+            wr = p.workload
+            if wr is None:
+                return "no workload verdict (run, report or gate with --workload)"
+            if wr.verdict.rank <= self.verdict.rank:
+                return None
+            speedup = "no fetch" if wr.speedup is None else f"speedup {wr.speedup:.1f}x"
+            return f"workload {wr.verdict.value}, {speedup}"
+
+        failing, waived = _split(paths, ctx, offends)
+        msg = f"{_plural(len(failing), 'path')} below {self.verdict.value} for the workload"
+        if waived:
+            msg += f", {len(waived)} waived"
+        return self._outcome(not failing, msg, failing, waived)

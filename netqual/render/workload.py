@@ -1,12 +1,17 @@
-"""Terminal output of `netqual workload`: KV sizes, the budget and the break-even RTT."""
+"""Terminal output of workloads: `netqual workload` (KV sizes, budget, break-even RTT) and
+the workload section of a run (per tier, a speedup matrix, both verdicts per path)."""
 
 from __future__ import annotations
 
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
-from netqual.units import format_bytes, format_duration_us
+from netqual.models import PathResult, Results, Verdict
+from netqual.render.terminal import MATRIX_MAX_NODES, STYLE, verdict_text
+from netqual.units import format_bytes, format_duration_us, format_us
 from netqual.workload import Attention, BaselineKind, Workload
+from netqual.workload.impact import tier_impacts, workload_counts
 
 
 def shape_line(w: Workload) -> str:
@@ -95,3 +100,161 @@ def print_workload(console: Console, w: Workload) -> None:
             f"hits is {chunks:,} chunks; without offload they cost "
             f"{format_duration_us(chunks * w.budget_us)}."
         )
+
+
+WORKLOAD_PATHS_SHOWN = 16 * 15  # every path of a 16-node mesh; beyond, the worst ones
+
+
+def _speedup_text(value: float | None) -> str:
+    if value is None:
+        return "-"
+    return "inf" if value == float("inf") else f"{value:.1f}x"
+
+
+def headline(results: Results, w: Workload) -> str:
+    counts = workload_counts(results)
+    total = sum(counts.values())
+    kind = "recompute" if w.budget[0] is BaselineKind.RECOMPUTE else "read from local NVMe"
+    return (
+        f"What this means for {w.model.name} (TP{w.tp}, {w.chunk_tokens}-token chunks of "
+        f"{format_bytes(w.chunk_bytes)} per rank, {format_duration_us(w.budget_us)} to {kind}): "
+        f"offload-safe on {counts[Verdict.SAFE]} of {total} paths"
+    )
+
+
+def print_workload_results(console: Console, results: Results) -> None:
+    """The workload section: headline, per-tier impact, a matrix coloured by workload
+    verdict (small runs), and the RTT verdict beside the workload verdict per path."""
+    w = results.workload
+    if w is None:
+        return
+    console.print(Text(headline(results, w), style="bold"))
+    counts = workload_counts(results)
+    console.print(
+        "  ".join(f"[{STYLE[v]}]{v.value}[/] {counts[v]}" for v in Verdict)
+        + f"  | speedup = budget / chunk fetch p99; >= {w.safe_speedup:g}x safe, "
+        f"< {w.unsafe_speedup:g}x unsafe",
+        style="dim",
+    )
+    _print_tiers(console, results, w)
+    if len(results.nodes) <= MATRIX_MAX_NODES:
+        _print_speedup_matrix(console, results)
+    _print_paths(console, results)
+
+
+def _print_tiers(console: Console, results: Results, w: Workload) -> None:
+    rows = tier_impacts(results, w)
+    per_request = w.prompt_tokens is not None
+    table = Table(title="by tier (medians over the tier's paths)", title_justify="left")
+    cols = ["tier", "paths", "p99 RTT", "fetch p99", "budget", "speedup", "worst"]
+    if per_request:
+        cols.append("per request")
+    cols += [f"@{line:g}us" for line, _ in rows[0].speedup_at_lines] if rows else []
+    cols += ["safe", "marginal", "unsafe"]
+    for col in cols:
+        table.add_column(col, justify="left" if col == "tier" else "right")
+    for r in rows:
+        cells: list[str | Text] = [
+            r.tier,
+            str(r.paths),
+            "-" if r.rtt_p99_us is None else f"{format_us(r.rtt_p99_us)} us",
+            "-" if r.fetch_p99_us is None else format_duration_us(r.fetch_p99_us),
+            format_duration_us(w.budget_us),
+            _speedup_text(r.speedup),
+            _speedup_text(r.worst_speedup),
+        ]
+        if per_request:
+            cells.append(_saved_text(r.request_saved_us))
+        cells += [_speedup_text(s) for _, s in r.speedup_at_lines]
+        cells += [Text(str(r.counts[v]), style=STYLE[v] if r.counts[v] else "dim") for v in Verdict]
+        table.add_row(*cells)
+    console.print(table)
+    if per_request and w.prompt_chunks is not None:
+        console.print(
+            f"per request: {w.prompt_tokens:,} prompt tokens x {w.hit_ratio:.0%} hits = "
+            f"{w.prompt_chunks:,} chunks, each saving the budget minus its fetch (p50); "
+            "'@N us': the tier's speedup had its p99 RTT been on the field report's lines",
+            style="dim",
+        )
+
+
+def _saved_text(saved_us: float | None) -> str:
+    if saved_us is None:
+        return "-"
+    verb = "saves" if saved_us >= 0 else "loses"
+    return f"{verb} {format_duration_us(abs(saved_us))}"
+
+
+def _print_speedup_matrix(console: Console, results: Results) -> None:
+    names = [n.name for n in results.nodes]
+    by_key = {p.key: p for p in results.paths}
+    console.print(
+        "workload speedup (budget / chunk fetch p99): row = source, column = destination",
+        style="bold",
+    )
+    table = Table()
+    table.add_column("")
+    for name in names:
+        table.add_column(name, justify="right")
+    for src in names:
+        cells: list[str | Text] = [src]
+        for dst in names:
+            p = by_key.get((src, dst)) or by_key.get((dst, src))
+            if src == dst or p is None or p.workload is None:
+                cells.append(Text("-", style="dim"))
+                continue
+            wr = p.workload
+            text = "fail" if wr.speedup is None else _speedup_text(wr.speedup)
+            cells.append(Text(text, style=STYLE[wr.verdict]))
+        table.add_row(*cells)
+    console.print(table)
+
+
+def _print_paths(console: Console, results: Results) -> None:
+    judged = [p for p in results.paths if p.workload is not None]
+    judged.sort(
+        key=lambda p: (
+            -p.workload.verdict.rank if p.workload else 0,
+            p.workload.speedup if p.workload and p.workload.speedup is not None else -1.0,
+        )
+    )
+    shown = judged[:WORKLOAD_PATHS_SHOWN]
+    title = "paths: RTT verdict and workload verdict"
+    if len(shown) < len(judged):
+        title += f" (the {len(shown)} worst of {len(judged)})"
+    table = Table(title=title, title_justify="left")
+    for col in (
+        "path", "tier", "p99 RTT", "RTT verdict", "chunk fetch p99", "speedup",
+        "workload verdict", "break-even RTT",
+    ):  # fmt: skip
+        table.add_column(col, justify="right" if col[0] in "pcsb" and col != "path" else "left")
+    for p in shown:
+        wr = p.workload
+        assert wr is not None
+        table.add_row(
+            f"{p.src} -> {p.dst}",
+            p.tier.value,
+            "-" if p.rtt is None else f"{format_us(p.rtt.p99_us)} us",
+            verdict_text(p.verdict),
+            "-" if wr.fetch_p99_us is None else format_duration_us(wr.fetch_p99_us),
+            _speedup_text(wr.speedup),
+            Text(wr.verdict.value + (" *" if wr.interpolated else ""), style=STYLE[wr.verdict]),
+            "never" if wr.break_even_rtt_us is None else format_duration_us(wr.break_even_rtt_us),
+        )
+    console.print(table)
+    if any(p.workload and p.workload.interpolated for p in shown):
+        console.print(
+            "* interpolated from other measured chunk sizes / depths (this run did not measure "
+            "the workload's chunk); re-run with --workload to measure it",
+            style="dim",
+        )
+
+
+def print_workload_path(console: Console, path: PathResult) -> None:
+    """`netqual probe --workload`: the pair's workload verdict and its reasons."""
+    wr = path.workload
+    if wr is None:
+        return
+    console.print(Text.assemble("workload: ", verdict_text(wr.verdict)))
+    for reason in wr.reasons:
+        console.print(f"- {reason}")

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import enum
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -104,6 +105,18 @@ class KvModel:
         return (
             self.layers * self.kv_heads_per_rank(tp) * self.elements_per_token_per_head()
         ) * dtype.bytes
+
+    @classmethod
+    def from_shape_json(cls, d: Mapping[str, Any]) -> KvModel:
+        return cls(
+            name=str(d["name"]),
+            layers=int(d["layers"]),
+            attention=Attention(d["attention"]),
+            kv_heads=int(d.get("kv_heads", 0)),
+            head_dim=int(d.get("head_dim", 0)),
+            kv_lora_rank=int(d.get("kv_lora_rank", 0)),
+            qk_rope_head_dim=int(d.get("qk_rope_head_dim", 0)),
+        )
 
     def shape_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -233,6 +246,30 @@ class Workload:
             for rate in LINK_RATES_GBPS
         )
 
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> Workload:
+        """The inverse of to_json (derived sizes and times are recomputed, not read).
+        Raises KeyError, TypeError or ValueError on a malformed mapping."""
+        base = d["baseline"]
+        prompt = d.get("prompt_tokens")
+        return cls(
+            source=str(d["source"]),
+            model=KvModel.from_shape_json(d["model"]),
+            dtype=Dtype(d["dtype"]),
+            tp=int(d["tp"]),
+            ranks_per_node=int(d["ranks_per_node"]),
+            chunk_tokens=int(d["chunk_tokens"]),
+            baseline=Baseline(
+                prefill_tokens_per_s=_opt_float(base.get("prefill_tokens_per_s")),
+                local_read_gbps=_opt_float(base.get("local_read_gbps")),
+            ),
+            prompt_tokens=None if prompt is None else int(prompt),
+            hit_ratio=float(d.get("hit_ratio", 1.0)),
+            round_trips_per_chunk=int(d.get("round_trips_per_chunk", 1)),
+            safe_speedup=float(d.get("safe_speedup", 2.0)),
+            unsafe_speedup=float(d.get("unsafe_speedup", 1.0)),
+        )
+
     def to_json(self) -> dict[str, Any]:
         kind, budget_us = self.budget
         return {
@@ -261,6 +298,10 @@ class Workload:
             "unsafe_speedup": self.unsafe_speedup,
             "break_even": [b.to_json() for b in self.break_even()],
         }
+
+
+def _opt_float(value: Any) -> float | None:
+    return None if value is None else float(value)
 
 
 @dataclass(frozen=True)

@@ -85,8 +85,9 @@ WorkloadOpt = Annotated[
     str | None,
     typer.Option(
         "--workload",
-        help="Workload TOML or preset name (docs/workload.md): also judge every path by "
-        "the KV chunk this model and serving shape move.",
+        metavar="FILE|PRESET",
+        help="Also judge every path by a model's KV chunk: a workload TOML or a preset "
+        "(docs/workload.md).",
     ),
 ]
 

@@ -17,7 +17,7 @@ def workload(
     file: Annotated[
         str,
         typer.Argument(
-            help=f"Workload TOML, or a shipped preset: {', '.join(preset_names())}.",
+            help=f"Workload TOML, or a preset: {', '.join(preset_names())}.",
             metavar="FILE",
         ),
     ],

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from netqual.models import PathResult, Results, Tier, Verdict
 from netqual.workload.model import Workload
 
-# The field report's lines (DESIGN.md "Where the numbers come from"): TTFT stops tracking
+# The field report's lines (docs/workload.md): TTFT stops tracking
 # the local-NVMe baseline above ~200 us of RTT; above ~500 us the offload gain is gone.
 FIELD_LINES_US = (200.0, 500.0)
 

@@ -1,9 +1,9 @@
 """examples/slurm/qualify.sbatch on a real single-host Slurm cluster that the test starts
-(tests/slurm_cluster.py): sbatch with four agent tasks on the one node (distinct ports),
-the inventory from `inventory from-slurm` (NodeAddr and the topology's leaf switch from
-the real scontrol), results.json, report.html, the gate's verdict as the job's exit
-status, and no agent process left after the job, after scancel, or after the batch step
-is killed with SIGKILL."""
+(examples/slurm/single_host_cluster.py): sbatch with four agent tasks on the one node
+(distinct ports), the inventory from `inventory from-slurm` (NodeAddr and the topology's
+leaf switch from the real scontrol), results.json, report.html, the gate's verdict as the
+job's exit status, and no agent process left after the job, after scancel, or after the
+batch step is killed with SIGKILL."""
 
 from __future__ import annotations
 
@@ -18,7 +18,9 @@ from pathlib import Path
 
 import pytest
 from conftest import REPO, cli_env
-from slurm_cluster import SlurmCluster, SlurmUnavailable
+
+sys.path.insert(0, str(REPO / "examples" / "slurm"))
+from single_host_cluster import SlurmCluster, SlurmUnavailable
 
 from netqual.schema import validate
 

@@ -1,4 +1,9 @@
-"""A throw-away single-host Slurm cluster for tests: its own munged, slurmctld and slurmd.
+"""A throw-away single-host Slurm cluster: its own munged, slurmctld and slurmd (as root).
+
+    python3 examples/slurm/single_host_cluster.py up DIR    # prints: export SLURM_CONF=...
+    python3 examples/slurm/single_host_cluster.py down DIR
+
+tests/test_slurm_job.py starts one per test session.
 
 Everything lives in one directory: a fresh munge key and socket (the machine's munged, if
 any, is left alone), a generated slurm.conf with one node of 8 CPUs (config_overrides lets
@@ -9,12 +14,14 @@ pid files. ``stop()`` ends the three daemons by those pids. ``start()`` raises
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import os
 import shutil
 import signal
 import socket
 import subprocess
+import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -181,3 +188,26 @@ def _alive(pid: int) -> bool:
     except PermissionError:
         return True
     return True
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="A single-host Slurm cluster in DIR.")
+    parser.add_argument("action", choices=["up", "down"])
+    parser.add_argument("dir", type=Path, help="scratch directory for its files")
+    args = parser.parse_args(argv)
+    cluster = SlurmCluster(args.dir.resolve())
+    if args.action == "down":
+        cluster.stop()
+        return 0
+    try:
+        cluster.start()
+    except SlurmUnavailable as err:
+        cluster.stop()
+        print(f"Slurm cannot run here: {err}", file=sys.stderr)
+        return 1
+    print(f"node {cluster.node} is idle; use it with:\n  export SLURM_CONF={cluster.conf}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

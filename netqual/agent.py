@@ -237,6 +237,7 @@ class Agent:
             "host": socket.gethostname(),
             "transports": list(TRANSPORT_NAMES),
             "limits": asdict(self.limits),
+            "time_ns": time.time_ns(),  # wall clock, for the pre-flight clock check
         }
 
 

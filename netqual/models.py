@@ -327,3 +327,43 @@ class Waiver:
     @property
     def label(self) -> str:
         return f"{self.src} -> {self.dst}"
+
+
+@dataclass(frozen=True)
+class AgentCheck:
+    """The pre-flight answer for one node: can a run use its agent?
+
+    ``problems`` are configuration errors (unreachable, wrong token, another node's agent,
+    another netqual version, transport missing): a run would publish them as unsafe network
+    paths. ``warnings`` (a skewed clock) do not stop a run."""
+
+    node: str
+    endpoint: str
+    agent_name: str | None = None
+    agent_version: str | None = None
+    clock_offset_s: float | None = None
+    answer_s: float | None = None
+    transport: str = "tcp"
+    transport_ok: bool | None = None
+    problems: tuple[str, ...] = ()
+    warnings: tuple[str, ...] = ()
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+
+@dataclass(frozen=True)
+class PreflightReport:
+    transport: str
+    coordinator_version: str
+    nodes: tuple[AgentCheck, ...]
+    duration_s: float
+
+    @property
+    def ok(self) -> bool:
+        return all(n.ok for n in self.nodes)
+
+    @property
+    def failed(self) -> tuple[AgentCheck, ...]:
+        return tuple(n for n in self.nodes if not n.ok)

@@ -240,7 +240,13 @@ def test_agent_down_from_the_start(agents: AgentPool, tmp_path: Path) -> None:
     with inventory.open("a") as f:
         f.write(f'[[node]]\nname = "down"\naddress = "127.0.0.1"\nport = {dead_port}\n')
     out = tmp_path / "out"
-    done = netqual_cli("run", str(inventory), "--out", str(out), "--no-bulk", *SMALL_PLAN[:4])
+    # A stopped agent is a configuration error: the run stops before measuring...
+    plan = ["--no-bulk", *SMALL_PLAN[:4]]
+    stopped = netqual_cli("run", str(inventory), "--out", str(out), *plan)
+    assert stopped.returncode == 3, stopped.stderr
+    assert not out.exists()
+    # ...unless asked to keep going: then its paths are measured as unsafe, with the reason.
+    done = netqual_cli("run", str(inventory), "--out", str(out), "--keep-going", *plan)
     assert done.returncode == 0, done.stderr
     doc = json.loads((out / "results.json").read_text())
     check_schema(doc)

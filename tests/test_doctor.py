@@ -226,7 +226,15 @@ def test_doctor_asks_every_agent_of_an_inventory(tmp_path: Path) -> None:
                 for n in nodes
             )
         )
-        run = _cli("--inventory", str(inventory), "--token-file", str(token_file), "--json")
+        run = _cli(
+            "--inventory",
+            str(inventory),
+            "--token-file",
+            str(token_file),
+            "--transport",
+            "rdma",
+            "--json",
+        )
     result = json.loads(run.stdout)
     assert result["mode"] == "inventory"
     assert sorted(result["nodes"]) == ["node1", "node2"]

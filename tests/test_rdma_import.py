@@ -109,6 +109,8 @@ def _run_rdma(tmp_path: Path, agent_env: dict[str, str]) -> tuple[int, dict[str,
                     "100",
                     "--warmup",
                     "10",
+                    # Past the pre-flight check (which stops on it): the paths say why.
+                    "--keep-going",
                 ],
                 capture_output=True,
                 text=True,

@@ -9,7 +9,9 @@ from typing import Annotated
 import typer
 
 from netqual import doctor as doctor_core
-from netqual.cli.app import JsonOpt, TokenFileOpt, app, console
+from netqual.cli.app import JsonOpt, TokenFileOpt, TransportOpt, app, console
+from netqual.cli.cmd_check import check as check_command
+from netqual.cli.cmd_check import transport_name
 from netqual.render.doctor import render
 
 
@@ -22,19 +24,24 @@ def doctor(
     insecure: Annotated[
         bool, typer.Option("--insecure", help="Agents run without a token (lab use only).")
     ] = False,
+    transport: TransportOpt = "tcp",
     as_json: JsonOpt = False,
 ) -> None:
     """Check this node's RDMA readiness.
 
     Devices, port state, link layer, active MTU, GID table, pyverbs. With --inventory every
-    agent is asked, and differences between nodes are flagged. Exit 1 when anything is
-    wrong, 0 when ready.
+    agent is asked: for --transport tcp that is the pre-flight check (netqual check), for
+    rdma every agent's RDMA report, with differences between nodes flagged. Exit 1 when
+    anything is wrong, 0 when ready.
 
     \b
     Examples:
       netqual doctor
       netqual doctor --inventory inventory.toml --transport rdma
     """
+    if inventory is not None and transport_name(transport) == "tcp":
+        # A TCP run needs no RDMA device: ask what a TCP run needs, not what RDMA would.
+        raise typer.Exit(check_command(inventory, "tcp", token_file, insecure, as_json=as_json))
     result = doctor_core.run(inventory, token_file, insecure=insecure)
     if as_json:
         print(json.dumps(result, indent=2, sort_keys=True))

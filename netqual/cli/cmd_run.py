@@ -35,6 +35,7 @@ from netqual.cli.app import (
     rdma_request,
     split_endpoint,
 )
+from netqual.cli.cmd_check import CheckTimeoutOpt, preflight_or_stop
 from netqual.cli.progress import ProgressObserver
 from netqual.coordinator import RunConfig, measure_pair, run_identity
 from netqual.coordinator import run as run_coordinator
@@ -178,6 +179,14 @@ def run(
     rdma_port: RdmaPortOpt = None,
     gid_index: GidIndexOpt = None,
     workload: WorkloadOpt = None,
+    keep_going: Annotated[
+        bool,
+        typer.Option(
+            "--keep-going",
+            help="Run even when agents fail the pre-flight check (their paths become unsafe).",
+        ),
+    ] = False,
+    check_timeout: CheckTimeoutOpt = 5.0,
     as_json: JsonOpt = False,
     resume: Annotated[
         bool,
@@ -196,9 +205,10 @@ def run(
 ) -> None:
     """Qualify every path of an inventory.
 
-    Measures every pair the mode schedules and writes results.jsonl, results.json and
-    report.html to --out. Exits 0 when the run completed, whatever the verdicts: judge
-    them with `netqual gate`.
+    First the pre-flight check (netqual check): a configuration error stops the run with
+    exit 3 before anything is measured, unless --keep-going. Then every pair the mode
+    schedules is measured; results.jsonl, results.json and report.html go to --out.
+    Exits 0 when the run completed, whatever the verdicts: judge them with `netqual gate`.
 
     \b
     Examples:
@@ -239,6 +249,14 @@ def run(
         raise UsageError("--force", "only with --resume")
     previous = resume_mod.prepare(out, run_identity(cfg), force) if resume else None
     # Progress and notes go to stderr when stdout carries JSON.
+    preflight_or_stop(
+        err_console() if as_json else console(),
+        cfg.nodes,
+        token,
+        cfg.transport,
+        keep_going,
+        check_timeout,
+    )
     with ProgressObserver(err_console() if as_json else console(), pol.metric) as progress:
         results = run_coordinator(cfg, out, progress, previous)
     _finish(results, out, as_json)

@@ -65,6 +65,7 @@ MODULE_LAYERS: Mapping[str, str] = {
     "netqual.probes": "measure",
     "netqual.agent": "measure",
     "netqual.doctor": "measure",
+    "netqual.preflight": "measure",
     "netqual.stats": "analysis",
     "netqual.matrix": "analysis",
     "netqual.policy": "analysis",

@@ -1,0 +1,104 @@
+"""``netqual check``: the pre-flight check on its own; ``run`` calls ``preflight_or_stop``."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import asdict
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+
+from netqual import preflight
+from netqual.auth import load_token
+from netqual.cli.app import JsonOpt, TokenFileOpt, TransportOpt, app, console, err_console
+from netqual.errors import EXIT_FAIL, EXIT_OK, UsageError
+from netqual.inventory import load_inventory
+from netqual.models import Node, PreflightReport
+from netqual.render.check import print_check
+from netqual.transports import TRANSPORT_NAMES
+
+CheckTimeoutOpt = Annotated[
+    float,
+    typer.Option("--check-timeout", help="Seconds each agent has to answer the pre-flight check."),
+]
+
+
+def transport_name(name: str) -> str:
+    if name not in TRANSPORT_NAMES:
+        raise UsageError("--transport", f"unknown transport {name!r} (tcp or rdma)")
+    return name
+
+
+@app.command()
+def check(
+    inventory: Annotated[
+        Path, typer.Argument(metavar="INVENTORY", help="Inventory TOML (docs/inventory.md).")
+    ],
+    transport: TransportOpt = "tcp",
+    token_file: TokenFileOpt = None,
+    insecure: Annotated[
+        bool, typer.Option("--insecure", help="Talk to agents started with --insecure (no token).")
+    ] = False,
+    timeout: CheckTimeoutOpt = 5.0,
+    as_json: JsonOpt = False,
+) -> int:
+    """Check every agent of an inventory before a run.
+
+    Each agent must be reachable, accept the token, be the node the inventory names, run
+    this netqual version, have a sane clock and offer the transport (RDMA only with
+    --transport rdma). One row per node; exit 0 when all are ready, 1 otherwise.
+
+    \b
+    Examples:
+      netqual check inventory.toml
+      netqual check inventory.toml --transport rdma
+    """
+    inv = load_inventory(inventory)
+    token = load_token(token_file or inv.token_file, insecure=insecure)
+    report = preflight.check(inv.nodes, token, transport_name(transport), timeout)
+    if as_json:
+        typer.echo(json.dumps(report_to_dict(report), indent=1))
+    else:
+        print_check(console(), report)
+    return EXIT_OK if report.ok else EXIT_FAIL
+
+
+def report_to_dict(report: PreflightReport) -> dict[str, object]:
+    return {
+        "ok": report.ok,
+        "transport": report.transport,
+        "coordinator_version": report.coordinator_version,
+        "duration_s": report.duration_s,
+        "nodes": [{**asdict(n), "ok": n.ok} for n in report.nodes],
+    }
+
+
+def preflight_or_stop(
+    out: Console,
+    nodes: Sequence[Node],
+    token: bytes | None,
+    transport: str,
+    keep_going: bool,
+    timeout_s: float = 5.0,
+) -> None:
+    """``run``'s first step: the check table, then stop (exit 3) on any configuration error
+    unless ``keep_going``, in which case those nodes' paths are measured as unsafe."""
+    report = preflight.check(nodes, token, transport, timeout_s)
+    if report.ok:
+        out.print(
+            f"pre-flight: all {len(nodes)} agents ready for {transport} probes "
+            f"({report.duration_s:.1f} s)",
+            style="dim",
+        )
+        return
+    print_check(err_console(), report)
+    if not keep_going:
+        raise preflight.PreflightFailed(report)
+    err_console().print(
+        f"warning: --keep-going: paths of {len(report.failed)} nodes that failed the "
+        "pre-flight check will be reported as unsafe",
+        style="yellow",
+    )

@@ -1,0 +1,62 @@
+"""Terminal table of the pre-flight check: one row per node, its problem in plain words."""
+
+from __future__ import annotations
+
+from rich import box
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from netqual.models import AgentCheck, PreflightReport
+
+
+def print_check(console: Console, report: PreflightReport) -> None:
+    table = Table(box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False)
+    for col in ("node", "agent at", "answer", "name", "version", "clock", report.transport):
+        table.add_column(col, no_wrap=col in ("node", "agent at"))
+    table.add_column("status")
+    for n in report.nodes:
+        table.add_row(
+            n.node,
+            n.endpoint,
+            "-" if n.answer_s is None else f"{n.answer_s * 1000:.0f} ms",
+            _match(n.agent_name, n.node),
+            _match(n.agent_version, report.coordinator_version),
+            "-" if n.clock_offset_s is None else f"{n.clock_offset_s:+.2f} s",
+            "-" if n.transport_ok is None else ("yes" if n.transport_ok else "NO"),
+            _status(n),
+        )
+    console.print(table)
+    for n in report.nodes:
+        for text, style in [(p, "red") for p in n.problems] + [(w, "yellow") for w in n.warnings]:
+            console.print(Text.assemble(f"  {n.node}: ", (text, style)))
+    bad = len(report.failed)
+    if bad:
+        console.print(
+            Text(
+                f"{bad} of {len(report.nodes)} nodes not ready ({report.duration_s:.1f} s)",
+                style="bold red",
+            )
+        )
+    else:
+        console.print(
+            Text(
+                f"all {len(report.nodes)} agents ready for {report.transport} probes "
+                f"({report.duration_s:.1f} s)",
+                style="bold green",
+            )
+        )
+
+
+def _match(got: str | None, want: str) -> str:
+    if got is None:
+        return "-"
+    return "ok" if got == want else got
+
+
+def _status(n: AgentCheck) -> Text:
+    if n.problems:
+        return Text("FAIL", style="bold red")
+    if n.warnings:
+        return Text("warn", style="yellow")
+    return Text("ok", style="green")

@@ -7,8 +7,10 @@ batch step is killed with SIGKILL."""
 
 from __future__ import annotations
 
+import contextlib
 import json
-import os
+import random
+import socket
 import stat
 import subprocess
 import sys
@@ -69,6 +71,23 @@ def _submit(cluster: SlurmCluster, job_dir: Path, port: int, run_args: str) -> s
     return done.stdout.strip().split(";")[0]
 
 
+def _free_ports(count: int) -> int:
+    """A base port whose next ``count`` ports are free for TCP and UDP right now."""
+    rng = random.Random()
+    for _ in range(200):
+        base = rng.randrange(20000, 30000 - count)
+        try:
+            with contextlib.ExitStack() as stack:
+                for port in range(base, base + count):
+                    for kind in (socket.SOCK_STREAM, socket.SOCK_DGRAM):
+                        sock = stack.enter_context(socket.socket(socket.AF_INET, kind))
+                        sock.bind(("0.0.0.0", port))
+            return base
+        except OSError:
+            continue
+    pytest.fail(f"no {count} consecutive free ports in 20000-30000")
+
+
 def _job(cluster: SlurmCluster, job_id: str) -> dict[str, str]:
     text = cluster.scontrol("show", "job", job_id, "--oneliner")
     return dict(w.split("=", 1) for w in text.split() if "=" in w)
@@ -123,7 +142,7 @@ def test_sbatch_qualifies_the_job_nodes(slurm: SlurmCluster, tmp_path: Path) -> 
     (tmp_path / "policy.toml").write_text(POLICY)
     run_args = f"--iterations 300 --warmup 30 --no-bulk --policy {tmp_path / 'policy.toml'}"
     job_dir = tmp_path / "job"
-    job_id = _submit(slurm, job_dir, 20500 + os.getpid() % 1000 * 8, run_args)
+    job_id = _submit(slurm, job_dir, _free_ports(TASKS), run_args)
     job = _wait(slurm, job_id, job_dir, timeout_s=150)
     log = (job_dir / f"netqual-{job_id}.out").read_text(errors="replace")
     out = job_dir / "out"
@@ -161,7 +180,7 @@ def test_sbatch_qualifies_the_job_nodes(slurm: SlurmCluster, tmp_path: Path) -> 
 @pytest.mark.parametrize("how", ["scancel", "kill-batch-step"])
 def test_no_agent_survives_a_cancelled_job(slurm: SlurmCluster, tmp_path: Path, how: str) -> None:
     job_dir = tmp_path / "job"
-    port = 20500 + os.getpid() % 1000 * 8 + (4 if how == "scancel" else 0)
+    port = _free_ports(TASKS)
     # A run far longer than the test: the job is ended from outside while it measures.
     job_id = _submit(slurm, job_dir, port, "--iterations 100000000 --no-bulk")
     out = job_dir / "out"

@@ -1,9 +1,11 @@
 """The long-running agent: one per node, serving many authenticated control sessions.
 
-Each accepted connection gets a thread (probes are blocking socket loops; a thread per
-session keeps the timed path free of event-loop overhead). Anything a peer can make the
-agent do is capped by ``AgentLimits``; a peer that does not authenticate within
-``auth_timeout_s`` is dropped; connections beyond ``max_sessions`` get a ``busy`` error.
+New connections are handshaken in the accept loop (``netqual.admission``): they cost no
+thread and never hold a session slot. Each authenticated session gets a thread (probes are
+blocking socket loops; a thread per session keeps the timed path free of event-loop
+overhead). Anything a peer can make the agent do is capped by ``AgentLimits``; a peer that
+does not authenticate within ``auth_timeout_s`` is dropped; an authenticated client beyond
+``max_sessions`` gets a ``busy`` error.
 """
 
 from __future__ import annotations
@@ -23,9 +25,11 @@ from typing import Any
 
 from netqual import __version__
 from netqual import hops as hops_mod
-from netqual.errors import AuthError, ListenError, NetqualError, ProtocolError
+from netqual.admission import Admission
+from netqual.errors import ErrorCode, ListenError, NetqualError, ProtocolError
+from netqual.handshake import SessionKeys
 from netqual.probes import serve_probe
-from netqual.protocol import Channel, FrameTooLargeError, server_handshake
+from netqual.protocol import Channel
 from netqual.transports import TRANSPORT_NAMES, AgentLimits, Transport, get_transport
 from netqual.transports.rdma import RdmaOptions, transport_for_agent
 
@@ -99,23 +103,27 @@ class Agent:
         if on_ready:
             on_ready()
         with selectors.DefaultSelector() as sel:
+            pending = Admission(
+                sel,
+                self.token,
+                self.name,
+                __version__,
+                auth_timeout_s=self.limits.auth_timeout_s,
+                max_pending=self.limits.max_pending,
+                max_pending_per_source=self.limits.max_pending_per_source,
+                admit=self._admit,
+            )
             sel.register(self._listener, selectors.EVENT_READ)
             sel.register(self._wake_r, selectors.EVENT_READ)
             self._listener.setblocking(False)
             while not self._stop.is_set():
-                ready = sel.select(timeout=0.5)
-                if not any(key.fileobj is self._listener for key, _ in ready):
-                    continue
-                try:
-                    conn, addr = self._listener.accept()
-                except BlockingIOError:
-                    continue
-                except OSError as err:  # e.g. EMFILE: back off instead of spinning
-                    log.warning("accept failed: %s", err)
-                    time.sleep(0.05)
-                    continue
-                conn.setblocking(True)
-                self._admit(conn, addr)
+                for key, _ in sel.select(timeout=pending.next_timeout(0.5)):
+                    if key.fileobj is self._listener:
+                        self._accept(pending)
+                    elif key.data is not None:
+                        pending.readable(key.data)
+                pending.expire(time.monotonic())
+            pending.close_all()
         self._listener.close()
         self._shutdown_sessions()
         _wake_udp(self._udp)
@@ -135,23 +143,39 @@ class Agent:
         for t in self._threads:
             t.join(timeout=max(0.0, end - time.monotonic()))
 
-    def _admit(self, conn: socket.socket, addr: Any) -> None:
-        peer = f"{addr[0]}:{addr[1]}"
+    def _accept(self, pending: Admission) -> None:
+        assert self._listener is not None
+        for _ in range(64):  # drain a burst, but let pending handshakes progress too
+            try:
+                conn, addr = self._listener.accept()
+            except BlockingIOError:
+                return
+            except OSError as err:  # e.g. EMFILE: back off instead of spinning
+                log.warning("accept failed: %s", err)
+                time.sleep(0.05)
+                return
+            pending.add(conn, addr)
+
+    def _admit(
+        self, conn: socket.socket, peer: str, keys: SessionKeys | None, welcome: bytes
+    ) -> bool:
+        """Take a session slot, send ``welcome`` and start the session; or answer ``busy``.
+        False: the caller closes the connection."""
         if not self._sessions.acquire(blocking=False):
-            # Over the cap: say so briefly without letting a slow peer block accept().
             log.warning("busy: refused %s, all %d sessions in use", peer, self.limits.max_sessions)
-            conn.settimeout(0.2)
-            with contextlib.suppress(OSError, NetqualError):
-                Channel(conn, peer).send_error(
-                    "busy",
-                    f"agent busy: all {self.limits.max_sessions} sessions in use "
-                    "(max_sessions, --max-sessions)",
-                )
-            conn.close()
-            return
+            message = (
+                f"agent busy: all {self.limits.max_sessions} sessions in use "
+                "(max_sessions, --max-sessions)"
+            )
+            Admission.send_frame(conn, Admission.error_frame(ErrorCode.BUSY, message))
+            return False
+        if not Admission.send_frame(conn, welcome):
+            self._sessions.release()
+            return False
+        conn.setblocking(True)
         with self._conns_lock:
             self._conns.add(conn)
-        t = threading.Thread(target=self._session, args=(conn, peer), daemon=True)
+        t = threading.Thread(target=self._session, args=(conn, peer, keys), daemon=True)
         self._threads = [x for x in self._threads if x.is_alive()]
         try:
             t.start()
@@ -159,52 +183,38 @@ class Agent:
             log.warning("refused %s: %s", peer, err)
             with self._conns_lock:
                 self._conns.discard(conn)
-            conn.close()
             self._sessions.release()
-            return
+            return False
         self._threads.append(t)
+        return True
 
     # -- one session -------------------------------------------------------------------
-    def _session(self, conn: socket.socket, peer: str) -> None:
-        ch = Channel(conn, peer, max_frame_bytes=self.limits.max_frame_bytes)
-        authenticated = False
+    def _session(self, conn: socket.socket, peer: str, keys: SessionKeys | None) -> None:
+        ch = Channel(conn, peer, max_frame_bytes=self.limits.max_frame_bytes, keys=keys)
         try:
             conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            # One deadline for the whole handshake: a peer that connects and says nothing,
-            # or trickles bytes, is dropped after auth_timeout_s.
-            ch.set_deadline(time.monotonic() + self.limits.auth_timeout_s)
-            server_handshake(ch, self.token, self.name, __version__)
-            authenticated = True
             ch.set_timeout(self.limits.idle_timeout_s)
             while not self._stop.is_set():
                 msg = ch.recv()
                 if msg.kind == "bye":
                     break
                 self._dispatch(ch, msg.kind, msg.body)
-        except AuthError as err:
-            log.warning("refused %s: %s", peer, err.problem)
         except ProtocolError as err:
             log.warning("session %s dropped: %s", peer, err.problem)
-            code = "limit" if isinstance(err, FrameTooLargeError) else "protocol"
             with contextlib.suppress(OSError, NetqualError):
                 ch.set_timeout(0.5)
-                ch.send_error(code, err.problem)
+                ch.send_error(err.code, err.problem)
         except NetqualError as err:
             log.info("session %s ended: %s", peer, err)
         except TimeoutError:
-            if authenticated:
-                log.info("session %s ended: idle or silent peer", peer)
-            else:
-                log.warning(
-                    "dropped %s: no authentication within %g s", peer, self.limits.auth_timeout_s
-                )
+            log.info("session %s ended: idle or silent peer", peer)
         except OSError as err:
             log.info("session %s ended: %s", peer, err)
         except Exception:  # a bug must end one session, never the agent
             log.exception("session %s: internal error", peer)
             with contextlib.suppress(Exception):
                 ch.set_timeout(0.5)
-                ch.send_error("internal", "agent internal error; see the agent log")
+                ch.send_error(ErrorCode.INTERNAL, "agent internal error; see the agent log")
         finally:
             with self._conns_lock:
                 self._conns.discard(conn)
@@ -221,7 +231,7 @@ class Agent:
         elif "." in kind and kind.split(".", 1)[0] in TRANSPORT_NAMES:
             self.transport(kind.split(".", 1)[0]).respond(ch, kind, body, self.limits)
         else:
-            ch.send_error("bad-request", f"unknown request {kind!r}")
+            ch.send_error(ErrorCode.BAD_REQUEST, f"unknown request {kind!r}")
 
     def transport(self, name: str, rdma_request: Any = None) -> Transport:
         """The transport for one request; RDMA ones carry this agent's name and overrides."""

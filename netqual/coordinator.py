@@ -107,7 +107,9 @@ def check_agents(
 
     def one(node: Node) -> str | None:
         try:
-            ch, _ = connect(node.address, node.port, token, peer=node.name, timeout_s=timeout_s)
+            ch, _ = connect(
+                node.address, node.port, token, node.name, timeout_s, expect_name=node.identity
+            )
             with ch:
                 ch.set_timeout(timeout_s)
                 ch.request("info", reply="info")

@@ -134,7 +134,7 @@ def gather(nodes: Iterable[Any], token: bytes | None, timeout_s: float = 10.0) -
     for node in nodes:
         try:
             ch, _hello = connect(
-                node.address, node.port, token, peer=node.name, timeout_s=timeout_s
+                node.address, node.port, token, node.name, timeout_s, expect_name=node.identity
             )
             with ch:
                 ch.set_timeout(timeout_s)

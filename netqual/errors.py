@@ -7,6 +7,7 @@ coordinator: it becomes an ``unsafe`` verdict with a reason.
 
 from __future__ import annotations
 
+import enum
 import errno
 import socket
 
@@ -16,10 +17,42 @@ EXIT_USAGE = 2
 EXIT_RUNTIME = 3
 
 
+class ErrorCode(str, enum.Enum):
+    """The ``code`` of an ``error`` message on the control channel: one per kind of failure.
+
+    ``INTERNAL`` is a bug in the agent; no input may lead there (hostile peers get
+    ``PROTOCOL``, ``BAD_REQUEST`` or ``LIMIT``).
+    """
+
+    AUTH = "auth"
+    BAD_REQUEST = "bad-request"
+    BUSY = "busy"
+    INTERNAL = "internal"
+    LIMIT = "limit"
+    PEER_PROTOCOL = "peer-protocol"
+    PEER_UNREACHABLE = "peer-unreachable"
+    PROBE_FAILED = "probe-failed"
+    PROTOCOL = "protocol"
+    RDMA = "rdma"
+    UNAVAILABLE = "unavailable"
+    UNKNOWN = "unknown"  # a peer sent a code this version does not know
+
+    def __str__(self) -> str:
+        return self.value
+
+    @classmethod
+    def parse(cls, text: object) -> ErrorCode:
+        try:
+            return cls(text)
+        except ValueError:
+            return cls.UNKNOWN
+
+
 class NetqualError(Exception):
-    """Root of every error netqual raises on purpose."""
+    """Root of every error netqual raises on purpose. ``code`` is what a peer is told."""
 
     exit_code: int = EXIT_RUNTIME
+    code: ErrorCode = ErrorCode.INTERNAL
 
 
 class InputError(NetqualError):
@@ -81,6 +114,8 @@ class ListenError(NetqualError):
 class ProtocolError(NetqualError):
     """A peer spoke something other than the netqual control protocol."""
 
+    code = ErrorCode.PROTOCOL
+
     def __init__(self, peer: str, problem: str) -> None:
         self.peer = peer
         self.problem = problem
@@ -88,13 +123,41 @@ class ProtocolError(NetqualError):
 
 
 class AuthError(ProtocolError):
-    """Token authentication failed (either side)."""
+    """Authentication failed (either side): wrong token, or not the node that was dialled."""
+
+    code = ErrorCode.AUTH
+
+
+class IntegrityError(ProtocolError):
+    """A frame after the handshake failed its MAC: modified, replayed, reordered or injected."""
+
+
+class FrameTooLargeError(ProtocolError):
+    """A frame header announced more bytes than the receiver accepts (a limit, not noise)."""
+
+    code = ErrorCode.LIMIT
+
+
+class BadRequestError(ProtocolError):
+    """A request (or reply) field is missing, of the wrong type or out of its range."""
+
+    code = ErrorCode.BAD_REQUEST
+
+    def __init__(self, peer: str, field: str, problem: str) -> None:
+        self.field = field
+        super().__init__(peer, f"{field}: {problem}")
+
+
+class LimitError(ProtocolError):
+    """A well-formed request asks for more than the agent's limits allow."""
+
+    code = ErrorCode.LIMIT
 
 
 class PeerError(NetqualError):
     """The peer answered a request with an error message."""
 
-    def __init__(self, peer: str, code: str, message: str) -> None:
+    def __init__(self, peer: str, code: ErrorCode, message: str) -> None:
         self.peer = peer
         self.code = code
         self.message = message
@@ -104,6 +167,8 @@ class PeerError(NetqualError):
 class PeerUnreachableError(NetqualError):
     """A TCP connection to an agent could not be made or broke."""
 
+    code = ErrorCode.PEER_UNREACHABLE
+
     def __init__(self, peer: str, problem: str) -> None:
         self.peer = peer
         self.problem = problem
@@ -112,6 +177,8 @@ class PeerUnreachableError(NetqualError):
 
 class TransportUnavailableError(NetqualError):
     """A transport cannot run on this node (e.g. no pyverbs, no RDMA device)."""
+
+    code = ErrorCode.UNAVAILABLE
 
     def __init__(self, transport: str, problem: str, hint: str | None = None) -> None:
         self.transport = transport
@@ -125,6 +192,8 @@ class TransportUnavailableError(NetqualError):
 
 class ProbeError(NetqualError):
     """A measurement between two agents failed (timeout, completion error, short read)."""
+
+    code = ErrorCode.PROBE_FAILED
 
     def __init__(self, problem: str) -> None:
         self.problem = problem

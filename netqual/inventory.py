@@ -2,19 +2,15 @@
 
 from __future__ import annotations
 
-import ipaddress
-import re
 from dataclasses import dataclass
 from pathlib import Path
 
 from netqual import plan as plan_mod
 from netqual.errors import InventoryError
 from netqual.models import DEFAULT_PORT, Mode, Node, ProbePlan, Role
+from netqual.names import address_problem, name_problem
 from netqual.tomlfile import Fields, read_toml
 
-_HOSTNAME = re.compile(
-    r"^(?=.{1,253}$)[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?)*$"
-)
 _TOP_KEYS = {"defaults", "node", "probe", "run"}
 _NODE_KEYS = {"name", "address", "port", "role", "rack", "labels"}
 
@@ -39,11 +35,8 @@ def _error(source: str, problem: str, field: str | None) -> InventoryError:
 
 
 def _check_address(value: str, f: Fields, key: str) -> str:
-    try:
-        ipaddress.ip_address(value)
-    except ValueError:
-        if not _HOSTNAME.match(value):
-            raise f.fail(key, f"not an IP address or host name: {value!r}") from None
+    if (problem := address_problem(value)) is not None:
+        raise f.fail(key, problem)
     return value
 
 
@@ -81,6 +74,8 @@ def load_inventory(path: Path, base_plan: ProbePlan | None = None) -> Inventory:
         f.check_keys(_NODE_KEYS)
         name = f.string("name", required=True)
         assert name is not None
+        if (problem := name_problem(name)) is not None:
+            raise f.fail("name", problem)
         if name in seen:
             raise f.fail("name", f"duplicate node name {name!r} (also node[{seen[name]}])")
         seen[name] = i

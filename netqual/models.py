@@ -97,6 +97,13 @@ class Node:
     role: Role = Role.ANY
     rack: str | None = None
     labels: Mapping[str, str] = field(default_factory=dict)
+    # The agent must prove it is ``name`` (its --name); False for ``probe HOST:PORT``.
+    verify_name: bool = True
+
+    @property
+    def identity(self) -> str | None:
+        """The name the agent at this address must authenticate as, if known."""
+        return self.name if self.verify_name else None
 
     @property
     def endpoint(self) -> str:
@@ -303,6 +310,8 @@ class AgentLimits:
     max_duration_s: float = 600.0
     max_sessions: int = 64
     auth_timeout_s: float = 5.0
+    max_pending: int = 256  # unauthenticated connections, all sources (oldest dropped first)
+    max_pending_per_source: int = 128  # unauthenticated connections from one IP address
     idle_timeout_s: float = 120.0
 
 

@@ -18,6 +18,7 @@ import numpy as np
 
 from netqual import hops as hops_mod
 from netqual.errors import (
+    ErrorCode,
     NetqualError,
     PeerError,
     PeerUnreachableError,
@@ -85,43 +86,53 @@ def serve_probe(
     """Run on the initiating agent. Every failure is answered as an error message."""
     peer = body.get("peer")
     if not isinstance(peer, dict) or not isinstance(peer.get("address"), str):
-        ch.send_error("bad-request", "probe needs peer {name, address, port}")
+        ch.send_error(ErrorCode.BAD_REQUEST, "probe needs peer {name, address, port}")
         return
     try:
         plan = plan_from_dict(body.get("plan") or {})
         port = int(peer.get("port", 0))
     except (TypeError, ValueError) as err:
-        ch.send_error("bad-request", f"bad probe request: {err}")
+        ch.send_error(ErrorCode.BAD_REQUEST, f"bad probe request: {err}")
         return
     if (problem := _validate_plan(plan, limits)) is not None:
-        ch.send_error("limit", problem)
+        ch.send_error(ErrorCode.LIMIT, problem)
         return
-    peer_name = str(peer.get("name") or peer["address"])
+    expect_name = peer.get("name")
+    if expect_name is not None and not isinstance(expect_name, str):
+        ch.send_error(ErrorCode.BAD_REQUEST, "probe.peer.name must be a string")
+        return
+    peer_name = expect_name or peer["address"]
     label = _peer_label(peer)
     try:
         transport = make_transport(str(body.get("transport", "tcp")), body.get("rdma"))
         transport.check_available()
     except TransportUnavailableError as err:
         ch.send_error(
-            "unavailable",
+            ErrorCode.UNAVAILABLE,
             f"{err.transport} unavailable on {agent_name}: {err.problem}"
             + (f" (hint: {err.hint})" if err.hint else ""),
         )
         return
     except NetqualError as err:
-        ch.send_error("bad-request", str(err))
+        ch.send_error(ErrorCode.BAD_REQUEST, str(err))
         return
     deadline = time.monotonic() + min(plan.timeout_s, limits.max_duration_s)
     hop = hops_mod.measure(peer["address"], port) if body.get("hops", True) else None
     try:
         peer_ch, hello = connect(
-            peer["address"], port, token, peer=peer_name, timeout_s=min(10.0, plan.timeout_s)
+            peer["address"],
+            port,
+            token,
+            peer=peer_name,
+            timeout_s=min(10.0, plan.timeout_s),
+            expect_name=expect_name,
         )
     except PeerUnreachableError as err:
-        ch.send_error("peer-unreachable", f"{label} unreachable from {agent_name}: {err.problem}")
+        message = f"{label} unreachable from {agent_name}: {err.problem}"
+        ch.send_error(ErrorCode.PEER_UNREACHABLE, message)
         return
     except ProtocolError as err:
-        ch.send_error("peer-protocol", f"{label} refused {agent_name}: {err.problem}")
+        ch.send_error(ErrorCode.PEER_PROTOCOL, f"{label} refused {agent_name}: {err.problem}")
         return
     try:
         raw = transport.initiate(peer_ch, plan, deadline, peer["address"])
@@ -134,20 +145,20 @@ def serve_probe(
         ch.send_error(err.code, f"{peer_name}: {err.message}")
         return
     except PeerUnreachableError as err:
-        ch.send_error("peer-unreachable", f"{label}: {err.problem}")
+        ch.send_error(ErrorCode.PEER_UNREACHABLE, f"{label}: {err.problem}")
         return
     except (ProbeError, ProtocolError) as err:
-        ch.send_error("probe-failed", f"{agent_name} -> {peer_name}: {err}")
+        ch.send_error(ErrorCode.PROBE_FAILED, f"{agent_name} -> {peer_name}: {err}")
         return
     except TimeoutError:
-        ch.send_error("probe-failed", f"{agent_name} -> {peer_name}: timed out")
+        ch.send_error(ErrorCode.PROBE_FAILED, f"{agent_name} -> {peer_name}: timed out")
         return
     finally:
         peer_ch.close()
     ch.send(
         "probe.result",
         {
-            "responder_agent": hello.get("agent"),
+            "responder_agent": hello.agent,
             "warmup_discarded": raw.warmup_discarded,
             "rtt_count": len(raw.rtt_ns),
             "hops": hop.hops if hop else None,
@@ -185,14 +196,14 @@ def request_probe(
     """
     deadline = time.monotonic() + timeout_s
     ch, _hello = connect(
-        src.address, src.port, token, peer=src.name, timeout_s=min(10.0, timeout_s)
+        src.address, src.port, token, src.name, min(10.0, timeout_s), expect_name=src.identity
     )
     with ch:
         ch.set_deadline(deadline)
         ch.send(
             "probe",
             {
-                "peer": {"name": dst.name, "address": dst.address, "port": dst.port},
+                "peer": {"name": dst.identity, "address": dst.address, "port": dst.port},
                 "transport": transport,
                 "plan": plan_to_dict(plan),
                 "hops": True,

@@ -1,15 +1,15 @@
-"""The control protocol: versioned, length-prefixed frames over TCP, HMAC authentication.
+"""The control protocol: versioned, length-prefixed frames over TCP, authenticated.
 
 Frame: ``magic b"NQ" | version u8 | type u8 | length u32`` (network order), then
-``length`` payload bytes. Type 1 is a JSON object ``{"kind": str, "body": object}``;
-type 2 is raw bytes (sample arrays). A frame longer than the receiver's cap is refused
-before a byte of it is read, so a hostile length prefix cannot make anyone allocate.
+``length`` payload bytes, then (after the handshake) a 32-byte HMAC-SHA256 tag over
+``sequence u64 | header | payload`` with this direction's session key. Type 1 is a JSON
+object ``{"kind": str, "body": object}``; type 2 is raw bytes (sample arrays). A frame
+longer than the receiver's cap is refused before a byte of it is read, so a hostile
+length prefix cannot make anyone allocate. A frame whose tag does not match (modified,
+replayed, reordered or injected) ends the session.
 
-Authentication happens before anything else: the agent sends ``hello`` with a random
-nonce; the client answers ``auth`` with its own nonce and
-HMAC-SHA256(token, "client" | server_nonce | client_nonce); the agent answers ``welcome``
-with HMAC-SHA256(token, "server" | client_nonce | server_nonce), so both sides prove
-they hold the token and a recorded exchange cannot be replayed.
+The handshake (``netqual.handshake``) proves that both sides hold the token and that the
+agent is the node that was dialled, and yields the session keys.
 """
 
 from __future__ import annotations
@@ -18,7 +18,6 @@ import contextlib
 import hashlib
 import hmac
 import json
-import os
 import socket
 import struct
 import time
@@ -26,18 +25,33 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from netqual.errors import AuthError, PeerError, PeerUnreachableError, ProtocolError
+from netqual.errors import (
+    ErrorCode,
+    FrameTooLargeError,
+    IntegrityError,
+    PeerError,
+    PeerUnreachableError,
+    ProtocolError,
+)
+from netqual.handshake import (
+    PROTOCOL_VERSION,
+    ClientHandshake,
+    Hello,
+    ServerHandshake,
+    SessionKeys,
+    protocol_mismatch,
+)
+from netqual.messages import Fields
 
 MAGIC = b"NQ"
-PROTOCOL_VERSION = 1
 HEADER = struct.Struct("!2sBBI")
 FRAME_JSON = 1
 FRAME_BYTES = 2
+TAG_BYTES = 32
 DEFAULT_MAX_FRAME_BYTES = 1 << 20
 # Before a peer has authenticated, only the tiny hello/auth messages are legitimate.
 PRE_AUTH_MAX_FRAME_BYTES = 4096
-NONCE_BYTES = 32
-_AUTH_LABEL = b"netqual-auth-v1"
+_SEQ = struct.Struct("!Q")
 
 
 @dataclass(frozen=True)
@@ -46,26 +60,82 @@ class Message:
     body: dict[str, Any]
 
 
-def _mac(token: bytes, role: bytes, first: bytes, second: bytes) -> str:
-    return hmac.new(
-        token, _AUTH_LABEL + b"|" + role + b"|" + first + second, hashlib.sha256
-    ).hexdigest()
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a number JSON allows")
 
 
-class FrameTooLargeError(ProtocolError):
-    """A frame header announced more bytes than the receiver accepts (a limit, not noise)."""
+def decode_message(payload: bytes, peer: str) -> Message:
+    """A JSON message frame's payload -> Message; anything else is a ProtocolError."""
+    try:
+        obj = json.loads(payload, parse_constant=_reject_constant)
+    except RecursionError as err:  # "[[[[..." : the parser's recursion, not ours
+        raise ProtocolError(peer, "malformed message: nested too deeply") from err
+    except ValueError as err:  # bad JSON or UTF-8, NaN/Infinity, an int over 4300 digits
+        raise ProtocolError(peer, f"malformed message: {str(err)[:200]}") from err
+    if not isinstance(obj, dict) or not isinstance(obj.get("body"), dict):
+        raise ProtocolError(peer, "malformed message: expected {kind: str, body: object}")
+    kind = Fields(obj, "message", peer).string("kind", 64)
+    return Message(kind, obj["body"])
+
+
+def encode_message(kind: str, body: Mapping[str, Any] | None = None) -> bytes:
+    return json.dumps({"kind": kind, "body": dict(body or {})}, separators=(",", ":")).encode()
+
+
+def encode_frame(frame_type: int, payload: bytes) -> bytes:
+    """An unauthenticated frame (the handshake's, or any frame of an --insecure session)."""
+    return HEADER.pack(MAGIC, PROTOCOL_VERSION, frame_type, len(payload)) + payload
+
+
+def check_header(header: bytes, max_bytes: int, peer: str) -> tuple[int, int]:
+    """(frame type, payload length) of a frame header, or the ProtocolError it deserves."""
+    magic, version, frame_type, length = HEADER.unpack(header)
+    if magic != MAGIC:
+        raise ProtocolError(peer, f"not a netqual peer (bad magic {magic!r})")
+    if version != PROTOCOL_VERSION:
+        raise ProtocolError(peer, protocol_mismatch(version))
+    if frame_type not in (FRAME_JSON, FRAME_BYTES):
+        raise ProtocolError(peer, f"unknown frame type {frame_type}")
+    if length > max_bytes:
+        raise FrameTooLargeError(
+            peer, f"frame of {length} bytes exceeds the cap of {max_bytes} (max_frame_bytes)"
+        )
+    return frame_type, length
+
+
+def _tag(key: bytes, seq: int, header: bytes, payload: bytes | bytearray | memoryview) -> bytes:
+    mac = hmac.new(key, _SEQ.pack(seq), hashlib.sha256)
+    mac.update(header)
+    mac.update(payload)
+    return mac.digest()
+
+
+def error_body(code: ErrorCode, message: str) -> dict[str, Any]:
+    return {"code": code.value, "message": message}
 
 
 class Channel:
     """A framed connection to one peer. Not thread-safe; one owner at a time."""
 
     def __init__(
-        self, sock: socket.socket, peer: str, max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES
+        self,
+        sock: socket.socket,
+        peer: str,
+        max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES,
+        keys: SessionKeys | None = None,
     ) -> None:
         self.sock = sock
         self.peer = peer
         self.max_frame_bytes = max_frame_bytes
         self._deadline: float | None = None
+        self._keys = keys
+        self._send_seq = 0
+        self._recv_seq = 0
+
+    def use_keys(self, keys: SessionKeys | None) -> None:
+        """From now on every frame carries (and must carry) a MAC; sequence numbers from 0."""
+        self._keys = keys
+        self._send_seq = self._recv_seq = 0
 
     # -- timing ------------------------------------------------------------------------
     def set_timeout(self, timeout_s: float | None) -> None:
@@ -121,54 +191,43 @@ class Channel:
 
     # -- frames ------------------------------------------------------------------------
     def _send_frame(self, frame_type: int, payload: bytes) -> None:
-        self.send_all(HEADER.pack(MAGIC, PROTOCOL_VERSION, frame_type, len(payload)) + payload)
+        header = HEADER.pack(MAGIC, PROTOCOL_VERSION, frame_type, len(payload))
+        if self._keys is None:
+            self.send_all(header + payload)
+            return
+        tag = _tag(self._keys.send, self._send_seq, header, payload)
+        self._send_seq += 1
+        self.send_all(b"".join((header, payload, tag)))
 
     def _recv_frame(self, max_bytes: int) -> tuple[int, bytes]:
-        magic, version, frame_type, length = HEADER.unpack(self.recv_exact(HEADER.size))
-        if magic != MAGIC:
-            raise ProtocolError(self.peer, f"not a netqual peer (bad magic {magic!r})")
-        if version != PROTOCOL_VERSION:
-            raise ProtocolError(
-                self.peer, f"protocol version {version}, this side speaks {PROTOCOL_VERSION}"
-            )
-        if frame_type not in (FRAME_JSON, FRAME_BYTES):
-            raise ProtocolError(self.peer, f"unknown frame type {frame_type}")
-        if length > max_bytes:
-            raise FrameTooLargeError(
-                self.peer,
-                f"frame of {length} bytes exceeds the cap of {max_bytes} (max_frame_bytes)",
-            )
-        return frame_type, self.recv_exact(length)
+        header = self.recv_exact(HEADER.size)
+        frame_type, length = check_header(header, max_bytes, self.peer)
+        payload = self.recv_exact(length)
+        if self._keys is not None:
+            tag = self.recv_exact(TAG_BYTES)
+            if not hmac.compare_digest(tag, _tag(self._keys.recv, self._recv_seq, header, payload)):
+                raise IntegrityError(
+                    self.peer,
+                    f"frame {self._recv_seq} failed its integrity check (modified, replayed, "
+                    "reordered or injected); session ended",
+                )
+            self._recv_seq += 1
+        return frame_type, payload
 
     def send(self, kind: str, body: Mapping[str, Any] | None = None) -> None:
-        payload = json.dumps({"kind": kind, "body": dict(body or {})}, separators=(",", ":"))
-        self._send_frame(FRAME_JSON, payload.encode())
+        self._send_frame(FRAME_JSON, encode_message(kind, body))
 
     def recv(self) -> Message:
         frame_type, payload = self._recv_frame(self.max_frame_bytes)
         if frame_type != FRAME_JSON:
             raise ProtocolError(self.peer, "expected a message frame, got a data frame")
-        try:
-            obj = json.loads(payload)
-        except (UnicodeDecodeError, json.JSONDecodeError) as err:
-            raise ProtocolError(self.peer, f"malformed message: {err}") from err
-        except RecursionError as err:  # "[[[[..." : the parser's recursion, not ours
-            raise ProtocolError(self.peer, "malformed message: nested too deeply") from err
-        if (
-            not isinstance(obj, dict)
-            or not isinstance(obj.get("kind"), str)
-            or not isinstance(obj.get("body"), dict)
-        ):
-            raise ProtocolError(self.peer, "malformed message: expected {kind: str, body: object}")
-        return Message(obj["kind"], obj["body"])
+        return decode_message(payload, self.peer)
 
     def expect(self, kind: str) -> dict[str, Any]:
         """Receive one message of ``kind``; an ``error`` message becomes PeerError."""
         msg = self.recv()
         if msg.kind == "error":
-            raise PeerError(
-                self.peer, str(msg.body.get("code", "error")), str(msg.body.get("message", ""))
-            )
+            raise peer_error(msg.body, self.peer)
         if msg.kind != kind:
             raise ProtocolError(self.peer, f"expected {kind!r}, got {msg.kind!r}")
         return msg.body
@@ -179,8 +238,8 @@ class Channel:
         self.send(kind, body)
         return self.expect(reply)
 
-    def send_error(self, code: str, message: str) -> None:
-        self.send("error", {"code": code, "message": message})
+    def send_error(self, code: ErrorCode, message: str) -> None:
+        self.send("error", error_body(code, message))
 
     def send_bytes(self, data: bytes) -> None:
         self._send_frame(FRAME_BYTES, data)
@@ -202,91 +261,49 @@ class Channel:
         self.close()
 
 
-# -- handshake -------------------------------------------------------------------------
-def server_handshake(ch: Channel, token: bytes | None, agent_name: str, version: str) -> None:
-    """Agent side. Raises AuthError (after telling the client) when the client fails.
+def peer_error(body: Mapping[str, Any], peer: str) -> PeerError:
+    """An ``error`` message as PeerError: a known code, printable bounded text."""
+    f = Fields(body, "error", peer)
+    return PeerError(peer, ErrorCode.parse(body.get("code")), f.text("message", default=""))
 
-    Until the client has authenticated, frames are capped at PRE_AUTH_MAX_FRAME_BYTES so
-    an unauthenticated peer cannot make the agent buffer a full-size frame.
+
+# -- handshake over a blocking channel ------------------------------------------------------
+def server_handshake(ch: Channel, token: bytes | None, agent_name: str, version: str) -> None:
+    """Agent side over a blocking channel (tests and fakes; the agent uses its event loop).
+
+    Raises AuthError (after telling the client) when the client fails.
     """
     full_cap = ch.max_frame_bytes
     ch.max_frame_bytes = min(full_cap, PRE_AUTH_MAX_FRAME_BYTES)
     try:
-        _server_handshake(ch, token, agent_name, version)
+        hs = ServerHandshake(token, agent_name, version)
+        ch.send("hello", hs.hello.to_body())
+        msg = ch.recv()
+        try:
+            welcome, keys = hs.answer(msg.kind, msg.body, ch.peer)
+        except ProtocolError as err:
+            with contextlib.suppress(OSError, ProtocolError, PeerUnreachableError):
+                ch.send_error(ErrorCode.AUTH, err.problem)
+            raise
+        ch.send("welcome", welcome)
+        ch.use_keys(keys)
     finally:
         ch.max_frame_bytes = full_cap
 
 
-def _server_handshake(ch: Channel, token: bytes | None, agent_name: str, version: str) -> None:
-    nonce = os.urandom(NONCE_BYTES)
-    ch.send(
-        "hello",
-        {
-            "protocol": PROTOCOL_VERSION,
-            "agent": agent_name,
-            "version": version,
-            "auth": "hmac-sha256" if token else "none",
-            "nonce": nonce.hex(),
-        },
-    )
+def client_handshake(ch: Channel, token: bytes | None, expect_name: str | None = None) -> Hello:
+    """Client side; returns the agent's hello. Verifies the agent holds the token and is
+    ``expect_name`` (when given); installs the session keys on ``ch``."""
+    hs = ClientHandshake(token, expect_name)
     msg = ch.recv()
-    if msg.kind != "auth":
-        ch.send_error("auth", "authenticate first")
-        raise AuthError(ch.peer, f"sent {msg.kind!r} before authenticating")
-    client_nonce_hex = msg.body.get("nonce", "")
-    try:
-        client_nonce = bytes.fromhex(str(client_nonce_hex))
-    except ValueError:
-        client_nonce = b""
-    if token is None:
-        ch.send("welcome", {"mac": ""})
-        return
-    if len(client_nonce) != NONCE_BYTES:
-        ch.send_error("auth", "bad client nonce")
-        raise AuthError(ch.peer, "bad client nonce")
-    expected = _mac(token, b"client", nonce, client_nonce)
-    if not hmac.compare_digest(expected, str(msg.body.get("mac", ""))):
-        ch.send_error("auth", "authentication failed: wrong token")
-        raise AuthError(ch.peer, "wrong token")
-    ch.send("welcome", {"mac": _mac(token, b"server", client_nonce, nonce)})
-
-
-def client_handshake(ch: Channel, token: bytes | None) -> dict[str, Any]:
-    """Client side; returns the agent's hello body. Verifies the agent holds the token too."""
-    hello = ch.expect("hello")
-    if hello.get("protocol") != PROTOCOL_VERSION:
-        raise ProtocolError(ch.peer, f"agent speaks protocol {hello.get('protocol')!r}")
-    auth = hello.get("auth")
-    try:
-        nonce = bytes.fromhex(str(hello.get("nonce", "")))
-    except ValueError as err:
-        raise ProtocolError(ch.peer, "bad nonce in hello") from err
-    client_nonce = os.urandom(NONCE_BYTES)
-    if auth == "none":
-        if token is not None:
-            raise AuthError(
-                ch.peer,
-                "agent runs without authentication (--insecure) but a token was given; "
-                "restart the agent with a token, or drop the token here",
-            )
-        ch.send("auth", {"nonce": client_nonce.hex(), "mac": ""})
-        ch.expect("welcome")
-        return hello
-    if auth != "hmac-sha256":
-        raise ProtocolError(ch.peer, f"unknown auth scheme {auth!r}")
-    if token is None:
-        raise AuthError(ch.peer, "agent requires a token (--token-file or NETQUAL_TOKEN)")
-    ch.send(
-        "auth", {"nonce": client_nonce.hex(), "mac": _mac(token, b"client", nonce, client_nonce)}
-    )
-    try:
-        welcome = ch.expect("welcome")
-    except PeerError as err:
-        raise AuthError(ch.peer, err.message) from err
-    if not hmac.compare_digest(
-        _mac(token, b"server", client_nonce, nonce), str(welcome.get("mac", ""))
-    ):
-        raise AuthError(ch.peer, "agent failed to prove it holds the token")
+    if msg.kind == "error":
+        raise peer_error(msg.body, ch.peer)
+    if msg.kind != "hello":
+        raise ProtocolError(ch.peer, f"expected 'hello', got {msg.kind!r}")
+    hello, auth = hs.auth(msg.body, ch.peer)
+    ch.send("auth", auth)
+    reply = ch.recv()
+    ch.use_keys(hs.welcome(reply.kind, reply.body, ch.peer))
     return hello
 
 
@@ -294,20 +311,28 @@ BUSY_RETRIES = 3
 
 
 def connect(
-    address: str, port: int, token: bytes | None, peer: str, timeout_s: float = 10.0
-) -> tuple[Channel, dict[str, Any]]:
+    address: str,
+    port: int,
+    token: bytes | None,
+    peer: str,
+    timeout_s: float = 10.0,
+    expect_name: str | None = None,
+) -> tuple[Channel, Hello]:
     """Open an authenticated channel to an agent. Returns the channel and its hello.
 
-    An agent at its session cap answers ``busy``; that is retried a few times with a
-    growing pause (within ``timeout_s``) before the error is raised.
+    ``expect_name``: the node's name; the agent must be that node (None accepts whoever
+    answers, for ``probe HOST:PORT``). An agent at its session cap answers ``busy``; that
+    is retried a few times with a growing pause (within ``timeout_s``).
     """
     deadline = time.monotonic() + timeout_s
     pause = 0.25
     for attempt in range(BUSY_RETRIES + 1):
         try:
-            return _connect_once(address, port, token, peer, max(0.1, deadline - time.monotonic()))
+            left = max(0.1, deadline - time.monotonic())
+            return _connect_once(address, port, token, peer, left, expect_name)
         except PeerError as err:
-            if err.code != "busy" or attempt == BUSY_RETRIES or time.monotonic() + pause > deadline:
+            busy = err.code is ErrorCode.BUSY
+            if not busy or attempt == BUSY_RETRIES or time.monotonic() + pause > deadline:
                 raise
         time.sleep(pause)
         pause *= 2
@@ -315,16 +340,24 @@ def connect(
 
 
 def _connect_once(
-    address: str, port: int, token: bytes | None, peer: str, timeout_s: float
-) -> tuple[Channel, dict[str, Any]]:
+    address: str,
+    port: int,
+    token: bytes | None,
+    peer: str,
+    timeout_s: float,
+    expect_name: str | None,
+) -> tuple[Channel, Hello]:
     try:
         sock = socket.create_connection((address, port), timeout=timeout_s)
     except OSError as err:
         raise PeerUnreachableError(peer, f"connect to {address}:{port} failed: {err}") from err
     sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-    ch = Channel(sock, peer)
+    ch = Channel(sock, peer, max_frame_bytes=PRE_AUTH_MAX_FRAME_BYTES)
     try:
-        hello = client_handshake(ch, token)
+        ch.set_deadline(time.monotonic() + timeout_s)
+        hello = client_handshake(ch, token, expect_name)
+        ch.max_frame_bytes = DEFAULT_MAX_FRAME_BYTES
+        ch.set_timeout(timeout_s)
     except TimeoutError as err:
         ch.close()
         raise PeerUnreachableError(peer, f"no answer within {timeout_s:g} s") from err

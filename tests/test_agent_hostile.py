@@ -22,12 +22,12 @@ from conftest import AgentPool, AgentProc, cli_env, new_token_file
 
 from netqual.coordinator import RunConfig, measure_pair
 from netqual.errors import AuthError, PeerError, ProbeError, ProtocolError
+from netqual.handshake import PROTOCOL_VERSION
 from netqual.models import Node, ProbePlan
 from netqual.probes import request_probe
 from netqual.protocol import (
     HEADER,
     MAGIC,
-    PROTOCOL_VERSION,
     Channel,
     connect,
     server_handshake,
@@ -427,7 +427,7 @@ def test_no_token_refuses_to_start_unless_insecure(tmp_path: Path) -> None:
         assert "WITHOUT authentication" in a.stderr()
         ch, hello = connect("127.0.0.1", a.port, None, peer="open", timeout_s=5)
         with ch:
-            assert hello["auth"] == "none"
+            assert hello.auth == "none"
             assert ch.request("info", reply="info")["name"] == "open"
         with pytest.raises(AuthError, match="without authentication"):
             connect("127.0.0.1", a.port, b"t" * 32, peer="open", timeout_s=5)

@@ -203,7 +203,14 @@ def test_bad_inventory_through_a_real_process(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(
-    ("option", "value"), [("--auth-timeout", "0"), ("--max-sessions", "0"), ("--listen", "h:x")]
+    ("option", "value"),
+    [
+        ("--auth-timeout", "0"),
+        ("--max-sessions", "0"),
+        ("--listen", "h:x"),
+        ("--name", "gpu 01"),
+        ("--name", "=cmd|' /C calc'!A0"),
+    ],
 )
 def test_bad_agent_options(capsys: pytest.CaptureFixture[str], option: str, value: str) -> None:
     code, err = run_main(capsys, "agent", "--insecure", option, value)

@@ -82,6 +82,8 @@ NODE = '[[node]]\nname = "a"\naddress = "127.0.0.1"\n'
         (NODE + '[probe]\nchunk = "lots"\n', "probe.chunk", "not a size"),
         (NODE + '[run]\nmode = "ring"\n', "run.mode", "unknown mode"),
         (NODE + "labels = { leaf = 3 }\n", "node[0].labels", "string values"),
+        ('[[node]]\nname = "=HYPERLINK(1)"\naddress = "h"\n', "node[0].name", "not a node name"),
+        ('[[node]]\nname = "gpu 01"\naddress = "h"\n', "node[0].name", "letters, digits"),
     ],
 )
 def test_bad_inventory_names_file_and_field(

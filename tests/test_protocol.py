@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import socket
 import struct
 import threading
@@ -9,11 +10,11 @@ from collections.abc import Callable
 
 import pytest
 
-from netqual.errors import AuthError, PeerError, ProtocolError
+from netqual.errors import AuthError, IntegrityError, PeerError, ProtocolError
+from netqual.handshake import PROTOCOL_VERSION, ClientHandshake, _hkdf
 from netqual.protocol import (
     HEADER,
     MAGIC,
-    PROTOCOL_VERSION,
     Channel,
     client_handshake,
     server_handshake,
@@ -49,7 +50,7 @@ def test_handshake_with_the_same_token() -> None:
     hello = client_handshake(client, TOKEN)
     t.join()
     assert not errors
-    assert hello["agent"] == "agent1" and hello["auth"] == "hmac-sha256"
+    assert hello.agent == "agent1" and hello.auth == "hmac-sha256"
     client.send("ping", {"n": 1})
     assert server.recv().body == {"n": 1}
 
@@ -69,7 +70,13 @@ def test_agent_that_does_not_hold_the_token_is_detected() -> None:
     def impostor() -> None:
         server.send(
             "hello",
-            {"protocol": PROTOCOL_VERSION, "agent": "x", "auth": "hmac-sha256", "nonce": "00" * 32},
+            {
+                "protocol": PROTOCOL_VERSION,
+                "agent": "x",
+                "version": "0",
+                "auth": "hmac-sha256",
+                "nonce": "00" * 32,
+            },
         )
         server.recv()
         server.send("welcome", {"mac": "f" * 64})
@@ -103,7 +110,7 @@ def test_request_before_auth_is_refused() -> None:
     t, errors = run_server(lambda: server_handshake(server, TOKEN, "agent1", "1.0"))
     client.expect("hello")
     client.send("probe", {})
-    with pytest.raises(PeerError, match="authenticate first"):
+    with pytest.raises(PeerError, match="'probe' before authenticating"):
         client.expect("welcome")
     t.join()
     assert isinstance(errors[0], AuthError)
@@ -142,3 +149,149 @@ def test_bytes_frames_respect_the_callers_cap() -> None:
     client, server = pair()  # after a protocol error the stream is abandoned
     client.send_bytes(struct.pack("<q", 42))
     assert struct.unpack("<q", server.recv_bytes(8)) == (42,)
+
+
+# -- identity, frame integrity, versions (issue: relay-proof control channel) ---------------
+def handshaken(expect: str | None = "agent1") -> tuple[Channel, Channel]:
+    client, server = pair()
+    t, errors = run_server(lambda: server_handshake(server, TOKEN, "agent1", "1.0"))
+    client_handshake(client, TOKEN, expect)
+    t.join()
+    assert not errors
+    return client, server
+
+
+def test_client_expecting_another_node_refuses_the_agent() -> None:
+    client, server = pair()
+    t, _ = run_server(lambda: server_handshake(server, TOKEN, "agent1", "1.0"))
+    with pytest.raises(AuthError, match="dialled as 'gpu07' but this agent is 'agent1'"):
+        client_handshake(client, TOKEN, "gpu07")
+    client.close()
+    t.join()
+
+
+def test_agent_refuses_a_client_that_dialled_another_name() -> None:
+    """A relay can rewrite the hello's name; the MAC'd dialled name still reaches the agent."""
+    client, server = pair()
+    t, errors = run_server(lambda: server_handshake(server, TOKEN, "agent1", "1.0"))
+    hello = client.expect("hello")
+    hs = ClientHandshake(TOKEN, "gpu07")
+    _, auth = hs.auth({**hello, "agent": "gpu07"}, "relay")
+    client.send("auth", auth)
+    with pytest.raises(PeerError, match="dialled as 'gpu07' but this agent is 'agent1'"):
+        client.expect("welcome")
+    t.join()
+    assert isinstance(errors[0], AuthError)
+
+
+def test_mac_binds_the_name_a_lying_name_field_fails() -> None:
+    client, server = pair()
+    t, errors = run_server(lambda: server_handshake(server, TOKEN, "agent1", "1.0"))
+    hello = client.expect("hello")
+    _, auth = ClientHandshake(TOKEN, "gpu07").auth({**hello, "agent": "gpu07"}, "relay")
+    client.send("auth", {**auth, "name": "agent1"})  # name fixed up, MAC still for gpu07
+    with pytest.raises(PeerError, match="wrong token"):
+        client.expect("welcome")
+    t.join()
+    assert isinstance(errors[0], AuthError)
+
+
+def test_frames_after_the_handshake_carry_a_mac() -> None:
+    client, server = handshaken()
+    client.send("ping", {"n": 1})
+    server.send("pong", {"n": 2})
+    assert server.recv().body == {"n": 1}
+    assert client.recv().body == {"n": 2}
+    client.send_bytes(b"\x01" * 1000)
+    assert server.recv_bytes(1000) == b"\x01" * 1000
+
+
+def _capture_frame(ch: Channel, kind: str, body: dict[str, object]) -> bytes:
+    """The exact bytes ``ch`` would send for one message (sent into a throwaway pair)."""
+    sink_a, sink_b = socket.socketpair()
+    real, ch.sock = ch.sock, sink_a
+    try:
+        ch.send(kind, body)
+        sink_b.settimeout(1)
+        return sink_b.recv(65536)
+    finally:
+        ch.sock = real
+        sink_a.close()
+        sink_b.close()
+
+
+@pytest.mark.parametrize("attack", ["modified", "replayed", "reordered", "injected", "truncated"])
+def test_tampered_frames_end_the_session(attack: str) -> None:
+    client, server = handshaken()
+    first = _capture_frame(client, "info", {})
+    second = _capture_frame(client, "probe", {"n": 2})
+    if attack == "modified":
+        wire = first[:-40] + bytes([first[-40] ^ 1]) + first[-39:]
+    elif attack == "replayed":
+        wire = first + first
+        server.sock.sendall(b"")
+    elif attack == "reordered":
+        wire = second + first
+    elif attack == "injected":
+        wire = HEADER.pack(MAGIC, PROTOCOL_VERSION, 1, 2) + b"{}" + b"\x00" * 32
+    else:  # tag cut off and replaced by the next frame's header
+        wire = first[:-32] + second
+    client.sock.sendall(wire)
+    if attack == "replayed":
+        assert server.recv().kind == "info"
+    with pytest.raises(IntegrityError, match="integrity check"):
+        server.recv()
+
+
+def test_old_protocol_peer_gets_a_clear_version_error() -> None:
+    client, server = pair()
+    old_hello = b'{"kind":"hello","body":{"protocol":1}}'
+    server.sock.sendall(HEADER.pack(MAGIC, 1, 1, len(old_hello)) + old_hello)
+    with pytest.raises(ProtocolError, match=r"protocol version 1 on the other side.*version 2"):
+        client_handshake(client, TOKEN)
+
+
+@pytest.mark.parametrize(
+    "hello",
+    [
+        "9" * 5000,
+        {"protocol": 2, "agent": "a", "version": "0", "auth": "hmac-sha256", "nonce": "é" * 64},
+        {"protocol": 2, "agent": "a\x00b", "version": "0", "auth": "hmac-sha256", "nonce": ""},
+        {"protocol": 2.5},
+        {"protocol": 2, "agent": "a", "version": "0", "auth": "rot13", "nonce": "00" * 32},
+        {"protocol": 2, "agent": "\ud800", "version": "0", "auth": "none", "nonce": "00" * 32},
+    ],
+)
+def test_hostile_hello_is_a_protocol_error(hello: dict[str, object] | str) -> None:
+    client, server = pair()
+    if isinstance(hello, str):  # an integer Python refuses to convert (over 4300 digits)
+        raw = b'{"kind":"hello","body":{"protocol":' + hello.encode() + b"}}"
+    else:
+        raw = json.dumps({"kind": "hello", "body": hello}).encode()
+    server.sock.sendall(HEADER.pack(MAGIC, PROTOCOL_VERSION, 1, len(raw)) + raw)
+    with pytest.raises(ProtocolError):
+        client_handshake(client, TOKEN)
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        b'{"kind":"x","body":{"n":NaN}}',
+        b'{"kind":"x","body":{"n":-Infinity}}',
+        b'{"kind":"x","body":{"n":' + b"7" * 5000 + b"}}",
+        b'{"kind":"\\ud800","body":{}}',
+        b'{"kind":5,"body":{}}',
+    ],
+)
+def test_json_a_peer_cannot_send(raw: bytes) -> None:
+    client, server = pair()
+    client.sock.sendall(HEADER.pack(MAGIC, PROTOCOL_VERSION, 1, len(raw)) + raw)
+    with pytest.raises(ProtocolError, match=r"malformed message|message\.kind"):
+        server.recv()
+
+
+def test_hkdf_matches_rfc5869_test_case_1() -> None:
+    okm = _hkdf(b"\x0b" * 22, bytes(range(13)), bytes(range(0xF0, 0xFA)), 42)
+    assert okm.hex() == (
+        "3cb25f25faacd57a90434f64d0362f2a2d2d0a90cf1a5a4c5db02d56ecc4c5bf34007208d5b887185865"
+    )

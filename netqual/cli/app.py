@@ -9,6 +9,8 @@ from typing import Annotated, Any
 import typer
 from rich.console import Console
 
+from netqual.models import Node
+
 app = typer.Typer(
     name="netqual",
     no_args_is_help=True,
@@ -138,6 +140,21 @@ def split_endpoint(text: str, default_port: int, option: str) -> tuple[str, int]
     if not 0 <= port <= 65535:
         raise UsageError(option, f"port out of range in {text!r}")
     return host or "0.0.0.0", port
+
+
+def probe_node(text: str, option: str) -> Node:
+    """'NAME@HOST:PORT' (the agent must prove it is NAME) or 'HOST:PORT' (whoever answers)."""
+    from netqual.errors import UsageError
+    from netqual.models import DEFAULT_PORT
+    from netqual.names import name_problem
+
+    name, at, endpoint = text.rpartition("@")
+    host, port = split_endpoint(endpoint, DEFAULT_PORT, option)
+    if not at:
+        return Node(name=text, address=host, port=port, verify_name=False)
+    if (problem := name_problem(name)) is not None:
+        raise UsageError(option, problem)
+    return Node(name=name, address=host, port=port)
 
 
 RdmaDeviceOpt = Annotated[

@@ -21,6 +21,7 @@ from netqual.cli.app import (
 )
 from netqual.errors import UsageError
 from netqual.models import DEFAULT_PORT
+from netqual.names import name_problem
 from netqual.transports import AgentLimits
 from netqual.transports.rdma import RdmaOptions
 
@@ -74,6 +75,8 @@ def agent(
             style="bold yellow",
         )
     host, port = split_endpoint(listen, DEFAULT_PORT, "--listen")
+    if name is not None and (problem := name_problem(name)) is not None:
+        raise UsageError("--name", problem)
     if max_sessions < 1:
         raise UsageError("--max-sessions", f"must be >= 1, got {max_sessions}")
     if not auth_timeout > 0:

@@ -32,8 +32,8 @@ from netqual.cli.app import (
     app,
     console,
     err_console,
+    probe_node,
     rdma_request,
-    split_endpoint,
 )
 from netqual.cli.cmd_check import CheckTimeoutOpt, preflight_or_stop
 from netqual.cli.progress import ProgressObserver
@@ -41,7 +41,7 @@ from netqual.coordinator import RunConfig, measure_pair, run_identity
 from netqual.coordinator import run as run_coordinator
 from netqual.errors import EXIT_RUNTIME, UsageError
 from netqual.inventory import Inventory, load_inventory
-from netqual.models import DEFAULT_PORT, Mode, Node, Policy, ProbePlan, Results
+from netqual.models import Mode, Policy, ProbePlan, Results
 from netqual.policy import load_policy
 from netqual.render.dryrun import print_dry_run
 from netqual.render.terminal import print_probe, print_results
@@ -293,15 +293,12 @@ def probe(
 
     \b
     Example:
-      netqual probe 10.0.1.11:18515 10.0.1.12:18515 --iterations 20000
+      netqual probe gpu01@10.0.1.11:18515 gpu02@10.0.1.12:18515 --iterations 20000
     """
     wl, plan = _workload(
         workload, _plan(ProbePlan(), iterations, warmup, size, chunk, depth, no_bulk, timeout)
     )
-    nodes = []
-    for text, option in ((src, "SRC"), (dst, "DST")):
-        host, port = split_endpoint(text, DEFAULT_PORT, option)
-        nodes.append(Node(name=text, address=host, port=port))
+    nodes = [probe_node(text, option) for text, option in ((src, "SRC"), (dst, "DST"))]
     cfg = RunConfig(
         nodes=tuple(nodes),
         transport=_transport(transport),

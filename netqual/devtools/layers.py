@@ -55,15 +55,19 @@ MODULE_LAYERS: Mapping[str, str] = {
     "netqual.schema": "core",
     "netqual.tomlfile": "core",
     "netqual.plan_codec": "core",
+    "netqual.names": "core",  # node name and address rules
     "netqual.auth": "inputs",
     "netqual.plan": "inputs",
     "netqual.inventory": "inputs",
     "netqual.launch": "inputs",  # inventories from hostfiles, Slurm, Kubernetes
     "netqual.protocol": "wire",
+    "netqual.handshake": "wire",
+    "netqual.messages": "wire",  # peer input checked field by field
     "netqual.hops": "wire",
     "netqual.transports": "measure",
     "netqual.probes": "measure",
     "netqual.agent": "measure",
+    "netqual.admission": "measure",  # the agent's unauthenticated connections
     "netqual.doctor": "measure",
     "netqual.preflight": "measure",
     "netqual.stats": "analysis",

@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from netqual.errors import PeerUnreachableError, ProbeError
+from netqual.errors import ErrorCode, PeerUnreachableError, ProbeError
 from netqual.models import ProbePlan
 from netqual.protocol import Channel
 from netqual.transports.interface import AgentLimits, RawBulk, RawProbe, Transport
@@ -153,16 +153,17 @@ class TcpTransport(Transport):
         elif kind == "tcp.bulk":
             self._serve_bulk(channel, body, limits)
         else:
-            channel.send_error("bad-request", f"unknown tcp request {kind!r}")
+            channel.send_error(ErrorCode.BAD_REQUEST, f"unknown tcp request {kind!r}")
 
     @staticmethod
     def _int(body: Mapping[str, Any], key: str, low: int, high: int, ch: Channel) -> int | None:
         value = body.get(key)
         if isinstance(value, bool) or not isinstance(value, int):
-            ch.send_error("bad-request", f"{key} must be an integer")
+            ch.send_error(ErrorCode.BAD_REQUEST, f"{key} must be an integer")
             return None
         if not low <= value <= high:
-            ch.send_error("limit", f"{key}={value} outside the agent's limit [{low}, {high}]")
+            problem = f"{key}={value} outside the agent's limit [{low}, {high}]"
+            ch.send_error(ErrorCode.LIMIT, problem)
             return None
         return value
 

@@ -21,7 +21,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from netqual.errors import NetqualError, PeerError, ProbeError, TransportUnavailableError
+from netqual.errors import ErrorCode, NetqualError, PeerError, ProbeError, TransportUnavailableError
 from netqual.models import ProbePlan
 from netqual.protocol import Channel
 from netqual.transports.interface import AgentLimits, RawBulk, RawProbe, Transport
@@ -236,7 +236,7 @@ class RdmaTransport(Transport):
             channel.send("rdma.closed", {"rounds": 0})  # nothing is held outside a session
             return
         if kind != "rdma.connect":
-            channel.send_error("protocol", f"unknown rdma request {kind!r}")
+            channel.send_error(ErrorCode.PROTOCOL, f"unknown rdma request {kind!r}")
             return
         try:
             cells = SessionPlan.from_json(body.get("plan"))
@@ -245,11 +245,11 @@ class RdmaTransport(Transport):
             if body.get("options") is not None:
                 options = RdmaOptions.from_json(body["options"]).over(self.options)
         except NetqualError as err:
-            channel.send_error("protocol", str(err))
+            channel.send_error(ErrorCode.PROTOCOL, str(err))
             return
         over = cells.over_limits(limits)
         if over:
-            channel.send_error("limit", over)
+            channel.send_error(ErrorCode.LIMIT, over)
             return
         deadline = time.monotonic() + min(
             _number(body.get("deadline_s"), 60.0), limits.max_duration_s
@@ -259,7 +259,7 @@ class RdmaTransport(Transport):
             pv = verbs.load()
             found = devices.scan(pv)
         except TransportUnavailableError as err:
-            channel.send_error("unavailable", unavailable_message(self.node_name, err))
+            channel.send_error(ErrorCode.UNAVAILABLE, unavailable_message(self.node_name, err))
             return
         self._serve(
             channel, pv=pv, found=found, options=options, peer=peer, cells=cells, deadline=deadline
@@ -289,14 +289,14 @@ class RdmaTransport(Transport):
                 pv, sel, msg_bytes=cells.size_bytes, bulk_bytes=cells.max_chunk_bytes, send_wr=64
             )
         except (GidSelectionError, ProbeError) as err:
-            channel.send_error("rdma", f"rdma on {self.node_name}: {err}")
+            channel.send_error(ErrorCode.RDMA, f"rdma on {self.node_name}: {err}")
             return
         rounds = 0
         try:
             try:
                 ep.connect(peer)
             except (GidSelectionError, ProbeError) as err:
-                channel.send_error("rdma", f"rdma on {self.node_name}: {err}")
+                channel.send_error(ErrorCode.RDMA, f"rdma on {self.node_name}: {err}")
                 return
             channel.send(
                 "rdma.connected",
@@ -341,7 +341,7 @@ class RdmaTransport(Transport):
         if msg.kind == "rdma.close":
             channel.send("rdma.closed", {"rounds": rounds})
         else:
-            channel.send_error("protocol", f"expected 'rdma.close', got {msg.kind!r}")
+            channel.send_error(ErrorCode.PROTOCOL, f"expected 'rdma.close', got {msg.kind!r}")
 
 
 def _number(value: Any, default: float) -> float:

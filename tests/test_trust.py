@@ -1,0 +1,297 @@
+"""Regression tests for the attacks on the control channel (relay, impostors, starvation).
+
+Each test is one finding of the loopback attack review; real agent processes, real sockets.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+from conftest import AgentPool, AgentProc, cli_env
+
+from netqual.errors import IntegrityError, PeerError
+from netqual.handshake import PROTOCOL_VERSION, SessionKeys
+from netqual.models import Node, ProbePlan
+from netqual.probes import request_probe
+from netqual.protocol import HEADER, MAGIC, connect
+
+SMALL = ProbePlan(iterations=300, warmup=30, chunks_bytes=(64 * 1024,), depths=(1,), timeout_s=20)
+SMALL_CLI = ["--iterations", "300", "--warmup", "30", "--chunk", "64KiB", "--depth", "1"]
+
+
+def node(a: AgentProc) -> Node:
+    return Node(name=a.name, address="127.0.0.1", port=a.port)
+
+
+def wait_for_log(agent: AgentProc, text: str, within_s: float = 5.0) -> bool:
+    end = time.monotonic() + within_s
+    while time.monotonic() < end:
+        if text in agent.stderr():
+            return True
+        time.sleep(0.05)
+    return False
+
+
+class Server:
+    """A listener in a thread; ``handle`` runs per connection until ``close``."""
+
+    def __init__(self, handle: Callable[[socket.socket], None]) -> None:
+        self.handle = handle
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.listener.settimeout(0.2)
+        self.port = self.listener.getsockname()[1]
+        self.stopping = threading.Event()
+        self.threads: list[threading.Thread] = []
+        self.accepter = threading.Thread(target=self._accept, daemon=True)
+        self.accepter.start()
+
+    def _accept(self) -> None:
+        while not self.stopping.is_set():
+            try:
+                conn, _ = self.listener.accept()
+            except TimeoutError:
+                continue
+            except OSError:
+                return
+            t = threading.Thread(target=self._one, args=(conn,), daemon=True)
+            t.start()
+            self.threads.append(t)
+
+    def _one(self, conn: socket.socket) -> None:
+        with conn, contextlib.suppress(OSError):
+            conn.settimeout(10)
+            self.handle(conn)
+
+    def close(self) -> None:
+        self.stopping.set()
+        self.accepter.join(timeout=5)
+        self.listener.close()
+        for t in self.threads:
+            t.join(timeout=5)
+
+
+@contextlib.contextmanager
+def serving(handle: Callable[[socket.socket], None]) -> Iterator[Server]:
+    server = Server(handle)
+    try:
+        yield server
+    finally:
+        server.close()
+
+
+def relay_to(port: int) -> Callable[[socket.socket], None]:
+    """A token-less byte forwarder to 127.0.0.1:port (the review's relay attack)."""
+
+    def handle(conn: socket.socket) -> None:
+        with socket.create_connection(("127.0.0.1", port), timeout=10) as up:
+
+            def pump(a: socket.socket, b: socket.socket) -> None:
+                with contextlib.suppress(OSError):
+                    while data := a.recv(65536):
+                        b.sendall(data)
+                with contextlib.suppress(OSError):
+                    b.shutdown(socket.SHUT_WR)
+
+            back = threading.Thread(target=pump, args=(up, conn), daemon=True)
+            back.start()
+            pump(conn, up)
+            back.join(timeout=10)
+
+    return handle
+
+
+def frame(payload: bytes) -> bytes:
+    return HEADER.pack(MAGIC, PROTOCOL_VERSION, 1, len(payload)) + payload
+
+
+def hostile_hello(payload: bytes) -> Callable[[socket.socket], None]:
+    """An impostor 'agent' that answers every connection with ``payload`` as its hello."""
+
+    def handle(conn: socket.socket) -> None:
+        conn.sendall(payload)
+        conn.recv(65536)
+        time.sleep(0.2)
+
+    return handle
+
+
+def hostile_welcome(welcome: bytes) -> Callable[[socket.socket], None]:
+    """A plausible hello, then ``welcome`` whatever the client says."""
+    hello = {"protocol": 2, "agent": "fake", "version": "0", "auth": "hmac-sha256"}
+    hello_frame = frame(
+        json.dumps({"kind": "hello", "body": {**hello, "nonce": "ab" * 32}}).encode()
+    )
+
+    def handle(conn: socket.socket) -> None:
+        conn.sendall(hello_frame)
+        conn.recv(65536)
+        conn.sendall(welcome)
+        time.sleep(0.2)
+
+    return handle
+
+
+def write_inventory(path: Path, nodes: list[tuple[str, int]], token_file: Path) -> None:
+    lines = [f'[defaults]\ntoken_file = "{token_file}"\n']
+    for name, port in nodes:
+        lines.append(f'[[node]]\nname = "{name}"\naddress = "127.0.0.1"\nport = {port}\n')
+    path.write_text("\n".join(lines))
+
+
+def run_cli(inventory: Path, out: Path) -> subprocess.CompletedProcess[str]:
+    cmd = [sys.executable, "-m", "netqual", "run", str(inventory), "--out", str(out), *SMALL_CLI]
+    return subprocess.run(
+        cmd, env=cli_env(), capture_output=True, text=True, timeout=240, check=False
+    )
+
+
+# -- finding 1: a relay gets nothing, and shows up on both sides ---------------------------
+def test_relay_under_another_name_is_unsafe_and_refused_by_the_agent(
+    agents: AgentPool, tmp_path: Path
+) -> None:
+    gpu01, gpu02 = agents.start_many([("gpu01",), ("gpu02", "--verbose")])
+    with serving(relay_to(gpu02.port)) as relay:
+        inventory = tmp_path / "inventory.toml"
+        write_inventory(
+            inventory, [("gpu01", gpu01.port), ("gpu02", gpu02.port), ("gpu03", relay.port)],
+            agents.token_file,
+        )  # fmt: skip
+        done = run_cli(inventory, tmp_path / "out")
+    assert done.returncode == 0, done.stderr
+    assert "Traceback" not in done.stderr
+    doc = json.loads((tmp_path / "out" / "results.json").read_text())
+    for p in doc["paths"]:
+        if "gpu03" in (p["src"], p["dst"]):
+            assert p["verdict"] == "unsafe"
+            assert "dialled as 'gpu03' but this agent is 'gpu02'" in p["error"], p["error"]
+        else:
+            assert p["error"] is None, p["error"]
+    assert wait_for_log(gpu02, "dialled as 'gpu03' but this agent is 'gpu02'")
+    assert "refused 127.0.0.1:" in gpu02.stderr()
+    # No session was opened through the relay: every session the agent ran was gpu01's.
+    assert "session" not in gpu02.stderr().replace("session 127.0.0.1", "")
+
+
+def test_a_frame_injected_into_a_live_session_ends_it(agents: AgentPool, token: bytes) -> None:
+    victim, peer = agents.start_many([("victim",), ("peer",)])
+    ch, _ = connect("127.0.0.1", victim.port, token, "victim", 5, expect_name="victim")
+    with ch:
+        assert ch.request("info", reply="info")["name"] == "victim"
+        ch.sock.sendall(frame(b'{"kind":"info","body":{}}') + b"\x00" * 32)
+        with pytest.raises(PeerError, match="integrity check") as info:
+            ch.expect("info")
+        assert info.value.code == "protocol"
+    assert wait_for_log(victim, "failed its integrity check")
+    # And the other way: an agent's frame altered on the way is caught by the client.
+    ch, _ = connect("127.0.0.1", victim.port, token, "victim", 5, expect_name="victim")
+    with ch:
+        keys = ch._keys
+        assert keys is not None
+        ch.use_keys(SessionKeys(send=keys.send, recv=b"\x00" * 32))
+        with pytest.raises(IntegrityError):
+            ch.request("info", reply="info")
+    out = request_probe(node(victim), node(peer), "tcp", SMALL, token, timeout_s=30)
+    assert len(out.raw.rtt_ns) == SMALL.iterations
+
+
+# -- finding 2: nothing an impostor sends in the handshake crashes `run` -------------------
+def test_impostor_agents_with_garbage_handshakes_make_unsafe_paths_not_tracebacks(
+    agents: AgentPool, tmp_path: Path
+) -> None:
+    a, b = agents.start_many([("a",), ("b",)])
+    huge = b'{"kind":"hello","body":{"protocol":' + b"9" * 5000 + b"}}"
+    behaviours = {
+        "nonascii-mac": hostile_welcome(frame(b'{"kind":"welcome","body":{"mac":"\\u00e9"}}')),
+        "huge-int": hostile_hello(frame(huge)),
+        "nan": hostile_hello(frame(b'{"kind":"hello","body":{"protocol":NaN}}')),
+        "garbage": hostile_hello(b"\xff" * 64),
+        "mac-list": hostile_welcome(frame(b'{"kind":"welcome","body":{"mac":[1,2]}}')),
+    }  # fmt: skip
+    with contextlib.ExitStack() as stack:
+        servers = {k: stack.enter_context(serving(h)) for k, h in behaviours.items()}
+        inventory = tmp_path / "inventory.toml"
+        nodes = [("a", a.port), ("b", b.port)] + [(k, s.port) for k, s in servers.items()]
+        write_inventory(inventory, nodes, agents.token_file)
+        done = run_cli(inventory, tmp_path / "out")
+    assert done.returncode == 0, done.stderr
+    assert "Traceback" not in done.stderr + done.stdout
+    doc = json.loads((tmp_path / "out" / "results.json").read_text())
+    for p in doc["paths"]:
+        if {p["src"], p["dst"]} == {"a", "b"}:
+            assert p["error"] is None, p["error"]
+        else:
+            assert p["verdict"] == "unsafe" and p["error"]
+
+
+# -- finding 3: pre-auth connections cannot starve authenticated ones ----------------------
+def test_64_slow_loris_connections_do_not_starve_a_probe(agents: AgentPool, token: bytes) -> None:
+    victim, peer = agents.start_many(
+        [("victim", "--max-sessions", "4", "--auth-timeout", "2"), ("peer",)]
+    )
+    stop = threading.Event()
+    opened = [0]
+
+    def loris() -> None:
+        """Hold one unauthenticated connection open, trickling; reopen it when dropped."""
+        while not stop.is_set():
+            try:
+                with socket.create_connection(("127.0.0.1", victim.port), timeout=2) as s:
+                    opened[0] += 1
+                    s.sendall(HEADER.pack(MAGIC, PROTOCOL_VERSION, 1, 100)[:3])
+                    s.settimeout(0.5)
+                    while not stop.is_set():
+                        try:
+                            if s.recv(65536) == b"":
+                                break  # dropped by the agent: reconnect at once
+                        except TimeoutError:
+                            continue
+            except OSError:
+                time.sleep(0.05)
+
+    threads = [threading.Thread(target=loris, daemon=True) for _ in range(64)]
+    for t in threads:
+        t.start()
+    try:
+        time.sleep(1.0)
+        t0 = time.monotonic()
+        for _ in range(3):  # several probes, each while 64 connections are held
+            out = request_probe(node(victim), node(peer), "tcp", SMALL, token, timeout_s=30)
+            assert len(out.raw.rtt_ns) == SMALL.iterations
+            out = request_probe(node(peer), node(victim), "tcp", SMALL, token, timeout_s=30)
+            assert out.responder_agent == "victim"
+        assert time.monotonic() - t0 < 120  # only catches a hang
+    finally:
+        stop.set()
+        for t in threads:
+            t.join(timeout=10)
+    assert opened[0] >= 64
+    assert victim.alive() and "Traceback" not in victim.stderr()
+
+
+def test_probe_name_at_address_checks_the_identity(agents: AgentPool) -> None:
+    a, b = agents.start_many([("gpu01",), ("gpu02",)])
+    base = [sys.executable, "-m", "netqual", "probe", "--token-file", str(agents.token_file)]
+
+    def probe(src: str, dst: str) -> subprocess.CompletedProcess[str]:
+        cmd = [*base, src, dst, *SMALL_CLI, "--json"]
+        return subprocess.run(
+            cmd, env=cli_env(), capture_output=True, text=True, timeout=120, check=False
+        )
+
+    good = probe(f"gpu01@127.0.0.1:{a.port}", f"gpu02@127.0.0.1:{b.port}")
+    assert good.returncode == 0, good.stderr
+    assert json.loads(good.stdout)["src"] == "gpu01"
+    wrong = probe(f"gpu01@127.0.0.1:{a.port}", f"gpu09@127.0.0.1:{b.port}")
+    assert wrong.returncode == 3
+    path = json.loads(wrong.stdout)
+    assert path["verdict"] == "unsafe"
+    assert "dialled as 'gpu09' but this agent is 'gpu02'" in path["error"]

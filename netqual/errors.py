@@ -128,6 +128,15 @@ class AuthError(ProtocolError):
     code = ErrorCode.AUTH
 
 
+class IdentityError(AuthError):
+    """The agent at the dialled address is another node (wrong address or port, a relay)."""
+
+    def __init__(self, peer: str, expected: str, actual: str, problem: str) -> None:
+        self.expected = expected
+        self.actual = actual
+        super().__init__(peer, problem)
+
+
 class IntegrityError(ProtocolError):
     """A frame after the handshake failed its MAC: modified, replayed, reordered or injected."""
 

@@ -28,7 +28,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from netqual.errors import AuthError, ErrorCode, PeerError, ProtocolError
+from netqual.errors import AuthError, ErrorCode, IdentityError, PeerError, ProtocolError
 from netqual.messages import Fields
 
 PROTOCOL_VERSION = 2
@@ -205,11 +205,14 @@ class ClientHandshake:
             message = f.text("message")
             if code == "busy":
                 raise PeerError(peer, ErrorCode.BUSY, message)
+            if self._hello.agent != self._name:
+                raise IdentityError(peer, self._name, self._hello.agent, message)
             raise AuthError(peer, message)
         if kind != "welcome":
             raise ProtocolError(peer, f"expected 'welcome', got {kind[:40]!r}")
         if self._hello.agent != self._name:  # the agent accepted a name it did not announce
-            raise AuthError(peer, f"expected agent {self._name!r}, {self._hello.agent!r} answered")
+            message = f"expected agent {self._name!r}, {self._hello.agent!r} answered"
+            raise IdentityError(peer, self._name, self._hello.agent, message)
         if self.token is None:
             return None
         mac = f.hex("mac", MAC_BYTES)

@@ -17,7 +17,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from netqual import __version__
-from netqual.errors import AuthError, NetqualError, PeerUnreachableError
+from netqual.errors import AuthError, IdentityError, NetqualError, PeerUnreachableError
 from netqual.models import AgentCheck, Node, PreflightReport
 from netqual.protocol import connect
 
@@ -43,21 +43,25 @@ def check_node(node: Node, token: bytes | None, transport: str, timeout_s: float
     base = AgentCheck(node=node.name, endpoint=node.endpoint, transport=transport)
     t0 = time.monotonic()
     try:
-        ch, hello = connect(node.address, node.port, token, peer=node.name, timeout_s=timeout_s)
+        ch, hello = connect(
+            node.address, node.port, token, node.name, timeout_s, expect_name=node.identity
+        )
     except PeerUnreachableError as err:
         return _with(base, problems=(_unreachable(err),))
+    except IdentityError as err:
+        problem = (
+            f"the agent there is {err.actual}: wrong address or port (or a relay), or start "
+            f"it with --name {node.name}"
+        )
+        return _with(base, problems=(problem,), agent_name=err.actual)
     except AuthError as err:
         return _with(base, problems=(f"token rejected: {err.problem}",))
     except (NetqualError, OSError) as err:
         return _with(base, problems=(str(err),))
     problems: list[str] = []
     warnings: list[str] = []
-    name = str(hello.get("agent", ""))
-    version = str(hello.get("version", ""))
-    if name != node.name:
-        problems.append(
-            f"the agent there is {name}: wrong address or port, or start it with --name {node.name}"
-        )
+    name = hello.agent
+    version = hello.version
     if version != __version__:
         problems.append(f"agent runs netqual {version}, this coordinator {__version__}")
     offset_s: float | None = None
@@ -124,9 +128,13 @@ def _transport_ok(ch: Any, info: dict[str, Any], transport: str) -> tuple[bool, 
     return True, None
 
 
-def _with(base: AgentCheck, problems: tuple[str, ...]) -> AgentCheck:
+def _with(base: AgentCheck, problems: tuple[str, ...], agent_name: str | None = None) -> AgentCheck:
     return AgentCheck(
-        node=base.node, endpoint=base.endpoint, transport=base.transport, problems=problems
+        node=base.node,
+        endpoint=base.endpoint,
+        transport=base.transport,
+        problems=problems,
+        agent_name=agent_name,
     )
 
 

@@ -147,8 +147,9 @@ def write_inventory(path: Path, nodes: list[tuple[str, int]], token_file: Path) 
     path.write_text("\n".join(lines))
 
 
-def run_cli(inventory: Path, out: Path) -> subprocess.CompletedProcess[str]:
+def run_cli(inventory: Path, out: Path, *extra: str) -> subprocess.CompletedProcess[str]:
     cmd = [sys.executable, "-m", "netqual", "run", str(inventory), "--out", str(out), *SMALL_CLI]
+    cmd += extra
     return subprocess.run(
         cmd, env=cli_env(), capture_output=True, text=True, timeout=240, check=False
     )
@@ -165,9 +166,14 @@ def test_relay_under_another_name_is_unsafe_and_refused_by_the_agent(
             inventory, [("gpu01", gpu01.port), ("gpu02", gpu02.port), ("gpu03", relay.port)],
             agents.token_file,
         )  # fmt: skip
-        done = run_cli(inventory, tmp_path / "out")
+        stopped = run_cli(inventory, tmp_path / "stopped")
+        done = run_cli(inventory, tmp_path / "out", "--keep-going")
+    # By default the pre-flight check stops the run, naming the node that answered.
+    assert stopped.returncode == 3, stopped.stderr
+    assert "gpu03: the agent there is gpu02" in " ".join(stopped.stderr.split())
+    # --keep-going: the relay's paths are measured as unsafe with the agent's refusal.
     assert done.returncode == 0, done.stderr
-    assert "Traceback" not in done.stderr
+    assert "Traceback" not in stopped.stderr + done.stderr
     doc = json.loads((tmp_path / "out" / "results.json").read_text())
     for p in doc["paths"]:
         if "gpu03" in (p["src"], p["dst"]):
@@ -221,9 +227,11 @@ def test_impostor_agents_with_garbage_handshakes_make_unsafe_paths_not_traceback
         inventory = tmp_path / "inventory.toml"
         nodes = [("a", a.port), ("b", b.port)] + [(k, s.port) for k, s in servers.items()]
         write_inventory(inventory, nodes, agents.token_file)
-        done = run_cli(inventory, tmp_path / "out")
+        stopped = run_cli(inventory, tmp_path / "stopped")
+        done = run_cli(inventory, tmp_path / "out", "--keep-going")
+    assert stopped.returncode == 3, stopped.stderr  # the pre-flight check names them
     assert done.returncode == 0, done.stderr
-    assert "Traceback" not in done.stderr + done.stdout
+    assert "Traceback" not in done.stderr + done.stdout + stopped.stderr + stopped.stdout
     doc = json.loads((tmp_path / "out" / "results.json").read_text())
     for p in doc["paths"]:
         if {p["src"], p["dst"]} == {"a", "b"}:

@@ -292,3 +292,33 @@ def test_demo_with_a_preset_shows_both_verdicts_for_every_path(tmp_path: Path) -
         assert f"{p['src']} -> {p['dst']}" in r.stdout
     lines = (out / "results.jsonl").read_text().splitlines()
     assert all("workload" in json.loads(line) for line in lines)
+
+
+def test_html_report_states_the_workload_verdict_first(
+    tmp_path: Path, monkeypatch: MP, capsys: CAP
+) -> None:
+    results = write_results(tmp_path / "results.json", make_results(8, seed=3))
+    html = tmp_path / "report.html"
+    r = run_in_process(
+        ["report", str(results), "--workload", str(exact_workload(tmp_path)), "--html", str(html)],
+        tmp_path,
+        monkeypatch,
+        capsys,
+    )
+    assert r.returncode == 0, r.stderr
+    page = html.read_text(encoding="utf-8")
+    assert 'id="workload"' in page and 'id="workload-tiers"' in page
+    section = page[page.index('id="workload"') : page.index('id="heatmap"')]
+    assert "What this means for test-model (TP8, 512-token chunks of 8.0 MiB per rank" in section
+    assert "Budget per chunk: 10.0 ms (recomputing 512 tokens at 51,200 tokens/s)" in section
+    assert "same-rack" in section and "cross-rack" in section
+    assert "if p99 RTT were 200 us" in section and "if p99 RTT were 500 us" in section
+    assert "per request of 5,120 tokens, 100% hits (10 chunks)" in section
+    matrix = section[section.index('id="workload-matrix"') :]
+    assert matrix.count("<tr><th>") == 1 + 8  # the header row and one row per node
+    assert matrix.count('class="wl-self"') == 8
+    plain = tmp_path / "plain.html"
+    r = run_in_process(
+        ["report", str(results), "--html", str(plain)], tmp_path, monkeypatch, capsys
+    )
+    assert r.returncode == 0 and 'id="workload"' not in plain.read_text(encoding="utf-8")

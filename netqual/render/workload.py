@@ -3,6 +3,7 @@ the workload section of a run (per tier, a speedup matrix, both verdicts per pat
 
 from __future__ import annotations
 
+from rich import box
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
@@ -11,7 +12,12 @@ from netqual.models import PathResult, Results, Verdict
 from netqual.render.terminal import MATRIX_MAX_NODES, STYLE, verdict_text
 from netqual.units import format_bytes, format_duration_us, format_us
 from netqual.workload import Attention, BaselineKind, Workload
-from netqual.workload.impact import tier_impacts, workload_counts
+from netqual.workload.impact import (
+    FIELD_LINES_US,
+    impact_sentence,
+    tier_impacts,
+    workload_counts,
+)
 
 
 def shape_line(w: Workload) -> str:
@@ -111,24 +117,13 @@ def _speedup_text(value: float | None) -> str:
     return "inf" if value == float("inf") else f"{value:.1f}x"
 
 
-def headline(results: Results, w: Workload) -> str:
-    counts = workload_counts(results)
-    total = sum(counts.values())
-    kind = "recompute" if w.budget[0] is BaselineKind.RECOMPUTE else "read from local NVMe"
-    return (
-        f"What this means for {w.model.name} (TP{w.tp}, {w.chunk_tokens}-token chunks of "
-        f"{format_bytes(w.chunk_bytes)} per rank, {format_duration_us(w.budget_us)} to {kind}): "
-        f"offload-safe on {counts[Verdict.SAFE]} of {total} paths"
-    )
-
-
 def print_workload_results(console: Console, results: Results) -> None:
     """The workload section: headline, per-tier impact, a matrix coloured by workload
     verdict (small runs), and the RTT verdict beside the workload verdict per path."""
     w = results.workload
     if w is None:
         return
-    console.print(Text(headline(results, w), style="bold"))
+    console.print(Text(impact_sentence(results, w), style="bold"))
     counts = workload_counts(results)
     console.print(
         "  ".join(f"[{STYLE[v]}]{v.value}[/] {counts[v]}" for v in Verdict)
@@ -145,37 +140,44 @@ def print_workload_results(console: Console, results: Results) -> None:
 def _print_tiers(console: Console, results: Results, w: Workload) -> None:
     rows = tier_impacts(results, w)
     per_request = w.prompt_tokens is not None
-    table = Table(title="by tier (medians over the tier's paths)", title_justify="left")
-    cols = ["tier", "paths", "p99 RTT", "fetch p99", "budget", "speedup", "worst"]
+    table = Table(
+        title="by tier (medians over the tier's paths)",
+        title_justify="left",
+        box=box.SIMPLE_HEAD,
+        pad_edge=False,
+    )
+    lines = "/".join(f"@{line:g}" for line in FIELD_LINES_US)
+    cols = ["tier", "RTT us", "fetch", "speedup/worst"]
     if per_request:
         cols.append("per request")
-    cols += [f"@{line:g}us" for line, _ in rows[0].speedup_at_lines] if rows else []
-    cols += ["safe", "marginal", "unsafe"]
+    cols += [f"{lines} us", "safe/marg/unsafe"]
     for col in cols:
         table.add_column(col, justify="left" if col == "tier" else "right")
     for r in rows:
         cells: list[str | Text] = [
             r.tier,
-            str(r.paths),
-            "-" if r.rtt_p99_us is None else f"{format_us(r.rtt_p99_us)} us",
+            format_us(r.rtt_p99_us),
             "-" if r.fetch_p99_us is None else format_duration_us(r.fetch_p99_us),
-            format_duration_us(w.budget_us),
-            _speedup_text(r.speedup),
-            _speedup_text(r.worst_speedup),
+            f"{_speedup_text(r.speedup)}/{_speedup_text(r.worst_speedup)}",
         ]
         if per_request:
             cells.append(_saved_text(r.request_saved_us))
-        cells += [_speedup_text(s) for _, s in r.speedup_at_lines]
-        cells += [Text(str(r.counts[v]), style=STYLE[v] if r.counts[v] else "dim") for v in Verdict]
+        cells.append("/".join(_speedup_text(s) for _, s in r.speedup_at_lines))
+        cells.append(
+            Text("/").join(
+                Text(str(r.counts[v]), style=STYLE[v] if r.counts[v] else "dim") for v in Verdict
+            )
+        )
         table.add_row(*cells)
     console.print(table)
+    notes = ["RTT and fetch: p99; speedup = budget / fetch"]
     if per_request and w.prompt_chunks is not None:
-        console.print(
-            f"per request: {w.prompt_tokens:,} prompt tokens x {w.hit_ratio:.0%} hits = "
-            f"{w.prompt_chunks:,} chunks, each saving the budget minus its fetch (p50); "
-            "'@N us': the tier's speedup had its p99 RTT been on the field report's lines",
-            style="dim",
+        notes.append(
+            f"per request: {w.prompt_tokens:,} tokens x {w.hit_ratio:.0%} hits = "
+            f"{w.prompt_chunks:,} chunks, each saving the budget minus its fetch p50"
         )
+    notes.append(f"{lines} us: the speedup had the tier's p99 RTT sat on the field report's lines")
+    console.print("; ".join(notes), style="dim")
 
 
 def _saved_text(saved_us: float | None) -> str:
@@ -210,6 +212,9 @@ def _print_speedup_matrix(console: Console, results: Results) -> None:
     console.print(table)
 
 
+SHORT = {Verdict.SAFE: "safe", Verdict.MARGINAL: "marginal", Verdict.UNSAFE: "unsafe"}
+
+
 def _print_paths(console: Console, results: Results) -> None:
     judged = [p for p in results.paths if p.workload is not None]
     judged.sort(
@@ -219,35 +224,35 @@ def _print_paths(console: Console, results: Results) -> None:
         )
     )
     shown = judged[:WORKLOAD_PATHS_SHOWN]
-    title = "paths: RTT verdict and workload verdict"
+    title = "paths: RTT verdict beside workload verdict"
     if len(shown) < len(judged):
         title += f" (the {len(shown)} worst of {len(judged)})"
-    table = Table(title=title, title_justify="left")
-    for col in (
-        "path", "tier", "p99 RTT", "RTT verdict", "chunk fetch p99", "speedup",
-        "workload verdict", "break-even RTT",
-    ):  # fmt: skip
-        table.add_column(col, justify="right" if col[0] in "pcsb" and col != "path" else "left")
+    table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
+    for col in ("path", "RTT us", "RTT", "fetch", "speedup", "workload", "break-even"):
+        table.add_column(col, justify="left" if col == "path" else "right", no_wrap=col == "path")
     for p in shown:
         wr = p.workload
         assert wr is not None
         table.add_row(
             f"{p.src} -> {p.dst}",
-            p.tier.value,
-            "-" if p.rtt is None else f"{format_us(p.rtt.p99_us)} us",
-            verdict_text(p.verdict),
+            "-" if p.rtt is None else format_us(p.rtt.p99_us),
+            Text(SHORT[p.verdict], style=STYLE[p.verdict]),
             "-" if wr.fetch_p99_us is None else format_duration_us(wr.fetch_p99_us),
             _speedup_text(wr.speedup),
-            Text(wr.verdict.value + (" *" if wr.interpolated else ""), style=STYLE[wr.verdict]),
+            Text(SHORT[wr.verdict] + ("*" if wr.interpolated else ""), style=STYLE[wr.verdict]),
             "never" if wr.break_even_rtt_us is None else format_duration_us(wr.break_even_rtt_us),
         )
     console.print(table)
+    notes = [
+        "RTT us and fetch: p99; RTT: the RTT verdict; workload: the verdict by speedup; "
+        "break-even: the RTT at which the speedup falls to 1x"
+    ]
     if any(p.workload and p.workload.interpolated for p in shown):
-        console.print(
-            "* interpolated from other measured chunk sizes / depths (this run did not measure "
-            "the workload's chunk); re-run with --workload to measure it",
-            style="dim",
+        notes.append(
+            "* fetch interpolated from other measured cells (re-run with --workload to "
+            "measure the chunk)"
         )
+    console.print("; ".join(notes), style="dim")
 
 
 def print_workload_path(console: Console, path: PathResult) -> None:

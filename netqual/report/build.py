@@ -28,6 +28,7 @@ from netqual.report.view import (
     report_nodes,
 )
 from netqual.report.waivers import waiver_notes
+from netqual.report.workload import workload_view
 from netqual.units import format_size
 
 
@@ -227,4 +228,5 @@ def build_view(
         waivers=notes,
         methodology=methodology(results),
         data=compact_data(results, [n.name for n in nodes], spans, values, ranked, waived),
+        workload=workload_view(results),
     )

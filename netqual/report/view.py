@@ -9,13 +9,16 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from netqual.matrix import matrix_nodes
 from netqual.models import Node, PathResult, Results, rank_key
 from netqual.report import fmt
 from netqual.report.recommend import Recommendation
 from netqual.report.waivers import WaiverNote
+
+if TYPE_CHECKING:
+    from netqual.report.workload import WorkloadView
 
 NODE_MATRIX_MAX = 48  # up to this many nodes the page draws one SVG cell per node pair
 DETAIL_MAX = 500  # paths whose histogram, bulk cells and reasons are embedded
@@ -98,6 +101,7 @@ class ReportView:
     waivers: Sequence[WaiverNote]
     methodology: Sequence[tuple[str, str]]
     data: Mapping[str, Any] = field(default_factory=dict)
+    workload: WorkloadView | None = None  # when the run was judged by a workload
 
 
 def report_nodes(results: Results) -> list[Node]:

@@ -11,7 +11,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from netqual.models import PathResult, Results, Tier, Verdict
-from netqual.workload.model import Workload
+from netqual.units import format_bytes, format_duration_us
+from netqual.workload.model import BaselineKind, Workload
 
 # The field report's lines (docs/workload.md): TTFT stops tracking
 # the local-NVMe baseline above ~200 us of RTT; above ~500 us the offload gain is gone.
@@ -100,3 +101,15 @@ def workload_counts(results: Results) -> dict[Verdict, int]:
         if p.workload is not None:
             counts[p.workload.verdict] += 1
     return counts
+
+
+def impact_sentence(results: Results, w: Workload) -> str:
+    """The headline: the model, its chunk, the budget, and how many paths pay."""
+    counts = workload_counts(results)
+    total = sum(counts.values())
+    kind = "recompute" if w.budget[0] is BaselineKind.RECOMPUTE else "read from local NVMe"
+    return (
+        f"What this means for {w.model.name} (TP{w.tp}, {w.chunk_tokens}-token chunks of "
+        f"{format_bytes(w.chunk_bytes)} per rank, {format_duration_us(w.budget_us)} to {kind}): "
+        f"offload-safe on {counts[Verdict.SAFE]} of {total} paths"
+    )

@@ -176,7 +176,7 @@ def test_report_workload_on_an_older_run_interpolates_and_says_so(
     assert r.returncode == 0, r.stderr
     assert "What this means for meta-llama/Llama-3.1-70B" in r.stdout
     assert "RTT verdict" in r.stdout and "workload verdict" in r.stdout
-    assert "* interpolated" in r.stdout
+    assert "* fetch interpolated from other measured cells" in r.stdout
     assert "same-rack" in r.stdout and "cross-rack" in r.stdout
 
 

@@ -290,6 +290,8 @@ def test_demo_with_a_preset_shows_both_verdicts_for_every_path(tmp_path: Path) -
         assert p["workload"]["interpolated"] is False
         assert any(c["chunk_bytes"] == 8_126_464 and c["depth"] == 8 for c in p["bulk"])
         assert f"{p['src']} -> {p['dst']}" in r.stdout
+    page = (out / "report.html").read_text(encoding="utf-8")
+    assert page.index('id="workload"') < page.index('id="heatmap"')  # the first screen
     lines = (out / "results.jsonl").read_text().splitlines()
     assert all("workload" in json.loads(line) for line in lines)
 

@@ -424,7 +424,8 @@ def test_from_k8s_unreadable_and_half_given_files_exit_2(
 def test_from_k8s_live_without_client_says_what_to_install(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    monkeypatch.setitem(sys.modules, "kubernetes", None)  # import kubernetes -> ImportError
+    for module in ("kubernetes", "kubernetes.client", "kubernetes.config"):
+        monkeypatch.setitem(sys.modules, module, None)  # import -> ImportError
     rc, out, err = _cli(tmp_path, monkeypatch, capsys, "from-k8s", "--namespace", "netqual")
     assert rc == 2
     assert out == ""

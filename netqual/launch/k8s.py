@@ -11,7 +11,10 @@ from node labels.
 
 from __future__ import annotations
 
+import contextlib
+import importlib
 import json
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -81,8 +84,9 @@ def load_list(path: Path) -> dict[str, Any]:
 
 def fetch_live(namespace: str, selector: str) -> tuple[dict[str, Any], dict[str, Any]]:
     """Pods and nodes from the API server (in-cluster config, else ~/.kube/config)."""
-    try:
-        from kubernetes import client, config
+    try:  # optional dependency, untyped: held as Any
+        client: Any = importlib.import_module("kubernetes.client")
+        config: Any = importlib.import_module("kubernetes.config")
     except ImportError:
         raise UsageError(
             "--pods",
@@ -94,14 +98,27 @@ def fetch_live(namespace: str, selector: str) -> tuple[dict[str, Any], dict[str,
         try:
             config.load_incluster_config()
         except config.ConfigException:
-            config.load_kube_config()
+            # $KUBECONFIG as it is now (the client reads it once, at import).
+            config.load_kube_config(config_file=os.environ.get("KUBECONFIG"))
         api = client.CoreV1Api()
         pods = api.list_namespaced_pod(namespace, label_selector=selector)
         nodes = api.list_node()
         to_json = client.ApiClient().sanitize_for_serialization
         return to_json(pods), to_json(nodes)
     except Exception as err:  # the client raises many unrelated types: config, HTTP, TLS
-        raise ClusterApiError(f"Kubernetes API: {err}") from err
+        raise ClusterApiError(f"Kubernetes API: {_api_problem(err)}") from err
+
+
+def _api_problem(err: Exception) -> str:
+    """One line: 'HTTP 403 Forbidden: pods is forbidden: ...' or the error's first line."""
+    status = getattr(err, "status", None)
+    if status is None:
+        return (str(err).splitlines() or [type(err).__name__])[0]
+    message = ""
+    with contextlib.suppress(ValueError, AttributeError):
+        message = str(json.loads(getattr(err, "body", "") or "{}").get("message", ""))
+    text = f"HTTP {status} {getattr(err, 'reason', '') or ''}".rstrip()
+    return f"{text}: {message}" if message else text
 
 
 def _str(obj: Any, *keys: str) -> str | None:

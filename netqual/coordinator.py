@@ -8,6 +8,7 @@ Results; rendering them (terminal, report.html) is the caller's job.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import platform
 import socket
@@ -21,7 +22,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from netqual import __version__, schedule
+from netqual import __version__, localise, schedule
 from netqual import resume as resume_mod
 from netqual.errors import NetqualError, NoAgentsError, PeerError
 from netqual.matrix import tier_of
@@ -270,6 +271,7 @@ def run(
         tool_version=__version__,
         workload=cfg.workload,
     )
+    results = dataclasses.replace(results, suspects=localise.suspects(results))
     write_json(out_dir / "results.json", results)
     return results
 

@@ -264,6 +264,23 @@ class Summary:
     worst: tuple[tuple[str, str], ...]  # (src, dst) keys, worst first
 
 
+class SuspectKind(str, enum.Enum):
+    """Where the localisation points: one node, one link, the links between two racks, or a
+    pair whose two directions disagree."""
+
+    NODE = "node"
+    LINK = "link"
+    RACK_PAIR = "rack-pair"
+    ASYMMETRY = "asymmetry"
+
+
+@dataclass(frozen=True)
+class Suspect:
+    kind: SuspectKind
+    subject: str  # "gpu03", "gpu01->gpu07", "r01<->r02", "gpu01<->gpu07"
+    evidence: Mapping[str, object]  # counts, medians (us), the worst path; JSON values
+
+
 @dataclass(frozen=True)
 class Results:
     run: RunMeta
@@ -274,6 +291,8 @@ class Results:
     tool_version: str = "0"
     schema_version: str = "1"
     workload: Workload | None = None  # the workload the paths were judged by, if any
+    suspects: tuple[Suspect, ...] = ()
+    retest_of: str | None = None  # the run directory this run re-measured
 
 
 @dataclass(frozen=True)

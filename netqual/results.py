@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from netqual.errors import ResultsFileError
+from netqual.localise import suspect_from_dict, suspect_to_dict
 from netqual.models import (
     BulkStats,
     Metric,
@@ -176,7 +177,7 @@ def _worst_entry(p: PathResult, metric: Metric) -> dict[str, Any]:
 def results_to_dict(r: Results) -> dict[str, Any]:
     by_key = {p.key: p for p in r.paths}
     metric = r.run.policy.metric
-    return {
+    doc: dict[str, Any] = {
         "schema_version": r.schema_version,
         "tool": {"name": r.tool_name, "version": r.tool_version},
         "run": {
@@ -199,6 +200,11 @@ def results_to_dict(r: Results) -> dict[str, Any]:
         },
         **({"workload": r.workload.to_json()} if r.workload else {}),
     }
+    if r.suspects:
+        doc["suspects"] = [suspect_to_dict(s) for s in r.suspects]
+    if r.retest_of is not None:
+        doc["retest_of"] = r.retest_of
+    return doc
 
 
 def write_json(path: Path, results: Results) -> None:
@@ -426,6 +432,15 @@ def results_from_dict(d: Mapping[str, Any], source: str) -> Results:
             workload = Workload.from_json(d["workload"])
         except (KeyError, TypeError, ValueError, AttributeError) as err:
             raise rd.fail("workload", f"malformed workload: {err!r}") from err
+    suspects = []
+    for i, entry in enumerate(d.get("suspects") or ()):
+        try:
+            suspects.append(suspect_from_dict(entry))
+        except (KeyError, TypeError, ValueError) as err:
+            raise rd.fail(f"suspects[{i}]", f"not a suspect: {err}") from err
+    retest_of = d.get("retest_of")
+    if retest_of is not None and not isinstance(retest_of, str):
+        raise rd.fail("retest_of", f"expected a string, got {retest_of!r}")
     return Results(
         run=meta,
         nodes=tuple(nodes),
@@ -435,6 +450,8 @@ def results_from_dict(d: Mapping[str, Any], source: str) -> Results:
         tool_version=str(tool.get("version", "0")),
         schema_version=version,
         workload=workload,
+        suspects=tuple(suspects),
+        retest_of=retest_of,
     )
 
 

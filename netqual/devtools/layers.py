@@ -77,6 +77,7 @@ MODULE_LAYERS: Mapping[str, str] = {
     "netqual.workload.model": "core",  # records and arithmetic only
     "netqual.narrative": "analysis",
     "netqual.diff": "analysis",
+    "netqual.localise": "analysis",
     "netqual.results": "analysis",
     "netqual.schedule": "analysis",
     "netqual.estimate": "analysis",

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from netqual import localise
 from netqual.matrix import (
     STATISTICS,
     Statistic,
@@ -19,7 +20,7 @@ from netqual.matrix import (
     tier_key,
     tier_order,
 )
-from netqual.models import PathResult, Results, Tier, Verdict
+from netqual.models import PathResult, Results, Suspect, SuspectKind, Tier, Verdict
 from netqual.narrative import verdict_sentence
 from netqual.units import format_size, format_us
 
@@ -57,6 +58,52 @@ def print_results(console: Console, results: Results, stat: str | None = None) -
     if any(p.tier is not Tier.UNKNOWN for p in results.paths):
         print_groups(console, results, "tier", tier_key, tier_order)
     print_worst(console, results)
+    print_suspects(console, results)
+
+
+SUSPECTS_SHOWN = 10
+
+
+def suspect_line(s: Suspect) -> str:
+    """One suspect with its evidence, e.g. 'node gpu03: 14 of 15 paths not offload-safe ...'."""
+    e = s.evidence
+    metric = str(e["metric"])
+
+    def path(w: object) -> str:
+        assert isinstance(w, Mapping)
+        value = w["error"] or f"{metric} {format_us(w['value_us'])} us"
+        return f"{w['src']} -> {w['dst']} {value} ({w['verdict']})"
+
+    if s.kind is SuspectKind.ASYMMETRY:
+        ratio = e["ratio"]
+        times = f", {ratio:.1f}x" if isinstance(ratio, float) else ""
+        return f"asymmetry {s.subject}: {path(e['forward'])} vs {path(e['reverse'])}{times}"
+    if s.kind is SuspectKind.LINK:
+        return (
+            f"link {path(e)}; elsewhere {e['src']} has {e['src_bad_elsewhere']} of "
+            f"{e['src_paths_elsewhere']} paths bad, {e['dst']} {e['dst_bad_elsewhere']} of "
+            f"{e['dst_paths_elsewhere']}"
+        )
+    median = ""
+    mine, overall = e.get("median_us"), e.get("all_paths_median_us")
+    if isinstance(mine, float) and isinstance(overall, float):
+        median = f", median {metric} {format_us(mine)} us vs {format_us(overall)} us over all paths"
+    return (
+        f"{s.kind.value} {s.subject}: {e['bad_paths']} of {e['paths']} paths not "
+        f"offload-safe{median}; worst {path(e['worst'])}"
+    )
+
+
+def print_suspects(console: Console, results: Results) -> None:
+    """Where the problem sits (netqual.localise): nodes, rack pairs, links, asymmetries."""
+    found = localise.suspects(results)
+    if not found:
+        return
+    console.print("suspects (where the problem sits)", style="bold")
+    for s in found[:SUSPECTS_SHOWN]:
+        console.print(f"  {suspect_line(s)}", highlight=False)
+    if len(found) > SUSPECTS_SHOWN:
+        console.print(f"  ... and {len(found) - SUSPECTS_SHOWN} more in results.json", style="dim")
 
 
 def print_matrix(console: Console, results: Results, stat: Statistic) -> None:

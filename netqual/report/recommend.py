@@ -10,15 +10,16 @@ the links between the racks; what is left are isolated paths to re-test.
 
 from __future__ import annotations
 
-from collections import Counter, defaultdict
-from collections.abc import Sequence
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
-from netqual.models import Node, PathResult, Results, Tier, Verdict, rank_key
+from netqual import localise
+from netqual.models import Metric, Node, PathResult, Results, Suspect, SuspectKind, Tier, Verdict
 from netqual.report import fmt
 
 MAJORITY = 0.5
-NEAR_SAFE = 0.75  # same-rack share that must be offload-safe before distance is blamed
 LISTED = 8
 
 
@@ -34,16 +35,16 @@ def _names(items: Sequence[str]) -> str:
     return shown + (f" and {len(items) - LISTED} more" if len(items) > LISTED else "")
 
 
-def _worst(paths: Sequence[PathResult], results: Results) -> PathResult:
-    metric = results.run.policy.metric
-    return max(paths, key=lambda p: rank_key(p, metric))
+def _ev(value: object) -> Mapping[str, Any]:
+    assert isinstance(value, Mapping)
+    return value
 
 
-def _short(p: PathResult, results: Results) -> str:
-    if p.error or p.rtt is None:
-        return f"{p.src} -> {p.dst}: {p.error or 'no samples'}"
-    metric = results.run.policy.metric
-    return f"{p.src} -> {p.dst}, {metric.value} {fmt.us(p.rtt.value(metric))}"
+def _short(e: Mapping[str, Any], metric: Metric) -> str:
+    """One path of a suspect's evidence: 'a -> b, p99 812.0 us' or 'a -> b: <error>'."""
+    if e["error"] or e["value_us"] is None:
+        return f"{e['src']} -> {e['dst']}: {e['error'] or 'no samples'}"
+    return f"{e['src']} -> {e['dst']}, {metric.value} {fmt.us(e['value_us'])}"
 
 
 def recommend(results: Results, expired_waivers: Sequence[str] = ()) -> list[Recommendation]:
@@ -70,25 +71,14 @@ def recommend(results: Results, expired_waivers: Sequence[str] = ()) -> list[Rec
             )
         )
     nodes = {n.name: n for n in results.nodes}
-    tier_recs, far_tiers = _tiers(results)
-    out += tier_recs
-    bad = [p for p in bad if p.tier not in far_tiers]
-    per_node: dict[str, Counter[bool]] = defaultdict(Counter)
-    for p in results.paths:
-        if p.tier in far_tiers:
-            continue
-        is_bad = p.verdict is not Verdict.SAFE
-        per_node[p.src][is_bad] += 1
-        per_node[p.dst][is_bad] += 1
-    culprits = sorted(
-        (
-            n
-            for n, c in per_node.items()
-            if c[True] >= 2 and c[True] / (c[True] + c[False]) >= MAJORITY
-        ),
-        key=lambda n: (-per_node[n][True], n),
-    )
-    culprit_set = set(culprits)
+    metric = policy.metric
+    cols = localise.columns(results, metric)
+    found = localise.localise(cols, metric)
+    out += _tiers(results, localise.distance_tiers(cols))
+    by_kind: dict[SuspectKind, list[Suspect]] = defaultdict(list)
+    for s in found:
+        by_kind[s.kind].append(s)
+    culprit_set = {s.subject for s in by_kind[SuspectKind.NODE]}
     racks_all_bad = _whole_racks(culprit_set, results.nodes)
     for rack in racks_all_bad:
         members = [n.name for n in results.nodes if n.rack == rack]
@@ -101,37 +91,42 @@ def recommend(results: Results, expired_waivers: Sequence[str] = ()) -> list[Rec
                 "Check the rack's top-of-rack switch and its uplinks, then re-test the rack.",
             )
         )
-    for name in culprits:
-        node = nodes.get(name)
+    for s in by_kind[SuspectKind.NODE]:
+        node = nodes.get(s.subject)
         if node is not None and node.rack in racks_all_bad:
             continue
-        c = per_node[name]
-        mine = [p for p in bad if name in (p.src, p.dst)]
+        e = s.evidence
         out.append(
             Recommendation(
                 "unsafe",
-                f"Keep {name} on local NVMe",
-                f"{c[True]} of {c[True] + c[False]} paths of {name} are not offload-safe (worst "
-                f"{_short(_worst(mine, results), results)}). Check its NIC, cable and switch port "
-                "(and NIC firmware and MTU), then re-test it.",
+                f"Keep {s.subject} on local NVMe",
+                f"{e['bad_paths']} of {e['paths']} paths of {s.subject} are not offload-safe "
+                f"(worst {_short(_ev(e['worst']), metric)}). Check its NIC, cable and switch "
+                "port (and NIC firmware and MTU), then re-test it.",
             )
         )
-    rest = [p for p in bad if p.src not in culprit_set and p.dst not in culprit_set]
-    pair_recs, bad_pairs = _rack_pairs(rest, results, nodes)
-    out += pair_recs
-    isolated = [p for p in rest if _rack_key(p, nodes) not in bad_pairs]
-    if isolated:
-        labels = [
-            _short(p, results)
-            for p in sorted(isolated, key=lambda p: (-p.verdict.rank, p.src, p.dst))
-        ]
+    out += [_rack_pair(s, metric) for s in by_kind[SuspectKind.RACK_PAIR]]
+    links = [_ev(s.evidence) for s in by_kind[SuspectKind.LINK]]
+    if links:
         out.append(
             Recommendation(
-                "marginal" if all(p.verdict is Verdict.MARGINAL for p in isolated) else "unsafe",
-                f"Re-test {fmt.plural(len(isolated), 'isolated path')}",
+                "marginal" if all(e["verdict"] == "marginal" for e in links) else "unsafe",
+                f"Re-test {fmt.plural(len(links), 'isolated path')}",
                 "Their nodes are fine on other paths, so the cause is likely transient or one "
                 "link: "
-                f"{_names(labels)}. Until a re-test passes, do not offload KV between these pairs.",
+                f"{_names([_short(e, metric) for e in links])}. Until a re-test passes, do not "
+                "offload KV between these pairs.",
+            )
+        )
+    for s in by_kind[SuspectKind.ASYMMETRY]:
+        fwd, rev = _ev(s.evidence["forward"]), _ev(s.evidence["reverse"])
+        out.append(
+            Recommendation(
+                "unsafe" if "unsafe" in (fwd["verdict"], rev["verdict"]) else "marginal",
+                f"Check the link between {s.subject.replace('<->', ' and ')} in both directions",
+                f"The two directions disagree: {_short(fwd, metric)} ({fwd['verdict']}) but "
+                f"{_short(rev, metric)} ({rev['verdict']}). One-way trouble points at a cable "
+                "or transceiver, or at ECN/PFC set differently on the two switch ports.",
             )
         )
     out += _measurement_notes(results)
@@ -149,24 +144,20 @@ def recommend(results: Results, expired_waivers: Sequence[str] = ()) -> list[Rec
 _FAR_TIERS = (Tier.CROSS_RACK, Tier.REMOTE)
 
 
-def _tiers(results: Results) -> tuple[list[Recommendation], set[Tier]]:
-    """Tiers whose paths fail because of distance: same-rack mostly safe, this tier not."""
+def _tiers(results: Results, far: set[Tier]) -> list[Recommendation]:
+    """Tiers whose paths fail because of distance (``localise.distance_tiers``)."""
     by_tier: dict[Tier, list[PathResult]] = defaultdict(list)
     for p in results.paths:
         by_tier[p.tier].append(p)
     near = by_tier.get(Tier.SAME_RACK, [])
     near_safe = sum(p.verdict is Verdict.SAFE for p in near)
-    if not near or near_safe / len(near) < NEAR_SAFE:
-        return [], set()
     metric = results.run.policy.metric
     out: list[Recommendation] = []
-    far: set[Tier] = set()
     for tier in _FAR_TIERS:
+        if tier not in far:
+            continue
         paths = by_tier.get(tier, [])
         bad = [p for p in paths if p.verdict is not Verdict.SAFE]
-        if len(bad) < 2 or len(bad) / len(paths) < MAJORITY:
-            continue
-        far.add(tier)
         values = sorted(p.rtt.value(metric) for p in bad if p.rtt is not None)
         spread = f", {metric.value} {fmt.us(values[0])} to {fmt.us(values[-1])}" if values else ""
         hops = sorted({p.hops for p in paths if p.hops is not None})
@@ -189,7 +180,7 @@ def _tiers(results: Results) -> tuple[list[Recommendation], set[Tier]]:
                 "reads on the request's critical path."
             )
         out.append(Recommendation("unsafe" if unsafe else "marginal", title, f"{share} {advice}"))
-    return out, far
+    return out
 
 
 def _whole_racks(culprits: set[str], nodes: Sequence[Node]) -> list[str]:
@@ -202,50 +193,21 @@ def _whole_racks(culprits: set[str], nodes: Sequence[Node]) -> list[str]:
     )
 
 
-def _rack_key(p: PathResult, nodes: dict[str, Node]) -> tuple[str, str] | None:
-    a, b = nodes.get(p.src), nodes.get(p.dst)
-    if a is None or b is None or a.rack is None or b.rack is None:
-        return None
-    return (min(a.rack, b.rack), max(a.rack, b.rack))
-
-
-def _rack_pairs(
-    rest: Sequence[PathResult], results: Results, nodes: dict[str, Node]
-) -> tuple[list[Recommendation], set[tuple[str, str]]]:
-    totals: Counter[tuple[str, str]] = Counter()
-    for p in results.paths:
-        k = _rack_key(p, nodes)
-        if k:
-            totals[k] += 1
-    bad_by: dict[tuple[str, str], list[PathResult]] = defaultdict(list)
-    for p in rest:
-        k = _rack_key(p, nodes)
-        if k:
-            bad_by[k].append(p)
-    out = []
-    flagged: set[tuple[str, str]] = set()
-    for (ra, rb), paths in sorted(bad_by.items()):
-        if len(paths) < 2 or len(paths) / totals[(ra, rb)] < MAJORITY:
-            continue
-        flagged.add((ra, rb))
-        worst = _short(_worst(paths, results), results)
-        share = f"{len(paths)} of {totals[(ra, rb)]} paths"
-        if ra == rb:
-            title, hint = (
-                f"Check the switch inside rack {ra}",
-                "Check the rack's top-of-rack switch",
-            )
-        else:
-            title = f"Do not offload KV between racks {ra} and {rb}"
-            hint = "Keep offload inside each rack, and check the uplinks and spine between them"
-        out.append(
-            Recommendation(
-                "unsafe" if any(p.verdict is Verdict.UNSAFE for p in paths) else "marginal",
-                title,
-                f"{share} are not offload-safe (worst {worst}). {hint}; then re-test.",
-            )
-        )
-    return out, flagged
+def _rack_pair(s: Suspect, metric: Metric) -> Recommendation:
+    e = s.evidence
+    ra, rb = _ev(e)["racks"]
+    worst = _ev(e["worst"])
+    if ra == rb:
+        title, hint = f"Check the switch inside rack {ra}", "Check the rack's top-of-rack switch"
+    else:
+        title = f"Do not offload KV between racks {ra} and {rb}"
+        hint = "Keep offload inside each rack, and check the uplinks and spine between them"
+    return Recommendation(
+        "unsafe" if worst["verdict"] == "unsafe" else "marginal",
+        title,
+        f"{e['bad_paths']} of {e['paths']} paths are not offload-safe "
+        f"(worst {_short(worst, metric)}). {hint}; then re-test.",
+    )
 
 
 def _measurement_notes(results: Results) -> list[Recommendation]:

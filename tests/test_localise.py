@@ -1,0 +1,93 @@
+"""Localisation: a slow node, a slow rack pair, one bad link and a one-way problem are each
+named as such, with their evidence; the results file carries them."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import pytest
+from cli_helpers import run_in_process
+from factories import make_results, write_results
+
+from netqual.localise import suspects
+from netqual.models import PathResult, Results, SuspectKind, Verdict
+from netqual.results import load, results_to_dict
+
+
+def kinds(r: Results) -> dict[SuspectKind, list[str]]:
+    out: dict[SuspectKind, list[str]] = {k: [] for k in SuspectKind}
+    for s in suspects(r):
+        out[s.kind].append(s.subject)
+    return out
+
+
+def test_a_slow_node_is_a_node_suspect_with_counts_and_medians() -> None:
+    r = make_results(16, rack_size=4, slow_nodes=["gpu03"])
+    found = suspects(r)
+    assert [(s.kind, s.subject) for s in found] == [(SuspectKind.NODE, "gpu03")]
+    e = found[0].evidence
+    assert (e["bad_paths"], e["paths"]) == (15, 15)
+    assert isinstance(e["median_us"], float) and isinstance(e["all_paths_median_us"], float)
+    assert e["median_us"] >= 600 > 5 * e["all_paths_median_us"]
+    worst = e["worst"]
+    assert isinstance(worst, dict) and "gpu03" in (worst["src"], worst["dst"])
+    mine = [p for p in r.paths if "gpu03" in (p.src, p.dst) and p.rtt is not None]
+    assert worst["value_us"] == max(p.rtt.p99_us for p in mine if p.rtt is not None)
+
+
+def test_a_slow_rack_pair_is_an_uplink_suspect_not_its_nodes() -> None:
+    r = make_results(16, rack_size=4, slow_rack_pairs=[("r01", "r03")])
+    k = kinds(r)
+    assert k[SuspectKind.RACK_PAIR] == ["r01<->r03"]
+    assert k[SuspectKind.NODE] == [] and k[SuspectKind.LINK] == []
+    (s,) = [s for s in suspects(r) if s.kind is SuspectKind.RACK_PAIR]
+    assert (s.evidence["bad_paths"], s.evidence["paths"]) == (16, 16)
+
+
+def test_one_bad_path_between_healthy_nodes_is_a_link_suspect() -> None:
+    r = make_results(12, rack_size=4, slow_paths=[("gpu02", "gpu07", 700.0)])
+    (s,) = suspects(r)
+    assert (s.kind, s.subject) == (SuspectKind.LINK, "gpu02->gpu07")
+    assert s.evidence["verdict"] == "unsafe" and s.evidence["value_us"] == 700.0
+    assert (s.evidence["src_bad_elsewhere"], s.evidence["src_paths_elsewhere"]) == (0, 10)
+
+
+def _reversed(p: PathResult, p99_us: float, verdict: Verdict) -> PathResult:
+    assert p.rtt is not None
+    rtt = dataclasses.replace(p.rtt, p99_us=p99_us)
+    return dataclasses.replace(p, src=p.dst, dst=p.src, rtt=rtt, verdict=verdict)
+
+
+def test_a_pair_whose_directions_disagree_is_an_asymmetry_suspect() -> None:
+    r = make_results(6, rack_size=3, all_safe=True)
+    healthy, odd = r.paths[0], r.paths[1]
+    assert odd.rtt is not None
+    extra = (
+        _reversed(healthy, healthy.rtt.p99_us * 1.1 if healthy.rtt else 0, healthy.verdict),
+        _reversed(odd, 650.0, Verdict.UNSAFE),
+    )
+    r = dataclasses.replace(r, paths=r.paths + extra)
+    asym = [s for s in suspects(r) if s.kind is SuspectKind.ASYMMETRY]
+    assert [s.subject for s in asym] == [f"{odd.src}<->{odd.dst}"]
+    ev = asym[0].evidence
+    assert isinstance(ev["ratio"], float) and ev["ratio"] == pytest.approx(650.0 / odd.rtt.p99_us)
+
+
+def test_healthy_run_has_no_suspects_and_no_key() -> None:
+    r = make_results(8, all_safe=True)
+    assert suspects(r) == ()
+    assert "suspects" not in results_to_dict(r)
+
+
+def test_suspects_round_trip_and_show_in_the_terminal(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    r = make_results(16, rack_size=4, slow_nodes=["gpu03"])
+    r = dataclasses.replace(r, suspects=suspects(r))
+    f = write_results(tmp_path / "results.json", r)
+    assert load(f).suspects == r.suspects
+    out = run_in_process(["report", str(f)], tmp_path, monkeypatch, capsys)
+    assert out.returncode == 0, out.stderr
+    assert "suspects (where the problem sits)" in out.stdout
+    assert "node gpu03: 15 of 15 paths not offload-safe" in out.stdout

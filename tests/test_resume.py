@@ -49,7 +49,7 @@ def _kill_mid_run(inv: Path, out: Path, after_lines: int) -> int:
 def test_sigkill_then_resume_measures_every_pair_exactly_once(
     agents: AgentPool, tmp_path: Path
 ) -> None:
-    procs = agents.start_many([(f"n{i}",) for i in range(AGENTS)])
+    procs = agents.start_many([(f"n{i}",) for i in range(AGENTS)], timeout_s=90)
     inv = tmp_path / "inv.toml"
     write_inventory(inv, procs, agents.token_file)
     out = tmp_path / "run"
@@ -78,7 +78,7 @@ def test_sigkill_then_resume_measures_every_pair_exactly_once(
 
 
 def test_resume_refuses_another_plan_unless_forced(agents: AgentPool, tmp_path: Path) -> None:
-    procs = agents.start_many([(f"n{i}",) for i in range(3)])
+    procs = agents.start_many([(f"n{i}",) for i in range(3)], timeout_s=90)
     inv = tmp_path / "inv.toml"
     write_inventory(inv, procs, agents.token_file)
     out = tmp_path / "run"

@@ -355,6 +355,10 @@ def _unknown_node(data: dict) -> None:  # type: ignore[type-arg]
     data["items"][2]["spec"]["nodeName"] = "gone-node"
 
 
+def _bad_ip(data: dict) -> None:  # type: ignore[type-arg]
+    data["items"][0]["status"]["podIP"] = "10.20.1.11;reboot"
+
+
 def _bad_role(data: dict) -> None:  # type: ignore[type-arg]
     data["items"][1]["metadata"]["labels"]["netqual.io/role"] = "gpu"
 
@@ -366,10 +370,11 @@ def _bad_role(data: dict) -> None:  # type: ignore[type-arg]
         (_unscheduled, None, [], ["pods.json", "items[2] (pod netqual-agent-b8r5t).spec.nodeName"]),
         (_unknown_node, None, [], ["nodes.json", "no node 'gone-node'"]),
         (None, _bad_role, [], ["nodes.json", "metadata.labels.netqual.io/role", "'gpu'"]),
+        (_bad_ip, None, [], ["pods.json: items[0] (pod netqual-agent-4kz9q)", "address"]),
         (None, None, ["--selector", "app=nothing"], ["pods.json", "no pod matches"]),
         (None, None, ["--selector", "app in (a,b)"], ["--selector", "equality"]),
     ],
-    ids=["no-ip", "unscheduled", "unknown-node", "bad-role", "no-match", "set-selector"],
+    ids=["no-ip", "unscheduled", "unknown-node", "bad-role", "bad-ip", "no-match", "set-selector"],
 )
 def test_from_k8s_bad_input_exits_2(
     tmp_path: Path,

@@ -3,16 +3,12 @@
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from netqual.errors import InputError
 from netqual.models import DEFAULT_PORT, Node, Role
-
-# The characters a node name may use (the control channel authenticates names; reports
-# and CSV exports print them).
-NODE_NAME = re.compile(r"^[A-Za-z0-9._:-]+$")
+from netqual.names import address_problem, name_problem
 
 
 @dataclass(frozen=True)
@@ -30,18 +26,18 @@ class Draft:
 
 
 def check_name(name: str, source: str, field: str) -> str:
-    if not NODE_NAME.match(name):
-        raise InputError(
-            source, f"node name {name!r} may use letters, digits and '.-_:' only", field
-        )
+    if problem := name_problem(name):
+        raise InputError(source, problem, field)
     return name
 
 
 def check_unique(nodes: Sequence[Node], source: str, where: Sequence[str]) -> None:
-    """Names and address:port pairs must be unique; ``where[i]`` says where node i came from."""
+    """Usable addresses; unique names and address:port pairs. ``where[i]``: node i's origin."""
     names: dict[str, int] = {}
     endpoints: dict[tuple[str, int], int] = {}
     for i, node in enumerate(nodes):
+        if problem := address_problem(node.address):
+            raise InputError(source, f"node {node.name!r}: address {problem}", where[i])
         if node.name in names:
             raise InputError(
                 source,

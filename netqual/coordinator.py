@@ -76,6 +76,15 @@ class RunConfig:
     rdma: Mapping[str, Any] | None = None  # {"local": RdmaOptions json, "peer": ...}
     inventory: str | None = None
     workload: Workload | None = None  # also judge each path by this workload's chunk
+    # netqual retest: measure exactly these (src, dst) pairs instead of the mode's plan
+    pairs: tuple[tuple[str, str], ...] | None = None
+    retest_of: str | None = None  # the run directory being re-tested
+
+
+def plan_of(cfg: RunConfig) -> schedule.Schedule:
+    if cfg.pairs is not None:
+        return schedule.explicit(cfg.nodes, cfg.pairs, cfg.mode)
+    return schedule.build(cfg.nodes, cfg.mode, cfg.sample_k)
 
 
 def now_iso() -> str:
@@ -203,9 +212,12 @@ def _batches(pairs: list[Pair], parallel: int | None) -> list[list[Pair]]:
 
 def run_identity(cfg: RunConfig) -> dict[str, Any]:
     """What a run measures; a resumed run must match it (see netqual.resume)."""
-    return resume_mod.identity(
+    ident = resume_mod.identity(
         cfg.nodes, cfg.mode, cfg.sample_k, cfg.transport, cfg.policy, cfg.plan
     )
+    if cfg.pairs is not None:
+        ident["pairs"] = [list(p) for p in cfg.pairs]
+    return ident
 
 
 def run(
@@ -225,7 +237,7 @@ def run(
         # Each problem already names its node ("gpu01 unreachable: ..."); don't repeat it.
         detail = "; ".join(v if v.startswith(k) else f"{k}: {v}" for k, v in down.items())
         raise NoAgentsError(detail)
-    plan = schedule.build(cfg.nodes, cfg.mode, cfg.sample_k)
+    plan = plan_of(cfg)
     observer.started(plan.pair_count, plan.round_count)
     out_dir.mkdir(parents=True, exist_ok=True)
     resume_mod.write_identity(out_dir, run_identity(cfg), started)
@@ -271,7 +283,9 @@ def run(
         tool_version=__version__,
         workload=cfg.workload,
     )
-    results = dataclasses.replace(results, suspects=localise.suspects(results))
+    results = dataclasses.replace(
+        results, suspects=localise.suspects(results), retest_of=cfg.retest_of
+    )
     write_json(out_dir / "results.json", results)
     return results
 

@@ -94,7 +94,10 @@ def diff_runs(
             continue
         matched.add(o.key)
         changes.append(PathChange(o, p, metric))
-    missing = [p for p in old.paths if p.key not in matched]
+    # A re-test measures only the suspects: the other paths are not missing, just not
+    # re-tested, and "before" counts only the re-tested ones.
+    missing = [] if new.retest_of else [p for p in old.paths if p.key not in matched]
+    before = [old_by_key[k] for k in matched] if new.retest_of else old.paths
     changed = [c for c in changes if c.class_change != 0]
     changed.sort(key=lambda c: (-c.class_change, -_abs_delta(c), c.label))
     changes.sort(key=lambda c: (-_abs_delta(c), c.label))
@@ -104,7 +107,7 @@ def diff_runs(
         new_source=new_source,
         old_started_at=old.run.started_at,
         new_started_at=new.run.started_at,
-        old_counts=Counter(p.verdict for p in old.paths),
+        old_counts=Counter(p.verdict for p in before),
         new_counts=Counter(p.verdict for p in new.paths),
         changed_class=tuple(changed),
         deltas=tuple(changes),

@@ -79,6 +79,8 @@ def _differences(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:
             if names:
                 more = f" and {len(names) - 3} more" if len(names) > 3 else ""
                 out.append(f"nodes {label}: {', '.join(names[:3])}{more}")
+    if old.get("pairs") != new.get("pairs"):
+        out.append("the pairs to re-test differ")
     for key in ("mode", "sample_k", "transport"):
         if old.get(key) != new[key]:
             out.append(f"{key} {old.get(key)} -> {new[key]}")
@@ -161,7 +163,9 @@ def prepare(out_dir: Path, ident: Mapping[str, Any], force: bool) -> Resume:
     _cut_torn_tail(jsonl)
     finished = load_jsonl_paths(jsonl)
     wanted: set[tuple[str, str]] | None = None
-    if not same:
+    if not same and ident.get("pairs") is not None:
+        wanted = {(a, b) for a, b in ident["pairs"]}
+    elif not same:
         nodes = tuple(Node(n["name"], n["address"]) for n in ident["nodes"])
         sched = build(nodes, Mode(ident["mode"]), ident["sample_k"] or 0)
         wanted = {

@@ -30,6 +30,7 @@ from netqual.models import Mode, Node, Role
 
 Pair = tuple[Node, Node]
 Positions = npt.NDArray[np.int64]  # shape (k, 2): (src position, dst position) per pair
+IntArray = npt.NDArray[np.int64]
 
 
 def _circle_round(m: int, r: int) -> Positions:
@@ -147,23 +148,43 @@ def sampled(nodes: Sequence[Node], k: int, seed: int = 0) -> Schedule:
             round_of.append(np.full(len(pos), r, dtype=np.int64))
         inside_rounds = max(inside_rounds, sub.round_count)
     between = _sampled_between(racks, k, seed)
-    free = [inside_rounds] * len(nodes)  # first round each node is free in
-    between_rounds = np.empty(len(between), dtype=np.int64)
-    for j, (a, b) in enumerate(between):
-        r = max(free[a], free[b])
-        between_rounds[j] = r
-        free[a] = free[b] = r + 1
     if between:
         blocks.append(np.array(between, dtype=np.int64))
-        round_of.append(between_rounds)
+        round_of.append(_pack(between, len(nodes), first_round=inside_rounds))
+    return _from_blocks(nodes, Mode.SAMPLED, blocks, round_of)
+
+
+def _pack(pairs: Sequence[tuple[int, int]], n_nodes: int, first_round: int = 0) -> IntArray:
+    """Round of each pair: the first round after the last one either of its nodes is in."""
+    free = [first_round] * n_nodes
+    rounds = np.empty(len(pairs), dtype=np.int64)
+    for j, (a, b) in enumerate(pairs):
+        r = max(free[a], free[b])
+        rounds[j] = r
+        free[a] = free[b] = r + 1
+    return rounds
+
+
+def _from_blocks(
+    nodes: Sequence[Node], mode: Mode, blocks: list[Positions], round_of: list[IntArray]
+) -> Schedule:
     pairs = np.concatenate(blocks) if blocks else np.empty((0, 2), dtype=np.int64)
     rounds = np.concatenate(round_of) if round_of else np.empty(0, dtype=np.int64)
     order = np.argsort(rounds, kind="stable")
     count = int(rounds.max()) + 1 if len(rounds) else 0
     offsets = np.searchsorted(rounds[order], np.arange(count + 1)).astype(np.int64)
-    return Schedule(
-        tuple(nodes), Mode.SAMPLED, count, len(pairs), _pairs=pairs[order], _offsets=offsets
-    )
+    return Schedule(tuple(nodes), mode, count, len(pairs), _pairs=pairs[order], _offsets=offsets)
+
+
+def explicit(nodes: Sequence[Node], pairs: Sequence[tuple[str, str]], mode: Mode) -> Schedule:
+    """Just these (src, dst) pairs, packed into rounds of disjoint pairs (``netqual retest``).
+
+    ``mode`` is the run's mode as recorded; the pairs come from the caller."""
+    index = {n.name: i for i, n in enumerate(nodes)}
+    pos = [(index[a], index[b]) for a, b in pairs]
+    if not pos:
+        return _from_blocks(nodes, mode, [], [])
+    return _from_blocks(nodes, mode, [np.array(pos, dtype=np.int64)], [_pack(pos, len(nodes))])
 
 
 def build(nodes: Sequence[Node], mode: Mode, sample_k: int = 2) -> Schedule:

@@ -7,20 +7,36 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich.console import Console
 
 from netqual.cli.app import JsonOpt, WorkloadOpt, app, console
 from netqual.cli.diff_text import print_diff
 from netqual.diff import diff_runs, diff_to_dict
-from netqual.errors import UsageError
+from netqual.errors import NetqualError, UsageError
 from netqual.gate import load_profile
 from netqual.matrix import STATISTICS
+from netqual.models import Results
 from netqual.render.terminal import print_results
 from netqual.render.workload import print_workload_results
 from netqual.report import write_csv, write_html
 from netqual.report.html import render_diff_html
 from netqual.results import load, results_to_dict
+from netqual.retest import results_file
 from netqual.workload import load_workload
 from netqual.workload.judge import apply as apply_workload
+
+
+def print_retest_before_after(out: Console, res: Results, source: Path) -> None:
+    """A re-test run: each re-tested path before (the run it re-tests) and after."""
+    if res.retest_of is None:
+        return
+    try:
+        before = load(results_file(Path(res.retest_of)))
+    except NetqualError as err:
+        out.print(f"re-test of {res.retest_of} (not readable now: {err})", style="dim")
+        return
+    out.print(f"re-test of {res.retest_of}: before and after", style="bold")
+    print_diff(out, diff_runs(before, res, old_source=res.retest_of, new_source=str(source)))
 
 
 @app.command()
@@ -72,6 +88,7 @@ def report(
     out = console()
     print_results(out, res, stat)
     print_workload_results(out, res)
+    print_retest_before_after(out, res, results)
     waivers = load_profile(profile).waivers if profile else ()
     if html:
         write_html(res, html, waivers=waivers)

@@ -86,6 +86,7 @@ MODULE_LAYERS: Mapping[str, str] = {
     "netqual.render": "render",
     "netqual.coordinator": "run",
     "netqual.resume": "run",
+    "netqual.retest": "run",
     "netqual.localagents": "run",
     "netqual.demo": "run",
     "netqual.lab": "run",

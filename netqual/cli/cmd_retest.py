@@ -1,0 +1,98 @@
+"""`netqual retest`: re-measure a run's suspect paths into a new run directory."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from netqual import retest as retest_mod
+from netqual.auth import load_token
+from netqual.cli.app import IterationsOpt, JsonOpt, TokenFileOpt, app, console, err_console
+from netqual.cli.cmd_run import InsecureOpt, _finish
+from netqual.cli.diff_text import print_diff
+from netqual.cli.progress import ProgressObserver
+from netqual.coordinator import RunConfig
+from netqual.coordinator import run as run_coordinator
+from netqual.diff import diff_runs
+from netqual.inventory import load_inventory
+from netqual.results import load
+
+
+def _token_file(run_inventory: str | None, given: Path | None) -> Path | None:
+    """--token-file, else the run's inventory's token_file when that file is still there."""
+    if given is not None or run_inventory is None or not Path(run_inventory).is_file():
+        return given
+    return load_inventory(Path(run_inventory)).token_file
+
+
+@app.command()
+def retest(
+    run_dir: Annotated[
+        Path, typer.Argument(metavar="DIR", help="The run to re-test (directory or results.json).")
+    ],
+    verdict: Annotated[
+        str,
+        typer.Option("--verdict", metavar="LIST", help="Re-test paths with these verdicts."),
+    ] = retest_mod.DEFAULT_VERDICTS,
+    path: Annotated[
+        list[str] | None,
+        typer.Option("--path", metavar="SRC:DST", help="Re-test this path (repeatable)."),
+    ] = None,
+    iterations: IterationsOpt = None,
+    both_directions: Annotated[
+        bool, typer.Option("--both-directions", help="Measure SRC->DST and DST->SRC.")
+    ] = False,
+    out: Annotated[
+        Path | None, typer.Option("--out", help="New run directory. [default: DIR-retest]")
+    ] = None,
+    token_file: TokenFileOpt = None,
+    insecure: InsecureOpt = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Re-measure a run's unsafe and marginal paths (or --path ones) with a larger plan.
+
+    The new run records which run it re-tests; its report and `netqual diff DIR NEW` show
+    each path before and after. --iterations defaults to twice the run's.
+
+    \b
+    Examples:
+      netqual retest run1
+      netqual retest run1 --path gpu01:gpu07 --both-directions --iterations 50000
+    """
+    before = load(retest_mod.results_file(run_dir))
+    verdicts = retest_mod.parse_verdicts(verdict)
+    names = [n.name for n in before.nodes]
+    wanted = [retest_mod.parse_path(p, names) for p in path or ()]
+    pairs = retest_mod.select(before, verdicts, wanted, both_directions)
+    if not pairs:
+        console().print(f"nothing to re-test: no {verdict} paths in {run_dir}")
+        return
+    token = load_token(_token_file(before.run.inventory, token_file), insecure=insecure)
+    cfg = RunConfig(
+        nodes=before.nodes,
+        transport=before.run.transport,
+        mode=before.run.mode,
+        policy=before.run.policy,
+        plan=retest_mod.larger_plan(before.run.plan, iterations),
+        token=token,
+        inventory=before.run.inventory,
+        workload=before.workload,
+        pairs=pairs,
+        retest_of=str(run_dir.resolve()),
+    )
+    new_dir = out or retest_mod.default_out(run_dir)
+    c = err_console() if as_json else console()
+    c.print(
+        f"re-testing {len(pairs)} paths of {run_dir} with {cfg.plan.iterations:,} iterations "
+        f"into {new_dir}",
+        style="dim",
+    )
+    with ProgressObserver(c, cfg.policy.metric) as progress:
+        after = run_coordinator(cfg, new_dir, progress)
+    _finish(after, new_dir, as_json)
+    if not as_json:
+        print_diff(
+            console(), diff_runs(before, after, old_source=str(run_dir), new_source=str(new_dir))
+        )

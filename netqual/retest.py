@@ -1,0 +1,80 @@
+"""``netqual retest``: re-measure the suspect paths of a finished run with a larger plan.
+
+The new run measures exactly the chosen (src, dst) pairs (``RunConfig.pairs``) over the
+old run's nodes, transport, mode and policy, and records ``retest_of`` so that ``report``
+and ``diff`` can put each path's before and after side by side.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from pathlib import Path
+
+from netqual.errors import UsageError
+from netqual.models import ProbePlan, Results, Verdict
+
+DEFAULT_VERDICTS = "unsafe,marginal"
+ITERATIONS_FACTOR = 2  # default: twice the original plan's kept samples
+
+
+def parse_verdicts(text: str) -> frozenset[Verdict]:
+    out = set()
+    for word in filter(None, (w.strip() for w in text.split(","))):
+        try:
+            out.add(Verdict(word))
+        except ValueError:
+            allowed = ", ".join(v.value for v in Verdict)
+            raise UsageError("--verdict", f"unknown verdict {word!r} (one of {allowed})") from None
+    if not out:
+        raise UsageError("--verdict", "give at least one verdict")
+    return frozenset(out)
+
+
+def parse_path(text: str, names: Sequence[str]) -> tuple[str, str]:
+    """SRC:DST; node names may contain ':', so try every split and keep the one naming two
+    nodes of the run."""
+    known = set(names)
+    splits = [
+        (text[:i], text[i + 1 :])
+        for i, ch in enumerate(text)
+        if ch == ":" and text[:i] in known and text[i + 1 :] in known
+    ]
+    if len(splits) != 1:
+        problem = "ambiguous" if splits else "not two nodes of the run"
+        raise UsageError("--path", f"{text!r}: {problem} (expected SRC:DST node names)")
+    src, dst = splits[0]
+    if src == dst:
+        raise UsageError("--path", f"{text!r}: source and destination are the same node")
+    return src, dst
+
+
+def select(
+    results: Results,
+    verdicts: frozenset[Verdict],
+    paths: Sequence[tuple[str, str]] = (),
+    both_directions: bool = False,
+) -> tuple[tuple[str, str], ...]:
+    """The pairs to re-measure: ``paths`` when given, else every path with one of
+    ``verdicts``; with ``both_directions`` each pair also from its other end."""
+    chosen = list(paths) or [p.key for p in results.paths if p.verdict in verdicts]
+    if both_directions:
+        chosen = [q for a, b in chosen for q in ((a, b), (b, a))]
+    return tuple(dict.fromkeys(chosen))  # keep order, drop repeats
+
+
+def larger_plan(old: ProbePlan, iterations: int | None) -> ProbePlan:
+    n = iterations if iterations is not None else old.iterations * ITERATIONS_FACTOR
+    if n < 1:
+        raise UsageError("--iterations", f"must be >= 1, got {n}")
+    return dataclasses.replace(old, iterations=n)
+
+
+def results_file(run: Path) -> Path:
+    """A run directory's results.json; a file as given."""
+    return run / "results.json" if run.is_dir() else run
+
+
+def default_out(run_dir: Path) -> Path:
+    base = run_dir if run_dir.is_dir() else run_dir.parent
+    return base.parent / f"{base.name}-retest"

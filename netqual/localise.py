@@ -26,6 +26,7 @@ import numpy as np
 import numpy.typing as npt
 
 from netqual.models import Metric, Results, Suspect, SuspectKind, Tier
+from netqual.policy import sample_limited
 
 MAJORITY = 0.5
 NEAR_SAFE = 0.75
@@ -68,6 +69,7 @@ def columns(results: Results, metric: Metric) -> PathColumns:
         return index[name]
 
     tier_code = {t: i for i, t in enumerate(TIERS)}
+    policy = results.run.policy
     src = np.array([code(p.src) for p in paths], dtype=np.int64)
     dst = np.array([code(p.dst) for p in paths], dtype=np.int64)
     return PathColumns(
@@ -76,7 +78,11 @@ def columns(results: Results, metric: Metric) -> PathColumns:
         rack_names=tuple(racks),
         src=src,
         dst=dst,
-        verdict=np.array([p.verdict.rank for p in paths], dtype=np.int64),
+        # A path marginal only for want of samples says nothing about the hardware.
+        verdict=np.array(
+            [0 if sample_limited(policy, p.rtt) else p.verdict.rank for p in paths],
+            dtype=np.int64,
+        ),
         value_us=np.array(
             [p.rtt.value(metric) if p.rtt is not None else math.nan for p in paths],
             dtype=np.float64,

@@ -290,6 +290,12 @@ class Results:
     tool_name: str = "netqual"
     tool_version: str = "0"
     schema_version: str = "1"
+
+    @property
+    def preliminary(self) -> bool:
+        """The plan kept fewer samples than the policy needs: no verdict is final."""
+        return self.run.plan.iterations < self.run.policy.min_samples
+
     workload: Workload | None = None  # the workload the paths were judged by, if any
     suspects: tuple[Suspect, ...] = ()
     retest_of: str | None = None  # the run directory this run re-measured

@@ -15,6 +15,20 @@ def verdict_sentence(results: Results) -> str:
     total = len(results.paths)
     if total == 0:
         return "No paths were measured."
+    if results.preliminary:
+        return f"{preliminary_note(results)}: {_counts_sentence(results)}"
+    return _counts_sentence(results)
+
+
+def preliminary_note(results: Results) -> str:
+    pol, plan = results.run.policy, results.run.plan
+    return (
+        f"PRELIMINARY ({plan.iterations:,} samples per path, the policy needs {pol.min_samples:,})"
+    )
+
+
+def _counts_sentence(results: Results) -> str:
+    total = len(results.paths)
     counts = results.summary.counts
     safe = counts.get(Verdict.SAFE, 0)
     metric = results.run.policy.metric

@@ -77,9 +77,13 @@ def judge(
                     f"straddles the {format_us(line)} us line: re-test with more iterations"
                 )
     if rtt.samples < policy.min_samples:
-        reasons.append(f"only {rtt.samples} samples kept, policy needs {policy.min_samples}")
+        few = f"only {rtt.samples:,} samples kept, policy needs {policy.min_samples:,}"
         if verdict is Verdict.SAFE:
+            # The sample count is the whole cause: say so first, then what was measured.
             verdict = Verdict.MARGINAL
+            reasons.insert(0, f"{few} (too few to call it offload-safe)")
+        else:
+            reasons.append(few)
     if m in rtt.untrusted and verdict is Verdict.SAFE:
         verdict = Verdict.MARGINAL
         reasons.append(f"{m} is not trustworthy with {rtt.samples} samples")
@@ -97,3 +101,23 @@ def judge(
             f"{format_us(big.completion_p99_us)} us, {big.goodput_gbps:.1f} Gbit/s"
         )
     return verdict, tuple(reasons)
+
+
+def sample_limited(policy: Policy, rtt: RttStats | None) -> bool:
+    """Marginal only for want of samples: the metric itself is within the safe line."""
+    return (
+        rtt is not None
+        and rtt.samples < policy.min_samples
+        and rtt.value(policy.metric) <= policy.safe_max_us
+    )
+
+
+def short_plan_problem(policy: Policy, iterations: int) -> str | None:
+    """Why a plan cannot reach an offload-safe verdict, or None when it can."""
+    if iterations >= policy.min_samples:
+        return None
+    return (
+        f"the plan keeps {iterations:,} samples per path, below the policy's min_samples "
+        f"{policy.min_samples:,}: no path could be called offload-safe. Use --iterations "
+        f"{policy.min_samples} or more, or --allow-short-plan for a preliminary look"
+    )

@@ -190,6 +190,8 @@ def results_to_dict(r: Results) -> dict[str, Any]:
             "clock": dict(r.run.clock),
             "host": dict(r.run.host),
             "inventory": r.run.inventory,
+            # Derived (plan.iterations < policy.min_samples); written for readers of the file.
+            "preliminary": r.preliminary,
         },
         "nodes": [node_to_dict(n) for n in r.nodes],
         "paths": [path_to_dict(p) for p in r.paths],

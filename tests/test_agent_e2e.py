@@ -133,6 +133,7 @@ def test_agent_killed_mid_run_cli(agents: AgentPool, tmp_path: Path) -> None:
     cmd = [sys.executable, "-m", "netqual", "run", str(inventory), "--out", str(out)]
     # Enough iterations that a pair takes a good fraction of a second.
     cmd += ["--iterations", "4000", "--warmup", "200", "--chunk", "64KiB", "--depth", "1"]
+    cmd += ["--allow-short-plan"]
     proc = subprocess.Popen(
         cmd, env=cli_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
     )
@@ -241,7 +242,7 @@ def test_agent_down_from_the_start(agents: AgentPool, tmp_path: Path) -> None:
         f.write(f'[[node]]\nname = "down"\naddress = "127.0.0.1"\nport = {dead_port}\n')
     out = tmp_path / "out"
     # A stopped agent is a configuration error: the run stops before measuring...
-    plan = ["--no-bulk", *SMALL_PLAN[:4]]
+    plan = ["--no-bulk", *SMALL_PLAN[:4], "--allow-short-plan"]
     stopped = netqual_cli("run", str(inventory), "--out", str(out), *plan)
     assert stopped.returncode == 3, stopped.stderr
     assert not out.exists()

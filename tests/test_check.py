@@ -11,7 +11,7 @@ import pytest
 from conftest import AgentPool, AgentProc
 from test_agent_e2e import netqual_cli, write_inventory
 
-SMALL_PLAN = ["--iterations", "300", "--warmup", "20", "--no-bulk"]
+SMALL_PLAN = ["--iterations", "300", "--warmup", "20", "--no-bulk", "--allow-short-plan"]
 
 
 def _free_port() -> int:

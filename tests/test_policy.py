@@ -48,7 +48,8 @@ def test_thresholds(p99: float, expected: Verdict) -> None:
 def test_too_few_samples_is_never_safe() -> None:
     verdict, reasons = judge(Policy(), rtt(10.0, samples=5_000))
     assert verdict is Verdict.MARGINAL
-    assert any("only 5000 samples" in r for r in reasons)
+    # The sample count is the whole cause, so it is the first reason.
+    assert reasons[0].startswith("only 5,000 samples kept, policy needs 10,000")
 
 
 def test_too_few_samples_does_not_soften_unsafe() -> None:

@@ -82,13 +82,13 @@ def test_resume_refuses_another_plan_unless_forced(agents: AgentPool, tmp_path: 
     inv = tmp_path / "inv.toml"
     write_inventory(inv, procs, agents.token_file)
     out = tmp_path / "run"
-    small = ["--iterations", "500", "--warmup", "10", "--no-bulk"]
+    small = ["--iterations", "500", "--warmup", "10", "--no-bulk", "--allow-short-plan"]
     assert netqual_cli("run", str(inv), "--out", str(out), *small).returncode == 0
     jsonl = out / "results.jsonl"
     kept = _lines(jsonl)[:1]
     jsonl.write_text(kept[0] + "\n")
 
-    other = ["--iterations", "600", "--warmup", "10", "--no-bulk"]
+    other = ["--iterations", "600", "--warmup", "10", "--no-bulk", "--allow-short-plan"]
     r = netqual_cli("run", str(inv), "--out", str(out), "--resume", *other)
     assert r.returncode == 2, r.stderr
     assert "different run" in r.stderr and "plan.iterations 500 -> 600" in r.stderr

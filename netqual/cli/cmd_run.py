@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich.console import Console
 
 from netqual import demo as demo_mod
 from netqual import estimate
@@ -42,7 +43,7 @@ from netqual.coordinator import run as run_coordinator
 from netqual.errors import EXIT_RUNTIME, UsageError
 from netqual.inventory import Inventory, load_inventory
 from netqual.models import Mode, Policy, ProbePlan, Results
-from netqual.policy import load_policy
+from netqual.policy import load_policy, short_plan_problem
 from netqual.render.dryrun import print_dry_run
 from netqual.render.terminal import print_probe, print_results
 from netqual.render.workload import print_workload_path, print_workload_results
@@ -145,6 +146,19 @@ def _dry_run(
         print_dry_run(console(), d)
 
 
+def _short_plan(pol: Policy, plan: ProbePlan, allowed: bool, out: Console) -> None:
+    problem = short_plan_problem(pol, plan.iterations)
+    if problem is None:
+        return
+    if not allowed:
+        raise UsageError("--iterations", problem)
+    out.print(
+        f"preliminary: {plan.iterations:,} samples per path, the policy needs "
+        f"{pol.min_samples:,}; no verdict of this run is final",
+        style="yellow",
+    )
+
+
 @app.command()
 def run(
     inventory: Annotated[
@@ -187,6 +201,14 @@ def run(
         ),
     ] = False,
     check_timeout: CheckTimeoutOpt = 5.0,
+    allow_short_plan: Annotated[
+        bool,
+        typer.Option(
+            "--allow-short-plan",
+            help="Run a plan with fewer samples than the policy's min_samples; every verdict "
+            "is marked preliminary.",
+        ),
+    ] = False,
     as_json: JsonOpt = False,
     resume: Annotated[
         bool,
@@ -231,6 +253,7 @@ def run(
             plan,
         )
         return
+    _short_plan(pol, plan, allow_short_plan, err_console() if as_json else console())
     token = load_token(token_file or inv.token_file, insecure=insecure)
     cfg = RunConfig(
         nodes=inv.nodes,

@@ -14,6 +14,8 @@ _STYLE = {Status.PASS: "green", Status.FAIL: "bold red", Status.SKIP: "yellow"}
 
 
 def print_gate(console: Console, report: GateReport) -> None:
+    for note in report.notes:
+        console.print(Text(f"warning: {note}", style="bold yellow"), soft_wrap=True)
     console.print(f"Gate profile: [bold]{report.profile}[/] ({report.source})")
     base = report.baseline_source or "none"
     console.print(

@@ -8,6 +8,7 @@ from netqual.errors import UsageError
 from netqual.gate.model import GateContext, GateReport, Outcome, WaiverState
 from netqual.gate.profile import Profile
 from netqual.models import PathResult, Results
+from netqual.narrative import preliminary_note
 
 
 def evaluate(
@@ -54,4 +55,13 @@ def evaluate(
         outcomes=tuple(outcomes),
         waivers=states,
         n_paths=len(results.paths),
+        notes=_notes(results),
     )
+
+
+def _notes(results: Results) -> tuple[str, ...]:
+    """Warnings every output of the gate carries (terminal, JSON, JUnit)."""
+    notes: list[str] = []
+    if results.preliminary:
+        notes.append(f"{preliminary_note(results)}: no verdict of this run is final")
+    return tuple(notes)

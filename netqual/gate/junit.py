@@ -41,6 +41,8 @@ def junit_xml(report: GateReport) -> str:
         time="0",
     )
     props = ET.SubElement(suite, "properties")
+    for note in report.notes:
+        ET.SubElement(props, "property", name="warning", value=note)
     for name, value in (
         ("profile", report.source),
         ("results", report.results_source),
@@ -61,9 +63,11 @@ def junit_xml(report: GateReport) -> str:
         if o.waived:
             out = ET.SubElement(case, "system-out")
             out.text = "waived:\n" + _path_lines(o.waived)
-    if report.waivers:
+    lines = [f"warning: {n}" for n in report.notes]
+    lines += [waiver_line(report, i) for i in range(len(report.waivers))]
+    if lines:
         out = ET.SubElement(suite, "system-out")
-        out.text = "\n".join(waiver_line(report, i) for i in range(len(report.waivers)))
+        out.text = "\n".join(lines)
     ET.indent(suites)
     return (
         '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(suites, encoding="unicode") + "\n"
@@ -95,6 +99,7 @@ def report_to_dict(report: GateReport) -> dict[str, Any]:
         "paths": report.n_paths,
         "passed": report.passed,
         "failed_rules": [o.rule for o in report.failed],
+        "notes": list(report.notes),
         "rules": [
             {
                 "name": o.rule,

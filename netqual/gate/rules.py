@@ -19,7 +19,13 @@ def describe(path: PathResult, metric: Metric) -> str:
         return f"{path.verdict.value}, error: {path.error}"
     if path.rtt is None:
         return f"{path.verdict.value}, no RTT samples"
-    return f"{path.verdict.value}, {metric.value} {path.rtt.value(metric):.1f} us"
+    text = f"{path.verdict.value}, {metric.value} {path.rtt.value(metric):.1f} us"
+    # A verdict the metric alone does not explain (too few samples, a failed bulk read)
+    # carries its first reason, so the gate never lists "marginal, p99 55.6 us" bare.
+    first = path.reasons[0] if path.reasons else ""
+    if path.verdict is not Verdict.SAFE and first and not first.startswith(f"{metric.value} "):
+        text += f" ({first})"
+    return text
 
 
 def _plural(n: int, word: str) -> str:

@@ -175,9 +175,12 @@ def print_worst(console: Console, results: Results, limit: int = 5) -> None:
     table.add_column("hops", justify="right")
     table.add_column("reasons")
     for p in worst:
+        verdict = verdict_text(p.verdict)
+        if results.preliminary:
+            verdict.append(" (preliminary)", style="dim")
         table.add_row(
             f"{p.src} -> {p.dst}",
-            verdict_text(p.verdict),
+            verdict,
             "?" if p.hops is None else str(p.hops),
             "; ".join(p.reasons),
         )

@@ -1,5 +1,10 @@
 """Plain-language recommendations derived from the verdicts.
 
+Ranked by real cause. First the measurement itself: paths that are marginal only because
+the plan kept too few samples (their metric is within the safe line), then paths that
+could not be measured (configuration). Neither says anything about the hardware;
+localisation leaves sample-limited paths out, and the hardware advice follows.
+
 Attribution, most specific cause last. First the topology: when same-rack paths are
 mostly offload-safe but most paths of a farther tier (cross-rack, remote) are not, the
 distance is the cause (offload inside racks / not to the remote site), and those paths
@@ -17,6 +22,7 @@ from typing import Any
 
 from netqual import localise
 from netqual.models import Metric, Node, PathResult, Results, Suspect, SuspectKind, Tier, Verdict
+from netqual.policy import sample_limited
 from netqual.report import fmt
 
 MAJORITY = 0.5
@@ -49,7 +55,7 @@ def _short(e: Mapping[str, Any], metric: Metric) -> str:
 
 def recommend(results: Results, expired_waivers: Sequence[str] = ()) -> list[Recommendation]:
     policy = results.run.policy
-    out: list[Recommendation] = []
+    out: list[Recommendation] = _sample_notes(results) + _error_notes(results)
     bad = [p for p in results.paths if p.verdict is not Verdict.SAFE]
     if not results.paths:
         return [
@@ -150,14 +156,17 @@ def _tiers(results: Results, far: set[Tier]) -> list[Recommendation]:
     for p in results.paths:
         by_tier[p.tier].append(p)
     near = by_tier.get(Tier.SAME_RACK, [])
-    near_safe = sum(p.verdict is Verdict.SAFE for p in near)
-    metric = results.run.policy.metric
+    policy = results.run.policy
+    near_safe = sum(p.verdict is Verdict.SAFE or sample_limited(policy, p.rtt) for p in near)
+    metric = policy.metric
     out: list[Recommendation] = []
     for tier in _FAR_TIERS:
         if tier not in far:
             continue
         paths = by_tier.get(tier, [])
-        bad = [p for p in paths if p.verdict is not Verdict.SAFE]
+        bad = [
+            p for p in paths if p.verdict is not Verdict.SAFE and not sample_limited(policy, p.rtt)
+        ]
         values = sorted(p.rtt.value(metric) for p in bad if p.rtt is not None)
         spread = f", {metric.value} {fmt.us(values[0])} to {fmt.us(values[-1])}" if values else ""
         hops = sorted({p.hops for p in paths if p.hops is not None})
@@ -165,7 +174,8 @@ def _tiers(results: Results, far: set[Tier]) -> list[Recommendation]:
         unsafe = any(p.verdict is Verdict.UNSAFE for p in bad)
         share = (
             f"{len(bad)} of {len(paths)} {tier.value} paths{hop_text} are not offload-safe"
-            f"{spread}, while {near_safe} of {len(near)} same-rack paths are."
+            f"{spread}, while {near_safe} of {len(near)} same-rack paths are within "
+            f"{fmt.us(policy.safe_max_us)}."
         )
         if tier is Tier.CROSS_RACK:
             title = "Keep KV offload inside each rack"
@@ -210,42 +220,70 @@ def _rack_pair(s: Suspect, metric: Metric) -> Recommendation:
     )
 
 
+def _sample_notes(results: Results) -> list[Recommendation]:
+    """Cause 1: the plan was too short to call anything offload-safe."""
+    policy = results.run.policy
+    few = [p for p in results.paths if sample_limited(policy, p.rtt)]
+    if not few:
+        return []
+    metric = policy.metric
+    values = sorted(p.rtt.value(metric) for p in few if p.rtt is not None)
+    kept = sorted({p.rtt.samples for p in few if p.rtt is not None})
+    kept_text = f"{kept[0]:,}" if len(kept) == 1 else f"{kept[0]:,} to {kept[-1]:,}"
+    return [
+        Recommendation(
+            "marginal",
+            f"Too few samples to decide on {fmt.plural(len(few), 'path')}",
+            f"Their {metric.value} ({fmt.us(values[0])} to {fmt.us(values[-1])}) is within "
+            f"{fmt.us(policy.safe_max_us)}, but they kept {kept_text} samples and the policy "
+            f"needs {policy.min_samples:,} to call a path offload-safe. Re-run with "
+            f"--iterations {policy.min_samples} before judging them; nothing here points "
+            "at the hardware.",
+        )
+    ]
+
+
+def _error_notes(results: Results) -> list[Recommendation]:
+    """Cause 2: configuration. An unmeasured path says nothing about the network."""
+    errors = [p for p in results.paths if p.error]
+    if not errors:
+        return []
+    return [
+        Recommendation(
+            "unsafe",
+            f"{fmt.plural(len(errors), 'path')} could not be measured",
+            f"For example {errors[0].src} -> {errors[0].dst}: {errors[0].error}. Unmeasured "
+            "paths count as unsafe. Run netqual check on the inventory, fix what it names, "
+            "then re-test.",
+        )
+    ]
+
+
 def _measurement_notes(results: Results) -> list[Recommendation]:
     policy = results.run.policy
+    metric = policy.metric
     out = []
-    errors = [p for p in results.paths if p.error]
-    if errors:
-        out.append(
-            Recommendation(
-                "unsafe",
-                f"{fmt.plural(len(errors), 'path')} could not be measured",
-                f"For example {errors[0].src} -> {errors[0].dst}: {errors[0].error}. Unmeasured "
-                "paths count "
-                "as unsafe. Check that the agents run and can reach each other, then re-test.",
-            )
-        )
-    few = [p for p in results.paths if p.rtt is not None and p.rtt.samples < policy.min_samples]
-    if few:
-        out.append(
-            Recommendation(
-                "marginal",
-                f"{fmt.plural(len(few), 'path')} with too few samples",
-                f"The policy needs {policy.min_samples:,} kept samples to call a path "
-                "offload-safe. "
-                f"Re-test with --iterations {policy.min_samples} or more.",
-            )
-        )
-    marginal = sum(1 for p in results.paths if p.verdict is Verdict.MARGINAL)
+    marginal = [
+        p
+        for p in results.paths
+        if p.verdict is Verdict.MARGINAL
+        and p.rtt is not None
+        and policy.safe_max_us < p.rtt.value(metric) <= policy.unsafe_above_us
+    ]
     if marginal:
+        labels = [
+            f"{p.src} -> {p.dst} {fmt.us(p.rtt.value(metric))}"
+            for p in sorted(marginal, key=lambda p: (p.src, p.dst))
+            if p.rtt is not None
+        ]
         out.append(
             Recommendation(
                 "marginal",
-                f"{fmt.plural(marginal, 'marginal path')}: offload gains shrink here",
-                f"Between {policy.safe_max_us:g} and {policy.unsafe_above_us:g} us of "
-                f"{policy.metric.value} "
-                "offload still works but TTFT gains shrink. Use them only if local NVMe is full, "
-                "and "
-                "re-test them at a quiet time to see whether the tail is congestion.",
+                f"{fmt.plural(len(marginal), 'marginal path')}: offload gains shrink here",
+                f"Their {metric.value} lies between {fmt.us(policy.safe_max_us)} and "
+                f"{fmt.us(policy.unsafe_above_us)} ({_names(labels)}): offload still works but "
+                "TTFT gains shrink. Use them only if local NVMe is full, and re-test them at a "
+                "quiet time to see whether the tail is congestion.",
             )
         )
     unstable = sum(

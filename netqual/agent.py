@@ -30,8 +30,13 @@ from netqual.errors import ErrorCode, ListenError, NetqualError, ProtocolError
 from netqual.handshake import SessionKeys
 from netqual.probes import serve_probe
 from netqual.protocol import Channel
-from netqual.transports import TRANSPORT_NAMES, AgentLimits, Transport, get_transport
-from netqual.transports.rdma import RdmaOptions, transport_for_agent
+from netqual.transports import (
+    TRANSPORT_NAMES,
+    AgentLimits,
+    Transport,
+    TransportOptions,
+    get_transport,
+)
 
 log = logging.getLogger("netqual.agent")
 
@@ -44,14 +49,14 @@ class Agent:
         token: bytes | None,
         name: str | None = None,
         limits: AgentLimits | None = None,
-        rdma_options: RdmaOptions | None = None,
+        transport_options: TransportOptions | None = None,
     ) -> None:
         self.host = host
         self.port = port
         self.token = token
         self.name = name or socket.gethostname()
         self.limits = limits or AgentLimits()
-        self.rdma_options = rdma_options
+        self.transport_options = transport_options
         self._stop = threading.Event()
         self._sessions = threading.BoundedSemaphore(self.limits.max_sessions)
         self._listener: socket.socket | None = None
@@ -233,11 +238,14 @@ class Agent:
         else:
             ch.send_error(ErrorCode.BAD_REQUEST, f"unknown request {kind!r}")
 
-    def transport(self, name: str, rdma_request: Any = None) -> Transport:
-        """The transport for one request; RDMA ones carry this agent's name and overrides."""
-        if name == "rdma":
-            return transport_for_agent(self.name, rdma_request, self.rdma_options)
-        return get_transport(name)
+    def transport(self, name: str, request: Any = None) -> Transport:
+        """The transport for one request: this agent's name and options, and the request's."""
+        return get_transport(
+            name,
+            node_name=self.name,
+            options=self.transport_options,
+            request=request if isinstance(request, dict) else None,
+        )
 
     def info(self) -> dict[str, Any]:
         return {

@@ -14,11 +14,11 @@ import platform
 import socket
 import sys
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Protocol
 
 import numpy as np
 
@@ -44,6 +44,7 @@ from netqual.protocol import connect
 from netqual.results import append_jsonl, summarize, write_json
 from netqual.schedule import Pair
 from netqual.stats import bulk_stats, rtt_stats
+from netqual.transports import TransportKind, TransportOptions
 from netqual.workload.judge import judged
 from netqual.workload.model import Workload
 
@@ -66,14 +67,14 @@ class NullObserver:
 @dataclass(frozen=True)
 class RunConfig:
     nodes: tuple[Node, ...]
-    transport: str = "tcp"
+    transport: TransportKind = TransportKind.TCP
     mode: Mode = Mode.FULL_MESH
     policy: Policy = field(default_factory=Policy)
     plan: ProbePlan = field(default_factory=ProbePlan)
     token: bytes | None = None
     parallel: int | None = None  # max concurrent pairs per round; None = all disjoint pairs
     sample_k: int = 2  # sampled mode: pairs between every two racks
-    rdma: Mapping[str, Any] | None = None  # {"local": RdmaOptions json, "peer": ...}
+    transport_options: TransportOptions = field(default_factory=TransportOptions)
     inventory: str | None = None
     workload: Workload | None = None  # also judge each path by this workload's chunk
     # netqual retest: measure exactly these (src, dst) pairs instead of the mode's plan
@@ -138,7 +139,13 @@ def measure_pair(src: Node, dst: Node, cfg: RunConfig) -> PathResult:
     t0 = time.monotonic()
     try:
         out = request_probe(
-            src, dst, cfg.transport, cfg.plan, cfg.token, cfg.plan.timeout_s + 15.0, cfg.rdma
+            src,
+            dst,
+            cfg.transport,
+            cfg.plan,
+            cfg.token,
+            cfg.plan.timeout_s + 15.0,
+            cfg.transport_options,
         )
     except PeerError as err:
         reason = err.message if err.code != "protocol" else str(err)
@@ -157,7 +164,7 @@ def measure_pair(src: Node, dst: Node, cfg: RunConfig) -> PathResult:
     path = PathResult(
         src=src.name,
         dst=dst.name,
-        transport=cfg.transport,
+        transport=cfg.transport.value,
         verdict=verdict,
         reasons=reasons,
         rtt=rtt,
@@ -179,7 +186,7 @@ def _failed(
     path = PathResult(
         src=src.name,
         dst=dst.name,
-        transport=cfg.transport,
+        transport=cfg.transport.value,
         verdict=verdict,
         reasons=reasons,
         tier=tier_of(src, dst),
@@ -267,7 +274,7 @@ def run(
     meta = RunMeta(
         started_at=started,
         finished_at=now_iso(),
-        transport=cfg.transport,
+        transport=cfg.transport.value,
         mode=cfg.mode,
         policy=cfg.policy,
         plan=cfg.plan,

@@ -29,7 +29,14 @@ from netqual.errors import (
 from netqual.models import Node, ProbePlan
 from netqual.plan_codec import plan_from_dict, plan_to_dict
 from netqual.protocol import Channel, connect
-from netqual.transports import AgentLimits, RawBulk, RawProbe, Transport
+from netqual.transports import (
+    AgentLimits,
+    RawBulk,
+    RawProbe,
+    Transport,
+    TransportKind,
+    TransportOptions,
+)
 
 _SAMPLE = np.dtype("<i8")
 
@@ -104,7 +111,7 @@ def serve_probe(
     peer_name = expect_name or peer["address"]
     label = _peer_label(peer)
     try:
-        transport = make_transport(str(body.get("transport", "tcp")), body.get("rdma"))
+        transport = make_transport(str(body.get("transport", "tcp")), body)
         transport.check_available()
     except TransportUnavailableError as err:
         ch.send_error(
@@ -184,15 +191,15 @@ def serve_probe(
 def request_probe(
     src: Node,
     dst: Node,
-    transport: str,
+    transport: TransportKind,
     plan: ProbePlan,
     token: bytes | None,
     timeout_s: float,
-    rdma: Mapping[str, Any] | None = None,
+    options: TransportOptions | None = None,
 ) -> ProbeOutcome:
     """Coordinator side: ask ``src``'s agent to probe ``dst``. Raises on any failure.
 
-    ``rdma``: optional ``{"local": {...}, "peer": {...}}`` device/port/GID overrides.
+    ``options``: device choices both ends use instead of their own (``run``/``probe`` flags).
     """
     deadline = time.monotonic() + timeout_s
     ch, _hello = connect(
@@ -204,10 +211,10 @@ def request_probe(
             "probe",
             {
                 "peer": {"name": dst.identity, "address": dst.address, "port": dst.port},
-                "transport": transport,
+                "transport": transport.value,
                 "plan": plan_to_dict(plan),
                 "hops": True,
-                **({"rdma": dict(rdma)} if rdma else {}),
+                **(options.request_fields() if options is not None else {}),
             },
         )
         try:

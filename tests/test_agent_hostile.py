@@ -32,6 +32,7 @@ from netqual.protocol import (
     connect,
     server_handshake,
 )
+from netqual.transports import TransportKind
 
 SMALL = ProbePlan(iterations=500, warmup=50, chunks_bytes=(64 * 1024,), depths=(1,), timeout_s=20)
 
@@ -42,7 +43,7 @@ def node(a: AgentProc) -> Node:
 
 def legit_probe(src: AgentProc, dst: AgentProc, token: bytes, hops: bool = False) -> None:
     """A normal coordinator request through ``src`` to ``dst`` succeeds."""
-    out = request_probe(node(src), node(dst), "tcp", SMALL, token, timeout_s=30)
+    out = request_probe(node(src), node(dst), TransportKind.TCP, SMALL, token, timeout_s=30)
     assert len(out.raw.rtt_ns) == SMALL.iterations
     if hops:  # the UDP hop responder answered too (best effort: 3 tries within 1 s)
         assert out.hops == 1
@@ -501,10 +502,10 @@ def test_coordinator_survives_a_lying_or_stalling_agent(behaviour: str) -> None:
     t0 = time.monotonic()
     if behaviour == "lie":
         with pytest.raises(ProtocolError, match=r"malformed probe result.*rtt_count"):
-            request_probe(src, dst, "tcp", SMALL, token, timeout_s=10)
+            request_probe(src, dst, TransportKind.TCP, SMALL, token, timeout_s=10)
     else:
         with pytest.raises(ProbeError, match=r"no result from liar within 1 s"):
-            request_probe(src, dst, "tcp", SMALL, token, timeout_s=1)
+            request_probe(src, dst, TransportKind.TCP, SMALL, token, timeout_s=1)
         fake = FakeAgent(token, behaviour)
         src = Node(name="liar", address="127.0.0.1", port=fake.port)
         path = measure_pair(src, dst, cfg)

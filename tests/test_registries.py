@@ -1,5 +1,5 @@
-"""One definition each: the percentile registry, "worst first", the node order and the
-microsecond format that every output shares."""
+"""One definition each: the percentile registry, "worst first", the node order, the
+microsecond format that every output shares, and the transports registry."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 from factories import make_results
 
+from netqual.errors import UsageError
 from netqual.matrix import STATISTICS, build_matrix
 from netqual.models import (
     RTT_STATISTICS,
@@ -23,6 +24,9 @@ from netqual.models import (
 from netqual.report.fmt import us
 from netqual.report.view import report_nodes
 from netqual.stats import rtt_stats
+from netqual.transports import TransportKind, TransportOptions, get_transport
+from netqual.transports.rdma import RdmaOptions, RdmaTransport
+from netqual.transports.tcp import TcpTransport
 from netqual.units import format_us
 
 
@@ -83,3 +87,22 @@ def test_terminal_and_report_order_nodes_alike() -> None:
 def test_one_microsecond_format(value: float | None, text: str) -> None:
     assert format_us(value) == text
     assert us(value) == (text if value is None else f"{text} us")
+
+
+def test_transports_are_built_by_the_registry_from_typed_options() -> None:
+    with pytest.raises(UsageError, match=r"unknown transport 'udp' \(choose from tcp, rdma\)"):
+        TransportKind.parse("udp")
+    assert isinstance(get_transport("tcp"), TcpTransport)
+    assert TransportOptions().request_fields() == {}
+    # a run's options travel in the probe request and win over the agent's own
+    run_opts = TransportOptions.from_flags(gid_index=3)
+    own = TransportOptions.from_flags("mlx5_0", 1)
+    request = {"transport": "rdma", **run_opts.request_fields()}
+    t = get_transport(TransportKind.RDMA, node_name="gpu01", options=own, request=request)
+    assert isinstance(t, RdmaTransport)
+    assert t.options == RdmaOptions(device="mlx5_0", port=1, gid_index=3)
+    assert t.peer_options == RdmaOptions(gid_index=3)
+    assert t.node_name == "gpu01"
+    plain = get_transport("rdma", node_name="gpu02", options=own)
+    assert isinstance(plain, RdmaTransport)
+    assert (plain.options, plain.peer_options) == (own.rdma, None)

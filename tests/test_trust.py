@@ -23,6 +23,7 @@ from netqual.handshake import PROTOCOL_VERSION, SessionKeys
 from netqual.models import Node, ProbePlan
 from netqual.probes import request_probe
 from netqual.protocol import HEADER, MAGIC, connect
+from netqual.transports import TransportKind
 
 SMALL = ProbePlan(iterations=300, warmup=30, chunks_bytes=(64 * 1024,), depths=(1,), timeout_s=20)
 SMALL_CLI = ["--iterations", "300", "--warmup", "30", "--chunk", "64KiB", "--depth", "1"]
@@ -206,7 +207,7 @@ def test_a_frame_injected_into_a_live_session_ends_it(agents: AgentPool, token: 
         ch.use_keys(SessionKeys(send=keys.send, recv=b"\x00" * 32))
         with pytest.raises(IntegrityError):
             ch.request("info", reply="info")
-    out = request_probe(node(victim), node(peer), "tcp", SMALL, token, timeout_s=30)
+    out = request_probe(node(victim), node(peer), TransportKind.TCP, SMALL, token, timeout_s=30)
     assert len(out.raw.rtt_ns) == SMALL.iterations
 
 
@@ -273,9 +274,13 @@ def test_64_slow_loris_connections_do_not_starve_a_probe(agents: AgentPool, toke
         time.sleep(1.0)
         t0 = time.monotonic()
         for _ in range(3):  # several probes, each while 64 connections are held
-            out = request_probe(node(victim), node(peer), "tcp", SMALL, token, timeout_s=30)
+            out = request_probe(
+                node(victim), node(peer), TransportKind.TCP, SMALL, token, timeout_s=30
+            )
             assert len(out.raw.rtt_ns) == SMALL.iterations
-            out = request_probe(node(peer), node(victim), "tcp", SMALL, token, timeout_s=30)
+            out = request_probe(
+                node(peer), node(victim), TransportKind.TCP, SMALL, token, timeout_s=30
+            )
             assert out.responder_agent == "victim"
         assert time.monotonic() - t0 < 120  # only catches a hang
     finally:

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 from rich.console import Console
 
 from netqual.models import Node
+from netqual.transports import TRANSPORT_NAMES
 
 app = typer.Typer(
     name="netqual",
@@ -73,7 +74,8 @@ TokenFileOpt = Annotated[
     ),
 ]
 TransportOpt = Annotated[
-    str, typer.Option("--transport", metavar="tcp|rdma", help="Transport to probe with.")
+    str,
+    typer.Option("--transport", metavar="|".join(TRANSPORT_NAMES), help="Transport to probe with."),
 ]
 PolicyOpt = Annotated[
     Path | None,
@@ -174,13 +176,3 @@ GidIndexOpt = Annotated[
         "--gid-index", help="GID table index.  [default: the RoCE v2 GID of the probed IP]"
     ),
 ]
-
-
-def rdma_request(
-    device: str | None, port: int | None, gid_index: int | None
-) -> dict[str, Any] | None:
-    """Overrides for both ends of every RDMA probe, in the probe request's ``rdma`` shape."""
-    from netqual.transports.rdma import RdmaOptions
-
-    opts = RdmaOptions(device=device, port=port, gid_index=gid_index)
-    return None if opts.empty else {"local": opts.to_json(), "peer": opts.to_json()}

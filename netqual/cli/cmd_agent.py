@@ -22,8 +22,7 @@ from netqual.cli.app import (
 from netqual.errors import UsageError
 from netqual.models import DEFAULT_PORT
 from netqual.names import name_problem
-from netqual.transports import AgentLimits
-from netqual.transports.rdma import RdmaOptions
+from netqual.transports import AgentLimits, TransportOptions
 
 
 @app.command()
@@ -81,14 +80,14 @@ def agent(
         raise UsageError("--max-sessions", f"must be >= 1, got {max_sessions}")
     if not auth_timeout > 0:
         raise UsageError("--auth-timeout", f"must be > 0, got {auth_timeout:g}")
-    rdma = RdmaOptions(device=rdma_device, port=rdma_port, gid_index=gid_index)
+    own = TransportOptions.from_flags(rdma_device, rdma_port, gid_index)
     a = Agent(
         host,
         port,
         token,
         name=name,
         limits=AgentLimits(max_sessions=max_sessions, auth_timeout_s=auth_timeout),
-        rdma_options=rdma.over(RdmaOptions.from_env()),
+        transport_options=own.over(TransportOptions.from_env()),
     )
     a.bind()
     a.install_signal_handlers()

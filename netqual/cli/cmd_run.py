@@ -34,7 +34,6 @@ from netqual.cli.app import (
     console,
     err_console,
     probe_node,
-    rdma_request,
 )
 from netqual.cli.cmd_check import CheckTimeoutOpt, preflight_or_stop
 from netqual.cli.progress import ProgressObserver
@@ -49,7 +48,7 @@ from netqual.render.terminal import print_probe, print_results
 from netqual.render.workload import print_workload_path, print_workload_results
 from netqual.report import write_html
 from netqual.results import path_to_dict, results_to_dict
-from netqual.transports import TRANSPORT_NAMES
+from netqual.transports import TransportKind, TransportOptions
 from netqual.workload import Workload, load_workload
 from netqual.workload.judge import add_to_plan
 
@@ -97,12 +96,6 @@ def _workload(text: str | None, plan: ProbePlan) -> tuple[Workload | None, Probe
     return w, add_to_plan(plan, w)
 
 
-def _transport(name: str) -> str:
-    if name not in TRANSPORT_NAMES:
-        raise UsageError("--transport", f"unknown transport {name!r} (tcp or rdma)")
-    return name
-
-
 def _mode(name: str) -> Mode:
     try:
         return Mode(name)
@@ -135,7 +128,7 @@ def _dry_run(
         inv.source,
         inv.nodes,
         _mode(mode) if mode else (inv.mode or Mode.FULL_MESH),
-        _transport(transport),
+        TransportKind.parse(transport).value,
         plan,
         parallel,
         sample_k,
@@ -257,7 +250,7 @@ def run(
     token = load_token(token_file or inv.token_file, insecure=insecure)
     cfg = RunConfig(
         nodes=inv.nodes,
-        transport=_transport(transport),
+        transport=TransportKind.parse(transport),
         mode=_mode(mode) if mode else (inv.mode or Mode.FULL_MESH),
         policy=pol,
         plan=plan,
@@ -265,7 +258,7 @@ def run(
         parallel=parallel,
         sample_k=sample_k,
         inventory=str(inventory),
-        rdma=rdma_request(rdma_device, rdma_port, gid_index),
+        transport_options=TransportOptions.from_flags(rdma_device, rdma_port, gid_index),
         workload=wl,
     )
     if force and not resume:
@@ -324,11 +317,11 @@ def probe(
     nodes = [probe_node(text, option) for text, option in ((src, "SRC"), (dst, "DST"))]
     cfg = RunConfig(
         nodes=tuple(nodes),
-        transport=_transport(transport),
+        transport=TransportKind.parse(transport),
         policy=load_policy(policy) if policy else Policy(),
         plan=plan,
         token=load_token(token_file, insecure=insecure),
-        rdma=rdma_request(rdma_device, rdma_port, gid_index),
+        transport_options=TransportOptions.from_flags(rdma_device, rdma_port, gid_index),
         workload=wl,
     )
     path = measure_pair(nodes[0], nodes[1], cfg)

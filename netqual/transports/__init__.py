@@ -1,24 +1,110 @@
-"""Transports by name. pyverbs is only imported inside the rdma module, on first use."""
+"""Transports by name: the one registry of what ``--transport`` accepts, how a node builds
+a transport, and the typed options that travel with a probe request. Code outside this
+package names a transport only through ``TransportKind`` and passes ``TransportOptions``
+without looking inside. pyverbs is only imported inside the rdma module, on first use.
+"""
 
 from __future__ import annotations
 
+import enum
+import socket
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
 from netqual.errors import UsageError
-from netqual.transports.interface import AgentLimits, RawBulk, RawProbe, Transport
+from netqual.models import AgentLimits, RawBulk, RawProbe
+from netqual.transports.interface import Transport
+from netqual.transports.rdma.options import RdmaOptions
 
-TRANSPORT_NAMES = ("tcp", "rdma")
+# The probe request's key for the options below (docs/rdma.md): {"local": {..}, "peer": {..}}.
+_REQUEST_KEY = "rdma"
 
 
-def get_transport(name: str) -> Transport:
-    if name == "tcp":
+class TransportKind(str, enum.Enum):
+    TCP = "tcp"
+    RDMA = "rdma"
+
+    @classmethod
+    def parse(cls, name: str, option: str = "--transport") -> TransportKind:
+        try:
+            return cls(name)
+        except ValueError:
+            raise UsageError(
+                option, f"unknown transport {name!r} (choose from {', '.join(TRANSPORT_NAMES)})"
+            ) from None
+
+
+TRANSPORT_NAMES = tuple(k.value for k in TransportKind)
+
+
+@dataclass(frozen=True)
+class TransportOptions:
+    """Typed device choices for the transports that have any (today RDMA: device, port,
+    GID index; TCP ignores them). An agent's own come from its flags over the environment;
+    a run's (``run``/``probe`` flags) travel with every probe request to both ends."""
+
+    rdma: RdmaOptions = field(default_factory=RdmaOptions)
+
+    @classmethod
+    def from_flags(
+        cls, device: str | None = None, port: int | None = None, gid_index: int | None = None
+    ) -> TransportOptions:
+        return cls(rdma=RdmaOptions(device=device, port=port, gid_index=gid_index))
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None) -> TransportOptions:
+        return cls(rdma=RdmaOptions.from_env(env))
+
+    def over(self, base: TransportOptions) -> TransportOptions:
+        """These options where set, ``base`` elsewhere."""
+        return TransportOptions(rdma=self.rdma.over(base.rdma))
+
+    @property
+    def empty(self) -> bool:
+        return self.rdma.empty
+
+    def request_fields(self) -> dict[str, Any]:
+        """The probe request's fields that ask both ends to use these options."""
+        if self.empty:
+            return {}
+        return {_REQUEST_KEY: {"local": self.rdma.to_json(), "peer": self.rdma.to_json()}}
+
+
+def get_transport(
+    kind: TransportKind | str,
+    *,
+    node_name: str | None = None,
+    options: TransportOptions | None = None,
+    request: Mapping[str, Any] | None = None,
+) -> Transport:
+    """The transport one agent uses for one request.
+
+    ``options``: the node's own (default: from the environment). ``request``: the probe
+    request, whose run-wide options (``TransportOptions.request_fields``) win over them.
+    """
+    if not isinstance(kind, TransportKind):
+        kind = TransportKind.parse(kind)
+    if kind is TransportKind.TCP:
         from netqual.transports.tcp import TcpTransport
 
         return TcpTransport()
-    if name == "rdma":
-        from netqual.transports.rdma import RdmaTransport
+    from netqual.transports.rdma import transport_for_agent
 
-        transport: Transport = RdmaTransport()
-        return transport
-    raise UsageError("--transport", f"unknown transport {name!r} (choose from tcp, rdma)")
+    return transport_for_agent(
+        node_name or socket.gethostname(),
+        (request or {}).get(_REQUEST_KEY),
+        options.rdma if options is not None else None,
+    )
 
 
-__all__ = ["TRANSPORT_NAMES", "AgentLimits", "RawBulk", "RawProbe", "Transport", "get_transport"]
+__all__ = [
+    "TRANSPORT_NAMES",
+    "AgentLimits",
+    "RawBulk",
+    "RawProbe",
+    "Transport",
+    "TransportKind",
+    "TransportOptions",
+    "get_transport",
+]

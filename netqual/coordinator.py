@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -220,7 +220,7 @@ def _batches(pairs: list[Pair], parallel: int | None) -> list[list[Pair]]:
 def run_identity(cfg: RunConfig) -> dict[str, Any]:
     """What a run measures; a resumed run must match it (see netqual.resume)."""
     ident = resume_mod.identity(
-        cfg.nodes, cfg.mode, cfg.sample_k, cfg.transport, cfg.policy, cfg.plan
+        cfg.nodes, cfg.mode, cfg.sample_k, cfg.transport.value, cfg.policy, cfg.plan
     )
     if cfg.pairs is not None:
         ident["pairs"] = [list(p) for p in cfg.pairs]

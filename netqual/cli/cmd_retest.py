@@ -18,6 +18,7 @@ from netqual.coordinator import run as run_coordinator
 from netqual.diff import diff_runs
 from netqual.inventory import load_inventory
 from netqual.results import load
+from netqual.transports import TransportKind
 
 
 def _token_file(run_inventory: str | None, given: Path | None) -> Path | None:
@@ -72,7 +73,7 @@ def retest(
     token = load_token(_token_file(before.run.inventory, token_file), insecure=insecure)
     cfg = RunConfig(
         nodes=before.nodes,
-        transport=before.run.transport,
+        transport=TransportKind.parse(before.run.transport, f"{run_dir}: run.transport"),
         mode=before.run.mode,
         policy=before.run.policy,
         plan=retest_mod.larger_plan(before.run.plan, iterations),

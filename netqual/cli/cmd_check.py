@@ -14,22 +14,16 @@ from rich.console import Console
 from netqual import preflight
 from netqual.auth import load_token
 from netqual.cli.app import JsonOpt, TokenFileOpt, TransportOpt, app, console, err_console
-from netqual.errors import EXIT_FAIL, EXIT_OK, UsageError
+from netqual.errors import EXIT_FAIL, EXIT_OK
 from netqual.inventory import load_inventory
 from netqual.models import Node, PreflightReport
 from netqual.render.check import print_check
-from netqual.transports import TRANSPORT_NAMES
+from netqual.transports import TransportKind
 
 CheckTimeoutOpt = Annotated[
     float,
     typer.Option("--check-timeout", help="Seconds each agent has to answer the pre-flight check."),
 ]
-
-
-def transport_name(name: str) -> str:
-    if name not in TRANSPORT_NAMES:
-        raise UsageError("--transport", f"unknown transport {name!r} (tcp or rdma)")
-    return name
 
 
 @app.command()
@@ -58,7 +52,7 @@ def check(
     """
     inv = load_inventory(inventory)
     token = load_token(token_file or inv.token_file, insecure=insecure)
-    report = preflight.check(inv.nodes, token, transport_name(transport), timeout)
+    report = preflight.check(inv.nodes, token, TransportKind.parse(transport).value, timeout)
     if as_json:
         typer.echo(json.dumps(report_to_dict(report), indent=1))
     else:

@@ -11,8 +11,8 @@ import typer
 from netqual import doctor as doctor_core
 from netqual.cli.app import JsonOpt, TokenFileOpt, TransportOpt, app, console
 from netqual.cli.cmd_check import check as check_command
-from netqual.cli.cmd_check import transport_name
 from netqual.render.doctor import render
+from netqual.transports import TransportKind
 
 
 @app.command()
@@ -39,7 +39,7 @@ def doctor(
       netqual doctor
       netqual doctor --inventory inventory.toml --transport rdma
     """
-    if inventory is not None and transport_name(transport) == "tcp":
+    if inventory is not None and TransportKind.parse(transport) is TransportKind.TCP:
         # A TCP run needs no RDMA device: ask what a TCP run needs, not what RDMA would.
         raise typer.Exit(check_command(inventory, "tcp", token_file, insecure, as_json=as_json))
     result = doctor_core.run(inventory, token_file, insecure=insecure)

@@ -324,3 +324,33 @@ def test_html_report_states_the_workload_verdict_first(
         ["report", str(results), "--html", str(plain)], tmp_path, monkeypatch, capsys
     )
     assert r.returncode == 0 and 'id="workload"' not in plain.read_text(encoding="utf-8")
+
+
+def test_run_with_workload_writes_both_verdicts(agents: AgentPool, tmp_path: Path) -> None:
+    a, b = agents.start_many([("gpu01",), ("gpu02",)])
+    inventory = tmp_path / "inventory.toml"
+    inventory.write_text(
+        f'[defaults]\ntoken_file = "{agents.token_file}"\n'
+        + "".join(
+            f'[[node]]\nname = "{n.name}"\naddress = "127.0.0.1"\nport = {n.port}\n' for n in (a, b)
+        ),
+        encoding="utf-8",
+    )
+    policy = tmp_path / "policy.toml"
+    policy.write_text("[policy]\nmin_samples = 500\n", encoding="utf-8")
+    out = tmp_path / "out"
+    r = subprocess.run(
+        [sys.executable, "-m", "netqual", "run", str(inventory), "--out", str(out), "--policy",
+         str(policy), "--workload", str(exact_workload(tmp_path)), *SMALL],
+        capture_output=True, text=True, timeout=300, env=cli_env(), check=False,
+    )  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    assert "What this means for test-model" in r.stdout
+    doc = json.loads((out / "results.json").read_text())
+    validate(doc, "results.json")
+    assert doc["workload"]["chunk_bytes"] == 8 * MIB and doc["workload"]["tp"] == 8
+    (path,) = doc["paths"]
+    assert path["verdict"] in {"offload-safe", "marginal", "unsafe"}
+    assert path["workload"]["verdict"] in {"offload-safe", "marginal", "unsafe"}
+    assert path["workload"]["interpolated"] is False
+    assert "workload" in json.loads((out / "results.jsonl").read_text().splitlines()[0])

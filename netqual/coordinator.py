@@ -14,19 +14,20 @@ import platform
 import socket
 import sys
 import time
-from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor, as_completed
+from collections.abc import Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
 import numpy as np
 
-from netqual import __version__, localise, schedule
+from netqual import __version__, interference, localise, phases, schedule
 from netqual import resume as resume_mod
 from netqual.errors import NetqualError, NoAgentsError, PeerError
 from netqual.matrix import tier_of
 from netqual.models import (
+    Interference,
     Metric,
     Mode,
     Node,
@@ -38,6 +39,7 @@ from netqual.models import (
     Verdict,
     rank_key,
 )
+from netqual.phases import Phase, ScheduleConfig
 from netqual.policy import judge
 from netqual.probes import request_probe
 from netqual.protocol import connect
@@ -80,6 +82,11 @@ class RunConfig:
     # netqual retest: measure exactly these (src, dst) pairs instead of the mode's plan
     pairs: tuple[tuple[str, str], ...] | None = None
     retest_of: str | None = None  # the run directory being re-tested
+    schedule: ScheduleConfig = field(default_factory=ScheduleConfig)
+    # Interference check: sample max(minimum, fraction of paths); minimum 0 skips it.
+    interference_fraction: float = interference.DEFAULT_FRACTION
+    interference_minimum: int = interference.DEFAULT_MINIMUM
+    interference_seed: int | None = None
 
 
 def plan_of(cfg: RunConfig) -> schedule.Schedule:
@@ -134,17 +141,28 @@ def check_agents(
     return {name: problem for name, problem in results.items() if problem is not None}
 
 
-def measure_pair(src: Node, dst: Node, cfg: RunConfig) -> PathResult:
+def phase_plan(plan: ProbePlan, phase: Phase) -> ProbePlan:
+    """The plan of one phase's request. A bulk-only request keeps a single unkept ping-pong
+    round (iterations 1, no warm-up) so every agent version accepts it."""
+    if phase is Phase.PINGPONG:
+        return dataclasses.replace(plan, bulk=False)
+    if phase is Phase.BULK:
+        return dataclasses.replace(plan, iterations=1, warmup=0)
+    return plan
+
+
+def measure_pair(src: Node, dst: Node, cfg: RunConfig, phase: Phase = Phase.BOTH) -> PathResult:
     started = now_iso()
     t0 = time.monotonic()
+    plan = phase_plan(cfg.plan, phase)
     try:
         out = request_probe(
             src,
             dst,
             cfg.transport,
-            cfg.plan,
+            plan,
             cfg.token,
-            cfg.plan.timeout_s + 15.0,
+            plan.timeout_s + 15.0,
             cfg.transport_options,
         )
     except PeerError as err:
@@ -179,6 +197,26 @@ def measure_pair(src: Node, dst: Node, cfg: RunConfig) -> PathResult:
     return judged(path, cfg.workload)
 
 
+def combine_phases(pingpong: PathResult, bulk: PathResult, cfg: RunConfig) -> PathResult:
+    """One path from its ping-pong request and its bulk-only request (judged on both)."""
+    details = phases.merged_details(pingpong, bulk)
+    duration = (pingpong.duration_s or 0.0) + (bulk.duration_s or 0.0)
+    if bulk.error is not None:
+        reason = f"bulk phase: {bulk.error}"
+        verdict, reasons = judge(cfg.policy, None, error=reason)
+        path = dataclasses.replace(
+            pingpong, verdict=verdict, reasons=reasons, error=reason, details=details,
+            duration_s=duration,
+        )  # fmt: skip
+    else:
+        verdict, reasons = judge(cfg.policy, pingpong.rtt, bulk.bulk)
+        path = dataclasses.replace(
+            pingpong, verdict=verdict, reasons=reasons, bulk=bulk.bulk, details=details,
+            duration_s=duration,
+        )  # fmt: skip
+    return judged(path, cfg.workload)
+
+
 def _failed(
     src: Node, dst: Node, cfg: RunConfig, reason: str, started: str, t0: float
 ) -> PathResult:
@@ -195,26 +233,6 @@ def _failed(
         duration_s=time.monotonic() - t0,
     )
     return judged(path, cfg.workload)
-
-
-def _batches(pairs: list[Pair], parallel: int | None) -> list[list[Pair]]:
-    """Split a round so pairs that share a host (one CPU, one NIC) never run together.
-
-    Each pair goes into the first batch after the last one holding either of its hosts
-    (skipping batches already at the --parallel cap): O(pairs) even when every node of a
-    round sits on one host, where a first-fit scan over batches would be quadratic.
-    """
-    batches: list[list[Pair]] = []
-    next_free: dict[str, int] = {}
-    for a, b in pairs:
-        i = max(next_free.get(a.address, 0), next_free.get(b.address, 0))
-        while i < len(batches) and parallel is not None and len(batches[i]) >= parallel:
-            i += 1
-        if i == len(batches):
-            batches.append([])
-        batches[i].append((a, b))
-        next_free[a.address] = next_free[b.address] = i + 1
-    return batches
 
 
 def run_identity(cfg: RunConfig) -> dict[str, Any]:
@@ -251,26 +269,42 @@ def run(
     paths: list[PathResult] = list(done.values())
     for path in paths:
         observer.pair_finished(path)
+    budget = phases.resolve(cfg.schedule, cfg.plan)
     with (out_dir / "results.jsonl").open("a" if resume else "w", encoding="utf-8") as jsonl:
-        for all_pairs in plan.rounds():
-            pairs = [(a, b) for a, b in all_pairs if (a.name, b.name) not in done]
-            live = [(a, b) for a, b in pairs if a.name not in down and b.name not in down]
-            for a, b in pairs:
-                if a.name in down or b.name in down:
-                    dead = a if a.name in down else b
-                    reason = f"agent on {dead.name} not answering: {down[dead.name]}"
-                    path = _failed(a, b, cfg, reason, now_iso(), time.monotonic())
-                    append_jsonl(jsonl, path)
-                    paths.append(path)
-                    observer.pair_finished(path)
-            for batch in _batches(live, cfg.parallel):
-                with ThreadPoolExecutor(max_workers=len(batch)) as pool:
-                    futures = [pool.submit(measure_pair, a, b, cfg) for a, b in batch]
-                    for fut in as_completed(futures):
-                        path = fut.result()
-                        append_jsonl(jsonl, path)
-                        paths.append(path)
-                        observer.pair_finished(path)
+
+        def emit(path: PathResult) -> None:
+            append_jsonl(jsonl, path)
+            paths.append(path)
+            observer.pair_finished(path)
+
+        def live_rounds() -> Iterator[list[Pair]]:
+            """Rounds as planned, less finished pairs; pairs with a dead agent fail here."""
+            for all_pairs in plan.rounds():
+                pairs = [(a, b) for a, b in all_pairs if (a.name, b.name) not in done]
+                for a, b in pairs:
+                    if a.name in down or b.name in down:
+                        dead = a if a.name in down else b
+                        reason = f"agent on {dead.name} not answering: {down[dead.name]}"
+                        emit(_failed(a, b, cfg, reason, now_iso(), time.monotonic()))
+                yield [(a, b) for a, b in pairs if a.name not in down and b.name not in down]
+
+        phases.execute(
+            live_rounds(),
+            cfg.schedule,
+            budget,
+            bulk=cfg.plan.bulk,
+            parallel=cfg.parallel,
+            measure=lambda a, b, phase: measure_pair(a, b, cfg, phase),
+            combine=lambda pp, bk: combine_phases(pp, bk, cfg),
+            emit=emit,
+        )
+    sched = phases.describe(cfg.schedule, budget, cfg.plan.bulk)
+    inter = None
+    if cfg.interference_minimum > 0:
+        inter = _interference(cfg, paths)
+        sched["interference"] = "checked" if inter.sample else "no measured paths to sample"
+    else:
+        sched["interference"] = "skipped (--interference-sample 0)"
     meta = RunMeta(
         started_at=started,
         finished_at=now_iso(),
@@ -281,12 +315,14 @@ def run(
         clock=clock_info(),
         host=host_info(),
         inventory=cfg.inventory,
+        schedule=sched,
     )
     results = Results(
         run=meta,
         nodes=cfg.nodes,
         paths=tuple(paths),
         summary=summarize(paths, cfg.policy.metric),
+        interference=inter,
         tool_version=__version__,
         workload=cfg.workload,
     )
@@ -295,6 +331,18 @@ def run(
     )
     write_json(out_dir / "results.json", results)
     return results
+
+
+def _interference(cfg: RunConfig, paths: Sequence[PathResult]) -> Interference:
+    """Re-measure a sample alone, one pair at a time, ping-pong only (netqual.interference)."""
+    by_name = {n.name: n for n in cfg.nodes}
+
+    def alone(p: PathResult) -> PathResult:
+        return measure_pair(by_name[p.src], by_name[p.dst], cfg, Phase.PINGPONG)
+
+    return interference.check(
+        paths, alone, cfg.interference_fraction, cfg.interference_minimum, cfg.interference_seed
+    )
 
 
 class RunningWorst:

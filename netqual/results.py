@@ -14,6 +14,8 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from netqual.errors import ResultsFileError
+from netqual.interference import from_dict as interference_from_dict
+from netqual.interference import to_dict as interference_to_dict
 from netqual.localise import suspect_from_dict, suspect_to_dict
 from netqual.models import (
     BulkStats,
@@ -206,6 +208,11 @@ def results_to_dict(r: Results) -> dict[str, Any]:
         doc["suspects"] = [suspect_to_dict(s) for s in r.suspects]
     if r.retest_of is not None:
         doc["retest_of"] = r.retest_of
+    # Optional keys: written when they apply, so older files stay as they were.
+    if r.run.schedule:
+        doc["run"]["schedule"] = dict(r.run.schedule)
+    if r.interference is not None:
+        doc["interference"] = interference_to_dict(r.interference)
     return doc
 
 
@@ -405,6 +412,7 @@ def results_from_dict(d: Mapping[str, Any], source: str) -> Results:
         clock=dict(run.get("clock") or {}),
         host=dict(run.get("host") or {}),
         inventory=run.get("inventory"),
+        schedule=dict(run.get("schedule") or {}),
     )
     nodes = []
     for i, n in enumerate(rd.get(d, "nodes", "")):
@@ -448,6 +456,11 @@ def results_from_dict(d: Mapping[str, Any], source: str) -> Results:
         nodes=tuple(nodes),
         paths=paths,
         summary=summarize(paths, policy.metric),
+        interference=(
+            interference_from_dict(d["interference"], source)
+            if d.get("interference") is not None
+            else None
+        ),
         tool_name=str(tool.get("name", "netqual")),
         tool_version=str(tool.get("version", "0")),
         schema_version=version,

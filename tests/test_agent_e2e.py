@@ -17,6 +17,7 @@ from conftest import AgentPool, AgentProc, cli_env
 
 from netqual.coordinator import RunConfig, run
 from netqual.models import Node, PathResult, Policy, ProbePlan
+from netqual.phases import ScheduleConfig
 
 SMALL_PLAN = ["--iterations", "2000", "--warmup", "200", "--chunk", "64KiB", "--depth", "1"]
 
@@ -209,6 +210,10 @@ def test_agent_killed_between_pairs_is_deterministic(agents: AgentPool, tmp_path
         plan=ProbePlan(iterations=1000, warmup=100, chunks_bytes=(65536,), depths=(1,)),
         policy=Policy(min_samples=1000),
         token=agents.token_file.read_bytes().strip(),
+        # One bulk pair at a time (all agents share one host), so pairs finish one by one
+        # and every path of the victim after the kill fails in its bulk phase.
+        schedule=ScheduleConfig(bulk_per_node=1),
+        interference_minimum=0,
     )
     observer = KillAfterFirstPair(started)
     results = run(cfg, tmp_path, observer)

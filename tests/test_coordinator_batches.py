@@ -5,8 +5,8 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from netqual.coordinator import _batches
 from netqual.models import Node
+from netqual.phases import host_batches as _batches
 from netqual.schedule import Pair
 
 

@@ -40,8 +40,10 @@ from netqual.cli.progress import ProgressObserver
 from netqual.coordinator import RunConfig, measure_pair, run_identity
 from netqual.coordinator import run as run_coordinator
 from netqual.errors import EXIT_RUNTIME, UsageError
+from netqual.interference import DEFAULT_MINIMUM
 from netqual.inventory import Inventory, load_inventory
 from netqual.models import Mode, Policy, ProbePlan, Results
+from netqual.phases import Schedule, ScheduleConfig
 from netqual.policy import load_policy, short_plan_problem
 from netqual.render.dryrun import print_dry_run
 from netqual.render.terminal import print_probe, print_results
@@ -64,6 +66,49 @@ ParallelOpt = Annotated[
         "--parallel", help="Most pairs measured at once.  [default: every disjoint pair of a round]"
     ),
 ]
+ScheduleOpt = Annotated[
+    str,
+    typer.Option(
+        "--schedule",
+        help="aligned (all ping-pong, then bulk), per-round (barrier per round) or unaligned.",
+    ),
+]
+BulkPerNodeOpt = Annotated[
+    int | None,
+    typer.Option(
+        "--bulk-per-node", help="Max bulk pairs at once per host [derived from the plan]."
+    ),
+]
+BulkPerRackOpt = Annotated[
+    int | None,
+    typer.Option(
+        "--bulk-per-rack",
+        help="Max bulk pairs at once per rack uplink / site link [derived from the plan].",
+    ),
+]
+IncastOpt = Annotated[
+    int | None,
+    typer.Option("--incast", help="Deliberate fan-in test: N readers of one node at once."),
+]
+InterferenceOpt = Annotated[
+    int,
+    typer.Option(
+        "--interference-sample",
+        help="Paths re-measured alone after the run (at least; 2% of paths if more); 0 skips.",
+    ),
+]
+
+
+def _schedule(
+    name: str, per_node: int | None, per_rack: int | None, incast: int | None
+) -> ScheduleConfig:
+    try:
+        schedule = Schedule(name)
+    except ValueError:
+        raise UsageError(
+            "--schedule", f"unknown schedule {name!r} (aligned, per-round, unaligned)"
+        ) from None
+    return ScheduleConfig(schedule, per_node, per_rack, incast)
 
 
 def _plan(
@@ -103,6 +148,12 @@ def _mode(name: str) -> Mode:
         raise UsageError(
             "--mode", f"unknown mode {name!r} (full-mesh, bipartite, sampled)"
         ) from None
+
+
+def _non_negative(value: int, option: str) -> int:
+    if value < 0:
+        raise UsageError(option, f"must be >= 0, got {value}")
+    return value
 
 
 def _finish(results: Results, out: Path, as_json: bool) -> None:
@@ -175,6 +226,11 @@ def run(
     sample_k: Annotated[
         int, typer.Option("--sample-k", help="Pairs between every two racks in sampled mode.")
     ] = 2,
+    schedule: ScheduleOpt = "aligned",
+    bulk_per_node: BulkPerNodeOpt = None,
+    bulk_per_rack: BulkPerRackOpt = None,
+    incast: IncastOpt = None,
+    interference_sample: InterferenceOpt = DEFAULT_MINIMUM,
     iterations: IterationsOpt = None,
     warmup: WarmupOpt = None,
     size: SizeOpt = None,
@@ -260,6 +316,8 @@ def run(
         inventory=str(inventory),
         transport_options=TransportOptions.from_flags(rdma_device, rdma_port, gid_index),
         workload=wl,
+        schedule=_schedule(schedule, bulk_per_node, bulk_per_rack, incast),
+        interference_minimum=_non_negative(interference_sample, "--interference-sample"),
     )
     if force and not resume:
         raise UsageError("--force", "only with --resume")

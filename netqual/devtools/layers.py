@@ -81,6 +81,8 @@ MODULE_LAYERS: Mapping[str, str] = {
     "netqual.results": "analysis",
     "netqual.schedule": "analysis",
     "netqual.estimate": "analysis",
+    "netqual.phases": "analysis",  # when probes run: phases, bulk waves (measuring is injected)
+    "netqual.interference": "analysis",
     "netqual.gate": "gate",
     "netqual.report": "report",
     "netqual.render": "render",

@@ -31,6 +31,7 @@ def evaluate(
         metric=profile.metric,
         waivers=active,
         baseline={p.key: p for p in baseline.paths} if baseline is not None else None,
+        interference=results.interference,
     )
     outcomes: list[Outcome] = []
     for rule in profile.rules:

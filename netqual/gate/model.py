@@ -7,7 +7,7 @@ import enum
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from netqual.models import Metric, Node, PathResult, Role, Tier, Waiver
+from netqual.models import Interference, Metric, Node, PathResult, Role, Tier, Waiver
 
 
 class Status(str, enum.Enum):
@@ -80,6 +80,7 @@ class GateContext:
     metric: Metric
     waivers: tuple[Waiver, ...] = ()  # only the active ones
     baseline: Mapping[tuple[str, str], PathResult] | None = None
+    interference: Interference | None = None  # the run's interference check, if it ran
 
     def waiver_for(self, key: tuple[str, str]) -> Waiver | None:
         for w in self.waivers:

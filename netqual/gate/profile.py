@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from netqual.errors import ProfileError
+from netqual.gate.interference import InterferenceClean, MaxInterferenceRatio
 from netqual.gate.model import Scope
 from netqual.gate.regression import MaxP99IncreasePct, NoClassDrop, NoMissingPaths
 from netqual.gate.rules import (
@@ -40,6 +41,8 @@ LIMIT_KEYS = (
     "min_samples",
     "no_errors",
     "min_workload_verdict",
+    "interference_clean",
+    "max_interference_p99_ratio",
 )
 SCOPE_KEYS = ("name", "racks", "roles", "nodes", "tiers")
 BASELINE_KEYS = (
@@ -138,6 +141,13 @@ def _limit_rules(
                 f"unknown verdict {text!r} (offload-safe, marginal or unsafe)",
             ) from err
         rules.append(MinWorkloadVerdict(scope, verdict))
+    if "interference_clean" in t and f.flag(t["interference_clean"], f"{where}.interference_clean"):
+        rules.append(InterferenceClean(scope))
+    if "max_interference_p99_ratio" in t:
+        key = f"{where}.max_interference_p99_ratio"
+        rules.append(
+            MaxInterferenceRatio(scope, f.number(t["max_interference_p99_ratio"], key, 1.0))
+        )
     return rules
 
 

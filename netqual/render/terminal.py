@@ -9,6 +9,7 @@ from rich.table import Table
 from rich.text import Text
 
 from netqual import localise
+from netqual.interference import headline
 from netqual.matrix import (
     STATISTICS,
     Statistic,
@@ -40,6 +41,10 @@ def print_results(console: Console, results: Results, stat: str | None = None) -
     run = results.run
     pol = run.policy
     console.print(Text(verdict_sentence(results), style="bold"))
+    if results.interference is not None and (
+        warning := headline(results.interference, str(results.run.schedule.get("name")))
+    ):
+        console.print(Text(warning, style="bold red"))
     counts = "  ".join(
         f"[{STYLE[v]}]{v.value}[/] {results.summary.counts.get(v, 0)}" for v in Verdict
     )

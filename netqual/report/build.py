@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from netqual import __version__
+from netqual.interference import headline
 from netqual.models import PathResult, Results, Verdict, Waiver
 from netqual.narrative import verdict_sentence
 from netqual.report import fmt
@@ -139,6 +140,7 @@ def methodology(results: Results) -> list[tuple[str, str]]:
             "warm-up iterations (measured and discarded)",
         ),
         ("Bulk read", bulk),
+        *_schedule_rows(results),
         ("Timeout", f"{plan.timeout_s:g} s per path"),
         (
             "RTT",
@@ -155,6 +157,40 @@ def methodology(results: Results) -> list[tuple[str, str]]:
             f"{results.schema_version}; report by netqual {__version__}",
         ),
     ]
+
+
+def _schedule_rows(results: Results) -> list[tuple[str, str]]:
+    """Methodology rows for how the run was scheduled (files from before phases: none)."""
+    rows = []
+    sched = results.run.schedule
+    if sched:
+        caps = ", ".join(
+            f"{k} {sched[k]}" for k in ("bulk_per_node", "bulk_per_rack", "incast") if sched.get(k)
+        )
+        phases = sched.get("phases")
+        text = f"{sched.get('name', '?')}: " + (
+            " then ".join(str(x) for x in phases) if isinstance(phases, list) else "?"
+        )
+        rows.append(("Schedule", text + (f"; bulk caps: {caps}" if caps else "")))
+    inter = results.interference
+    if inter is not None:
+        p50 = "-" if inter.p50_ratio is None else f"{inter.p50_ratio:.2f}"
+        p99 = "-" if inter.p99_ratio is None else f"{inter.p99_ratio:.2f}"
+        rows.append(
+            (
+                "Interference",
+                f"{inter.sample} paths re-measured alone: run/alone p50 x{p50}, p99 x{p99}; "
+                f"{inter.verdict_changes} verdict changes; affected tiers: "
+                + (", ".join(t.value for t in inter.affected_tiers) or "none"),
+            )
+        )
+    return rows
+
+
+def _interference_headline(results: Results) -> str | None:
+    if results.interference is None:
+        return None
+    return headline(results.interference, str(results.run.schedule.get("name")))
 
 
 def build_view(
@@ -229,4 +265,5 @@ def build_view(
         methodology=methodology(results),
         data=compact_data(results, [n.name for n in nodes], spans, values, ranked, waived),
         workload=workload_view(results),
+        interference=_interference_headline(results),
     )

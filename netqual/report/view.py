@@ -102,6 +102,7 @@ class ReportView:
     methodology: Sequence[tuple[str, str]]
     data: Mapping[str, Any] = field(default_factory=dict)
     workload: WorkloadView | None = None  # when the run was judged by a workload
+    interference: str | None = None  # first-screen warning: the run disturbed itself
 
 
 def report_nodes(results: Results) -> list[Node]:

@@ -1,0 +1,88 @@
+"""Rules over the run's interference check (``interference`` in the results file): a gate
+can refuse results that were measured in a way that disturbed itself.
+
+Both rules look at the sampled paths that fall in the rule's scope. A run without an
+interference check fails them: nothing shows that its numbers are undisturbed.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from netqual.gate.model import Finding, GateContext, Outcome, Status
+from netqual.gate.rules import Rule
+from netqual.models import PathResult, SampledPath, Tier
+
+
+def _in_scope(paths: Sequence[PathResult], ctx: GateContext) -> list[SampledPath] | None:
+    if ctx.interference is None:
+        return None
+    keys = {p.key for p in paths}
+    return [s for s in ctx.interference.paths if (s.src, s.dst) in keys and s.error is None]
+
+
+def _finding(s: SampledPath) -> Finding:
+    ratio = s.p99_ratio
+    detail = f"p99 {s.run_p99_us:.1f} us in the run, {s.alone_p99_us or 0:.1f} us alone"
+    return Finding(s.src, s.dst, detail + (f" (x{ratio:.1f})" if ratio else ""))
+
+
+def _not_checked(rule: Rule) -> Outcome:
+    return Outcome(
+        rule.name,
+        Status.FAIL,
+        "the results have no interference check (the run used --interference-sample 0)",
+    )
+
+
+@dataclass(frozen=True)
+class InterferenceClean(Rule):
+    """No tier may be affected: more than half of its sampled paths disturbed."""
+
+    @property
+    def key(self) -> str:
+        return "interference_clean"
+
+    def check(self, paths: Sequence[PathResult], ctx: GateContext) -> Outcome:
+        sampled = _in_scope(paths, ctx)
+        if sampled is None:
+            return _not_checked(self)
+        by_tier: dict[Tier, list[SampledPath]] = {}
+        for s in sampled:
+            by_tier.setdefault(s.tier, []).append(s)
+        affected = sorted(
+            t.value for t, ss in by_tier.items() if 2 * sum(s.disturbed for s in ss) > len(ss)
+        )
+        failing = [_finding(s) for s in sampled if s.disturbed and s.tier.value in affected]
+        if affected:
+            msg = f"the run disturbed its own measurement on {', '.join(affected)}"
+        else:
+            msg = f"{len(sampled)} sampled paths match their alone measurement"
+        status = Status.FAIL if affected else Status.PASS
+        return Outcome(self.name, status, msg, tuple(failing))
+
+
+@dataclass(frozen=True)
+class MaxInterferenceRatio(Rule):
+    """Median over the sampled paths of run p99 / alone p99 at most ``limit``."""
+
+    limit: float
+
+    @property
+    def key(self) -> str:
+        return "max_interference_p99_ratio"
+
+    def check(self, paths: Sequence[PathResult], ctx: GateContext) -> Outcome:
+        sampled = _in_scope(paths, ctx)
+        if sampled is None:
+            return _not_checked(self)
+        ratios = [r for s in sampled if (r := s.p99_ratio) is not None]
+        if not ratios:
+            return Outcome(self.name, Status.PASS, "no sampled path in scope")
+        median = statistics.median(ratios)
+        failing = [_finding(s) for s in sampled if (s.p99_ratio or 0) > self.limit]
+        ok = median <= self.limit
+        msg = f"median run/alone p99 ratio {median:.2f} (limit {self.limit:g})"
+        return Outcome(self.name, Status.PASS if ok else Status.FAIL, msg, tuple(failing))

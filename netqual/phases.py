@@ -1,0 +1,341 @@
+"""How a run's probes are laid out in time, so that netqual does not disturb itself.
+
+A probe has two phases: ping-pong (small messages; its RTT decides the verdict) and bulk
+reads (KV-chunk-sized reads that can fill a link). Where one pair's bulk reads share a
+link with another pair's ping-pong, the RTT measured includes netqual's own traffic.
+
+Schedules (``--schedule``):
+
+- ``aligned`` (default): every ping-pong round first, then every bulk read, packed into
+  waves under the bulk budget. No bulk byte is on the wire while any ping-pong runs.
+- ``per-round``: each round runs its ping-pong phase, waits for all of it (a barrier),
+  then that round's bulk reads in waves under the budget, then the next round.
+- ``unaligned``: each pair runs ping-pong then bulk on its own clock (one request), the
+  schedule before phases existed; kept to measure the difference.
+
+The bulk budget caps concurrent bulk pairs per shared resource the inventory knows: a
+node (one NIC: a pair counts against both ends' addresses), a rack uplink and a site link
+(a pair between two racks or sites counts against both). ``--incast N`` replaces the
+budget by a deliberate fan-in: up to N readers of one node at once, nothing else running.
+How the default caps are derived: ``default_cap`` and docs/scheduling.md.
+"""
+
+from __future__ import annotations
+
+import enum
+import math
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, replace
+from typing import Any
+
+from netqual.errors import UsageError
+from netqual.models import Node, PathResult, ProbePlan
+from netqual.schedule import Pair
+
+# The reference fabric the default caps protect: 100 GbE host NICs and rack uplinks,
+# a 10 us base round trip, and 10% headroom so that a wave never drives a link to line rate
+# with more than one stream.
+REFERENCE_LINK_GBPS = 100.0
+REFERENCE_RTT_US = 10.0
+HEADROOM = 0.9
+
+
+class Schedule(str, enum.Enum):
+    ALIGNED = "aligned"
+    PER_ROUND = "per-round"
+    UNALIGNED = "unaligned"
+
+
+class Phase(str, enum.Enum):
+    PINGPONG = "pingpong"
+    BULK = "bulk"
+    BOTH = "probe"  # ping-pong then bulk in one request (unaligned)
+
+
+@dataclass(frozen=True)
+class ScheduleConfig:
+    """What the user asked for; None caps are derived from the plan (``resolve``)."""
+
+    schedule: Schedule = Schedule.ALIGNED
+    bulk_per_node: int | None = None
+    bulk_per_rack: int | None = None
+    incast: int | None = None
+
+    def __post_init__(self) -> None:
+        for option, value in (
+            ("--bulk-per-node", self.bulk_per_node),
+            ("--bulk-per-rack", self.bulk_per_rack),
+        ):
+            if value is not None and value < 1:
+                raise UsageError(option, f"must be >= 1, got {value}")
+        if self.incast is not None and self.incast < 2:
+            raise UsageError("--incast", f"must be >= 2 readers, got {self.incast}")
+        if self.incast is not None and self.schedule is Schedule.UNALIGNED:
+            raise UsageError("--incast", "needs an aligned schedule (bulk runs in its own phase)")
+
+
+@dataclass(frozen=True)
+class BulkBudget:
+    per_node: int
+    per_rack: int  # also per site link
+    incast: int | None
+    stream_gbps: float  # estimated demand of one bulk pair at the plan's largest cell
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "bulk_per_node": self.per_node,
+            "bulk_per_rack": self.per_rack,
+            "incast": self.incast,
+            "stream_gbps_estimate": round(self.stream_gbps, 3),
+            "reference_link_gbps": REFERENCE_LINK_GBPS,
+        }
+
+
+def stream_gbps(chunk_bytes: int, depth: int, link_gbps: float, rtt_us: float) -> float:
+    """Rate one bulk pair can drive: ``depth`` reads of ``chunk_bytes`` in flight, each
+    taking a round trip plus its serialisation (Little's law), at most the line rate."""
+    read_us = rtt_us + chunk_bytes * 8 / (link_gbps * 1e3)
+    return min(link_gbps, depth * chunk_bytes * 8 / (read_us * 1e3))
+
+
+def default_cap(plan: ProbePlan) -> tuple[int, float]:
+    """(bulk pairs a 100 GbE link carries below saturation, one pair's demand in Gbit/s).
+
+    The demand is that of the plan's most demanding cell; a cap is never below 1 (one
+    stream alone may fill a link: that is the bulk measurement itself)."""
+    if not plan.bulk:
+        return 1, 0.0
+    demand = max(
+        stream_gbps(c, d, REFERENCE_LINK_GBPS, REFERENCE_RTT_US)
+        for c in plan.chunks_bytes
+        for d in plan.depths
+    )
+    return max(1, math.floor(HEADROOM * REFERENCE_LINK_GBPS / demand)), demand
+
+
+def resolve(cfg: ScheduleConfig, plan: ProbePlan) -> BulkBudget:
+    cap, demand = default_cap(plan)
+    return BulkBudget(
+        per_node=cfg.bulk_per_node or cap,
+        per_rack=cfg.bulk_per_rack or cap,
+        incast=cfg.incast,
+        stream_gbps=demand,
+    )
+
+
+def resources(a: Node, b: Node) -> tuple[tuple[str, str], ...]:
+    """The shared things a bulk read between a and b loads: both hosts' NICs, and both
+    rack uplinks / site links when the pair crosses racks / sites."""
+    out = [("node", a.address), ("node", b.address)]
+    if a.rack is not None and b.rack is not None and a.rack != b.rack:
+        out += [("rack", a.rack), ("rack", b.rack)]
+    site_a, site_b = a.labels.get("site"), b.labels.get("site")
+    if site_a is not None and site_b is not None and site_a != site_b:
+        out += [("site", site_a), ("site", site_b)]
+    return tuple(dict.fromkeys(out))
+
+
+def bulk_waves(pairs: Sequence[Pair], budget: BulkBudget) -> list[list[Pair]]:
+    """Pack bulk pairs into waves that keep every resource within its cap (first fit).
+
+    ``first_open[r]`` is the first wave where resource r still has room; waves only fill,
+    so scanning starts there instead of at wave 0."""
+    if budget.incast is not None:
+        return incast_waves(pairs, budget.incast)
+    waves: list[list[Pair]] = []
+    load: list[dict[tuple[str, str], int]] = []
+    first_open: dict[tuple[str, str], int] = {}
+
+    def cap(res: tuple[str, str]) -> int:
+        return budget.per_node if res[0] == "node" else budget.per_rack
+
+    for a, b in pairs:
+        res = resources(a, b)
+        i = max((first_open.get(r, 0) for r in res), default=0)
+        while i < len(waves) and any(load[i].get(r, 0) >= cap(r) for r in res):
+            i += 1
+        if i == len(waves):
+            waves.append([])
+            load.append({})
+        waves[i].append((a, b))
+        for r in res:
+            load[i][r] = load[i].get(r, 0) + 1
+            j = first_open.get(r, 0)
+            while j < len(waves) and load[j].get(r, 0) >= cap(r):
+                j += 1
+            first_open[r] = j
+    return waves
+
+
+def incast_waves(pairs: Sequence[Pair], readers: int) -> list[list[Pair]]:
+    """Deliberate fan-in: groups of up to ``readers`` pairs reading from the same node (the
+    responder, ``dst``) with distinct reader hosts; each group is a wave on its own."""
+    by_dst: dict[str, list[Pair]] = {}
+    for a, b in pairs:
+        by_dst.setdefault(b.address + "|" + b.name, []).append((a, b))
+    waves: list[list[Pair]] = []
+    for group in by_dst.values():
+        open_waves: list[tuple[list[Pair], set[str]]] = []
+        for a, b in group:
+            for members, hosts in open_waves:
+                if len(members) < readers and a.address not in hosts:
+                    members.append((a, b))
+                    hosts.add(a.address)
+                    break
+            else:
+                open_waves.append(([(a, b)], {a.address}))
+        waves += [m for m, _ in open_waves]
+    return waves
+
+
+def host_batches(pairs: Sequence[Pair], parallel: int | None) -> list[list[Pair]]:
+    """Split a round so pairs that share a host (one CPU, one NIC) never run together.
+
+    Each pair goes into the first batch after the last one holding either of its hosts
+    (skipping batches already at the --parallel cap): O(pairs) even when every node of a
+    round sits on one host, where a first-fit scan over batches would be quadratic.
+    """
+    batches: list[list[Pair]] = []
+    next_free: dict[str, int] = {}
+    for a, b in pairs:
+        i = max(next_free.get(a.address, 0), next_free.get(b.address, 0))
+        while i < len(batches) and parallel is not None and len(batches[i]) >= parallel:
+            i += 1
+        if i == len(batches):
+            batches.append([])
+        batches[i].append((a, b))
+        next_free[a.address] = next_free[b.address] = i + 1
+    return batches
+
+
+Measure = Callable[[Node, Node, Phase], PathResult]
+Combine = Callable[[PathResult, PathResult], PathResult]
+Emit = Callable[[PathResult], None]
+
+
+@dataclass
+class _Runner:
+    """Runs groups of pairs concurrently and stamps each result with its phase window."""
+
+    measure: Measure
+    t0: float
+
+    def group(
+        self, pairs: Sequence[Pair], phase: Phase, extra: dict[str, Any] | None = None
+    ) -> list[PathResult]:
+        def one(pair: Pair) -> PathResult:
+            start = time.monotonic() - self.t0
+            path = self.measure(pair[0], pair[1], phase)
+            window = [round(start, 6), round(time.monotonic() - self.t0, 6)]
+            return _stamp(path, {phase.value: window}, extra or {})
+
+        if len(pairs) == 1:
+            return [one(pairs[0])]
+        with ThreadPoolExecutor(max_workers=len(pairs)) as pool:
+            return list(pool.map(one, pairs))
+
+
+def _windows(path: PathResult) -> dict[str, Any]:
+    raw = path.details.get("phase_windows_s")
+    return dict(raw) if isinstance(raw, Mapping) else {}
+
+
+def _stamp(path: PathResult, window: dict[str, Any], extra: dict[str, Any]) -> PathResult:
+    details = dict(path.details)
+    details["phase_windows_s"] = {**_windows(path), **window}
+    details.update(extra)
+    return replace(path, details=details)
+
+
+def merged_details(pingpong: PathResult, bulk: PathResult) -> dict[str, Any]:
+    """Details of a path measured in two requests: the ping-pong request's, plus both
+    phase windows and the bulk wave's labels."""
+    details = {**dict(bulk.details), **dict(pingpong.details)}
+    details["phase_windows_s"] = {**_windows(bulk), **_windows(pingpong)}
+    for label in ("bulk_wave_pairs", "incast_readers"):
+        if label in bulk.details:
+            details[label] = bulk.details[label]
+    return details
+
+
+def execute(
+    rounds: Iterable[Sequence[Pair]],
+    cfg: ScheduleConfig,
+    budget: BulkBudget,
+    *,
+    bulk: bool,
+    parallel: int | None,
+    measure: Measure,
+    combine: Combine,
+    emit: Emit,
+) -> None:
+    """Measure every pair of ``rounds`` in the configured schedule; ``emit`` each finished
+    path (ping-pong and bulk combined) as soon as both its phases are done."""
+    runner = _Runner(measure, time.monotonic())
+    if cfg.schedule is Schedule.UNALIGNED or not bulk:
+        phase = Phase.BOTH if bulk else Phase.PINGPONG
+        for pairs in rounds:
+            for batch in host_batches(pairs, parallel):
+                for path in runner.group(batch, phase):
+                    emit(path)
+        return
+    if cfg.schedule is Schedule.PER_ROUND:
+        for pairs in rounds:
+            _bulk_phase(
+                runner, _pingpong_phase(runner, [pairs], parallel, emit), budget, combine, emit
+            )
+        return
+    _bulk_phase(runner, _pingpong_phase(runner, rounds, parallel, emit), budget, combine, emit)
+
+
+def _pingpong_phase(
+    runner: _Runner, rounds: Iterable[Sequence[Pair]], parallel: int | None, emit: Emit
+) -> list[tuple[Pair, PathResult]]:
+    """Ping-pong of every pair; failed pairs are emitted at once (no bulk for them)."""
+    done: list[tuple[Pair, PathResult]] = []
+    for pairs in rounds:
+        for batch in host_batches(pairs, parallel):
+            for pair, path in zip(batch, runner.group(batch, Phase.PINGPONG), strict=True):
+                if path.error is None:
+                    done.append((pair, path))
+                else:
+                    emit(path)
+    return done
+
+
+def _bulk_phase(
+    runner: _Runner,
+    measured: list[tuple[Pair, PathResult]],
+    budget: BulkBudget,
+    combine: Combine,
+    emit: Emit,
+) -> None:
+    first = {(a.name, b.name): path for (a, b), path in measured}
+    for wave in bulk_waves([pair for pair, _ in measured], budget):
+        # Labels: how many bulk pairs shared this wave; an incast wave says so explicitly.
+        extra: dict[str, Any] = {"bulk_wave_pairs": len(wave)}
+        if budget.incast is not None:
+            extra["incast_readers"] = len(wave)
+        for (a, b), path in zip(wave, runner.group(wave, Phase.BULK, extra), strict=True):
+            emit(combine(first[(a.name, b.name)], path))
+
+
+def describe(cfg: ScheduleConfig, budget: BulkBudget, bulk: bool) -> dict[str, Any]:
+    """``run.schedule`` of the results file (without the interference part)."""
+    if not bulk:
+        phases = ["pingpong"]
+    elif cfg.schedule is Schedule.UNALIGNED:
+        phases = ["pingpong+bulk per pair"]
+    elif cfg.schedule is Schedule.PER_ROUND:
+        phases = ["per round: pingpong", "per round: bulk"]
+    else:
+        phases = ["pingpong", "bulk"]
+    out: dict[str, Any] = {"name": cfg.schedule.value, "phases": phases}
+    if bulk and cfg.schedule is not Schedule.UNALIGNED:
+        out.update(budget.to_dict())
+        out["bulk"] = "incast" if budget.incast is not None else "budgeted"
+    elif bulk:
+        out["bulk"] = "unbudgeted"
+    return out

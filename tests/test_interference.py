@@ -1,0 +1,91 @@
+"""The interference check: sample choice, ratios, the disturbed/affected rules, JSON."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+from netqual.errors import ResultsFileError
+from netqual.interference import (
+    check,
+    choose_sample,
+    compare,
+    from_dict,
+    headline,
+    sample_size,
+    to_dict,
+)
+from netqual.models import Metric, PathResult, Tier, Verdict
+from netqual.stats import rtt_stats
+
+
+def path(src: str, dst: str, tier: Tier, base_us: float, spread_us: float = 2.0) -> PathResult:
+    rng = np.random.default_rng(abs(hash((src, dst, base_us))) % 2**32)
+    ns = (base_us + rng.exponential(spread_us, 4000)) * 1000
+    rtt = rtt_stats(ns.astype(np.int64), Metric.P99)
+    verdict = Verdict.SAFE if rtt.p99_us <= 200 else Verdict.MARGINAL
+    return PathResult(src, dst, "tcp", verdict, ("x",), rtt=rtt, tier=tier)
+
+
+@pytest.mark.parametrize(
+    ("total", "expected"), [(0, 0), (5, 5), (8, 8), (100, 8), (400, 8), (401, 9), (10_000, 200)]
+)
+def test_sample_size_is_the_larger_of_two_percent_and_eight(total: int, expected: int) -> None:
+    assert sample_size(total) == expected
+
+
+def test_sample_has_one_path_per_tier_and_skips_failed_paths() -> None:
+    paths = [path(f"a{i}", f"b{i}", Tier.SAME_RACK, 20) for i in range(50)]
+    paths.append(path("x", "y", Tier.REMOTE, 900))
+    paths.append(dataclasses.replace(path("f", "g", Tier.CROSS_RACK, 50), error="down", rtt=None))
+    for seed in range(5):
+        sample = choose_sample(paths, seed=seed)
+        assert len(sample) == 8
+        assert any(p.tier is Tier.REMOTE for p in sample)
+        assert all(p.error is None for p in sample)
+        assert len({p.key for p in sample}) == 8
+
+
+def test_inflated_tier_is_affected_and_noise_is_not() -> None:
+    same = [path(f"s{i}", f"t{i}", Tier.SAME_RACK, 20) for i in range(3)]
+    cross = [path(f"c{i}", f"d{i}", Tier.CROSS_RACK, 60) for i in range(3)]
+    inflated = [path(p.src, p.dst, p.tier, 60, 400) for p in cross]
+    again = {
+        p.key: path(p.src, p.dst, p.tier, 20 if p.tier is Tier.SAME_RACK else 60)
+        for p in same + cross
+    }
+    inter = compare([(p, again[p.key]) for p in [*same, *inflated]])
+    assert inter.sample == 6
+    assert inter.affected_tiers == (Tier.CROSS_RACK,)
+    cross_tier = next(t for t in inter.tiers if t.tier is Tier.CROSS_RACK)
+    assert cross_tier.p99_ratio is not None and cross_tier.p99_ratio > 5
+    same_tier = next(t for t in inter.tiers if t.tier is Tier.SAME_RACK)
+    assert not same_tier.affected and same_tier.p99_ratio == pytest.approx(1.0, abs=0.15)
+    assert inter.verdict_changes == 3  # the inflated cross-rack paths are marginal, alone safe
+    text = headline(inter)
+    assert text is not None and "cross-rack" in text and "same-rack" not in text
+    clean = compare([(p, again[p.key]) for p in [*same, *cross]])
+    assert not clean.exceeds and headline(clean) is None and clean.verdict_changes == 0
+
+
+def test_failed_alone_measurement_is_recorded_not_judged() -> None:
+    p = path("a", "b", Tier.SAME_RACK, 20)
+    gone = dataclasses.replace(p, rtt=None, error="agent gone", verdict=Verdict.UNSAFE)
+    inter = check([p], lambda _: gone)
+    assert inter.sample == 1 and inter.paths[0].error == "agent gone"
+    assert inter.p99_ratio is None and not inter.exceeds and inter.verdict_changes == 0
+
+
+def test_json_round_trip_and_a_malformed_record_names_the_field() -> None:
+    a = path("a", "b", Tier.CROSS_RACK, 60)
+    inflated = dataclasses.replace(a, rtt=path("a", "b", Tier.CROSS_RACK, 60, 400).rtt)
+    inter = compare([(inflated, a)])
+    d = to_dict(inter)
+    assert d["exceeds"] is True and d["affected_tiers"] == ["cross-rack"]
+    back = from_dict(d, "r.json")
+    assert back.affected_tiers == inter.affected_tiers and back.sample == 1
+    with pytest.raises(ResultsFileError) as err:
+        from_dict({"sample": 1}, "r.json")
+    assert err.value.field == "interference"

@@ -19,7 +19,17 @@ from test_agent_e2e import netqual_cli
 
 from netqual.results import load
 
-SMALL = ["--iterations", "300", "--warmup", "30", "--chunk", "1MiB", "--depth", "2"]
+SMALL = [
+    "--iterations",
+    "300",
+    "--warmup",
+    "30",
+    "--chunk",
+    "1MiB",
+    "--depth",
+    "2",
+    "--allow-short-plan",
+]
 
 
 @pytest.fixture(scope="module")

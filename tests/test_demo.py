@@ -34,7 +34,12 @@ def test_loopback_demo_prints_verdicts_and_writes_every_file(tmp_path: Path) -> 
     assert " of 3 paths offload-safe" in r.stdout
     assert "p99 RTT (us): row = source, column = destination" in r.stdout
     out = tmp_path / "out"
-    assert {p.name for p in out.iterdir()} == {"results.jsonl", "results.json", "report.html"}
+    assert {p.name for p in out.iterdir()} == {
+        "run.json",  # what the run measures, for --resume
+        "results.jsonl",
+        "results.json",
+        "report.html",
+    }
     doc = json.loads((out / "results.json").read_text())
     assert len(doc["paths"]) == 3
     assert all(p["hops"] == 1 and p["rtt_us"]["samples"] == 1000 for p in doc["paths"])

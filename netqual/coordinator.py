@@ -270,37 +270,44 @@ def run(
     for path in paths:
         observer.pair_finished(path)
     budget = phases.resolve(cfg.schedule, cfg.plan)
-    with (out_dir / "results.jsonl").open("a" if resume else "w", encoding="utf-8") as jsonl:
+    complete = True
+    try:
+        with (out_dir / "results.jsonl").open("a" if resume else "w", encoding="utf-8") as jsonl:
 
-        def emit(path: PathResult) -> None:
-            append_jsonl(jsonl, path)
-            paths.append(path)
-            observer.pair_finished(path)
+            def emit(path: PathResult) -> None:
+                append_jsonl(jsonl, path)
+                paths.append(path)
+                observer.pair_finished(path)
 
-        def live_rounds() -> Iterator[list[Pair]]:
-            """Rounds as planned, less finished pairs; pairs with a dead agent fail here."""
-            for all_pairs in plan.rounds():
-                pairs = [(a, b) for a, b in all_pairs if (a.name, b.name) not in done]
-                for a, b in pairs:
-                    if a.name in down or b.name in down:
-                        dead = a if a.name in down else b
-                        reason = f"agent on {dead.name} not answering: {down[dead.name]}"
-                        emit(_failed(a, b, cfg, reason, now_iso(), time.monotonic()))
-                yield [(a, b) for a, b in pairs if a.name not in down and b.name not in down]
+            def live_rounds() -> Iterator[list[Pair]]:
+                """Rounds as planned, less finished pairs; pairs with a dead agent fail here."""
+                for all_pairs in plan.rounds():
+                    pairs = [(a, b) for a, b in all_pairs if (a.name, b.name) not in done]
+                    for a, b in pairs:
+                        if a.name in down or b.name in down:
+                            dead = a if a.name in down else b
+                            reason = f"agent on {dead.name} not answering: {down[dead.name]}"
+                            emit(_failed(a, b, cfg, reason, now_iso(), time.monotonic()))
+                    yield [(a, b) for a, b in pairs if a.name not in down and b.name not in down]
 
-        phases.execute(
-            live_rounds(),
-            cfg.schedule,
-            budget,
-            bulk=cfg.plan.bulk,
-            parallel=cfg.parallel,
-            measure=lambda a, b, phase: measure_pair(a, b, cfg, phase),
-            combine=lambda pp, bk: combine_phases(pp, bk, cfg),
-            emit=emit,
-        )
+            phases.execute(
+                live_rounds(),
+                cfg.schedule,
+                budget,
+                bulk=cfg.plan.bulk,
+                parallel=cfg.parallel,
+                measure=lambda a, b, phase: measure_pair(a, b, cfg, phase),
+                combine=lambda pp, bk: combine_phases(pp, bk, cfg),
+                emit=emit,
+            )
+    except KeyboardInterrupt:
+        # Ctrl-C or SIGTERM: what finished is on disk; finalise it as an incomplete run.
+        complete = False
     sched = phases.describe(cfg.schedule, budget, cfg.plan.bulk)
     inter = None
-    if cfg.interference_minimum > 0:
+    if not complete:
+        sched["interference"] = "skipped (run interrupted)"
+    elif cfg.interference_minimum > 0:
         inter = _interference(cfg, paths)
         sched["interference"] = "checked" if inter.sample else "no measured paths to sample"
     else:
@@ -316,6 +323,8 @@ def run(
         host=host_info(),
         inventory=cfg.inventory,
         schedule=sched,
+        complete=complete,
+        pairs_planned=plan.pair_count,
     )
     results = Results(
         run=meta,

@@ -258,6 +258,8 @@ class RunMeta:
     inventory: str | None = None
     # How probes were laid out in time (netqual.phases.describe); empty for older files.
     schedule: Mapping[str, object] = field(default_factory=dict)
+    complete: bool = True  # False: interrupted (Ctrl-C, SIGTERM) or read from results.jsonl
+    pairs_planned: int | None = None  # the pairs the schedule had; known when incomplete
 
 
 @dataclass(frozen=True)

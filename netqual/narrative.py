@@ -12,12 +12,18 @@ def path_label(p: PathResult) -> str:
 
 def verdict_sentence(results: Results) -> str:
     """E.g. '41 of 42 paths offload-safe; 1 unsafe: gpu03 -> stor02, p99 812 us'."""
-    total = len(results.paths)
-    if total == 0:
-        return "No paths were measured."
+    text = _counts_sentence(results) if results.paths else "No paths were measured."
     if results.preliminary:
-        return f"{preliminary_note(results)}: {_counts_sentence(results)}"
-    return _counts_sentence(results)
+        text = f"{preliminary_note(results)}: {text}"
+    if not results.run.complete:
+        text = f"{incomplete_note(results)}: {text}"
+    return text
+
+
+def incomplete_note(results: Results) -> str:
+    planned = results.run.pairs_planned
+    of = f" of {planned:,}" if planned else ""
+    return f"INCOMPLETE (run interrupted, {len(results.paths):,}{of} pairs measured)"
 
 
 def preliminary_note(results: Results) -> str:

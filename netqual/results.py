@@ -194,6 +194,7 @@ def results_to_dict(r: Results) -> dict[str, Any]:
             "inventory": r.run.inventory,
             # Derived (plan.iterations < policy.min_samples); written for readers of the file.
             "preliminary": r.preliminary,
+            **({} if r.run.complete else {"complete": False, "pairs_planned": r.run.pairs_planned}),
         },
         "nodes": [node_to_dict(n) for n in r.nodes],
         "paths": [path_to_dict(p) for p in r.paths],
@@ -413,6 +414,10 @@ def results_from_dict(d: Mapping[str, Any], source: str) -> Results:
         host=dict(run.get("host") or {}),
         inventory=run.get("inventory"),
         schedule=dict(run.get("schedule") or {}),
+        complete=run.get("complete", True) is not False,
+        pairs_planned=run.get("pairs_planned")
+        if isinstance(run.get("pairs_planned"), int)
+        else None,
     )
     nodes = []
     for i, n in enumerate(rd.get(d, "nodes", "")):

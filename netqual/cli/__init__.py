@@ -9,6 +9,7 @@ from rich.text import Text
 
 from netqual.cli.app import app, err_console
 from netqual.cli.helpstyle import polish
+from netqual.cli.rundir import RunInterrupted, abandon_threads_and_exit
 from netqual.errors import EXIT_RUNTIME, EXIT_USAGE, NetqualError
 
 # Importing a command module registers its commands on ``app``.
@@ -36,6 +37,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         command = polish(typer.main.get_command(app))
         rv = command.main(args=argv, prog_name="netqual", standalone_mode=False)
+    except RunInterrupted as err:
+        err_console().print(Text(str(err), style="bold yellow"), soft_wrap=True)
+        abandon_threads_and_exit(err.exit_code)
     except NetqualError as err:
         err_console().print(Text.assemble(("error: ", "bold red"), str(err)), soft_wrap=True)
         return err.exit_code

@@ -13,7 +13,7 @@ from netqual.cli.app import JsonOpt, WorkloadOpt, app, console
 from netqual.cli.gate_text import print_gate
 from netqual.errors import EXIT_FAIL, EXIT_OK, UsageError
 from netqual.gate import default_profile, evaluate, junit_xml, load_profile, report_to_dict
-from netqual.results import load
+from netqual.runfiles import load_run
 from netqual.workload import load_workload
 from netqual.workload.judge import apply as apply_workload
 
@@ -70,14 +70,14 @@ def gate(
       netqual gate run2 --profile gate.toml --baseline run1 --junit gate.xml
     """
     prof = load_profile(profile) if profile else default_profile()
-    res = load(results)
+    res = load_run(results)
     if workload is not None:
         res = apply_workload(res, load_workload(workload))
     report = evaluate(
         res,
         prof,
         today=_today(today),
-        baseline=load(baseline) if baseline else None,
+        baseline=load_run(baseline) if baseline else None,
         results_source=str(results),
         baseline_source=str(baseline) if baseline else None,
     )

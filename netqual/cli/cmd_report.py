@@ -20,8 +20,8 @@ from netqual.render.terminal import print_results
 from netqual.render.workload import print_workload_results
 from netqual.report import write_csv, write_html
 from netqual.report.html import render_diff_html
-from netqual.results import load, results_to_dict
-from netqual.retest import results_file
+from netqual.results import results_to_dict
+from netqual.runfiles import load_run
 from netqual.workload import load_workload
 from netqual.workload.judge import apply as apply_workload
 
@@ -31,7 +31,7 @@ def print_retest_before_after(out: Console, res: Results, source: Path) -> None:
     if res.retest_of is None:
         return
     try:
-        before = load(results_file(Path(res.retest_of)))
+        before = load_run(Path(res.retest_of))
     except NetqualError as err:
         out.print(f"re-test of {res.retest_of} (not readable now: {err})", style="dim")
         return
@@ -79,7 +79,7 @@ def report(
     """
     if stat is not None and stat not in STATISTICS:
         raise UsageError("--stat", f"unknown statistic {stat!r} (one of {', '.join(STATISTICS)})")
-    res = load(results)
+    res = load_run(results)
     if workload is not None:
         res = apply_workload(res, load_workload(workload))
     if as_json:
@@ -115,7 +115,7 @@ def diff(
     Example:
       netqual diff run1 run2 --html diff.html
     """
-    d = diff_runs(load(old), load(new), old_source=str(old), new_source=str(new))
+    d = diff_runs(load_run(old), load_run(new), old_source=str(old), new_source=str(new))
     if html:
         html.write_text(render_diff_html(d), encoding="utf-8")
     if as_json:

@@ -14,6 +14,7 @@ from netqual import estimate
 from netqual import plan as plan_mod
 from netqual import resume as resume_mod
 from netqual.auth import load_token
+from netqual.cli import rundir
 from netqual.cli.app import (
     ChunkOpt,
     DepthOpt,
@@ -208,7 +209,15 @@ def run(
     inventory: Annotated[
         Path, typer.Argument(metavar="INVENTORY", help="Inventory TOML (docs/inventory.md).")
     ],
-    out: OutOpt = Path("netqual-out"),
+    out: Annotated[
+        Path | None,
+        typer.Option(
+            "--out",
+            metavar="DIR",
+            help="Directory for results.jsonl, results.json, report.html; never one that "
+            "holds a run unless --force.  [default: netqual-run-<UTC date-time>]",
+        ),
+    ] = None,
     transport: TransportOpt = "tcp",
     mode: Annotated[
         str | None,
@@ -267,7 +276,11 @@ def run(
     ] = False,
     force: Annotated[
         bool,
-        typer.Option("--force", help="With --resume: accept a different inventory or plan."),
+        typer.Option(
+            "--force",
+            help="Replace the run already in --out; with --resume: accept a different "
+            "inventory or plan.",
+        ),
     ] = False,
     dry_run: Annotated[
         bool,
@@ -319,8 +332,10 @@ def run(
         schedule=_schedule(schedule, bulk_per_node, bulk_per_rack, incast),
         interference_minimum=_non_negative(interference_sample, "--interference-sample"),
     )
-    if force and not resume:
-        raise UsageError("--force", "only with --resume")
+    if resume and out is None:
+        raise UsageError("--resume", "needs --out DIR: the directory of the run to continue")
+    out = out or rundir.default_out()
+    rundir.check_out(out, force, resume)
     previous = resume_mod.prepare(out, run_identity(cfg), force) if resume else None
     # Progress and notes go to stderr when stdout carries JSON.
     preflight_or_stop(
@@ -331,9 +346,14 @@ def run(
         keep_going,
         check_timeout,
     )
-    with ProgressObserver(err_console() if as_json else console(), pol.metric) as progress:
+    with (
+        rundir.sigterm_as_interrupt(),
+        ProgressObserver(err_console() if as_json else console(), pol.metric) as progress,
+    ):
         results = run_coordinator(cfg, out, progress, previous)
     _finish(results, out, as_json)
+    if not results.run.complete:
+        raise rundir.RunInterrupted(results, out, rundir.resume_command(out))
 
 
 @app.command()

@@ -88,6 +88,7 @@ MODULE_LAYERS: Mapping[str, str] = {
     "netqual.render": "render",
     "netqual.coordinator": "run",
     "netqual.resume": "run",
+    "netqual.runfiles": "run",  # a run as the user names it: DIR, results.json or .jsonl
     "netqual.retest": "run",
     "netqual.localagents": "run",
     "netqual.demo": "run",

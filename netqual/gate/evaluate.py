@@ -8,7 +8,7 @@ from netqual.errors import UsageError
 from netqual.gate.model import GateContext, GateReport, Outcome, WaiverState
 from netqual.gate.profile import Profile
 from netqual.models import PathResult, Results
-from netqual.narrative import preliminary_note
+from netqual.narrative import incomplete_note, preliminary_note
 
 
 def evaluate(
@@ -63,6 +63,8 @@ def evaluate(
 def _notes(results: Results) -> tuple[str, ...]:
     """Warnings every output of the gate carries (terminal, JSON, JUnit)."""
     notes: list[str] = []
+    if not results.run.complete:
+        notes.append(f"{incomplete_note(results)}: unmeasured pairs are not judged")
     if results.preliminary:
         notes.append(f"{preliminary_note(results)}: no verdict of this run is final")
     return tuple(notes)

@@ -1,0 +1,85 @@
+"""Where a run writes, and how it stops: never over another run's results unless
+``--force``, and a Ctrl-C or SIGTERM that leaves a finalised, resumable partial run."""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import os
+import signal
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from types import FrameType
+from typing import NoReturn
+
+from netqual.errors import NetqualError, UsageError
+from netqual.models import Results
+
+RESULT_FILES = ("results.json", "results.jsonl")
+
+
+def default_out() -> Path:
+    """A fresh directory per run, so a second run never replaces the first."""
+    return Path(dt.datetime.now(dt.timezone.utc).strftime("netqual-run-%Y%m%d-%H%M%S"))
+
+
+def check_out(out: Path, force: bool, resume: bool) -> None:
+    """Refuse to write a new run over the results of another (exit 2) unless forced."""
+    if resume or force:
+        return
+    held = [name for name in RESULT_FILES if (out / name).exists()]
+    if held:
+        raise UsageError(
+            "--out",
+            f"{out} already holds a run ({', '.join(held)}): choose another --out, "
+            "--resume to continue it, or --force to replace it",
+        )
+
+
+@contextlib.contextmanager
+def sigterm_as_interrupt() -> Iterator[None]:
+    """SIGTERM (a scheduler's stop, kill) stops a run the way Ctrl-C does."""
+
+    def handler(signum: int, frame: FrameType | None) -> None:
+        raise KeyboardInterrupt
+
+    try:
+        previous = signal.signal(signal.SIGTERM, handler)
+    except ValueError:  # not the main thread: leave signals alone
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+class RunInterrupted(NetqualError):
+    """The run was stopped; what it measured is saved and finalised. Exit 130."""
+
+    exit_code = 130
+
+    def __init__(self, results: Results, out: Path, resume_command: str) -> None:
+        planned = results.run.pairs_planned
+        of = f" of {planned}" if planned else ""
+        super().__init__(
+            f"interrupted: {len(results.paths)}{of} pairs saved in {out / 'results.jsonl'} "
+            f"(report: {out / 'report.html'}, marked incomplete); resume with {resume_command}"
+        )
+
+
+def resume_command(out: Path) -> str:
+    """The command line that continues this run: the same arguments plus --out and --resume."""
+    args = [a for a in sys.argv[1:] if a not in ("--resume", "--force")]
+    if "--out" not in args and not any(a.startswith("--out=") for a in args):
+        args += ["--out", str(out)]
+    return "netqual " + " ".join([*args, "--resume"])
+
+
+def abandon_threads_and_exit(code: int) -> NoReturn:
+    """Probe threads of an interrupted run may still wait on their agents; the results are
+    written, so exit now instead of joining them."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)

@@ -1,0 +1,100 @@
+"""Read a run as the user names it: its directory, its results.json, or the results.jsonl
+an interrupted run leaves (paths so far, plus the run.json written before the first pair).
+
+A run read from results.jsonl is marked incomplete, with the pairs its schedule had.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+from typing import Any
+
+from netqual import __version__, localise
+from netqual.errors import ResultsFileError
+from netqual.models import Mode, Node, Results
+from netqual.results import load, results_from_dict
+from netqual.resume import IDENTITY_FILE
+from netqual.schedule import build
+
+
+def load_run(path: Path) -> Results:
+    """``DIR`` (its results.json, else its results.jsonl), ``results.json`` or ``.jsonl``."""
+    if path.is_dir():
+        for name in ("results.json", "results.jsonl"):
+            if (path / name).is_file():
+                return load_run(path / name)
+        raise ResultsFileError(str(path), "no results.json or results.jsonl in this directory")
+    if path.suffix == ".jsonl":
+        return load_partial(path)
+    return load(path)
+
+
+def load_partial(jsonl: Path) -> Results:
+    """The paths of results.jsonl as an incomplete run; its run.json supplies the rest."""
+    source = str(jsonl)
+    try:
+        lines = jsonl.read_text(encoding="utf-8").splitlines()
+    except OSError as err:
+        raise ResultsFileError(source, f"cannot read: {err.strerror or err}") from err
+    paths: list[Any] = []
+    for i, line in enumerate(lines):
+        if not line.strip():
+            continue
+        try:
+            paths.append(json.loads(line))
+        except json.JSONDecodeError as err:
+            if i == len(lines) - 1:
+                break  # the torn last line of a crash mid-write: that pair is not done
+            raise ResultsFileError(source, f"line {i + 1}: not valid JSON: {err.msg}") from err
+    ident = _identity(jsonl.parent / IDENTITY_FILE)
+    nodes = ident.get("nodes") or _nodes_of(paths)
+    doc = {
+        "schema_version": "1",
+        "tool": {"name": "netqual", "version": __version__},
+        "run": {
+            "started_at": ident.get("started_at", ""),
+            "finished_at": "",
+            "transport": ident.get("transport") or _first(paths, "transport", "tcp"),
+            "mode": ident.get("mode") or Mode.FULL_MESH.value,
+            "policy": ident.get("policy") or {},
+            "plan": ident.get("plan") or {},
+            "complete": False,
+            "pairs_planned": _planned(ident),
+        },
+        "nodes": nodes,
+        "paths": paths,
+        "summary": {},
+    }
+    results = results_from_dict(doc, source)
+    return dataclasses.replace(results, suspects=localise.suspects(results))
+
+
+def _identity(path: Path) -> dict[str, Any]:
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError):
+        return {}
+    if not isinstance(doc, dict) or not isinstance(doc.get("identity"), dict):
+        return {}
+    return {**doc["identity"], "started_at": doc.get("started_at", "")}
+
+
+def _planned(ident: dict[str, Any]) -> int | None:
+    if ident.get("pairs") is not None:
+        return len(ident["pairs"])
+    try:
+        nodes = tuple(Node(n["name"], n["address"]) for n in ident["nodes"])
+        return build(nodes, Mode(ident["mode"]), ident.get("sample_k") or 2).pair_count
+    except (KeyError, TypeError, ValueError):
+        return None
+
+
+def _nodes_of(paths: list[Any]) -> list[dict[str, Any]]:
+    names = {str(p.get(k)) for p in paths for k in ("src", "dst") if isinstance(p, dict)}
+    return [{"name": n, "address": "", "rack": None, "labels": {}} for n in sorted(names)]
+
+
+def _first(paths: list[Any], key: str, default: str) -> str:
+    return str(paths[0].get(key, default)) if paths and isinstance(paths[0], dict) else default

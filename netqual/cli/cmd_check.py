@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Sequence
 from dataclasses import asdict
 from pathlib import Path
@@ -37,6 +38,15 @@ def check(
         bool, typer.Option("--insecure", help="Talk to agents started with --insecure (no token).")
     ] = False,
     timeout: CheckTimeoutOpt = 5.0,
+    wait: Annotated[
+        float,
+        typer.Option(
+            "--wait",
+            metavar="SECONDS",
+            help="Ask again every second until every agent is ready or this much time has "
+            "passed (agents still starting).",
+        ),
+    ] = 0.0,
     as_json: JsonOpt = False,
 ) -> int:
     """Check every agent of an inventory before a run.
@@ -52,7 +62,12 @@ def check(
     """
     inv = load_inventory(inventory)
     token = load_token(token_file or inv.token_file, insecure=insecure)
-    report = preflight.check(inv.nodes, token, TransportKind.parse(transport).value, timeout)
+    kind = TransportKind.parse(transport).value
+    deadline = time.monotonic() + wait
+    report = preflight.check(inv.nodes, token, kind, timeout)
+    while not report.ok and time.monotonic() + 1.0 < deadline:
+        time.sleep(1.0)
+        report = preflight.check(inv.nodes, token, kind, timeout)
     if as_json:
         typer.echo(json.dumps(report_to_dict(report), indent=1))
     else:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from netqual.models import PathResult, Results, Verdict
+from netqual.models import PathResult, Results, Verdict, Waiver
 from netqual.units import format_us
 
 
@@ -62,3 +62,15 @@ def _counts_sentence(results: Results) -> str:
             )
             text += ")" if n > 1 else ""
     return text
+
+
+def waiver_problem(results: Results, waiver: Waiver) -> str | None:
+    """Why a waiver cannot apply to this run (a node or path it does not have), or None."""
+    names = {n.name for n in results.nodes} | {e for p in results.paths for e in p.key}
+    unknown = [n for n in (waiver.src, waiver.dst) if n not in names]
+    if unknown:
+        which = " and ".join(repr(n) for n in dict.fromkeys(unknown))
+        return f"names {which}, not a node of this run (a typo, or another inventory?)"
+    if not any(waiver.covers(p.key) for p in results.paths):
+        return "names a path this run did not measure"
+    return None

@@ -22,7 +22,7 @@ def print_gate(console: Console, report: GateReport) -> None:
         f"Results: {report.results_source} ({report.n_paths} paths), baseline: {base}, "
         f"date: {report.today.isoformat()}"
     )
-    table = Table(show_edge=False, pad_edge=False)
+    table = Table()
     table.add_column("rule")
     table.add_column("result")
     table.add_column("detail", overflow="fold")

@@ -8,7 +8,7 @@ from netqual.errors import UsageError
 from netqual.gate.model import GateContext, GateReport, Outcome, WaiverState
 from netqual.gate.profile import Profile
 from netqual.models import PathResult, Results
-from netqual.narrative import incomplete_note, preliminary_note
+from netqual.narrative import incomplete_note, preliminary_note, waiver_problem
 
 
 def evaluate(
@@ -56,13 +56,17 @@ def evaluate(
         outcomes=tuple(outcomes),
         waivers=states,
         n_paths=len(results.paths),
-        notes=_notes(results),
+        notes=_notes(results, profile),
     )
 
 
-def _notes(results: Results) -> tuple[str, ...]:
+def _notes(results: Results, profile: Profile) -> tuple[str, ...]:
     """Warnings every output of the gate carries (terminal, JSON, JUnit)."""
     notes: list[str] = []
+    for w in profile.waivers:
+        problem = waiver_problem(results, w)
+        if problem:
+            notes.append(f"waiver {w.label} {problem}: it excuses nothing")
     if not results.run.complete:
         notes.append(f"{incomplete_note(results)}: unmeasured pairs are not judged")
     if results.preliminary:

@@ -145,10 +145,11 @@ def print_groups(
 ) -> None:
     rows = group_paths(results.paths, key, order)
     per_hop = title == "hops"
-    table = Table(title=f"by {title}", title_justify="left")
-    cols = [title, "paths", "median p50 us", *(["p50 per hop us"] if per_hop else [])]
-    for col in [*cols, "worst p99 us", "safe", "marginal", "unsafe"]:
-        table.add_column(col, justify="left" if col == title else "right")
+    # Short headers: the table fits 80 columns without wrapping one (us = microseconds).
+    table = Table(title=f"by {title} (us)", title_justify="left")
+    cols = [title, "paths", "p50 median", *(["p50/hop"] if per_hop else [])]
+    for col in [*cols, "p99 worst", "safe", "marginal", "unsafe"]:
+        table.add_column(col, justify="left" if col == title else "right", no_wrap=True)
     for r in rows:
         extra = []
         if per_hop and r.key.isdigit() and int(r.key) and r.median_p50_us is not None:

@@ -26,7 +26,15 @@ from typing import Any
 from netqual import __version__
 from netqual import hops as hops_mod
 from netqual.admission import Admission
-from netqual.errors import ErrorCode, ListenError, NetqualError, ProtocolError
+from netqual.errors import (
+    BadRequestError,
+    BusyError,
+    ErrorCode,
+    LimitError,
+    ListenError,
+    NetqualError,
+    ProtocolError,
+)
 from netqual.handshake import SessionKeys
 from netqual.probes import serve_probe
 from netqual.protocol import Channel
@@ -37,6 +45,7 @@ from netqual.transports import (
     TransportOptions,
     get_transport,
 )
+from netqual.transports.interface import BufferBudget
 
 log = logging.getLogger("netqual.agent")
 
@@ -56,6 +65,7 @@ class Agent:
         self.token = token
         self.name = name or socket.gethostname()
         self.limits = limits or AgentLimits()
+        self.buffers = BufferBudget(self.limits.max_buffer_bytes)
         self.transport_options = transport_options
         self._stop = threading.Event()
         self._sessions = threading.BoundedSemaphore(self.limits.max_sessions)
@@ -203,7 +213,12 @@ class Agent:
                 msg = ch.recv()
                 if msg.kind == "bye":
                     break
-                self._dispatch(ch, msg.kind, msg.body)
+                try:
+                    self._dispatch(ch, msg.kind, msg.body)
+                except (BadRequestError, LimitError, BusyError) as err:
+                    # A refused request, not a broken session: answer it and keep serving.
+                    log.info("session %s: %s refused: %s", peer, msg.kind[:40], err)
+                    ch.send_error(err.code, err.problem)
         except ProtocolError as err:
             log.warning("session %s dropped: %s", peer, err.problem)
             with contextlib.suppress(OSError, NetqualError):
@@ -234,9 +249,10 @@ class Agent:
         elif kind == "probe":
             serve_probe(ch, body, self.name, self.token, self.limits, self.transport)
         elif "." in kind and kind.split(".", 1)[0] in TRANSPORT_NAMES:
-            self.transport(kind.split(".", 1)[0]).respond(ch, kind, body, self.limits)
+            transport = self.transport(kind.split(".", 1)[0])
+            transport.respond(ch, kind, body, self.limits, self.buffers)
         else:
-            ch.send_error(ErrorCode.BAD_REQUEST, f"unknown request {kind!r}")
+            raise BadRequestError(ch.peer, "kind", f"unknown request {kind[:40]!r}")
 
     def transport(self, name: str, request: Any = None) -> Transport:
         """The transport for one request: this agent's name and options, and the request's."""

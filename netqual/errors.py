@@ -59,6 +59,7 @@ class InputError(NetqualError):
     """Bad user input: a file or a field in it. Exit code 2."""
 
     exit_code = EXIT_USAGE
+    code = ErrorCode.BAD_REQUEST  # when a peer's request carried it
 
     def __init__(self, source: str, problem: str, field: str | None = None) -> None:
         self.source = source
@@ -161,6 +162,16 @@ class LimitError(ProtocolError):
     """A well-formed request asks for more than the agent's limits allow."""
 
     code = ErrorCode.LIMIT
+
+
+class BusyError(NetqualError):
+    """The agent cannot take this request now (sessions, buffers); try again later."""
+
+    code = ErrorCode.BUSY
+
+    def __init__(self, problem: str) -> None:
+        self.problem = problem
+        super().__init__(problem)
 
 
 class PeerError(NetqualError):

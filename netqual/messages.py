@@ -125,9 +125,16 @@ class Fields:
         value = self._get(key, default)
         if not isinstance(value, (list, tuple)) or not 0 < len(value) <= MAX_LIST_ITEMS:
             raise self._bad(key, f"must be a list of 1-{MAX_LIST_ITEMS} integers")
-        where = f"{self.where}.{key}"
-        check = Fields({}, where, self.peer)
-        return tuple(check.integer_value(v, key, low, high) for v in value)
+        return tuple(self.integer_value(v, f"{key}[{i}]", low, high) for i, v in enumerate(value))
+
+    def strings(self, key: str, max_chars: int = 64) -> tuple[str, ...]:
+        value = self._get(key, ())
+        if not isinstance(value, (list, tuple)) or len(value) > MAX_LIST_ITEMS:
+            raise self._bad(key, f"must be a list of at most {MAX_LIST_ITEMS} strings")
+        for i, item in enumerate(value):
+            if not isinstance(item, str) or len(item) > max_chars or not item.isprintable():
+                raise self._bad(f"{key}[{i}]", f"must be a printable string of <= {max_chars}")
+        return tuple(value)
 
     def obj(self, key: str, default: Any = _MISSING) -> Fields | None:
         value = self._get(key, default)

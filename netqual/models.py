@@ -111,9 +111,46 @@ class Node:
         return f"{host}:{self.port}"
 
 
+class PlanFieldError(ValueError):
+    """A ProbePlan field out of its range; each input (option, inventory key, wire field,
+    results file) names ``field`` its own way."""
+
+    def __init__(self, field: str, problem: str) -> None:
+        self.field = field
+        self.problem = problem
+        super().__init__(f"{field}: {problem}")
+
+
+# Field -> (lowest, highest) for the integer fields of a ProbePlan. Wide enough for any
+# real plan; their job is to keep absurd values (negative, 4300-digit) out of arithmetic.
+_PLAN_INT_RANGES = {
+    "iterations": (1, 10**9),
+    "warmup": (0, 10**9),
+    "size_bytes": (1, 1 << 30),
+    "bulk_bytes": (0, 1 << 50),
+    "min_reads": (1, 10**9),
+}
+_PLAN_LIST_RANGES = {"chunks_bytes": (1, 1 << 40), "depths": (1, 1 << 20)}
+_PLAN_MAX_TIMEOUT_S = 7 * 86400.0
+PLAN_MAX_LIST_ITEMS = 64
+
+
+def _check_int(field: str, value: object, low: int, high: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise PlanFieldError(field, f"must be an integer, got {type(value).__name__}")
+    if not low <= value <= high:
+        shown = value if abs(value) < 10**30 else f"a {value.bit_length()}-bit number"
+        bound = f">= {low}" if value < low else f"<= {high}"
+        raise PlanFieldError(field, f"must be {bound}, got {shown}")
+
+
 @dataclass(frozen=True)
 class ProbePlan:
-    """What to measure on one path. Defaults: docs/inventory.md "[probe]"."""
+    """What to measure on one path. Defaults: docs/inventory.md "[probe]".
+
+    Validated on construction (PlanFieldError naming the field): no other place checks a
+    plan's own consistency; ``AgentLimits.check`` adds what one agent allows.
+    """
 
     iterations: int = 10_000
     warmup: int = 1_000
@@ -125,6 +162,23 @@ class ProbePlan:
     bulk_bytes: int = 128 * MIB
     min_reads: int = 32
     timeout_s: float = 120.0
+
+    def __post_init__(self) -> None:
+        for name, (low, high) in _PLAN_INT_RANGES.items():
+            _check_int(name, getattr(self, name), low, high)
+        for name, (low, high) in _PLAN_LIST_RANGES.items():
+            values = getattr(self, name)
+            if not isinstance(values, tuple) or not 0 < len(values) <= PLAN_MAX_LIST_ITEMS:
+                raise PlanFieldError(name, f"must be 1-{PLAN_MAX_LIST_ITEMS} values")
+            for v in values:
+                _check_int(name, v, low, high)
+        if not isinstance(self.bulk, bool):
+            raise PlanFieldError("bulk", "must be true or false")
+        t = self.timeout_s
+        if isinstance(t, bool) or not isinstance(t, (int, float)):
+            raise PlanFieldError("timeout_s", f"must be a number, got {type(t).__name__}")
+        if not (math.isfinite(t) and 0 < t <= _PLAN_MAX_TIMEOUT_S):
+            raise PlanFieldError("timeout_s", f"must be in (0, {_PLAN_MAX_TIMEOUT_S:g}], got {t}")
 
     def reads_for(self, chunk_bytes: int) -> int:
         return max(self.min_reads, self.bulk_bytes // max(1, chunk_bytes))
@@ -385,7 +439,11 @@ class RawProbe:
 
 @dataclass(frozen=True)
 class AgentLimits:
-    """Hard caps on what a peer may ask of an agent; a request over a cap gets an error."""
+    """Hard caps on what a peer may ask of an agent; a request over a cap gets an error.
+
+    ``check`` (a whole plan, on the initiating agent) and ``check_pingpong`` /
+    ``check_bulk`` (one request, on the responder) are the only places they are applied.
+    """
 
     max_frame_bytes: int = 1 << 20
     max_iterations: int = 1_000_000
@@ -393,12 +451,49 @@ class AgentLimits:
     max_chunk_bytes: int = 64 << 20
     max_depth: int = 64
     max_bulk_bytes: int = 8 << 30  # per bulk request
+    max_reads: int = 1 << 20  # per bulk request: the initiator keeps 16 bytes per read
+    max_buffer_bytes: int = 1 << 30  # payload buffers of all sessions together
     max_duration_s: float = 600.0
     max_sessions: int = 64
     auth_timeout_s: float = 5.0
     max_pending: int = 256  # unauthenticated connections, all sources (oldest dropped first)
     max_pending_per_source: int = 128  # unauthenticated connections from one IP address
     idle_timeout_s: float = 120.0
+
+    def check(self, plan: ProbePlan) -> str | None:
+        """The first cap ``plan`` exceeds, in words naming the cap; None when it fits."""
+        if plan.timeout_s > self.max_duration_s:
+            return f"timeout {plan.timeout_s:g} s exceeds max_duration_s={self.max_duration_s:g}"
+        problem = self.check_pingpong(plan.warmup + plan.iterations, plan.size_bytes)
+        if problem is None and plan.bulk:
+            for chunk in plan.chunks_bytes:
+                for depth in plan.depths:
+                    if (
+                        problem := self.check_bulk(chunk, plan.reads_for(chunk), depth)
+                    ) is not None:
+                        return problem
+        return problem
+
+    def check_pingpong(self, rounds: int, size_bytes: int) -> str | None:
+        if rounds > self.max_iterations:
+            return f"iterations+warmup {rounds} exceeds max_iterations={self.max_iterations}"
+        if size_bytes > self.max_message_bytes:
+            return f"size {size_bytes} exceeds max_message_bytes={self.max_message_bytes}"
+        return None
+
+    def check_bulk(self, chunk_bytes: int, reads: int, depth: int) -> str | None:
+        if chunk_bytes > self.max_chunk_bytes:
+            return f"chunk {chunk_bytes} exceeds max_chunk_bytes={self.max_chunk_bytes}"
+        if reads > self.max_reads:
+            return f"{reads} reads of {chunk_bytes} bytes exceed max_reads={self.max_reads}"
+        if reads * chunk_bytes > self.max_bulk_bytes:
+            return (
+                f"bulk cell of {reads} x {chunk_bytes} bytes exceeds "
+                f"max_bulk_bytes={self.max_bulk_bytes}"
+            )
+        if depth > self.max_depth:
+            return f"depth {depth} exceeds max_depth={self.max_depth}"
+        return None
 
 
 @dataclass(frozen=True)

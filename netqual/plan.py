@@ -7,9 +7,21 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from netqual.errors import InputError, UsageError
-from netqual.models import ProbePlan
+from netqual.models import PlanFieldError, ProbePlan
 from netqual.units import parse_size
 
+# ProbePlan field -> the option (and, without the dashes, the [probe] key) that sets it.
+_OPTIONS = {
+    "iterations": "--iterations",
+    "warmup": "--warmup",
+    "size_bytes": "--size",
+    "chunks_bytes": "--chunk",
+    "depths": "--depth",
+    "bulk": "--no-bulk",
+    "timeout_s": "--timeout",
+    "bulk_bytes": "--chunk",
+    "min_reads": "--chunk",
+}
 PLAN_KEYS = {"iterations", "warmup", "size", "chunk", "depth", "no-bulk", "no_bulk", "timeout"}
 
 
@@ -40,28 +52,23 @@ def override(
     """Return base with the given options applied; raises UsageError on bad values."""
     changes: dict[str, Any] = {}
     if iterations is not None:
-        if iterations < 1:
-            raise UsageError("--iterations", f"must be >= 1, got {iterations}")
         changes["iterations"] = iterations
     if warmup is not None:
-        if warmup < 0:
-            raise UsageError("--warmup", f"must be >= 0, got {warmup}")
         changes["warmup"] = warmup
     if size is not None:
         (changes["size_bytes"],) = _sizes([size], "--size")
     if chunks:
         changes["chunks_bytes"] = _sizes(chunks, "--chunk")
     if depths:
-        if any(d < 1 for d in depths):
-            raise UsageError("--depth", f"must be >= 1, got {list(depths)}")
         changes["depths"] = tuple(depths)
     if no_bulk:
         changes["bulk"] = False
     if timeout_s is not None:
-        if timeout_s <= 0:
-            raise UsageError("--timeout", f"must be positive, got {timeout_s}")
         changes["timeout_s"] = timeout_s
-    return dataclasses.replace(base, **changes)
+    try:
+        return dataclasses.replace(base, **changes)
+    except PlanFieldError as err:
+        raise UsageError(_OPTIONS[err.field], err.problem) from err
 
 
 def from_table(

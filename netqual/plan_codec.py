@@ -3,10 +3,13 @@ file (``run.plan``). Knows nothing about either channel or file."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
-from netqual.models import ProbePlan
+from netqual.models import PlanFieldError, ProbePlan
+
+_FIELDS = tuple(f.name for f in dataclasses.fields(ProbePlan))
 
 
 def plan_to_dict(p: ProbePlan) -> dict[str, Any]:
@@ -23,32 +26,23 @@ def plan_to_dict(p: ProbePlan) -> dict[str, Any]:
     }
 
 
-def plan_from_dict(d: Mapping[str, Any]) -> ProbePlan:
-    """Inverse of plan_to_dict; unknown keys are ignored, wrong types raise TypeError/ValueError."""
-    base = ProbePlan()
-    ints = ("iterations", "warmup", "size_bytes", "bulk_bytes", "min_reads")
-    kwargs: dict[str, Any] = {}
-    for key in ints:
-        if key in d:
-            v = d[key]
-            if isinstance(v, bool) or not isinstance(v, int) or v < 0:
-                raise ValueError(f"plan.{key} must be a non-negative integer, got {v!r}")
-            kwargs[key] = v
+def plan_from_dict(d: object) -> ProbePlan:
+    """Inverse of plan_to_dict; missing keys take the defaults, unknown keys are ignored.
+
+    Raises PlanFieldError naming the field for anything else (a list instead of an
+    object, a string for a number, a value out of range).
+    """
+    if not isinstance(d, Mapping):
+        raise PlanFieldError("plan", f"must be an object, got {type(d).__name__}")
+    fields = {k: d[k] for k in _FIELDS if k in d}
     for key in ("chunks_bytes", "depths"):
-        if key in d:
-            v = d[key]
-            if (
-                not isinstance(v, list)
-                or not v
-                or not all(isinstance(x, int) and not isinstance(x, bool) and x > 0 for x in v)
-            ):
-                raise ValueError(f"plan.{key} must be a list of positive integers, got {v!r}")
-            kwargs[key] = tuple(v)
-    if "bulk" in d:
-        kwargs["bulk"] = bool(d["bulk"])
-    if "timeout_s" in d:
-        t = d["timeout_s"]
-        if isinstance(t, bool) or not isinstance(t, (int, float)) or t <= 0:
-            raise ValueError(f"plan.timeout_s must be positive, got {t!r}")
-        kwargs["timeout_s"] = float(t)
-    return ProbePlan(**{**base.__dict__, **kwargs})
+        if key in fields:
+            if not isinstance(fields[key], list):
+                raise PlanFieldError(key, "must be a list of integers")
+            fields[key] = tuple(fields[key])
+    if isinstance(fields.get("timeout_s"), int) and not isinstance(fields["timeout_s"], bool):
+        fields["timeout_s"] = float(min(fields["timeout_s"], 10**12))
+    try:
+        return dataclasses.replace(ProbePlan(), **fields)
+    except OverflowError as err:
+        raise PlanFieldError("timeout_s", str(err)) from err

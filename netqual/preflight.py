@@ -17,7 +17,14 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from netqual import __version__
-from netqual.errors import AuthError, IdentityError, NetqualError, PeerUnreachableError
+from netqual.errors import (
+    AuthError,
+    BadRequestError,
+    IdentityError,
+    NetqualError,
+    PeerUnreachableError,
+)
+from netqual.messages import Fields
 from netqual.models import AgentCheck, Node, PreflightReport
 from netqual.protocol import connect
 
@@ -114,13 +121,20 @@ def _clock_offset_s(info: dict[str, Any], sent_ns: int, got_ns: int) -> float | 
 
 
 def _transport_ok(ch: Any, info: dict[str, Any], transport: str) -> tuple[bool, str | None]:
-    offered = info.get("transports", [])
+    offered = Fields(info, "info", ch.peer).strings("transports")
     if transport not in offered:
         return False, f"agent offers no {transport} transport (has {', '.join(offered) or 'none'})"
     if transport != "rdma":
         return True, None
-    report = ch.request("doctor", {}, reply="doctor")
-    errors = [p["message"] for p in report.get("problems", []) if p.get("severity") == "error"]
+    report = Fields(ch.request("doctor", {}, reply="doctor"), "doctor", ch.peer)
+    problems = report.body.get("problems", [])
+    if not isinstance(problems, list):
+        raise BadRequestError(ch.peer, "doctor.problems", "must be a list")
+    errors = []
+    for i, item in enumerate(problems[:100]):
+        p = Fields(item, f"doctor.problems[{i}]", ch.peer)
+        if p.body.get("severity") == "error":
+            errors.append(p.text("message"))
     if errors:
         return False, f"RDMA not ready: {errors[0]}" + (
             f" (+{len(errors) - 1} more: netqual doctor --inventory)" if len(errors) > 1 else ""

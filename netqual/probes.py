@@ -9,16 +9,20 @@ data frame of int64 completion times per bulk cell.
 from __future__ import annotations
 
 import contextlib
+import json
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from netqual import hops as hops_mod
 from netqual.errors import (
+    BadRequestError,
     ErrorCode,
+    LimitError,
     NetqualError,
     PeerError,
     PeerUnreachableError,
@@ -26,10 +30,12 @@ from netqual.errors import (
     ProtocolError,
     TransportUnavailableError,
 )
-from netqual.models import Node, ProbePlan
+from netqual.messages import Fields
+from netqual.models import Node, PlanFieldError, ProbePlan
 from netqual.plan_codec import plan_from_dict, plan_to_dict
 from netqual.protocol import Channel, connect
 from netqual.transports import (
+    TRANSPORT_NAMES,
     AgentLimits,
     RawBulk,
     RawProbe,
@@ -50,35 +56,124 @@ class ProbeOutcome:
     responder_agent: str
 
 
-def _peer_label(peer: Mapping[str, Any]) -> str:
-    return f"{peer.get('name')} ({peer.get('address')}:{peer.get('port')})"
+@dataclass(frozen=True)
+class PeerRef:
+    """The responder a ``probe`` names: ``name`` None when its identity is not checked."""
+
+    name: str | None
+    address: str
+    port: int
+
+    @property
+    def label(self) -> str:
+        return f"{self.name or self.address} ({self.address}:{self.port})"
 
 
-def _validate_plan(plan: ProbePlan, limits: AgentLimits) -> str | None:
-    """Name the first agent limit the plan exceeds, or None."""
-    if plan.warmup + plan.iterations > limits.max_iterations:
-        return (
-            f"iterations+warmup {plan.warmup + plan.iterations} exceeds "
-            f"max_iterations={limits.max_iterations}"
+@dataclass(frozen=True)
+class ProbeRequest:
+    """The ``probe`` request, decoded and checked against this agent's limits."""
+
+    peer: PeerRef
+    transport: str
+    plan: ProbePlan
+    hops: bool = True
+
+    def to_body(self) -> dict[str, Any]:
+        return {
+            "peer": {"name": self.peer.name, "address": self.peer.address, "port": self.peer.port},
+            "transport": self.transport,
+            "plan": plan_to_dict(self.plan),
+            "hops": self.hops,
+        }
+
+    @classmethod
+    def decode(cls, body: Mapping[str, Any], limits: AgentLimits, peer: str) -> ProbeRequest:
+        f = Fields(body, "probe", peer)
+        target = f.obj("peer")
+        assert target is not None
+        ref = PeerRef(
+            target.optional_name("name"),
+            target.address("address"),
+            target.integer("port", 1, 65535),
         )
-    if plan.timeout_s > limits.max_duration_s:
-        return f"timeout {plan.timeout_s:g} s exceeds max_duration_s={limits.max_duration_s:g}"
-    if plan.size_bytes > limits.max_message_bytes:
-        return f"size {plan.size_bytes} exceeds max_message_bytes={limits.max_message_bytes}"
-    if plan.bulk:
-        for c in plan.chunks_bytes:
-            if c > limits.max_chunk_bytes:
-                return f"chunk {c} exceeds max_chunk_bytes={limits.max_chunk_bytes}"
-            if plan.reads_for(c) * c > limits.max_bulk_bytes:
-                return (
-                    f"bulk cell of {plan.reads_for(c)} x {c} bytes exceeds "
-                    f"max_bulk_bytes={limits.max_bulk_bytes}"
+        transport = f.choice("transport", TRANSPORT_NAMES, "tcp")
+        try:
+            plan = plan_from_dict(body.get("plan", {}))
+        except PlanFieldError as err:
+            where = "probe.plan" + ("" if err.field == "plan" else f".{err.field}")
+            raise BadRequestError(peer, where, err.problem) from err
+        if (problem := limits.check(plan)) is not None:
+            raise LimitError(peer, problem)
+        return cls(ref, transport, plan, f.flag("hops", True))
+
+
+@dataclass(frozen=True)
+class BulkHeader:
+    chunk_bytes: int
+    depth: int
+    reads: int
+    elapsed_ns: int
+    error: str | None
+
+
+@dataclass(frozen=True)
+class ProbeResult:
+    """The ``probe.result`` message; the sample arrays follow as data frames."""
+
+    responder_agent: str
+    warmup_discarded: int
+    rtt_count: int
+    hops: int | None
+    forward_hops: int | None
+    bulk: tuple[BulkHeader, ...]
+    details: Mapping[str, Any]
+
+    def to_body(self) -> dict[str, Any]:
+        body = asdict(self)
+        body["details"] = dict(self.details)
+        return body
+
+    @classmethod
+    def decode(cls, body: Mapping[str, Any], plan: ProbePlan, peer: str) -> ProbeResult:
+        """Every count is checked against what was asked: counts size the buffers."""
+        f = Fields(body, "probe.result", peer)
+        rtt_count = f.integer("rtt_count", 0, plan.iterations)
+        max_reads = max((plan.reads_for(c) for c in plan.chunks_bytes), default=0)
+        cells = len(plan.chunks_bytes) * len(plan.depths) if plan.bulk else 0
+        bulk_list = body.get("bulk", [])
+        if not isinstance(bulk_list, list) or len(bulk_list) > cells:
+            raise BadRequestError(peer, "probe.result.bulk", f"must be a list of <= {cells} cells")
+        bulk = []
+        for i, item in enumerate(bulk_list):
+            b = Fields(item, f"probe.result.bulk[{i}]", peer)
+            bulk.append(
+                BulkHeader(
+                    chunk_bytes=b.integer("chunk_bytes", 1, max(plan.chunks_bytes)),
+                    depth=b.integer("depth", 1, max(plan.depths)),
+                    reads=b.integer("reads", 0, max_reads),
+                    elapsed_ns=b.integer("elapsed_ns", 0, 1 << 62),
+                    error=None if item.get("error") is None else b.text("error"),
                 )
-        if max(plan.depths) > limits.max_depth:
-            return f"depth {max(plan.depths)} exceeds max_depth={limits.max_depth}"
-    return None
+            )
+        details = f.mapping("details") or {}
+        if len(json.dumps(details)) > _MAX_DETAILS_CHARS:
+            raise BadRequestError(peer, "probe.result.details", "too large")
+
+        def hops(key: str) -> int | None:
+            return None if body.get(key) is None else f.integer(key, 0, 255)
+
+        return cls(
+            responder_agent=f.string("responder_agent", 255),
+            warmup_discarded=f.integer("warmup_discarded", 0, plan.warmup, 0),
+            rtt_count=rtt_count,
+            hops=hops("hops"),
+            forward_hops=hops("forward_hops"),
+            bulk=tuple(bulk),
+            details=dict(details),
+        )
 
 
+_MAX_DETAILS_CHARS = 16_384
 TransportFactory = Callable[[str, Any], Transport]
 
 
@@ -90,102 +185,67 @@ def serve_probe(
     limits: AgentLimits,
     make_transport: TransportFactory,
 ) -> None:
-    """Run on the initiating agent. Every failure is answered as an error message."""
-    peer = body.get("peer")
-    if not isinstance(peer, dict) or not isinstance(peer.get("address"), str):
-        ch.send_error(ErrorCode.BAD_REQUEST, "probe needs peer {name, address, port}")
-        return
+    """Run on the initiating agent. A bad request raises (the agent answers it); a failed
+    measurement is answered here as an error naming both ends."""
+    req = ProbeRequest.decode(body, limits, ch.peer)
+    target = req.peer.name or req.peer.address
+    phase = "setup"
     try:
-        plan = plan_from_dict(body.get("plan") or {})
-        port = int(peer.get("port", 0))
-    except (TypeError, ValueError) as err:
-        ch.send_error(ErrorCode.BAD_REQUEST, f"bad probe request: {err}")
-        return
-    if (problem := _validate_plan(plan, limits)) is not None:
-        ch.send_error(ErrorCode.LIMIT, problem)
-        return
-    expect_name = peer.get("name")
-    if expect_name is not None and not isinstance(expect_name, str):
-        ch.send_error(ErrorCode.BAD_REQUEST, "probe.peer.name must be a string")
-        return
-    peer_name = expect_name or peer["address"]
-    label = _peer_label(peer)
-    try:
-        transport = make_transport(str(body.get("transport", "tcp")), body)
+        transport = make_transport(req.transport, body)
         transport.check_available()
-    except TransportUnavailableError as err:
-        ch.send_error(
-            ErrorCode.UNAVAILABLE,
-            f"{err.transport} unavailable on {agent_name}: {err.problem}"
-            + (f" (hint: {err.hint})" if err.hint else ""),
-        )
-        return
-    except NetqualError as err:
-        ch.send_error(ErrorCode.BAD_REQUEST, str(err))
-        return
-    deadline = time.monotonic() + min(plan.timeout_s, limits.max_duration_s)
-    hop = hops_mod.measure(peer["address"], port) if body.get("hops", True) else None
-    try:
+        deadline = time.monotonic() + req.plan.timeout_s
+        hop = hops_mod.measure(req.peer.address, req.peer.port) if req.hops else None
+        connect_s = min(10.0, req.plan.timeout_s)
         peer_ch, hello = connect(
-            peer["address"],
-            port,
-            token,
-            peer=peer_name,
-            timeout_s=min(10.0, plan.timeout_s),
-            expect_name=expect_name,
+            req.peer.address, req.peer.port, token, target, connect_s, expect_name=req.peer.name
         )
-    except PeerUnreachableError as err:
-        message = f"{label} unreachable from {agent_name}: {err.problem}"
-        ch.send_error(ErrorCode.PEER_UNREACHABLE, message)
+        phase = "measure"
+        with peer_ch:
+            raw = transport.initiate(peer_ch, req.plan, deadline, req.peer.address)
+            with contextlib.suppress(NetqualError, OSError):
+                peer_ch.set_timeout(2.0)
+                peer_ch.send("bye")
+    except (NetqualError, TimeoutError) as err:
+        ch.send_error(*_failure(err, phase, req.peer, agent_name))
         return
-    except ProtocolError as err:
-        ch.send_error(ErrorCode.PEER_PROTOCOL, f"{label} refused {agent_name}: {err.problem}")
-        return
-    try:
-        raw = transport.initiate(peer_ch, plan, deadline, peer["address"])
-        try:
-            peer_ch.set_timeout(2.0)
-            peer_ch.send("bye")
-        except (NetqualError, OSError):
-            pass
-    except PeerError as err:
-        ch.send_error(err.code, f"{peer_name}: {err.message}")
-        return
-    except PeerUnreachableError as err:
-        ch.send_error(ErrorCode.PEER_UNREACHABLE, f"{label}: {err.problem}")
-        return
-    except (ProbeError, ProtocolError) as err:
-        ch.send_error(ErrorCode.PROBE_FAILED, f"{agent_name} -> {peer_name}: {err}")
-        return
-    except TimeoutError:
-        ch.send_error(ErrorCode.PROBE_FAILED, f"{agent_name} -> {peer_name}: timed out")
-        return
-    finally:
-        peer_ch.close()
-    ch.send(
-        "probe.result",
-        {
-            "responder_agent": hello.agent,
-            "warmup_discarded": raw.warmup_discarded,
-            "rtt_count": len(raw.rtt_ns),
-            "hops": hop.hops if hop else None,
-            "forward_hops": hop.forward_hops if hop else None,
-            "bulk": [
-                {
-                    "chunk_bytes": b.chunk_bytes,
-                    "depth": b.depth,
-                    "reads": len(b.completion_ns),
-                    "elapsed_ns": b.elapsed_ns,
-                    "error": b.error,
-                }
-                for b in raw.bulk
-            ],
-            "details": dict(raw.details),
-        },
+    bulk = tuple(
+        BulkHeader(b.chunk_bytes, b.depth, len(b.completion_ns), b.elapsed_ns, b.error)
+        for b in raw.bulk
     )
-    ch.send_bytes(np.asarray(raw.rtt_ns, dtype=_SAMPLE).tobytes())
-    for b in raw.bulk:
-        ch.send_bytes(np.asarray(b.completion_ns, dtype=_SAMPLE).tobytes())
+    result = ProbeResult(
+        hello.agent,
+        raw.warmup_discarded,
+        len(raw.rtt_ns),
+        hop.hops if hop else None,
+        hop.forward_hops if hop else None,
+        bulk,
+        raw.details,
+    )
+    ch.send("probe.result", result.to_body())
+    for samples in (raw.rtt_ns, *(b.completion_ns for b in raw.bulk)):
+        ch.send_bytes(np.asarray(samples, dtype=_SAMPLE).tobytes())
+
+
+def _failure(
+    err: NetqualError | TimeoutError, phase: str, peer: PeerRef, me: str
+) -> tuple[ErrorCode, str]:
+    """The code and words a failed probe is answered with, naming both ends."""
+    target = peer.name or peer.address
+    if isinstance(err, TransportUnavailableError):
+        hint = f" (hint: {err.hint})" if err.hint else ""
+        return ErrorCode.UNAVAILABLE, f"{err.transport} unavailable on {me}: {err.problem}{hint}"
+    if isinstance(err, PeerError):
+        return err.code, f"{target}: {err.message}"
+    if isinstance(err, PeerUnreachableError):
+        where = f"{peer.label} unreachable from {me}" if phase == "setup" else peer.label
+        return ErrorCode.PEER_UNREACHABLE, f"{where}: {err.problem}"
+    if isinstance(err, ProtocolError) and phase == "setup":
+        return ErrorCode.PEER_PROTOCOL, f"{peer.label} refused {me}: {err.problem}"
+    if isinstance(err, TimeoutError):
+        return ErrorCode.PROBE_FAILED, f"{me} -> {target}: timed out"
+    if isinstance(err, (ProbeError, ProtocolError)):
+        return ErrorCode.PROBE_FAILED, f"{me} -> {target}: {err}"
+    return err.code, f"{me} -> {target}: {err}"
 
 
 def request_probe(
@@ -197,7 +257,8 @@ def request_probe(
     timeout_s: float,
     options: TransportOptions | None = None,
 ) -> ProbeOutcome:
-    """Coordinator side: ask ``src``'s agent to probe ``dst``. Raises on any failure.
+    """Coordinator side: ask ``src``'s agent to probe ``dst``. Raises NetqualError on any
+    failure, whatever the agent sends.
 
     ``options``: device choices both ends use instead of their own (``run``/``probe`` flags).
     """
@@ -205,58 +266,37 @@ def request_probe(
     ch, _hello = connect(
         src.address, src.port, token, src.name, min(10.0, timeout_s), expect_name=src.identity
     )
+    request = ProbeRequest(PeerRef(dst.identity, dst.address, dst.port), transport.value, plan)
     with ch:
         ch.set_deadline(deadline)
-        ch.send(
-            "probe",
-            {
-                "peer": {"name": dst.identity, "address": dst.address, "port": dst.port},
-                "transport": transport.value,
-                "plan": plan_to_dict(plan),
-                "hops": True,
-                **(options.request_fields() if options is not None else {}),
-            },
-        )
+        fields = options.request_fields() if options is not None else {}
+        ch.send("probe", {**request.to_body(), **fields})
         try:
-            res = ch.expect("probe.result")
-            n = int(res["rtt_count"])
-            # Never trust an announced count beyond what was asked: it sizes the buffer.
-            if not 0 <= n <= plan.iterations:
-                raise ValueError(f"rtt_count {n} outside 0..{plan.iterations}")
-            max_reads = max((plan.reads_for(c) for c in plan.chunks_bytes), default=0)
-            rtt = np.frombuffer(ch.recv_bytes(n * _SAMPLE.itemsize), dtype=_SAMPLE).astype(np.int64)
-            bulk = []
-            for b in res.get("bulk", []):
-                reads = int(b["reads"])
-                if not 0 <= reads <= max_reads:
-                    raise ValueError(f"bulk reads {reads} outside 0..{max_reads}")
-                comp = np.frombuffer(ch.recv_bytes(reads * _SAMPLE.itemsize), dtype=_SAMPLE)
-                bulk.append(
-                    RawBulk(
-                        int(b["chunk_bytes"]),
-                        int(b["depth"]),
-                        comp.astype(np.int64),
-                        int(b["elapsed_ns"]),
-                        b.get("error"),
-                    )
-                )
+            res = ProbeResult.decode(ch.expect("probe.result"), plan, src.name)
+            rtt = _samples(ch, res.rtt_count)
+            bulk = tuple(
+                RawBulk(b.chunk_bytes, b.depth, _samples(ch, b.reads), b.elapsed_ns, b.error)
+                for b in res.bulk
+            )
             with contextlib.suppress(NetqualError):
                 ch.send("bye")
         except TimeoutError as err:
             raise ProbeError(f"no result from {src.name} within {timeout_s:g} s") from err
-        except (KeyError, TypeError, ValueError) as err:
-            raise ProtocolError(src.name, f"malformed probe result: {err!r}") from err
-    if len(rtt) != n:
-        raise ProtocolError(src.name, f"sent {len(rtt)} samples, announced {n}")
+        except BadRequestError as err:
+            raise ProtocolError(src.name, f"malformed probe result: {err.problem}") from err
     return ProbeOutcome(
-        raw=RawProbe(
-            rtt_ns=rtt,
-            warmup_discarded=int(res.get("warmup_discarded", 0)),
-            bulk=tuple(bulk),
-            details=dict(res.get("details") or {}),
-        ),
-        hops=res.get("hops"),
-        forward_hops=res.get("forward_hops"),
+        raw=RawProbe(rtt, res.warmup_discarded, bulk, res.details),
+        hops=res.hops,
+        forward_hops=res.forward_hops,
         initiator=src.name,
-        responder_agent=str(res.get("responder_agent")),
+        responder_agent=res.responder_agent,
     )
+
+
+def _samples(ch: Channel, count: int) -> npt.NDArray[np.int64]:
+    """One data frame of exactly ``count`` int64 samples (the count was checked already)."""
+    data = ch.recv_bytes(count * _SAMPLE.itemsize)
+    if len(data) != count * _SAMPLE.itemsize:
+        got = len(data) // _SAMPLE.itemsize
+        raise ProtocolError(ch.peer, f"sent {got} samples, announced {count}")
+    return np.frombuffer(data, dtype=_SAMPLE).astype(np.int64)

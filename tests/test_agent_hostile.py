@@ -362,8 +362,22 @@ def test_malformed_requests_answered_and_session_survives(pair: Pair) -> None:
         ("probe", {"peer": {"address": "127.0.0.1", "port": 1}, "transport": "carrier-pigeon"}, ""),
         ("probe", {"peer": {"address": "no.such.host.invalid", "port": 1}, "plan": {}}, ""),
         ("tcp.pingpong", {"size_bytes": "big", "count": 1}, "bad-request"),
-        ("tcp.bulk", {"chunk_bytes": 0, "reads": 1, "depth": 1}, "limit"),
+        ("tcp.bulk", {"chunk_bytes": 0, "reads": 1, "depth": 1}, "bad-request"),
         ("tcp.nothing", {}, "bad-request"),
+    ]
+    # Finding 4 of the attack review: each of these ended in "internal" or ran a default.
+    target = {"name": "peer", "address": "127.0.0.1", "port": peer.port}
+    for port in (70000, -1, 1e300, "18515", True):
+        bad.append(("probe", {"peer": {**target, "port": port}}, "bad-request"))
+    for address in ("127.0.0.1\x00", "\ud800", "a" * 300, "", "bad host!"):
+        bad.append(("probe", {"peer": {**target, "address": address}}, "bad-request"))
+    for plan in ([1, 2], "fast", {"timeout_s": 0}, {"iterations": -1}, {"depths": [1.5]}):
+        bad.append(("probe", {"peer": target, "plan": plan}, "bad-request"))
+    bad += [
+        ("probe", {"peer": {**target, "name": "=cmd|'/C calc'!A0"}}, "bad-request"),
+        ("probe", {"peer": target, "plan": {"chunks_bytes": [64], "bulk_bytes": 1 << 30}}, "limit"),
+        ("tcp.pingpong", {"size_bytes": 64, "count": 1, "timeout_s": -1}, "bad-request"),
+        ("tcp.bulk", {"chunk_bytes": 1, "reads": 1 << 33, "depth": 1}, "limit"),
     ]
     ch, _ = connect("127.0.0.1", victim.port, token, peer="victim", timeout_s=5)
     with ch:
@@ -372,6 +386,7 @@ def test_malformed_requests_answered_and_session_survives(pair: Pair) -> None:
             with pytest.raises(PeerError) as info:
                 ch.request(kind, body, reply="never")
             assert info.value.code.startswith(code), (kind, body, info.value)
+            assert info.value.code != "internal"
         assert ch.request("info", reply="info")["name"] == "victim"
     assert "Traceback" not in victim.stderr()
     legit_probe(victim, peer, token)

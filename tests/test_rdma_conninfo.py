@@ -110,11 +110,12 @@ def test_session_plan_from_probe_plan_and_back() -> None:
 @pytest.mark.parametrize(
     ("change", "words"),
     [
-        ({"iterations": 2_000_000}, "ping-pong rounds exceed the agent limit 1000000"),
-        ({"size_bytes": 2 * MIB}, "B messages exceed the agent limit"),
-        ({"chunks_bytes": [128 * MIB], "reads": [1]}, "B chunks exceed the agent limit"),
-        ({"chunks_bytes": [64 * MIB], "reads": [1000]}, "B of bulk reads exceed the agent limit"),
-        ({"depths": [65]}, "depth 65 exceeds the agent limit 64"),
+        ({"iterations": 2_000_000}, "iterations+warmup 2001000 exceeds max_iterations=1000000"),
+        ({"size_bytes": 2 * MIB}, "exceeds max_message_bytes="),
+        ({"chunks_bytes": [128 * MIB], "reads": [1]}, "exceeds max_chunk_bytes="),
+        ({"chunks_bytes": [64 * MIB], "reads": [1000]}, "exceeds max_bulk_bytes="),
+        ({"chunks_bytes": [64], "reads": [1 << 21]}, "exceed max_reads=1048576"),
+        ({"depths": [65]}, "depth 65 exceeds max_depth=64"),
     ],
 )
 def test_limits(change: dict[str, Any], words: str) -> None:
@@ -124,7 +125,7 @@ def test_limits(change: dict[str, Any], words: str) -> None:
 
 
 def test_session_plan_rejects_malformed_requests() -> None:
-    with pytest.raises(ProtocolError, match=r"'depths' must be a list of positive integers"):
+    with pytest.raises(ProtocolError, match=r"rdma.connect.plan.depths\[0\]: 0 outside"):
         SessionPlan.from_json({**SessionPlan.from_plan(ProbePlan()).to_json(), "depths": [0]})
     with pytest.raises(ProtocolError, match=r"one entry per chunk"):
         SessionPlan.from_json({**SessionPlan.from_plan(ProbePlan()).to_json(), "reads": [1]})

@@ -18,11 +18,12 @@ from pathlib import Path
 import pytest
 from conftest import AgentPool, AgentProc, cli_env
 
+from netqual.coordinator import RunConfig, measure_pair
 from netqual.errors import IntegrityError, PeerError
 from netqual.handshake import PROTOCOL_VERSION, SessionKeys
 from netqual.models import Node, ProbePlan
 from netqual.probes import request_probe
-from netqual.protocol import HEADER, MAGIC, connect
+from netqual.protocol import FRAME_JSON, HEADER, MAGIC, Channel, connect, server_handshake
 from netqual.transports import TransportKind
 
 SMALL = ProbePlan(iterations=300, warmup=30, chunks_bytes=(64 * 1024,), depths=(1,), timeout_s=20)
@@ -309,3 +310,74 @@ def test_probe_name_at_address_checks_the_identity(agents: AgentPool) -> None:
     path = json.loads(wrong.stdout)
     assert path["verdict"] == "unsafe"
     assert "dialled as 'gpu09' but this agent is 'gpu02'" in path["error"]
+
+
+# -- finding 4: unvalidated peer values never reach "internal" -------------------------------
+@pytest.mark.parametrize(
+    "payload",
+    [
+        b'{"kind":"probe","body":{"peer":{"address":"127.0.0.1","port":1},"plan":{"timeout_s":NaN}}}',
+        b'{"kind":"probe","body":{"plan":{"timeout_s":Infinity}}}',
+        b'{"kind":"tcp.pingpong","body":{"size_bytes":' + b"9" * 4400 + b',"count":1}}',
+        b'{"kind":"probe","body":{"peer":{"address":"127.0.0.1","port":1e400}}}',
+        b'{"kind":"probe","body":{"peer":{"address":"127.0.0.1","port":1},"plan":{"timeout_s":1e400}}}',
+    ],
+)
+def test_hostile_values_after_auth_are_protocol_errors(
+    agents: AgentPool, token: bytes, payload: bytes
+) -> None:
+    victim = agents.start("victim")
+    ch, _ = connect("127.0.0.1", victim.port, token, "victim", 5, expect_name="victim")
+    with ch:
+        ch._send_frame(FRAME_JSON, payload)
+        with pytest.raises(PeerError) as info:
+            ch.expect("never")
+        assert info.value.code in ("protocol", "bad-request"), info.value
+    assert "Traceback" not in victim.stderr() and "internal" not in victim.stderr()
+    ch, _ = connect("127.0.0.1", victim.port, token, "victim", 5, expect_name="victim")
+    with ch:
+        assert ch.request("info", reply="info")["name"] == "victim"
+
+
+class FakeAgent:
+    """Authenticates properly, then answers a probe with ``result`` (a raw JSON body)."""
+
+    def __init__(self, token: bytes, result: bytes) -> None:
+        self.token, self.result = token, result
+        self.server = Server(self.handle)
+
+    def handle(self, conn: socket.socket) -> None:
+        ch = Channel(conn, "coordinator")
+        server_handshake(ch, self.token, "liar", "0")
+        ch.recv()
+        ch._send_frame(FRAME_JSON, b'{"kind":"probe.result","body":' + self.result + b"}")
+        ch.send_bytes(b"\x00" * 8)
+        time.sleep(0.5)
+
+
+@pytest.mark.parametrize(
+    "result",
+    [
+        b'{"rtt_count":NaN}',
+        b'{"rtt_count":' + b"7" * 5000 + b"}",
+        b'{"rtt_count":1,"responder_agent":"x","bulk":"lots"}',
+        b'{"rtt_count":1,"responder_agent":"x","bulk":[{"chunk_bytes":"x"}]}',
+        b'{"rtt_count":1,"responder_agent":"x","hops":-3}',
+        b'{"rtt_count":1,"responder_agent":"x","details":[1]}',
+        b'{"rtt_count":1,"responder_agent":"x","warmup_discarded":1e400}',
+        b'{"rtt_count":2,"responder_agent":"x"}',
+        b"[]",
+    ],
+)
+def test_coordinator_turns_any_lie_into_an_unsafe_path(result: bytes) -> None:
+    token = b"liar-token-" + b"0123456789abcdef" * 2
+    fake = FakeAgent(token, result)
+    try:
+        src = Node(name="liar", address="127.0.0.1", port=fake.server.port)
+        dst = Node(name="other", address="127.0.0.1", port=9)
+        cfg = RunConfig(nodes=(src, dst), plan=SMALL, token=token)
+        path = measure_pair(src, dst, cfg)
+    finally:
+        fake.server.close()
+    assert path.verdict.value == "unsafe"
+    assert path.error and "liar" in path.error

@@ -10,11 +10,42 @@ own business (TCP uses it as the data path too; RDMA exchanges QP info over it).
 from __future__ import annotations
 
 import abc
-from collections.abc import Mapping
+import contextlib
+import threading
+from collections.abc import Iterator, Mapping
 from typing import Any, ClassVar
 
+from netqual.errors import BusyError
 from netqual.models import AgentLimits, ProbePlan, RawBulk, RawProbe
 from netqual.protocol import Channel
+
+
+class BufferBudget:
+    """Payload buffer bytes all sessions of one agent may hold at once.
+
+    64 sessions each asking for 64 MiB chunks would otherwise pin 4 GiB; a request that
+    does not fit now is answered ``busy`` (``max_buffer_bytes``).
+    """
+
+    def __init__(self, total_bytes: int) -> None:
+        self.total_bytes = total_bytes
+        self._used = 0
+        self._lock = threading.Lock()
+
+    @contextlib.contextmanager
+    def hold(self, nbytes: int) -> Iterator[None]:
+        with self._lock:
+            if self._used + nbytes > self.total_bytes:
+                raise BusyError(
+                    f"agent busy: {nbytes} bytes of buffers asked, {self.total_bytes - self._used}"
+                    f" of {self.total_bytes} free (max_buffer_bytes)"
+                )
+            self._used += nbytes
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._used -= nbytes
 
 
 class Transport(abc.ABC):
@@ -36,12 +67,19 @@ class Transport(abc.ABC):
 
     @abc.abstractmethod
     def respond(
-        self, channel: Channel, kind: str, body: Mapping[str, Any], limits: AgentLimits
+        self,
+        channel: Channel,
+        kind: str,
+        body: Mapping[str, Any],
+        limits: AgentLimits,
+        buffers: BufferBudget | None = None,
     ) -> None:
         """Serve one request of ``kind`` (prefixed with ``name + "."``) from an initiator.
 
-        Requests over ``limits`` must be answered with ``channel.send_error("limit", ...)``.
+        The request is decoded with ``netqual.messages.Fields`` and checked with
+        ``limits``: raise BadRequestError / LimitError (the agent answers them and keeps
+        the session). Payload buffers are held through ``buffers`` (BusyError when full).
         """
 
 
-__all__ = ["AgentLimits", "RawBulk", "RawProbe", "Transport"]
+__all__ = ["AgentLimits", "BufferBudget", "RawBulk", "RawProbe", "Transport"]

@@ -14,14 +14,16 @@ import socket
 import struct
 import time
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from netqual.errors import ErrorCode, PeerUnreachableError, ProbeError
+from netqual.errors import BadRequestError, LimitError, PeerUnreachableError, ProbeError
+from netqual.messages import Fields
 from netqual.models import ProbePlan
 from netqual.protocol import Channel
-from netqual.transports.interface import AgentLimits, RawBulk, RawProbe, Transport
+from netqual.transports.interface import AgentLimits, BufferBudget, RawBulk, RawProbe, Transport
 
 _REQ = struct.Struct("!Q")
 _TIMEVAL = struct.Struct("@ll")
@@ -117,7 +119,7 @@ class TcpTransport(Transport):
         sock = ch.sock
         _kernel_timeouts(sock, timeout)
         view = memoryview(bytearray(chunk))
-        posted = [0] * reads
+        posted = np.empty(reads, dtype=np.int64)
         done = np.empty(reads, dtype=np.int64)
         pc = time.perf_counter_ns
         try:
@@ -146,83 +148,137 @@ class TcpTransport(Transport):
 
     # -- responder ---------------------------------------------------------------------
     def respond(
-        self, channel: Channel, kind: str, body: Mapping[str, Any], limits: AgentLimits
+        self,
+        channel: Channel,
+        kind: str,
+        body: Mapping[str, Any],
+        limits: AgentLimits,
+        buffers: BufferBudget | None = None,
     ) -> None:
+        budget = buffers or BufferBudget(limits.max_buffer_bytes)
         if kind == "tcp.pingpong":
-            self._serve_pingpong(channel, body, limits)
+            ping = PingpongRequest.decode(body, limits, channel.peer)
+            with budget.hold(ping.size_bytes):
+                self._serve_pingpong(channel, ping, limits)
         elif kind == "tcp.bulk":
-            self._serve_bulk(channel, body, limits)
+            bulk = BulkRequest.decode(body, limits, channel.peer)
+            with budget.hold(bulk.chunk_bytes):
+                self._serve_bulk(channel, bulk, limits)
         else:
-            channel.send_error(ErrorCode.BAD_REQUEST, f"unknown tcp request {kind!r}")
+            raise BadRequestError(channel.peer, "kind", f"unknown tcp request {kind[:40]!r}")
 
-    @staticmethod
-    def _int(body: Mapping[str, Any], key: str, low: int, high: int, ch: Channel) -> int | None:
-        value = body.get(key)
-        if isinstance(value, bool) or not isinstance(value, int):
-            ch.send_error(ErrorCode.BAD_REQUEST, f"{key} must be an integer")
-            return None
-        if not low <= value <= high:
-            problem = f"{key}={value} outside the agent's limit [{low}, {high}]"
-            ch.send_error(ErrorCode.LIMIT, problem)
-            return None
-        return value
-
-    @staticmethod
-    def _timeout(body: Mapping[str, Any], limits: AgentLimits) -> float:
-        value = body.get("timeout_s", limits.max_duration_s)
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
-            return limits.max_duration_s
-        return min(float(value), limits.max_duration_s)
-
-    def _serve_pingpong(self, ch: Channel, body: Mapping[str, Any], limits: AgentLimits) -> None:
-        size = self._int(body, "size_bytes", 1, limits.max_message_bytes, ch)
-        count = self._int(body, "count", 1, limits.max_iterations, ch) if size else None
-        if size is None or count is None:
-            return
-        timeout = self._timeout(body, limits)
+    def _serve_pingpong(self, ch: Channel, req: PingpongRequest, limits: AgentLimits) -> None:
+        size, count = req.size_bytes, req.count
         ch.send("ok")
         sock = ch.sock
-        _kernel_timeouts(sock, timeout)
+        clock = _SendDeadline(sock, req.timeout_s)
         view = memoryview(bytearray(size))
         recv_into = sock.recv_into
         send = sock.send
         waitall = socket.MSG_WAITALL
-        end = time.monotonic() + timeout
         try:
             for i in range(count):
                 if recv_into(view, size, waitall) != size:
                     _recv_full(sock, view, ch.peer)
                 if send(view) != size:
                     sock.sendall(view)  # pragma: no cover
-                if i % _DEADLINE_CHECK_EVERY == 0 and time.monotonic() > end:
-                    raise ProbeError("ping-pong exceeded its duration")
+                if i % _DEADLINE_CHECK_EVERY == 0:
+                    clock.check("ping-pong exceeded its duration")
         except BlockingIOError as err:
             raise ProbeError(f"ping-pong: {ch.peer} went silent") from err
         finally:
             ch.set_timeout(limits.idle_timeout_s)
 
-    def _serve_bulk(self, ch: Channel, body: Mapping[str, Any], limits: AgentLimits) -> None:
-        chunk = self._int(body, "chunk_bytes", 1, limits.max_chunk_bytes, ch)
-        if chunk is None:
-            return
-        reads = self._int(body, "reads", 1, max(1, limits.max_bulk_bytes // chunk), ch)
-        depth = self._int(body, "depth", 1, limits.max_depth, ch) if reads else None
-        if reads is None or depth is None:
-            return
-        timeout = self._timeout(body, limits)
+    def _serve_bulk(self, ch: Channel, req: BulkRequest, limits: AgentLimits) -> None:
         ch.send("ok")
         sock = ch.sock
-        _kernel_timeouts(sock, timeout)
-        payload = memoryview(bytearray(chunk))
-        req = memoryview(bytearray(_REQ.size))
-        end = time.monotonic() + timeout
+        clock = _SendDeadline(sock, req.timeout_s)
+        payload = memoryview(bytearray(req.chunk_bytes))
+        view = memoryview(bytearray(_REQ.size))
         try:
-            for _ in range(reads):
-                _recv_full(sock, req, ch.peer)
+            for _ in range(req.reads):
+                _recv_full(sock, view, ch.peer)
+                # Re-armed before each chunk: a peer that stops reading ends the send at
+                # the request's timeout, not one kernel timeout per chunk later.
+                clock.check("bulk read exceeded its duration")
                 sock.sendall(payload)
-                if time.monotonic() > end:
-                    raise ProbeError("bulk read exceeded its duration")
         except BlockingIOError as err:
-            raise ProbeError(f"bulk read: {ch.peer} went silent") from err
+            raise ProbeError(f"bulk read: {ch.peer} stopped reading or went silent") from err
         finally:
             ch.set_timeout(limits.idle_timeout_s)
+
+
+class _SendDeadline:
+    """Kernel send/receive timeouts that never reach past ``timeout_s`` from now.
+
+    Re-arms SO_SNDTIMEO/SO_RCVTIMEO to the time left whenever that is 5% of the timeout
+    below what is armed, so a blocked call overshoots the deadline by at most that much.
+    """
+
+    def __init__(self, sock: socket.socket, timeout_s: float) -> None:
+        self.sock = sock
+        self.end = time.monotonic() + timeout_s
+        self.step_s = max(0.01, 0.05 * timeout_s)
+        self.armed_s = timeout_s
+        _kernel_timeouts(sock, timeout_s)
+
+    def check(self, what: str) -> None:
+        left = self.end - time.monotonic()
+        if left <= 0:
+            raise ProbeError(what)
+        if left < self.armed_s - self.step_s:
+            _kernel_timeouts(self.sock, left)
+            self.armed_s = left
+
+
+def _timeout(f: Fields, limits: AgentLimits) -> float:
+    """The request's ``timeout_s`` (default and ceiling: the agent's max_duration_s)."""
+    return min(f.number("timeout_s", 1e-3, 1e9, limits.max_duration_s), limits.max_duration_s)
+
+
+@dataclass(frozen=True)
+class PingpongRequest:
+    """``tcp.pingpong``: echo ``count`` messages of ``size_bytes`` within ``timeout_s``."""
+
+    size_bytes: int
+    count: int
+    timeout_s: float
+
+    @classmethod
+    def decode(cls, body: Mapping[str, Any], limits: AgentLimits, peer: str) -> PingpongRequest:
+        f = Fields(body, "tcp.pingpong", peer)
+        req = cls(
+            size_bytes=f.integer("size_bytes", 1, 1 << 40),
+            count=f.integer("count", 1, 1 << 40),
+            timeout_s=min(
+                f.number("timeout_s", 1e-3, 1e9, limits.max_duration_s), limits.max_duration_s
+            ),
+        )
+        if (problem := limits.check_pingpong(req.count, req.size_bytes)) is not None:
+            raise LimitError(peer, problem)
+        return req
+
+
+@dataclass(frozen=True)
+class BulkRequest:
+    """``tcp.bulk``: answer ``reads`` 8-byte requests with ``chunk_bytes`` each."""
+
+    chunk_bytes: int
+    reads: int
+    depth: int
+    timeout_s: float
+
+    @classmethod
+    def decode(cls, body: Mapping[str, Any], limits: AgentLimits, peer: str) -> BulkRequest:
+        f = Fields(body, "tcp.bulk", peer)
+        req = cls(
+            chunk_bytes=f.integer("chunk_bytes", 1, 1 << 40),
+            reads=f.integer("reads", 1, 1 << 40),
+            depth=f.integer("depth", 1, 1 << 40),
+            timeout_s=min(
+                f.number("timeout_s", 1e-3, 1e9, limits.max_duration_s), limits.max_duration_s
+            ),
+        )
+        if (problem := limits.check_bulk(req.chunk_bytes, req.reads, req.depth)) is not None:
+            raise LimitError(peer, problem)
+        return req

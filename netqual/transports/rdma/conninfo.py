@@ -11,7 +11,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from netqual.errors import ProtocolError
+from netqual.errors import BadRequestError
 from netqual.transports.rdma.gid import GidType, LinkLayer, gid_text
 
 _U24 = (1 << 24) - 1
@@ -19,12 +19,16 @@ _U32 = (1 << 32) - 1
 _U64 = (1 << 64) - 1
 
 
-class ConnInfoError(ProtocolError):
+class ConnInfoError(BadRequestError):
     """A peer's connection info is missing a field or has a bad value."""
 
     def __init__(self, peer: str, field: str, problem: str) -> None:
-        self.field = field
-        super().__init__(peer, f"bad rdma connection info: field {field!r}: {problem}")
+        super().__init__(peer, field, problem)
+        self.problem = f"bad rdma connection info: field {field!r}: {problem}"
+        self.args = (f"{peer}: {self.problem}",)
+
+    def __str__(self) -> str:
+        return str(self.args[0])
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from netqual.errors import ProtocolError, TransportUnavailableError
+from netqual.errors import BadRequestError, TransportUnavailableError
+from netqual.messages import Fields
 from netqual.models import ProbePlan
 from netqual.protocol import Channel
 from netqual.transports.interface import AgentLimits
@@ -59,55 +60,34 @@ class SessionPlan:
 
     @classmethod
     def from_json(cls, obj: Any, peer: str = "peer") -> SessionPlan:
-        if not isinstance(obj, dict):
-            raise ProtocolError(peer, "rdma.connect: 'plan' must be an object")
-
-        def ints(name: str) -> tuple[int, ...]:
-            value = obj.get(name)
-            if not isinstance(value, list) or not all(
-                isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in value
-            ):
-                raise ProtocolError(
-                    peer, f"rdma.connect: plan field {name!r} must be a list of positive integers"
-                )
-            return tuple(value)
-
-        def one(name: str, low: int) -> int:
-            value = obj.get(name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < low:
-                raise ProtocolError(
-                    peer, f"rdma.connect: plan field {name!r} must be an integer >= {low}"
-                )
-            return value
-
+        f = Fields(obj, "rdma.connect.plan", peer)
         plan = cls(
-            iterations=one("iterations", 1),
-            warmup=one("warmup", 0),
-            size_bytes=one("size_bytes", 1),
-            chunks_bytes=ints("chunks_bytes"),
-            depths=ints("depths"),
-            reads=ints("reads"),
+            iterations=f.integer("iterations", 1, 1 << 40),
+            warmup=f.integer("warmup", 0, 1 << 40),
+            size_bytes=f.integer("size_bytes", 1, 1 << 40),
+            chunks_bytes=_optional_ints(f, "chunks_bytes"),
+            depths=_optional_ints(f, "depths"),
+            reads=_optional_ints(f, "reads"),
         )
         if len(plan.reads) != len(plan.chunks_bytes):
-            raise ProtocolError(peer, "rdma.connect: plan 'reads' must have one entry per chunk")
+            raise BadRequestError(peer, "rdma.connect.plan.reads", "must have one entry per chunk")
         return plan
 
     def over_limits(self, limits: AgentLimits) -> str | None:
         """The first way this plan exceeds ``limits``, in words; None when it fits."""
-        if self.rounds > limits.max_iterations:
-            return f"{self.rounds} ping-pong rounds exceed the agent limit {limits.max_iterations}"
-        if self.size_bytes > limits.max_message_bytes:
-            return f"{self.size_bytes} B messages exceed the agent limit {limits.max_message_bytes}"
-        for chunk, reads in zip(self.chunks_bytes, self.reads, strict=True):
-            if chunk > limits.max_chunk_bytes:
-                return f"{chunk} B chunks exceed the agent limit {limits.max_chunk_bytes}"
-            if chunk * reads > limits.max_bulk_bytes:
-                total = chunk * reads
-                return f"{total} B of bulk reads exceed the agent limit {limits.max_bulk_bytes}"
-        for depth in self.depths:
-            if depth > limits.max_depth:
-                return f"depth {depth} exceeds the agent limit {limits.max_depth}"
+        if (problem := limits.check_pingpong(self.rounds, self.size_bytes)) is not None:
+            return problem
+        for chunk, depth, reads in self.cells():
+            if (problem := limits.check_bulk(chunk, reads, depth)) is not None:
+                return problem
         return None
+
+
+def _optional_ints(f: Fields, key: str) -> tuple[int, ...]:
+    """A list of positive integers; empty when the plan has no bulk cells."""
+    if f.body.get(key) == []:
+        return ()
+    return f.ints(key, 1, 1 << 40)
 
 
 def local_ip_of(channel: Channel) -> str | None:

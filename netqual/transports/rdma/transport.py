@@ -21,10 +21,20 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from netqual.errors import ErrorCode, NetqualError, PeerError, ProbeError, TransportUnavailableError
+from netqual.errors import (
+    BadRequestError,
+    ErrorCode,
+    LimitError,
+    NetqualError,
+    PeerError,
+    ProbeError,
+    TransportUnavailableError,
+    UsageError,
+)
+from netqual.messages import Fields
 from netqual.models import ProbePlan
 from netqual.protocol import Channel
-from netqual.transports.interface import AgentLimits, RawBulk, RawProbe, Transport
+from netqual.transports.interface import AgentLimits, BufferBudget, RawBulk, RawProbe, Transport
 from netqual.transports.rdma import bulk, devices, pingpong, verbs
 from netqual.transports.rdma.conninfo import ConnInfo
 from netqual.transports.rdma.endpoint import Endpoint
@@ -230,30 +240,43 @@ class RdmaTransport(Transport):
 
     # -- responder -------------------------------------------------------------------------
     def respond(
-        self, channel: Channel, kind: str, body: Mapping[str, Any], limits: AgentLimits
+        self,
+        channel: Channel,
+        kind: str,
+        body: Mapping[str, Any],
+        limits: AgentLimits,
+        buffers: BufferBudget | None = None,
     ) -> None:
         if kind == "rdma.close":
             channel.send("rdma.closed", {"rounds": 0})  # nothing is held outside a session
             return
         if kind != "rdma.connect":
-            channel.send_error(ErrorCode.PROTOCOL, f"unknown rdma request {kind!r}")
-            return
-        try:
-            cells = SessionPlan.from_json(body.get("plan"))
-            peer = ConnInfo.from_json(body.get("conninfo", {}), channel.peer)
-            options = self.options
-            if body.get("options") is not None:
-                options = RdmaOptions.from_json(body["options"]).over(self.options)
-        except NetqualError as err:
-            channel.send_error(ErrorCode.PROTOCOL, str(err))
-            return
-        over = cells.over_limits(limits)
-        if over:
-            channel.send_error(ErrorCode.LIMIT, over)
-            return
-        deadline = time.monotonic() + min(
-            _number(body.get("deadline_s"), 60.0), limits.max_duration_s
-        )
+            raise BadRequestError(channel.peer, "kind", f"unknown rdma request {kind[:40]!r}")
+        f = Fields(body, "rdma.connect", channel.peer)
+        cells = SessionPlan.from_json(body.get("plan"), channel.peer)
+        peer = ConnInfo.from_json(body.get("conninfo", {}), channel.peer)
+        options = self.options
+        if (requested := f.mapping("options")) is not None:
+            try:
+                options = RdmaOptions.from_json(requested).over(self.options)
+            except UsageError as err:
+                raise BadRequestError(channel.peer, "rdma.connect.options", err.problem) from err
+        if (over := cells.over_limits(limits)) is not None:
+            raise LimitError(channel.peer, over)
+        duration_s = f.number("deadline_s", 1e-3, 1e9, 60.0)
+        deadline = time.monotonic() + min(duration_s, limits.max_duration_s)
+        budget = buffers or BufferBudget(limits.max_buffer_bytes)
+        with budget.hold(cells.max_chunk_bytes + 2 * cells.size_bytes):
+            self._respond_on_device(channel, options, peer, cells, deadline)
+
+    def _respond_on_device(
+        self,
+        channel: Channel,
+        options: RdmaOptions,
+        peer: ConnInfo,
+        cells: SessionPlan,
+        deadline: float,
+    ) -> None:
         try:
             self.check_available()
             pv = verbs.load()
@@ -342,12 +365,6 @@ class RdmaTransport(Transport):
             channel.send("rdma.closed", {"rounds": rounds})
         else:
             channel.send_error(ErrorCode.PROTOCOL, f"expected 'rdma.close', got {msg.kind!r}")
-
-
-def _number(value: Any, default: float) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
-        return default
-    return float(value)
 
 
 def transport_for_agent(

@@ -28,6 +28,7 @@ from netqual.transports import TransportKind
 
 SMALL = ProbePlan(iterations=300, warmup=30, chunks_bytes=(64 * 1024,), depths=(1,), timeout_s=20)
 SMALL_CLI = ["--iterations", "300", "--warmup", "30", "--chunk", "64KiB", "--depth", "1"]
+RUN_SHORT = ["--allow-short-plan"]  # a test-sized plan, below the policy's min_samples
 
 
 def node(a: AgentProc) -> Node:

@@ -2,14 +2,32 @@
 
 from __future__ import annotations
 
+import math
 import os
 import stat
+import string
 from pathlib import Path
 
 from netqual.errors import InputError
 
 TOKEN_ENV = "NETQUAL_TOKEN"
 MIN_TOKEN_BYTES = 16
+MIN_TOKEN_BITS = 128  # 16 random bytes
+MAKE_TOKEN = (
+    "python3 -c 'import secrets; print(secrets.token_hex(32))' > netqual.token "
+    "&& chmod 600 netqual.token"
+)
+# Alphabets a token is usually drawn from, smallest first: a token using only characters
+# of one is credited log2(its size) bits per character, no more.
+_ALPHABETS = (
+    string.digits,
+    string.hexdigits.lower(),
+    string.hexdigits.upper() + string.digits,
+    string.ascii_lowercase + string.digits,
+    string.ascii_letters + string.digits,
+    string.ascii_letters + string.digits + "+/=-_",
+    string.printable.strip(),
+)
 
 
 def load_token(token_file: Path | None, insecure: bool = False) -> bytes | None:
@@ -40,9 +58,35 @@ def load_token(token_file: Path | None, insecure: bool = False) -> bytes | None:
             "(or --insecure to run without authentication)",
             field="--token-file",
         )
-    if len(token) < MIN_TOKEN_BYTES:
-        raise InputError(source, f"token is shorter than {MIN_TOKEN_BYTES} bytes")
+    if (problem := token_problem(token)) is not None:
+        raise InputError(source, f"{problem}; make a good one with: {MAKE_TOKEN}")
     return token
+
+
+def token_problem(token: bytes) -> str | None:
+    """Why ``token`` is too weak to authenticate anything, or None.
+
+    An estimate, not a proof: length times the bits per character of the smallest usual
+    alphabet it fits, and a refusal of the trivially repetitive (few distinct characters,
+    or one short piece repeated).
+    """
+    n = len(token)
+    if n < MIN_TOKEN_BYTES:
+        return f"token is shorter than {MIN_TOKEN_BYTES} bytes"
+    for unit in range(1, min(n // 2, 256) + 1):
+        if token == (token[:unit] * (n // unit + 1))[:n]:
+            return f"token is trivially repetitive (a {unit}-byte piece repeated)"
+    if len(set(token)) < 8:
+        return f"token is trivially repetitive (only {len(set(token))} distinct characters)"
+    text = token.decode("latin-1")
+    size = next((len(set(a)) for a in _ALPHABETS if set(text) <= set(a)), 256)
+    bits = n * math.log2(size)
+    if bits < MIN_TOKEN_BITS:
+        return (
+            f"token holds about {bits:.0f} bits of entropy, under {MIN_TOKEN_BITS} "
+            f"({MIN_TOKEN_BITS // 8} random bytes)"
+        )
+    return None
 
 
 def write_token(path: Path) -> None:

@@ -59,7 +59,7 @@ def test_check_names_each_configuration_error(agents: AgentPool, tmp_path: Path)
     assert "2 of 3 nodes not ready" in text
     # Another token: refused by every agent, said in the node's row.
     other = tmp_path / "other.token"
-    other.write_text("f" * 64)
+    other.write_text("9f2c7e1d5b3a8064" * 3 + "e4f1a7c0b9d2386e")  # strong, not the agents' token
     other.chmod(0o600)
     r = netqual_cli("check", str(inventory), "--token-file", str(other))
     assert r.returncode == 1

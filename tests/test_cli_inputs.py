@@ -154,6 +154,16 @@ def test_token_problems(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> N
     short.chmod(0o600)
     code, err = run_main(capsys, "run", str(inv), "--token-file", str(short))
     assert code == 2 and "shorter than 16 bytes" in err
+    # Finding 7 of the attack review: long enough is not strong enough.
+    for weak, words in (
+        ("a" * 16, "trivially repetitive"),
+        ("0123456789abcdef" * 2, "trivially repetitive"),
+        ("0123456789abcdef0123", "about 80 bits of entropy, under 128"),
+    ):
+        short.write_text(weak)
+        code, err = run_main(capsys, "run", str(inv), "--token-file", str(short))
+        assert code == 2 and words in err, err
+        assert "secrets.token_hex(32)" in err and "chmod 600" in err
 
 
 def _closed_ports(n: int) -> list[int]:

@@ -91,7 +91,11 @@ def test_no_shipped_file_points_to_design_notes() -> None:
 
 
 def _agent(listen: str, tmp_path: Path) -> subprocess.CompletedProcess[str]:
-    env = {"NETQUAL_TOKEN": "0123456789abcdef0123", "PYTHONPATH": str(ROOT), "PATH": "/usr/bin"}
+    env = {
+        "NETQUAL_TOKEN": "9f2c7e1d5b3a8064e4f1a7c0b9d2386e",
+        "PYTHONPATH": str(ROOT),
+        "PATH": "/usr/bin",
+    }
     return subprocess.run(
         [sys.executable, "-m", "netqual", "agent", "--listen", listen],
         cwd=tmp_path,

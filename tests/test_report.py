@@ -232,3 +232,35 @@ def test_renders_odd_but_valid_inputs() -> None:
     # paths whose endpoints are missing from the node list still get matrix rows
     partial = replace(res, nodes=res.nodes[:2])
     assert render_html(partial).count('<rect class="cell') == 16
+
+
+def test_csv_neutralises_formulas_in_names_and_errors(
+    tmp_path: Path, cli: Callable[..., Run]
+) -> None:
+    """Finding 6 of the attack review: a results file is input too (it may come from anywhere)."""
+    res = make_results(3, error_paths=3)
+    evil = {
+        n.name: f
+        for n, f in zip(res.nodes, ('=HYPERLINK("http://x","y")', "@SUM(1+1)", "+1"), strict=False)
+    }
+    nodes = tuple(replace(n, name=evil.get(n.name, n.name), rack="-2+3") for n in res.nodes)
+    paths = tuple(
+        replace(
+            p,
+            src=evil.get(p.src, p.src),
+            dst=evil.get(p.dst, p.dst),
+            error="=cmd|' /C calc'!A0",
+            reasons=("\tsneaky", "\rsneaky"),
+        )
+        for p in res.paths
+    )
+    write_results(tmp_path / "results.json", replace(res, nodes=nodes, paths=paths))
+    r = cli("report", "results.json", "--csv", "out.csv", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    rows = list(csv.reader((tmp_path / "out.csv").open(newline="")))
+    cells = [c for row in rows[1:] for c in row]
+    assert any("HYPERLINK" in c for c in cells) and any("calc" in c for c in cells)
+    for cell in cells:
+        assert not cell.startswith(("=", "+", "-", "@", "\t", "\r")), cell
+        if cell.lstrip("'") != cell:
+            assert cell[1] in "=+-@\t\r"

@@ -15,6 +15,18 @@ BASE_COLUMNS = [
 ]  # fmt: skip
 
 
+# OWASP "CSV injection": a cell a spreadsheet would read as a formula starts with one of
+# these; such text cells get a leading apostrophe (shown as text, never evaluated).
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+def neutralise(cell: object) -> object:
+    """Text that would start a formula, prefixed with ``'``; numbers and other text as is."""
+    if isinstance(cell, str) and cell.startswith(_FORMULA_START):
+        return "'" + cell
+    return cell
+
+
 def write_csv(results: Results, path: Path) -> None:
     nodes = {n.name: n for n in results.nodes}
     cells = sorted({(b.chunk_bytes, b.depth) for p in results.paths for b in p.bulk})
@@ -42,4 +54,4 @@ def write_csv(results: Results, path: Path) -> None:
                     if x
                     else ["", "", ""]
                 )
-            w.writerow(row)
+            w.writerow([neutralise(cell) for cell in row])

@@ -1,5 +1,11 @@
 """Compare two runs: paths that changed class, metric deltas, new and missing paths.
 
+"Worse" means what the re-qualification gate fails: a path that dropped a class, or whose
+p99 rose by more than ``increase_pct`` percent and at least ``min_delta_us`` (the gate's
+``max_p99_increase_pct`` and ``min_delta_us``; ``p99_increase`` is the one test both use).
+A change whose old and new 95% confidence intervals overlap lies within the run-to-run
+noise of the two runs and is marked so.
+
 Paths match by (src, dst) in either direction, so a re-run that measured a pair from the
 other end still lines up.
 """
@@ -11,7 +17,31 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from netqual.models import Metric, PathResult, Results, Verdict
+from netqual.models import Metric, PathResult, Results, RttStats, Verdict
+
+# The re-qualification example profile's numbers (docs/gate-profiles/requalify.toml):
+# what `diff` calls worse when no --profile says otherwise.
+DEFAULT_INCREASE_PCT = 25.0
+DEFAULT_MIN_DELTA_US = 5.0
+
+
+def p99_increase(old: PathResult, new: PathResult, pct: float, min_delta_us: float) -> str | None:
+    """'p99 a -> b us (+n%)' when new's p99 rose by more than pct and min_delta_us."""
+    if old.rtt is None or new.rtt is None or old.rtt.p99_us <= 0:
+        return None
+    delta = new.rtt.p99_us - old.rtt.p99_us
+    rise = 100.0 * delta / old.rtt.p99_us
+    if rise > pct and delta >= min_delta_us:
+        return f"p99 {old.rtt.p99_us:.1f} -> {new.rtt.p99_us:.1f} us (+{rise:.0f}%)"
+    return None
+
+
+def _ci(r: RttStats | None, metric: Metric) -> tuple[float, float] | None:
+    if r is None or r.ci95_metric != metric.value:
+        return None
+    if r.ci95_low_us is None or r.ci95_high_us is None:
+        return None
+    return r.ci95_low_us, r.ci95_high_us
 
 
 @dataclass(frozen=True)
@@ -49,6 +79,14 @@ class PathChange:
         """> 0: worse class now, < 0: better, 0: same."""
         return self.new.verdict.rank - self.old.verdict.rank
 
+    @property
+    def within_noise(self) -> bool | None:
+        """Both runs' 95% CIs of the metric overlap (None: a run has no CI for it)."""
+        a, b = _ci(self.old.rtt, self.metric), _ci(self.new.rtt, self.metric)
+        if a is None or b is None:
+            return None
+        return a[0] <= b[1] and b[0] <= a[1]
+
 
 @dataclass(frozen=True)
 class RunDiff:
@@ -63,10 +101,19 @@ class RunDiff:
     deltas: tuple[PathChange, ...]  # every common path, largest absolute metric change first
     new_paths: tuple[PathResult, ...]
     missing_paths: tuple[PathResult, ...]
+    increase_pct: float = DEFAULT_INCREASE_PCT
+    min_delta_us: float = DEFAULT_MIN_DELTA_US
+    worse_p99: tuple[PathChange, ...] = ()  # same class, but p99 up beyond the thresholds
 
     @property
     def worse(self) -> tuple[PathChange, ...]:
-        return tuple(c for c in self.changed_class if c.class_change > 0)
+        """What the re-qualification gate fails: a class drop or a p99 rise."""
+        return tuple(c for c in self.changed_class if c.class_change > 0) + self.worse_p99
+
+    @property
+    def noise(self) -> tuple[PathChange, ...]:
+        """Changes whose two 95% confidence intervals overlap."""
+        return tuple(c for c in self.deltas if c.within_noise)
 
     @property
     def better(self) -> tuple[PathChange, ...]:
@@ -79,7 +126,13 @@ def _abs_delta(c: PathChange) -> float:
 
 
 def diff_runs(
-    old: Results, new: Results, *, old_source: str = "old", new_source: str = "new"
+    old: Results,
+    new: Results,
+    *,
+    old_source: str = "old",
+    new_source: str = "new",
+    increase_pct: float = DEFAULT_INCREASE_PCT,
+    min_delta_us: float = DEFAULT_MIN_DELTA_US,
 ) -> RunDiff:
     """Judge with the new run's policy metric (the one its verdicts came from)."""
     metric = new.run.policy.metric
@@ -113,6 +166,13 @@ def diff_runs(
         deltas=tuple(changes),
         new_paths=tuple(new_paths),
         missing_paths=tuple(missing),
+        increase_pct=increase_pct,
+        min_delta_us=min_delta_us,
+        worse_p99=tuple(
+            c
+            for c in changes
+            if c.class_change <= 0 and p99_increase(c.old, c.new, increase_pct, min_delta_us)
+        ),
     )
 
 
@@ -125,6 +185,7 @@ def _change_dict(c: PathChange) -> dict[str, Any]:
         "old_us": c.old_us,
         "new_us": c.new_us,
         "delta_us": c.delta_us,
+        "within_noise": c.within_noise,
     }
 
 
@@ -134,6 +195,8 @@ def diff_to_dict(d: RunDiff) -> dict[str, Any]:
         "old": d.old_source,
         "new": d.new_source,
         "counts": {v.value: [d.old_counts.get(v, 0), d.new_counts.get(v, 0)] for v in Verdict},
+        "worse": [_change_dict(c) for c in d.worse],
+        "worse_rule": {"max_p99_increase_pct": d.increase_pct, "min_delta_us": d.min_delta_us},
         "changed_class": [_change_dict(c) for c in d.changed_class],
         "deltas": [_change_dict(c) for c in d.deltas],
         "new_paths": [

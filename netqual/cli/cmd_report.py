@@ -11,9 +11,10 @@ from rich.console import Console
 
 from netqual.cli.app import JsonOpt, WorkloadOpt, app, console
 from netqual.cli.diff_text import print_diff
-from netqual.diff import diff_runs, diff_to_dict
+from netqual.diff import DEFAULT_INCREASE_PCT, DEFAULT_MIN_DELTA_US, diff_runs, diff_to_dict
 from netqual.errors import NetqualError, UsageError
 from netqual.gate import load_profile
+from netqual.gate.regression import MaxP99IncreasePct
 from netqual.matrix import STATISTICS
 from netqual.models import Results
 from netqual.render.terminal import print_results
@@ -107,15 +108,37 @@ def diff(
     html: Annotated[
         Path | None, typer.Option("--html", help="Also write the comparison as HTML.")
     ] = None,
+    profile: Annotated[
+        Path | None,
+        typer.Option(
+            "--profile",
+            help="Gate profile whose [baseline] max_p99_increase_pct and min_delta_us "
+            "decide what is worse.  [default: 25% and 5 us, as docs/gate-profiles/requalify.toml]",
+        ),
+    ] = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Compare two runs: verdict changes and metric deltas.
 
+    A path is worse when it dropped a class or its p99 rose beyond the gate's thresholds;
+    changes whose 95% confidence intervals overlap are marked as run-to-run noise.
+
     \b
     Example:
-      netqual diff run1 run2 --html diff.html
+      netqual diff run1 run2 --profile gate.toml --html diff.html
     """
-    d = diff_runs(load_run(old), load_run(new), old_source=str(old), new_source=str(new))
+    pct, floor = DEFAULT_INCREASE_PCT, DEFAULT_MIN_DELTA_US
+    for rule in load_profile(profile).rules if profile else ():
+        if isinstance(rule, MaxP99IncreasePct):
+            pct, floor = rule.pct, rule.min_delta_us
+    d = diff_runs(
+        load_run(old),
+        load_run(new),
+        old_source=str(old),
+        new_source=str(new),
+        increase_pct=pct,
+        min_delta_us=floor,
+    )
     if html:
         html.write_text(render_diff_html(d), encoding="utf-8")
     if as_json:

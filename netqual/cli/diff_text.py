@@ -18,7 +18,8 @@ def _delta(c: PathChange) -> str:
     if c.delta_us is None:
         return "-"
     pct = f" ({c.delta_pct:+.0f}%)" if c.delta_pct is not None else ""
-    return f"{c.delta_us:+.1f}{pct}"
+    noise = ", noise" if c.within_noise else ""
+    return f"{c.delta_us:+.1f}{pct}{noise}"
 
 
 def _verdict(v: Verdict) -> Text:
@@ -47,6 +48,20 @@ def print_diff(console: Console, d: RunDiff) -> None:
         f"{len(d.worse)} paths worse, {len(d.better)} better, {len(d.new_paths)} new, "
         f"{len(d.missing_paths)} missing, {len(d.deltas)} compared"
     )
+    judged = [c for c in d.deltas if c.within_noise is not None]
+    noise = (
+        f"{len(d.noise)} of {len(judged)} changes lie within the run-to-run noise "
+        "(the two runs' 95% confidence intervals overlap)"
+        if judged
+        else "run-to-run noise unknown (no confidence intervals in these results)"
+    )
+    console.print(
+        f"worse = dropped a class, or p99 up more than {d.increase_pct:g}% and "
+        f"{d.min_delta_us:g} us (the gate's max_p99_increase_pct, min_delta_us); {noise}",
+        style="dim",
+    )
+    if d.worse_p99:
+        console.print(_changes_table(f"Same class, {m} up beyond the threshold", d.worse_p99, m))
     if d.changed_class:
         console.print(_changes_table("Paths that changed class", d.changed_class, m))
         if len(d.changed_class) > SHOWN:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from netqual.diff import p99_increase
 from netqual.gate.model import GateContext, Outcome, Status
 from netqual.gate.rules import Rule, _plural, _split
 from netqual.models import PathResult
@@ -37,13 +38,7 @@ class MaxP99IncreasePct(Rule):
 
         def offends(p: PathResult) -> str | None:
             old = baseline_of(p, base)
-            if old is None or old.rtt is None or p.rtt is None or old.rtt.p99_us <= 0:
-                return None
-            delta = p.rtt.p99_us - old.rtt.p99_us
-            pct = 100.0 * delta / old.rtt.p99_us
-            if pct > self.pct and delta >= self.min_delta_us:
-                return f"p99 {old.rtt.p99_us:.1f} -> {p.rtt.p99_us:.1f} us (+{pct:.0f}%)"
-            return None
+            return None if old is None else p99_increase(old, p, self.pct, self.min_delta_us)
 
         failing, waived = _split(paths, ctx, offends)
         msg = f"{_plural(len(failing), 'path')} with p99 up more than {self.pct:g}%"

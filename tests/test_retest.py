@@ -19,7 +19,10 @@ def test_retest_of_marginal_paths_and_of_one_path_both_ways(
     inv = tmp_path / "inv.toml"
     write_inventory(inv, procs, agents.token_file)
     run1 = tmp_path / "run1"
-    r = netqual_cli("run", str(inv), "--out", str(run1), *SMALL, timeout_s=120)
+    # A short plan on purpose: run refuses it without --allow-short-plan.
+    r = netqual_cli(
+        "run", str(inv), "--out", str(run1), *SMALL, "--allow-short-plan", timeout_s=120
+    )
     assert r.returncode == 0, r.stderr
     first = json.loads((run1 / "results.json").read_text())
     # 400 samples < the policy's 10,000: no path can be offload-safe, so all three are

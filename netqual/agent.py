@@ -36,7 +36,7 @@ from netqual.errors import (
     ProtocolError,
 )
 from netqual.handshake import SessionKeys
-from netqual.probes import serve_probe
+from netqual.probe_request import serve_probe
 from netqual.protocol import Channel
 from netqual.transports import (
     TRANSPORT_NAMES,

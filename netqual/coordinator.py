@@ -28,7 +28,6 @@ from netqual.errors import NetqualError, NoAgentsError, PeerError
 from netqual.matrix import tier_of
 from netqual.models import (
     Interference,
-    Metric,
     Mode,
     Node,
     PathResult,
@@ -37,11 +36,10 @@ from netqual.models import (
     Results,
     RunMeta,
     Verdict,
-    rank_key,
 )
 from netqual.phases import Phase, ScheduleConfig
 from netqual.policy import judge
-from netqual.probes import request_probe
+from netqual.probe_request import request_probe
 from netqual.protocol import connect
 from netqual.results import append_jsonl, summarize, write_json
 from netqual.schedule import Pair
@@ -354,21 +352,4 @@ def _interference(cfg: RunConfig, paths: Sequence[PathResult]) -> Interference:
     )
 
 
-class RunningWorst:
-    """The worst path so far in O(1) per finished pair: unsafe, then marginal, then safe,
-    and inside a verdict the highest value of the policy's metric (a failed path has none
-    and counts as infinitely slow)."""
-
-    def __init__(self, metric: Metric) -> None:
-        self.metric = metric
-        self.path: PathResult | None = None
-        self._key = (-1, 0.0)
-
-    def add(self, path: PathResult) -> PathResult:
-        key = rank_key(path, self.metric)
-        if self.path is None or key > self._key:
-            self.path, self._key = path, key
-        return self.path
-
-
-__all__ = ["NullObserver", "RunConfig", "RunObserver", "RunningWorst", "Verdict", "run"]
+__all__ = ["NullObserver", "RunConfig", "RunObserver", "Verdict", "run"]

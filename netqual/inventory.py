@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from netqual import plan as plan_mod
+from netqual import plan_options as plan_mod
 from netqual.errors import InventoryError
 from netqual.models import DEFAULT_PORT, Mode, Node, ProbePlan, Role
 from netqual.names import address_problem, name_problem

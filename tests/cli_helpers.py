@@ -27,7 +27,9 @@ def netqual(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
 
 
 def check_golden(name: str, actual: str) -> None:
-    """Compare with tests/golden/NAME; UPDATE_GOLDEN=1 rewrites it (review the diff!)."""
+    """Compare with tests/golden/NAME; UPDATE_GOLDEN=1 rewrites it (review the diff!).
+
+    The one golden switch: every golden-file test goes through here."""
     path = GOLDEN / name
     if os.environ.get("UPDATE_GOLDEN") == "1":
         path.write_text(actual, encoding="utf-8")

@@ -24,7 +24,7 @@ from netqual.coordinator import RunConfig, measure_pair
 from netqual.errors import AuthError, PeerError, ProbeError, ProtocolError
 from netqual.handshake import PROTOCOL_VERSION
 from netqual.models import Node, ProbePlan
-from netqual.probes import request_probe
+from netqual.probe_request import request_probe
 from netqual.protocol import (
     HEADER,
     MAGIC,

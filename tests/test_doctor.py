@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from cli_helpers import check_golden
 from rich.console import Console
 
 from netqual import doctor
@@ -19,7 +20,6 @@ from netqual.models import Node
 from netqual.render.doctor import render
 from netqual.transports.rdma import verbs
 
-GOLDEN = Path(__file__).parent / "golden"
 ENV = {**os.environ, "NETQUAL_WIDTH": "100"}
 
 
@@ -162,8 +162,7 @@ def test_render_golden_two_nodes_with_mismatch() -> None:
         "problems": problems,
         "healthy": doctor.healthy(problems),
     }
-    expected = (GOLDEN / "doctor_two_nodes.txt").read_text()
-    assert _render(result) == expected
+    check_golden("doctor_two_nodes.txt", _render(result))
 
 
 def _cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:

@@ -15,7 +15,7 @@ import pytest
 
 from netqual import lab
 from netqual.lab import system
-from netqual.lab.plan import build_plan, prefix_for
+from netqual.lab.layout import build_plan, prefix_for
 
 REASON = lab.lab_available()
 pytestmark = [pytest.mark.root, pytest.mark.skipif(REASON is not None, reason=REASON or "")]

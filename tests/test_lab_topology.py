@@ -10,7 +10,7 @@ import pytest
 from netqual.errors import EXIT_USAGE, TopologyError
 from netqual.inventory import load_inventory
 from netqual.lab.inventory import render_inventory
-from netqual.lab.plan import Kind, build_plan, prefix_for
+from netqual.lab.layout import Kind, build_plan, prefix_for
 from netqual.lab.topology import load, load_default
 from netqual.models import Role
 

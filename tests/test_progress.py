@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from netqual.cli.progress import progress_text
-from netqual.coordinator import RunningWorst
 from netqual.models import Metric, PathResult, RttStats, Verdict
+from netqual.render.progress import progress_text
+from netqual.results import RunningWorst
 
 
 def _path(dst: str, verdict: Verdict, p50_us: float | None) -> PathResult:

@@ -4,17 +4,16 @@ from __future__ import annotations
 
 import io
 import json
-import os
 from pathlib import Path
 
 import numpy as np
 import pytest
+from cli_helpers import check_golden
 from rich.console import Console
 
 from netqual.errors import ResultsFileError
 from netqual.models import (
     BulkStats,
-    Metric,
     Mode,
     Node,
     PathResult,
@@ -24,7 +23,6 @@ from netqual.models import (
     Role,
     RunMeta,
     Tier,
-    Verdict,
 )
 from netqual.narrative import verdict_sentence
 from netqual.policy import judge
@@ -39,8 +37,6 @@ from netqual.results import (
     write_json,
 )
 from netqual.stats import rtt_stats
-
-GOLDEN = Path(__file__).parent / "golden"
 
 NODES = (
     Node("gpu01", "198.18.1.1", role=Role.COMPUTE, rack="r1", labels={"site": "dc"}),
@@ -92,13 +88,6 @@ def render(fn: object, *args: object) -> str:
     console = Console(file=buf, width=100, color_system=None, force_terminal=False)
     fn(console, *args)  # type: ignore[operator]
     return buf.getvalue()
-
-
-def check_golden(name: str, text: str) -> None:
-    golden = GOLDEN / name
-    if os.environ.get("NETQUAL_UPDATE_GOLDEN") == "1":
-        golden.write_text(text)
-    assert text == golden.read_text(), f"{name} changed; NETQUAL_UPDATE_GOLDEN=1 to accept"
 
 
 def test_round_trip_through_results_json(tmp_path: Path) -> None:
@@ -202,11 +191,6 @@ def test_terminal_golden() -> None:
 
 def test_probe_table_golden() -> None:
     check_golden("terminal_probe.txt", render(print_probe, sample_results().paths[0]))
-
-
-def test_metric_enum_matches_policy() -> None:
-    assert Metric("p999").quantile == 0.999
-    assert Verdict.UNSAFE.rank > Verdict.MARGINAL.rank > Verdict.SAFE.rank
 
 
 def test_matrix_shows_any_statistic() -> None:

@@ -102,3 +102,35 @@ def test_large_files_sampled_errors_keep_original_index(
 
 def test_schema_ships_inside_the_package() -> None:
     assert schema.results_schema()["properties"]["schema_version"]["const"] == "1"
+
+
+# The documented required keys (docs/results.md), the one copy in the tests: the schema
+# must require at least these; every other test validates files with the schema itself.
+REQUIRED = {
+    "": {"schema_version", "tool", "run", "nodes", "paths", "summary"},
+    "tool": {"name", "version"},
+    "run": {"started_at", "finished_at", "transport", "mode", "policy"},
+    "node": {"name", "address", "role", "rack", "labels"},
+    "path": {"src", "dst", "transport", "hops", "rtt_us", "bulk", "verdict", "reasons", "error"},
+    "rtt": {"samples", "min", "p50", "p90", "p99", "p999", "max", "mean", "stdev"},
+    "bulk": {"chunk_bytes", "depth", "reads", "goodput_gbps", "completion_us"},
+}
+
+
+def _required(node: dict[str, Any]) -> set[str]:
+    return set(node.get("required", ()))
+
+
+def test_schema_requires_the_documented_keys() -> None:
+    s = schema.results_schema()
+    defs = s["$defs"]
+    assert _required(s) >= REQUIRED[""]
+    assert _required(s["properties"]["tool"]) >= REQUIRED["tool"]
+    assert _required(s["properties"]["run"]) >= REQUIRED["run"]
+    for name in ("node", "path", "rtt", "bulk"):
+        assert _required(defs[name]) >= REQUIRED[name], name
+    assert set(defs["path"]["properties"]["verdict"]["enum"]) == {
+        "offload-safe",
+        "marginal",
+        "unsafe",
+    }

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import statistics
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -110,7 +112,10 @@ def test_order_invariants(values: list[int]) -> None:
     s = rtt_stats(np.asarray(values, dtype=np.int64))
     assert s.min_us <= s.p50_us <= s.p90_us <= s.p99_us <= s.p999_us <= s.max_us
     assert s.min_us <= s.mean_us <= s.max_us
-    assert s.stdev_us >= 0
+    # population stdev, against the standard library's exact computation, and within
+    # Popoviciu's bound (half the range)
+    assert s.stdev_us == pytest.approx(statistics.pstdev(values) / 1000.0, rel=1e-9, abs=1e-9)
+    assert s.stdev_us <= (s.max_us - s.min_us) / 2 + 1e-9
     assert s.ci95_low_us is not None and s.ci95_high_us is not None
     assert s.min_us <= s.ci95_low_us <= s.ci95_high_us <= s.max_us
 

@@ -22,7 +22,7 @@ from netqual.coordinator import RunConfig, measure_pair
 from netqual.errors import IntegrityError, PeerError
 from netqual.handshake import PROTOCOL_VERSION, SessionKeys
 from netqual.models import Node, ProbePlan
-from netqual.probes import request_probe
+from netqual.probe_request import request_probe
 from netqual.protocol import FRAME_JSON, HEADER, MAGIC, Channel, connect, server_handshake
 from netqual.transports import TransportKind
 

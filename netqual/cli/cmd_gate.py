@@ -10,9 +10,9 @@ from typing import Annotated
 import typer
 
 from netqual.cli.app import JsonOpt, WorkloadOpt, app, console
-from netqual.cli.gate_text import print_gate
 from netqual.errors import EXIT_FAIL, EXIT_OK, UsageError
 from netqual.gate import default_profile, evaluate, junit_xml, load_profile, report_to_dict
+from netqual.render.gate import print_gate
 from netqual.runfiles import load_run
 from netqual.workload import load_workload
 from netqual.workload.judge import apply as apply_workload

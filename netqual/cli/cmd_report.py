@@ -10,13 +10,13 @@ import typer
 from rich.console import Console
 
 from netqual.cli.app import JsonOpt, WorkloadOpt, app, console
-from netqual.cli.diff_text import print_diff
 from netqual.diff import DEFAULT_INCREASE_PCT, DEFAULT_MIN_DELTA_US, diff_runs, diff_to_dict
 from netqual.errors import NetqualError, UsageError
 from netqual.gate import load_profile
 from netqual.gate.regression import MaxP99IncreasePct
 from netqual.matrix import STATISTICS
 from netqual.models import Results
+from netqual.render.diff import print_diff
 from netqual.render.terminal import print_results
 from netqual.render.workload import print_workload_results
 from netqual.report import write_csv, write_html

@@ -11,12 +11,12 @@ from netqual import retest as retest_mod
 from netqual.auth import load_token
 from netqual.cli.app import IterationsOpt, JsonOpt, TokenFileOpt, app, console, err_console
 from netqual.cli.cmd_run import InsecureOpt, _finish
-from netqual.cli.diff_text import print_diff
-from netqual.cli.progress import ProgressObserver
 from netqual.coordinator import RunConfig
 from netqual.coordinator import run as run_coordinator
 from netqual.diff import diff_runs
 from netqual.inventory import load_inventory
+from netqual.render.diff import print_diff
+from netqual.render.progress import ProgressObserver
 from netqual.results import load
 from netqual.transports import TransportKind
 

@@ -11,7 +11,7 @@ from rich.console import Console
 
 from netqual import demo as demo_mod
 from netqual import estimate
-from netqual import plan as plan_mod
+from netqual import plan_options as plan_mod
 from netqual import resume as resume_mod
 from netqual.auth import load_token
 from netqual.cli import rundir
@@ -37,7 +37,6 @@ from netqual.cli.app import (
     probe_node,
 )
 from netqual.cli.cmd_check import CheckTimeoutOpt, preflight_or_stop
-from netqual.cli.progress import ProgressObserver
 from netqual.coordinator import RunConfig, measure_pair, run_identity
 from netqual.coordinator import run as run_coordinator
 from netqual.errors import EXIT_RUNTIME, UsageError
@@ -47,6 +46,7 @@ from netqual.models import Mode, Policy, ProbePlan, Results
 from netqual.phases import Schedule, ScheduleConfig
 from netqual.policy import load_policy, short_plan_problem
 from netqual.render.dryrun import print_dry_run
+from netqual.render.progress import ProgressObserver
 from netqual.render.terminal import print_probe, print_results
 from netqual.render.workload import print_workload_path, print_workload_results
 from netqual.report import write_html

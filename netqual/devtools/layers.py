@@ -57,7 +57,7 @@ MODULE_LAYERS: Mapping[str, str] = {
     "netqual.plan_codec": "core",
     "netqual.names": "core",  # node name and address rules
     "netqual.auth": "inputs",
-    "netqual.plan": "inputs",
+    "netqual.plan_options": "inputs",
     "netqual.inventory": "inputs",
     "netqual.launch": "inputs",  # inventories from hostfiles, Slurm, Kubernetes
     "netqual.protocol": "wire",
@@ -65,7 +65,7 @@ MODULE_LAYERS: Mapping[str, str] = {
     "netqual.messages": "wire",  # peer input checked field by field
     "netqual.hops": "wire",
     "netqual.transports": "measure",
-    "netqual.probes": "measure",
+    "netqual.probe_request": "measure",
     "netqual.agent": "measure",
     "netqual.admission": "measure",  # the agent's unauthenticated connections
     "netqual.doctor": "measure",

@@ -25,7 +25,7 @@ from netqual.lab.fabric import (
     status,
     up,
 )
-from netqual.lab.plan import Kind, LabNode
+from netqual.lab.layout import Kind, LabNode
 from netqual.lab.state import default_state_dir
 from netqual.lab.system import inside
 from netqual.lab.topology import Topology, default_topology_path, load, load_default

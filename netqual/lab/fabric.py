@@ -19,7 +19,7 @@ from netqual.errors import LabError
 from netqual.lab import state as lab_state
 from netqual.lab import system
 from netqual.lab.inventory import write_inventory
-from netqual.lab.plan import Kind, LabNode, LabPlan, build_plan, prefix_for
+from netqual.lab.layout import Kind, LabNode, LabPlan, build_plan, prefix_for
 from netqual.lab.state import LabState, Process
 from netqual.lab.topology import Topology, load_default
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from netqual.lab.plan import Kind, LabPlan
+from netqual.lab.layout import Kind, LabPlan
 
 
 def _q(text: str) -> str:

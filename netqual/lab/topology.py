@@ -1,7 +1,7 @@
 """Lab topology: hosts, routers and delayed links, read from TOML (format: docs/lab.md).
 
 Every mistake names the file and the field (``TopologyError``). Nothing here touches the
-system; ``netqual.lab.plan`` turns a ``Topology`` into namespaces, addresses and routes.
+system; ``netqual.lab.layout`` turns a ``Topology`` into namespaces, addresses and routes.
 """
 
 from __future__ import annotations

@@ -5,8 +5,8 @@ from __future__ import annotations
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
-from netqual.coordinator import RunningWorst
 from netqual.models import Metric, PathResult
+from netqual.results import RunningWorst
 from netqual.units import format_us
 
 

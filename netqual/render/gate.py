@@ -1,4 +1,4 @@
-"""Terminal view of a gate report (rich lives in the CLI layer only)."""
+"""Terminal and CI text of a gate report."""
 
 from __future__ import annotations
 

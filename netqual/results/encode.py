@@ -1,0 +1,206 @@
+"""Records -> the results file (docs/results.md, schema_version "1").
+
+``results.jsonl`` holds one path object per line, appended as each pair finishes;
+``results.json`` holds the whole run. Both use the path mapping below.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from pathlib import Path
+from typing import Any, TextIO
+
+from netqual.interference import to_dict as interference_to_dict
+from netqual.localise import suspect_to_dict
+from netqual.models import (
+    BulkStats,
+    Metric,
+    Node,
+    PathResult,
+    Policy,
+    Results,
+    RttStats,
+    Verdict,
+    WorkloadResult,
+)
+from netqual.plan_codec import plan_to_dict
+from netqual.stats import BINS_PER_DECADE, bin_index
+
+SCHEMA_VERSION = "1"
+
+
+def _t(value_us: float) -> float:
+    """Microseconds to the nanosecond: the clock's resolution, so nothing measured is lost."""
+    return round(value_us, 3)
+
+
+def rtt_to_dict(r: RttStats) -> dict[str, Any]:
+    d: dict[str, Any] = {
+        "samples": r.samples,
+        "min": _t(r.min_us),
+        "p50": _t(r.p50_us),
+        "p90": _t(r.p90_us),
+        "p99": _t(r.p99_us),
+        "p999": _t(r.p999_us),
+        "max": _t(r.max_us),
+        "mean": _t(r.mean_us),
+        "stdev": _t(r.stdev_us),
+        "untrusted": list(r.untrusted),
+        "unstable": r.unstable,
+    }
+    if r.ci95_metric is not None:
+        low, high = r.ci95_low_us, r.ci95_high_us
+        d["ci95"] = {
+            "metric": r.ci95_metric,
+            "low": None if low is None else _t(low),
+            "high": None if high is None else _t(high),
+        }
+    if r.histogram_counts:
+        d["histogram"] = {
+            "bins_per_decade": BINS_PER_DECADE,
+            "first_bin": bin_index(r.histogram_edges_us[0] * 1.0001),
+            "counts": list(r.histogram_counts),
+        }
+    return d
+
+
+def bulk_to_dict(b: BulkStats) -> dict[str, Any]:
+    return {
+        "chunk_bytes": b.chunk_bytes,
+        "depth": b.depth,
+        "reads": b.reads,
+        "goodput_gbps": round(b.goodput_gbps, 6),
+        "completion_us": {
+            "p50": _t(b.completion_p50_us),
+            "p99": _t(b.completion_p99_us),
+            "max": _t(b.completion_max_us),
+        },
+        "error": b.error,
+    }
+
+
+def path_to_dict(p: PathResult) -> dict[str, Any]:
+    return {
+        "src": p.src,
+        "dst": p.dst,
+        "transport": p.transport,
+        "hops": p.hops,
+        "tier": p.tier.value,
+        "rtt_us": rtt_to_dict(p.rtt) if p.rtt else None,
+        "bulk": [bulk_to_dict(b) for b in p.bulk],
+        "verdict": p.verdict.value,
+        "reasons": list(p.reasons),
+        "error": p.error,
+        "started_at": p.started_at,
+        "duration_s": p.duration_s,
+        "details": dict(p.details),
+        **({"workload": workload_result_to_dict(p.workload)} if p.workload else {}),
+    }
+
+
+def workload_result_to_dict(w: WorkloadResult) -> dict[str, Any]:
+    def t(value_us: float | None) -> float | None:
+        return None if value_us is None or not math.isfinite(value_us) else _t(value_us)
+
+    return {
+        "fetch_us": {"p50": t(w.fetch_p50_us), "p99": t(w.fetch_p99_us)},
+        "budget_us": _t(w.budget_us),
+        "speedup": None if w.speedup is None or not math.isfinite(w.speedup) else w.speedup,
+        "verdict": w.verdict.value,
+        "reasons": list(w.reasons),
+        "interpolated": w.interpolated,
+        "break_even_rtt_us": t(w.break_even_rtt_us),
+    }
+
+
+def node_to_dict(n: Node) -> dict[str, Any]:
+    return {
+        "name": n.name,
+        "address": n.address,
+        "port": n.port,
+        "role": n.role.value,
+        "rack": n.rack,
+        "labels": dict(n.labels),
+    }
+
+
+def policy_to_dict(p: Policy) -> dict[str, Any]:
+    return {
+        "metric": p.metric.value,
+        "safe_max_us": p.safe_max_us,
+        "unsafe_above_us": p.unsafe_above_us,
+        "min_samples": p.min_samples,
+    }
+
+
+def _worst_entry(p: PathResult, metric: Metric) -> dict[str, Any]:
+    return {
+        "src": p.src,
+        "dst": p.dst,
+        "verdict": p.verdict.value,
+        "metric": metric.value,
+        "value_us": _t(p.rtt.value(metric)) if p.rtt else None,
+        "reasons": list(p.reasons),
+    }
+
+
+def results_to_dict(r: Results) -> dict[str, Any]:
+    by_key = {p.key: p for p in r.paths}
+    metric = r.run.policy.metric
+    doc: dict[str, Any] = {
+        "schema_version": r.schema_version,
+        "tool": {"name": r.tool_name, "version": r.tool_version},
+        "run": {
+            "started_at": r.run.started_at,
+            "finished_at": r.run.finished_at,
+            "transport": r.run.transport,
+            "mode": r.run.mode.value,
+            "policy": policy_to_dict(r.run.policy),
+            "plan": plan_to_dict(r.run.plan),
+            "clock": dict(r.run.clock),
+            "host": dict(r.run.host),
+            "inventory": r.run.inventory,
+            # Derived (plan.iterations < policy.min_samples); written for readers of the file.
+            "preliminary": r.preliminary,
+            **({} if r.run.complete else {"complete": False, "pairs_planned": r.run.pairs_planned}),
+        },
+        "nodes": [node_to_dict(n) for n in r.nodes],
+        "paths": [path_to_dict(p) for p in r.paths],
+        "summary": {
+            "counts": {v.value: r.summary.counts.get(v, 0) for v in Verdict},
+            "total": len(r.paths),
+            "worst": [_worst_entry(by_key[k], metric) for k in r.summary.worst if k in by_key],
+        },
+        **({"workload": r.workload.to_json()} if r.workload else {}),
+    }
+    if r.suspects:
+        doc["suspects"] = [suspect_to_dict(s) for s in r.suspects]
+    if r.retest_of is not None:
+        doc["retest_of"] = r.retest_of
+    # Optional keys: written when they apply, so older files stay as they were.
+    if r.run.schedule:
+        doc["run"]["schedule"] = dict(r.run.schedule)
+    if r.interference is not None:
+        doc["interference"] = interference_to_dict(r.interference)
+    return doc
+
+
+def write_json(path: Path, results: Results) -> None:
+    """Write atomically: a reader never sees half a results.json."""
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    with tmp.open("w", encoding="utf-8") as f:
+        # Compact: a 512-node full mesh has 130,816 paths.
+        json.dump(results_to_dict(results), f, separators=(",", ":"))
+        f.write("\n")
+        f.flush()
+        os.fsync(f.fileno())
+    tmp.replace(path)
+
+
+def append_jsonl(f: TextIO, path: PathResult) -> None:
+    """One finished pair, flushed at once so a crash loses nothing measured."""
+    f.write(json.dumps(path_to_dict(path), separators=(",", ":")) + "\n")
+    f.flush()
+    os.fsync(f.fileno())

@@ -49,11 +49,10 @@ def netqual_cli(*args: str, timeout_s: float = 60) -> subprocess.CompletedProces
 
 def check_schema(doc: dict[str, Any]) -> None:
     """Valid against the shipped schema (which test_schema holds to the documented keys),
-    and consistent: a verdict per path with its reasons, summary counts that add up."""
+    and consistent: reasons for every verdict, summary counts that add up."""
     schema.validate(doc, "results.json")
     for p in doc["paths"]:
         assert p["reasons"], p
-        assert (p["rtt_us"] is None) == (p["error"] is not None), p
     expected = dict.fromkeys(("offload-safe", "marginal", "unsafe"), 0)
     for p in doc["paths"]:
         expected[p["verdict"]] += 1

@@ -104,8 +104,15 @@
     s += '<text x="0" y="' + (H + 30) + '">' + depths.map(function (d, k) { return ["dark", "light", "grey", "black"][k % 4] + ": depth " + d; }).join(", ") + '</text></g></svg>';
     return s;
   }
+  function pick(id, v) {
+    var sel = document.getElementById(id);
+    sel.value = String(v);
+    // The attribute too, so the page as saved or printed shows the same path.
+    Array.prototype.forEach.call(sel.options, function (o) { if (+o.value === v) o.setAttribute("selected", ""); else o.removeAttribute("selected"); });
+  }
   function drill(i) {
     var box = document.getElementById("drill"), d = D.detail[i], cls = CLS[D.cls[i]];
+    pick("pick-src", D.src[i]); pick("pick-dst", D.dst[i]);
     var s = '<h3 style="margin:0 0 6px">' + esc(D.nodes[D.src[i]]) + " &rarr; " + esc(D.nodes[D.dst[i]]) + ' <span class="tag ' + cls + '">' + NAMES[D.cls[i]] + "</span></h3>";
     if (D.waived[i]) s += "<div><i>waived " + esc(D.waived[i]) + "</i></div>";
     if (!d) {

@@ -114,3 +114,44 @@ def test_512_node_report_loads_and_draws_node_view(tmp_path: Path) -> None:
     canvas = re.search(r'<canvas id="node-canvas" width="(\d+)" height="(\d+)"', r.stdout)
     assert canvas is not None
     assert canvas.groups() == ("512", "512")  # every node drawn, one pixel each
+
+
+def test_first_screen_carries_the_decision(tmp_path: Path) -> None:
+    """Through the CLI: `report --profile --html`, then the DOM after the page script."""
+    from cli_helpers import netqual
+    from factories import write_results
+
+    results = make_results(4, slow_paths=[("gpu03", "stor01", 812.0), ("gpu01", "gpu02", 300.0)])
+    write_results(tmp_path / "r.json", results)
+    (tmp_path / "gate.toml").write_text(
+        '[profile]\nname = "preflight"\nmetric = "p99"\n[limits]\nmax_unsafe = 0\n'
+    )
+    r = netqual("report", "r.json", "--profile", "gate.toml", "--html", "r.html", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    page = tmp_path / "r.html"
+    d = chromium(tmp_path, "--dump-dom", page.as_uri())
+    assert d.returncode == 0, d.stderr[-2000:]
+    assert page_errors(d.stderr) == []
+    dom = d.stdout
+    # the gate's decision: profile, FAIL, the failed rule
+    gate = re.search(r'<div class="gate fail" id="gate">(.*?)</div>', dom)
+    assert gate is not None, dom[:3000]
+    assert "preflight" in gate.group(1) and "FAIL" in gate.group(1)
+    assert "max_unsafe" in gate.group(1)
+    # values in the cells, not only on hover (a printout carries them)
+    values = re.findall(r'<text class="cellval"[^>]*>([^<]+)</text>', dom)
+    assert "812" in values and "300" in values
+    assert len(values) == 12  # every measured cell of the 4 x 4 matrix
+    # one measurement per pair, drawn twice: the page says so
+    kind = re.search(r'<div class="muted" id="matrix-kind">(.*?)</div>', dom, re.S)
+    assert kind is not None and kind.group(1).startswith("symmetric: one measurement per pair")
+    # the drill-down's selectors name the path its panel shows
+    drill = dom[dom.index('id="drill"') :][:400]
+    assert "gpu03 &rarr; stor01" in drill or "gpu03 → stor01" in drill
+    for select, name in (("pick-src", "gpu03"), ("pick-dst", "stor01")):
+        block = dom[dom.index(f'id="{select}"') :].split("</select>")[0]
+        chosen = re.findall(r'<option value="\d+" selected="">([^<]+)</option>', block)
+        assert chosen == [name], block
+    # one coherent piece of advice: no "go live" beside failing paths
+    todo = dom[dom.index('id="recommendations"') :].split("</section>")[0]
+    assert "can go live" not in todo

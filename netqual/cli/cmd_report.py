@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 from pathlib import Path
 from typing import Annotated
@@ -12,7 +13,8 @@ from rich.console import Console
 from netqual.cli.app import JsonOpt, WorkloadOpt, app, console
 from netqual.diff import DEFAULT_INCREASE_PCT, DEFAULT_MIN_DELTA_US, diff_runs, diff_to_dict
 from netqual.errors import NetqualError, UsageError
-from netqual.gate import load_profile
+from netqual.gate import evaluate, load_profile
+from netqual.gate.profile import Profile
 from netqual.gate.regression import MaxP99IncreasePct
 from netqual.matrix import STATISTICS
 from netqual.models import Results
@@ -21,6 +23,7 @@ from netqual.render.terminal import print_results
 from netqual.render.workload import print_workload_results
 from netqual.report import write_csv, write_html
 from netqual.report.html import render_diff_html
+from netqual.report.view import GateBanner
 from netqual.results import results_to_dict
 from netqual.runfiles import load_run
 from netqual.workload import load_workload
@@ -90,13 +93,22 @@ def report(
     print_results(out, res, stat)
     print_workload_results(out, res)
     print_retest_before_after(out, res, results)
-    waivers = load_profile(profile).waivers if profile else ()
+    prof = load_profile(profile) if profile else None
     if html:
-        write_html(res, html, waivers=waivers)
+        write_html(res, html, waivers=prof.waivers if prof else (), gate=_banner(res, prof))
         out.print(f"wrote {html}")
     if csv:
         write_csv(res, csv)
         out.print(f"wrote {csv}")
+
+
+def _banner(res: Results, prof: Profile | None) -> GateBanner | None:
+    """The gate's decision under --profile, for the report's first screen."""
+    if prof is None or prof.baseline_required:
+        return None  # a regression profile needs --baseline: judge it with `netqual gate`
+    today = dt.datetime.now(dt.timezone.utc).date()
+    decision = evaluate(res, prof, today=today)
+    return GateBanner(prof.name, decision.passed, tuple(o.rule for o in decision.failed))
 
 
 @app.command()

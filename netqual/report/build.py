@@ -18,9 +18,11 @@ from netqual.report.view import (
     DETAIL_MAX,
     NODE_MATRIX_MAX,
     WORST_SHOWN,
+    GateBanner,
     RackSpan,
     ReportView,
     WorstRow,
+    directional,
     metric_values,
     node_cells,
     rack_cells,
@@ -194,7 +196,10 @@ def _interference_headline(results: Results) -> str | None:
 
 
 def build_view(
-    results: Results, waivers: Sequence[Waiver] = (), today: dt.date | None = None
+    results: Results,
+    waivers: Sequence[Waiver] = (),
+    today: dt.date | None = None,
+    gate: GateBanner | None = None,
 ) -> ReportView:
     today = today or dt.datetime.now(dt.timezone.utc).date()
     notes = waiver_notes(results, waivers, today)
@@ -266,4 +271,6 @@ def build_view(
         data=compact_data(results, [n.name for n in nodes], spans, values, ranked, waived),
         workload=workload_view(results),
         interference=_interference_headline(results),
+        directional=directional(results),
+        gate=gate,
     )

@@ -21,6 +21,7 @@ from netqual.diff import RunDiff
 from netqual.models import Results, Verdict, Waiver
 from netqual.report import fmt
 from netqual.report.build import build_view
+from netqual.report.view import GateBanner
 
 
 def templates_dir() -> Path:
@@ -53,9 +54,13 @@ def render(template: str, **context: Any) -> str:
 
 
 def render_html(
-    results: Results, *, waivers: Sequence[Waiver] = (), today: dt.date | None = None
+    results: Results,
+    *,
+    waivers: Sequence[Waiver] = (),
+    today: dt.date | None = None,
+    gate: GateBanner | None = None,
 ) -> str:
-    view = build_view(results, waivers, today)
+    view = build_view(results, waivers, today, gate)
     return render("report.html.j2", view=view, title=view.title, data_json=script_json(view.data))
 
 
@@ -78,9 +83,15 @@ def render_diff_html(d: RunDiff, *, limit: int = 200) -> str:
 
 
 def write_html(
-    results: Results, path: Path, *, waivers: Sequence[Waiver] = (), today: dt.date | None = None
+    results: Results,
+    path: Path,
+    *,
+    waivers: Sequence[Waiver] = (),
+    today: dt.date | None = None,
+    gate: GateBanner | None = None,
 ) -> None:
     """Write atomically, like results.json: a half-written report is never left behind."""
     tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(render_html(results, waivers=waivers, today=today), encoding="utf-8")
+    text = render_html(results, waivers=waivers, today=today, gate=gate)
+    tmp.write_text(text, encoding="utf-8")
     tmp.replace(path)

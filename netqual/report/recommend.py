@@ -66,14 +66,27 @@ def recommend(results: Results, expired_waivers: Sequence[str] = ()) -> list[Rec
             )
         ]
     if not bad:
+        shaky = _unstable(results)
+        # One sentence: "go live" and "re-test first" never stand side by side.
+        title = (
+            "Offload can go live on every measured path"
+            if not shaky
+            else f"Offload can go live once {fmt.plural(shaky, 'unstable path')} pass a re-test"
+        )
+        caveat = (
+            f" {fmt.plural(shaky, 'path')} have a standard deviation of at least 10% of the "
+            "mean: re-test them before sign-off to make sure the tail is not growing."
+            if shaky
+            else ""
+        )
         out.append(
             Recommendation(
-                "safe",
-                "Offload can go live on every measured path",
+                "marginal" if shaky else "safe",
+                title,
                 f"All {len(results.paths):,} paths meet the policy ({policy.metric.value} <= "
-                f"{policy.safe_max_us:g} us). Keep this results file as the baseline and "
-                "re-qualify "
-                "(netqual gate --baseline) after any fabric, firmware or cabling change.",
+                f"{policy.safe_max_us:g} us).{caveat} Keep this results file as the baseline "
+                "and re-qualify (netqual gate --baseline) after any fabric, firmware or "
+                "cabling change.",
             )
         )
     nodes = {n.name: n for n in results.nodes}
@@ -286,12 +299,8 @@ def _measurement_notes(results: Results) -> list[Recommendation]:
                 "quiet time to see whether the tail is congestion.",
             )
         )
-    unstable = sum(
-        1
-        for p in results.paths
-        if p.verdict is Verdict.SAFE and p.rtt is not None and p.rtt.unstable
-    )
-    if unstable:
+    unstable = _unstable(results)
+    if unstable and any(p.verdict is not Verdict.SAFE for p in results.paths):
         out.append(
             Recommendation(
                 "info",
@@ -302,3 +311,11 @@ def _measurement_notes(results: Results) -> list[Recommendation]:
             )
         )
     return out
+
+
+def _unstable(results: Results) -> int:
+    return sum(
+        1
+        for p in results.paths
+        if p.verdict is Verdict.SAFE and p.rtt is not None and p.rtt.unstable
+    )

@@ -103,6 +103,8 @@ class ReportView:
     data: Mapping[str, Any] = field(default_factory=dict)
     workload: WorkloadView | None = None  # when the run was judged by a workload
     interference: str | None = None  # first-screen warning: the run disturbed itself
+    directional: bool = False  # some pair measured both ways; else each cell pair mirrors one
+    gate: GateBanner | None = None  # when the report was written with a gate profile
 
 
 def report_nodes(results: Results) -> list[Node]:
@@ -145,6 +147,30 @@ def describe(p: PathResult, results: Results) -> str:
     return f"{fmt.path_label(p)}, {results.run.policy.metric.value} {fmt.us(v)}"
 
 
+def _compact_us(value_us: float) -> str:
+    """At most four characters: 9.8, 31, 812, 1.3k, 45k."""
+    if value_us < 10:
+        return f"{value_us:.1f}"
+    if value_us < 1000:
+        return f"{value_us:.0f}"
+    return f"{value_us / 1000:.1f}k" if value_us < 10_000 else f"{value_us / 1000:.0f}k"
+
+
+def directional(results: Results) -> bool:
+    """Some pair was measured in both directions (else one measurement per pair)."""
+    keys = {p.key for p in results.paths}
+    return any((d, s) in keys for s, d in keys)
+
+
+@dataclass(frozen=True)
+class GateBanner:
+    """The gate's decision for the report's first screen (computed by the command)."""
+
+    profile: str
+    passed: bool
+    failed_rules: tuple[str, ...]
+
+
 def _cell_title(p: PathResult, results: Results, waived: Mapping[tuple[str, str], str]) -> str:
     text = f"{describe(p, results)}: {p.verdict.value}"
     w = waived.get(p.key)
@@ -167,12 +193,15 @@ def node_cells(
             if p is None:
                 cells.append(Cell(x, y, "none", f"{a.name} -> {b.name}: not measured"))
             else:
+                value = metric_value(p, results)
                 cells.append(
                     Cell(
                         x,
                         y,
                         p.verdict.value.replace("offload-", ""),
                         _cell_title(p, results, waived),
+                        # The value in the cell itself, so a printout carries it too.
+                        text="fail" if value is None else _compact_us(value),
                     )
                 )
     return cells

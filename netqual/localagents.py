@@ -29,7 +29,7 @@ def start_agent(
     name: str,
     token_file: Path,
     host: str = "127.0.0.1",
-    timeout_s: float = 15.0,
+    timeout_s: float = 60.0,  # a loaded machine (CI, shared VMs) can take many seconds
     extra_args: tuple[str, ...] = (),
     netns: str | None = None,
 ) -> tuple[subprocess.Popen[str], int]:

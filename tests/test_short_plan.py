@@ -69,3 +69,11 @@ def test_allow_short_plan_marks_every_output_preliminary(agents: AgentPool, tmp_
     assert g.stdout.startswith("warning: PRELIMINARY (300 samples per path")
     # A failing path says why it is marginal, not only its (fine) latency.
     assert "(only 300 samples kept, policy needs 10,000" in g.stdout
+
+
+def test_report_keeps_options_on_one_line() -> None:
+    from netqual.report.html import nobreak_options
+
+    html = str(nobreak_options("Re-run with --iterations 10000 before <judging>."))
+    assert '<span class="opt">--iterations 10000</span>' in html
+    assert "&lt;judging&gt;" in html

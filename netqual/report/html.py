@@ -9,6 +9,7 @@ from __future__ import annotations
 import datetime as dt
 import functools
 import json
+import re
 from collections.abc import Sequence
 from importlib.resources import files
 from pathlib import Path
@@ -32,15 +33,26 @@ def templates_dir() -> Path:
     return Path(__file__).resolve().parents[2] / "templates"
 
 
+_OPTION = re.compile(r"(--[a-z][a-z0-9-]*(?: [0-9][0-9,]*)?)")
+
+
+def nobreak_options(text: str) -> markupsafe.Markup:
+    """Escape, and keep each command-line option ("--iterations 10000") on one line."""
+    escaped = str(markupsafe.escape(text))
+    return markupsafe.Markup(_OPTION.sub(r'<span class="opt">\1</span>', escaped))
+
+
 @functools.cache
 def environment() -> jinja2.Environment:
-    return jinja2.Environment(
+    env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(templates_dir()),
         autoescape=True,
         undefined=jinja2.StrictUndefined,
         trim_blocks=True,
         lstrip_blocks=True,
     )
+    env.filters["nobreak_options"] = nobreak_options
+    return env
 
 
 def script_json(data: Any) -> markupsafe.Markup:

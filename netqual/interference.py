@@ -10,7 +10,9 @@ Definitions (exact):
 - a path is *disturbed* when its p99 ratio exceeds ``tolerance`` (default 1.2) **and**
   its run p99 lies above the alone p99's distribution-free 95% confidence interval (when
   the alone measurement carries one for p99): beyond both practical and statistical noise;
-- a tier is *affected* when more than half of its sampled paths are disturbed;
+- a tier is *affected* when the median p99 ratio of its sampled paths exceeds
+  ``tolerance`` and at least one of them is disturbed (one noisy path out of three
+  leaves the median alone; half the tier inflated several times over does not);
 - ``p50_ratio`` / ``p99_ratio`` are medians over the sample (and over a tier's paths);
 - ``verdict_changes`` counts sampled paths whose verdict alone differs from the run's.
 
@@ -22,7 +24,7 @@ from __future__ import annotations
 import math
 import random
 import statistics
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from netqual.errors import ResultsFileError
@@ -80,6 +82,24 @@ def _median(values: Sequence[float | None]) -> float | None:
     return statistics.median(kept) if kept else None
 
 
+def by_tier(sampled: Iterable[SampledPath]) -> dict[Tier, list[SampledPath]]:
+    out: dict[Tier, list[SampledPath]] = {}
+    for s in sorted(sampled, key=lambda s: s.tier.value):
+        out.setdefault(s.tier, []).append(s)
+    return out
+
+
+def tier_record(tier: Tier, members: Sequence[SampledPath], tolerance: float) -> TierInterference:
+    p99 = _median([s.p99_ratio for s in members])
+    return TierInterference(
+        tier=tier,
+        paths=len(members),
+        p50_ratio=_median([s.p50_ratio for s in members]),
+        p99_ratio=p99,
+        affected=p99 is not None and p99 > tolerance and any(s.disturbed for s in members),
+    )
+
+
 def compare(
     pairs: Sequence[tuple[PathResult, PathResult]], tolerance: float = TOLERANCE
 ) -> Interference:
@@ -103,21 +123,10 @@ def compare(
                 error=alone.error,
             )
         )
-    tiers = []
-    for tier in sorted({s.tier for s in sampled}, key=lambda t: t.value):
-        members = [s for s in sampled if s.tier is tier and s.error is None]
-        if not members:
-            continue
-        disturbed = sum(1 for s in members if s.disturbed)
-        tiers.append(
-            TierInterference(
-                tier=tier,
-                paths=len(members),
-                p50_ratio=_median([s.p50_ratio for s in members]),
-                p99_ratio=_median([s.p99_ratio for s in members]),
-                affected=disturbed * 2 > len(members),
-            )
-        )
+    tiers = [
+        tier_record(tier, members, tolerance)
+        for tier, members in by_tier(s for s in sampled if s.error is None).items()
+    ]
     return Interference(
         sample=len(sampled),
         p50_ratio=_median([s.p50_ratio for s in sampled]),

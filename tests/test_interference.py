@@ -89,3 +89,13 @@ def test_json_round_trip_and_a_malformed_record_names_the_field() -> None:
     with pytest.raises(ResultsFileError) as err:
         from_dict({"sample": 1}, "r.json")
     assert err.value.field == "interference"
+
+
+def test_half_a_tier_inflated_is_affected_one_noisy_path_of_three_is_not() -> None:
+    base = [path(f"c{i}", f"d{i}", Tier.CROSS_RACK, 60) for i in range(4)]
+    alone = {p.key: path(p.src, p.dst, p.tier, 60) for p in base}
+    half = [path(p.src, p.dst, p.tier, 60, 400) if i < 2 else p for i, p in enumerate(base)]
+    assert compare([(p, alone[p.key]) for p in half]).affected_tiers == (Tier.CROSS_RACK,)
+    one = [path(p.src, p.dst, p.tier, 60, 400) if i < 1 else p for i, p in enumerate(base[:3])]
+    inter = compare([(p, alone[p.key]) for p in one])
+    assert sum(s.disturbed for s in inter.paths) == 1 and not inter.exceeds

@@ -73,6 +73,20 @@ def test_delays_go_through_the_relay_and_zero_delay_links_are_veth(tmp_path: Pat
     assert all(ln.a_ifname.startswith("to-") for ln in plan.relay_links)
 
 
+def test_a_rate_without_delay_is_a_veth_pair_shaped_by_tbf_on_both_ends(tmp_path: Path) -> None:
+    shaped = SMALL + "rate_mbit = 100\nqueue_us = 20000\n"
+    plan = build_plan(load(write(tmp_path, shaped)), "nqltest")
+    # SMALL ends with the b-leaf link, so the rate and queue apply to it
+    (ln,) = plan.shaped_links
+    assert (ln.a_netns, ln.a_ifname, ln.b_ifname) == ("nqltest-b", "to-leaf", "to-b")
+    # 100 Mbit/s: 1 ms of traffic is 12,500 B, less than two 9000 B frames
+    assert ln.tc_args() == ["tbf", "rate", "100mbit", "burst", "18064", "latency", "20000us"]
+    assert len(plan.veth_links) == 2 and len(plan.relay_links) == 1  # a-leaf keeps its delay
+    fast = SMALL + "rate_mbit = 10000\n"
+    (ln,) = build_plan(load(write(tmp_path, fast)), "nqltest").shaped_links
+    assert ln.tc_args()[3:6] == ["burst", "1250000", "latency"]
+
+
 def test_routes_reach_every_host_from_every_namespace() -> None:
     plan = build_plan(load_default(), "nqltest")
     hosts = {n.address for n in plan.nodes if n.kind is Kind.HOST}
@@ -112,6 +126,8 @@ def test_lab_inventory_loads_with_the_run_loader(tmp_path: Path) -> None:
         (SMALL.replace("delay_us = 25", "delay_us = -1"), "link[0].delay_us"),
         (SMALL.replace("delay_us = 25", 'delay_us = "fast"'), "link[0].delay_us"),
         (SMALL + '[[link]]\na = "a"\nb = "b"\nrate_mbit = 0\n', "link[2].rate_mbit"),
+        (SMALL + "queue_us = 5000\n", "link[1].queue_us"),
+        (SMALL + "rate_mbit = 10\nqueue_us = 5\n", "link[1].queue_us"),
         (SMALL.replace('name = "small"', 'name = "small"\ncontrol = "x"'), "lab.control"),
     ],
 )

@@ -13,7 +13,8 @@ from dataclasses import dataclass
 
 from netqual.gate.model import Finding, GateContext, Outcome, Status
 from netqual.gate.rules import Rule
-from netqual.models import PathResult, SampledPath, Tier
+from netqual.interference import TOLERANCE, by_tier, tier_record
+from netqual.models import PathResult, SampledPath
 
 
 def _in_scope(paths: Sequence[PathResult], ctx: GateContext) -> list[SampledPath] | None:
@@ -39,7 +40,8 @@ def _not_checked(rule: Rule) -> Outcome:
 
 @dataclass(frozen=True)
 class InterferenceClean(Rule):
-    """No tier may be affected: more than half of its sampled paths disturbed."""
+    """No tier may be affected (netqual.interference: its median p99 ratio above the
+    tolerance and at least one sampled path disturbed), among the sampled paths in scope."""
 
     @property
     def key(self) -> str:
@@ -49,12 +51,12 @@ class InterferenceClean(Rule):
         sampled = _in_scope(paths, ctx)
         if sampled is None:
             return _not_checked(self)
-        by_tier: dict[Tier, list[SampledPath]] = {}
-        for s in sampled:
-            by_tier.setdefault(s.tier, []).append(s)
-        affected = sorted(
-            t.value for t, ss in by_tier.items() if 2 * sum(s.disturbed for s in ss) > len(ss)
-        )
+        tolerance = ctx.interference.tolerance if ctx.interference else TOLERANCE
+        affected = [
+            t.value
+            for t, members in by_tier(sampled).items()
+            if tier_record(t, members, tolerance).affected
+        ]
         failing = [_finding(s) for s in sampled if s.disturbed and s.tier.value in affected]
         if affected:
             msg = f"the run disturbed its own measurement on {', '.join(affected)}"

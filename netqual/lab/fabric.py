@@ -131,6 +131,7 @@ def up(
             plan, state_dir, st, files["relay"], files["relay_log"], dict(relay_options or {})
         )
         _configure(plan)
+        _shape(plan)
         write_token(files["token"])
         write_inventory(plan, files["inventory"], files["token"])
         if agents:
@@ -230,6 +231,14 @@ def _configure(plan: LabPlan) -> None:
             if r.node == node.name
         ]
         system.ip_batch(node.netns, lines)
+
+
+def _shape(plan: LabPlan) -> None:
+    """Rate-limited links without delay: the kernel's token bucket on each end's egress,
+    so both directions are shaped and the queue builds where a switch's would."""
+    for ln in plan.shaped_links:
+        for netns, ifname in ((ln.a_netns, ln.a_ifname), (ln.b_netns, ln.b_ifname)):
+            system.tc(netns, "qdisc", "add", "dev", ifname, "root", *ln.tc_args())
 
 
 def _start_agents(plan: LabPlan, state_dir: Path, st: LabState, token: Path) -> LabState:

@@ -70,6 +70,29 @@ class VethLink:
 
 
 @dataclass(frozen=True)
+class ShapedLink:
+    """A rate-limited veth link: a tbf qdisc on each end's egress (both directions)."""
+
+    a_netns: str
+    a_ifname: str
+    b_netns: str
+    b_ifname: str
+    rate_mbit: float
+    queue_us: float
+    mtu: int
+
+    def tc_args(self) -> list[str]:
+        """``tc qdisc add dev IF root`` arguments: the token bucket holds 1 ms of traffic
+        (at least two frames) and the queue ``queue_us`` at the rate."""
+        rate_bytes_per_s = self.rate_mbit * 1e6 / 8
+        burst = max(2 * self.mtu + 64, round(rate_bytes_per_s / 1000))
+        return [
+            "tbf", "rate", f"{self.rate_mbit:g}mbit", "burst", str(burst),
+            "latency", f"{self.queue_us:g}us",
+        ]  # fmt: skip
+
+
+@dataclass(frozen=True)
 class LabPlan:
     topology: Topology
     prefix: str
@@ -78,6 +101,7 @@ class LabPlan:
     routes: tuple[Route, ...]
     relay_links: tuple[RelayLink, ...]
     veth_links: tuple[VethLink, ...]
+    shaped_links: tuple[ShapedLink, ...]
     hops: tuple[tuple[str, str, int], ...]  # (src host, dst host, routers traversed + 1)
 
     @property
@@ -137,6 +161,7 @@ def build_plan(topo: Topology, prefix: str) -> LabPlan:
     interfaces: list[Interface] = []
     relay_links: list[RelayLink] = []
     veth_links: list[VethLink] = []
+    shaped_links: list[ShapedLink] = []
     addr_on: dict[tuple[str, str], str] = {}  # (node, peer) -> node's address on that link
     for i, ln in enumerate(links):
         addr_a, addr_b = _link_addresses(i)
@@ -158,6 +183,18 @@ def build_plan(topo: Topology, prefix: str) -> LabPlan:
             )
         else:
             veth_links.append(VethLink(netns[ln.a], ifname_to(ln.b), netns[ln.b], ifname_to(ln.a)))
+        if ln.shaped and ln.rate_mbit is not None:
+            shaped_links.append(
+                ShapedLink(
+                    netns[ln.a],
+                    ifname_to(ln.b),
+                    netns[ln.b],
+                    ifname_to(ln.a),
+                    ln.rate_mbit,
+                    ln.queue_us,
+                    topo.mtu,
+                )
+            )
 
     routes: list[Route] = []
     hops: list[tuple[str, str, int]] = []
@@ -181,6 +218,7 @@ def build_plan(topo: Topology, prefix: str) -> LabPlan:
         tuple(routes),
         tuple(relay_links),
         tuple(veth_links),
+        tuple(shaped_links),
         tuple(hops),
     )
 

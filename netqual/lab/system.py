@@ -41,6 +41,16 @@ def ip(*args: str, netns: str | None = None, stdin: str | None = None) -> str:
     return proc.stdout
 
 
+def tc(netns: str, *args: str) -> None:
+    """``tc -n NETNS ARGS`` (traffic control: the tbf qdisc of a rate-limited link)."""
+    if shutil.which("tc") is None:
+        raise LabError("a rate-limited link needs iproute2's `tc` command")
+    cmd = ["tc", "-n", netns, *args]
+    proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    if proc.returncode != 0:
+        raise LabError(f"`{' '.join(cmd)}` failed: {proc.stderr.strip() or proc.returncode}")
+
+
 def ip_batch(netns: str, lines: list[str]) -> None:
     if lines:
         ip("-batch", "-", netns=netns, stdin="\n".join(lines) + "\n")

@@ -25,6 +25,7 @@ else:  # pragma: no cover
 NAME_RE = re.compile(r"^[a-z][a-z0-9-]{0,11}$")  # interface names are "to-" + peer name
 RESERVED = {"ctl"}  # the control namespace
 MAX_DELAY_US = 100_000.0
+DEFAULT_QUEUE_US = 5_000.0  # a shaped link's queue: this long at its rate (tbf latency)
 MAX_HOSTS = 200
 
 
@@ -47,11 +48,17 @@ class LinkSpec:
     b: str
     delay_us: float  # one way, each direction
     rate_mbit: float | None  # None: not rate-limited
+    queue_us: float = DEFAULT_QUEUE_US  # shaped links: queue depth in time at the rate
 
     @property
     def relayed(self) -> bool:
-        """A link with a delay or a rate goes through the relay; others are plain veth."""
-        return self.delay_us > 0 or self.rate_mbit is not None
+        """A link with a delay goes through the relay (which also applies its rate)."""
+        return self.delay_us > 0
+
+    @property
+    def shaped(self) -> bool:
+        """A rate without a delay: a veth pair with a kernel tbf qdisc on both ends."""
+        return self.delay_us == 0 and self.rate_mbit is not None
 
 
 @dataclass(frozen=True)
@@ -185,7 +192,7 @@ def parse(raw: Mapping[str, Any], source: str) -> Topology:
     pairs: set[frozenset[str]] = set()
     for i, ln in enumerate(_list(source, raw, "link")):
         where = f"link[{i}]"
-        _keys(source, ln, where, {"a", "b", "delay_us", "rate_mbit"})
+        _keys(source, ln, where, {"a", "b", "delay_us", "rate_mbit", "queue_us"})
         a = _str(source, ln, "a", where, None)
         b = _str(source, ln, "b", where, None)
         for key, end in (("a", a), ("b", b)):
@@ -200,7 +207,14 @@ def parse(raw: Mapping[str, Any], source: str) -> Topology:
         rate = _number(source, ln, "rate_mbit", where)
         if rate is not None and rate <= 0:
             raise TopologyError(source, "must be positive", f"{where}.rate_mbit")
-        links.append(LinkSpec(a, b, delay, rate))
+        queue = _number(source, ln, "queue_us", where)
+        if queue is not None and (rate is None or delay > 0):
+            raise TopologyError(
+                source, "only for a rate-limited link without delay", f"{where}.queue_us"
+            )
+        if queue is not None and not 100.0 <= queue <= 1_000_000.0:
+            raise TopologyError(source, "must be 100 to 1000000", f"{where}.queue_us")
+        links.append(LinkSpec(a, b, delay, rate, queue or DEFAULT_QUEUE_US))
 
     host_names = {h.name for h in hosts}
     for i, host in enumerate(hosts):

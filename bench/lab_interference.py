@@ -45,15 +45,15 @@ CHAIN = 8
 # 2,000 kept samples and one 16 MiB bulk cell (256 KiB x depth 4) per pair: 16 MiB at
 # 100 Mbit/s keeps the spine busy for ~1.3 s, long enough for dozens of delayed samples.
 PLAN = ProbePlan(
-    iterations=2_000,
-    warmup=200,
+    iterations=1_000,
+    warmup=100,
     chunks_bytes=(256 * KIB,),
     depths=(4,),
     bulk_bytes=16 * MIB,
     min_reads=4,
     timeout_s=60.0,
 )
-POLICY = Policy(min_samples=2_000)
+POLICY = Policy(min_samples=1_000)
 
 
 def topology(spine_mbit: float, chain: int, queue_us: float) -> Topology:

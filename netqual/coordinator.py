@@ -85,6 +85,7 @@ class RunConfig:
     interference_fraction: float = interference.DEFAULT_FRACTION
     interference_minimum: int = interference.DEFAULT_MINIMUM
     interference_seed: int | None = None
+    interference_tolerance: float = interference.TOLERANCE  # run/alone p99 beyond noise
 
 
 def plan_of(cfg: RunConfig) -> schedule.Schedule:
@@ -348,7 +349,12 @@ def _interference(cfg: RunConfig, paths: Sequence[PathResult]) -> Interference:
         return measure_pair(by_name[p.src], by_name[p.dst], cfg, Phase.PINGPONG)
 
     return interference.check(
-        paths, alone, cfg.interference_fraction, cfg.interference_minimum, cfg.interference_seed
+        paths,
+        alone,
+        cfg.interference_fraction,
+        cfg.interference_minimum,
+        cfg.interference_seed,
+        cfg.interference_tolerance,
     )
 
 

@@ -146,10 +146,11 @@ def check(
     fraction: float = DEFAULT_FRACTION,
     minimum: int = DEFAULT_MINIMUM,
     seed: int | None = None,
+    tolerance: float = TOLERANCE,
 ) -> Interference:
     """Re-measure a sample one path at a time with ``measure_alone`` and compare."""
     sample = choose_sample(paths, fraction, minimum, seed)
-    return compare([(p, measure_alone(p)) for p in sample])
+    return compare([(p, measure_alone(p)) for p in sample], tolerance)
 
 
 def headline(inter: Interference, schedule: str | None = None) -> str | None:

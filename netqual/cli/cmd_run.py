@@ -40,7 +40,7 @@ from netqual.cli.cmd_check import CheckTimeoutOpt, preflight_or_stop
 from netqual.coordinator import RunConfig, measure_pair, run_identity
 from netqual.coordinator import run as run_coordinator
 from netqual.errors import EXIT_RUNTIME, UsageError
-from netqual.interference import DEFAULT_MINIMUM
+from netqual.interference import DEFAULT_MINIMUM, TOLERANCE
 from netqual.inventory import Inventory, load_inventory
 from netqual.models import Mode, Policy, ProbePlan, Results
 from netqual.phases import Schedule, ScheduleConfig
@@ -71,25 +71,35 @@ ScheduleOpt = Annotated[
     str,
     typer.Option(
         "--schedule",
+        metavar="SCHEDULE",
         help="aligned (all ping-pong, then bulk), per-round (barrier per round) or unaligned.",
     ),
 ]
 BulkPerNodeOpt = Annotated[
     int | None,
     typer.Option(
-        "--bulk-per-node", help="Max bulk pairs at once per host [derived from the plan]."
+        "--bulk-per-node",
+        help="Most bulk pairs at once per host.  [default: derived from chunk and depth]",
     ),
 ]
 BulkPerRackOpt = Annotated[
     int | None,
     typer.Option(
         "--bulk-per-rack",
-        help="Max bulk pairs at once per rack uplink / site link [derived from the plan].",
+        help="Most bulk pairs at once per rack uplink or site link.  "
+        "[default: derived from chunk and depth]",
     ),
 ]
 IncastOpt = Annotated[
     int | None,
     typer.Option("--incast", help="Deliberate fan-in test: N readers of one node at once."),
+]
+ToleranceOpt = Annotated[
+    float,
+    typer.Option(
+        "--interference-tolerance",
+        help="Run/alone p99 ratio a sampled path may reach before it counts as disturbed.",
+    ),
 ]
 InterferenceOpt = Annotated[
     int,
@@ -149,6 +159,12 @@ def _mode(name: str) -> Mode:
         raise UsageError(
             "--mode", f"unknown mode {name!r} (full-mesh, bipartite, sampled)"
         ) from None
+
+
+def _tolerance(value: float) -> float:
+    if value < 1.0:
+        raise UsageError("--interference-tolerance", f"must be >= 1, got {value:g}")
+    return value
 
 
 def _non_negative(value: int, option: str) -> int:
@@ -240,6 +256,7 @@ def run(
     bulk_per_rack: BulkPerRackOpt = None,
     incast: IncastOpt = None,
     interference_sample: InterferenceOpt = DEFAULT_MINIMUM,
+    interference_tolerance: ToleranceOpt = TOLERANCE,
     iterations: IterationsOpt = None,
     warmup: WarmupOpt = None,
     size: SizeOpt = None,
@@ -331,6 +348,7 @@ def run(
         workload=wl,
         schedule=_schedule(schedule, bulk_per_node, bulk_per_rack, incast),
         interference_minimum=_non_negative(interference_sample, "--interference-sample"),
+        interference_tolerance=_tolerance(interference_tolerance),
     )
     if resume and out is None:
         raise UsageError("--resume", "needs --out DIR: the directory of the run to continue")

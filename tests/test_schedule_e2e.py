@@ -127,3 +127,7 @@ def test_unaligned_schedule_is_kept_and_recorded(bipartite: Path, tmp_path: Path
     assert all(set(p["details"]["phase_windows_s"]) == {"probe"} for p in doc["paths"])
     bad = netqual_cli("run", str(inventory), "--schedule", "sometimes")
     assert bad.returncode == 2 and "--schedule" in bad.stderr and "sometimes" in bad.stderr
+    loose = netqual_cli("run", str(inventory), "--interference-tolerance", "0.5")
+    assert loose.returncode == 2 and "--interference-tolerance" in loose.stderr
+    zero = netqual_cli("run", str(inventory), "--bulk-per-node", "0")
+    assert zero.returncode == 2 and "--bulk-per-node" in zero.stderr

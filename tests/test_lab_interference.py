@@ -17,8 +17,6 @@ from pathlib import Path
 import pytest
 
 from netqual import lab
-from netqual.lab.plan import prefix_for
-from netqual.lab.system import netns_list
 from netqual.phases import Schedule
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
@@ -35,7 +33,7 @@ pytestmark = [
 def test_unaligned_schedule_inflates_cross_rack_p99_and_the_check_says_so(tmp_path: Path) -> None:
     state = tmp_path / "lab"
     outcomes = bench.experiment([Schedule.UNALIGNED, Schedule.ALIGNED], 2, state_dir=state)
-    assert not [n for n in netns_list() if n.startswith(prefix_for(state) + "-")]
+    assert not lab.status(state).anything  # the lab is gone again
     by = {s: [o for o in outcomes if o.schedule == s.value] for s in Schedule}
     unaligned = statistics.median(o.cross_p99_ratio or 0.0 for o in by[Schedule.UNALIGNED])
     aligned = statistics.median(o.cross_p99_ratio or 0.0 for o in by[Schedule.ALIGNED])

@@ -13,10 +13,10 @@ import time
 import numpy as np
 import pytest
 
-from netqual.errors import ProbeError
+from netqual.errors import BusyError, ProbeError
 from netqual.models import ProbePlan
 from netqual.protocol import Channel
-from netqual.transports.interface import AgentLimits
+from netqual.transports.interface import AgentLimits, BufferBudget
 from netqual.transports.tcp import TcpTransport
 
 
@@ -82,3 +82,54 @@ def test_responder_gives_up_when_initiator_is_silent() -> None:
     assert time.monotonic() - start < 2.5
     assert initiator.expect("ok") == {}
     initiator.close()
+
+
+def _tcp_pair() -> tuple[Channel, Channel]:
+    """Real TCP on loopback (kernel send buffers, partial sends), not a Unix socketpair."""
+    with socket.create_server(("127.0.0.1", 0)) as lst:
+        a = socket.create_connection(lst.getsockname())
+        b, _ = lst.accept()
+    a.settimeout(5)
+    b.settimeout(5)
+    return Channel(a, "initiator"), Channel(b, "responder")
+
+
+def test_bulk_send_to_a_peer_that_never_reads_ends_at_its_timeout() -> None:
+    """Finding 5 of the attack review: this ran 2-3x its timeout (15.6 s for 5 s): the
+    deadline was checked between chunks only, and a chunk larger than the socket buffers
+    is several sends, each waiting a full kernel timeout."""
+    initiator, responder = _tcp_pair()
+    body = {"chunk_bytes": 32 << 20, "reads": 4, "depth": 1, "timeout_s": 2.0}
+    errors: list[BaseException] = []
+
+    def serve() -> None:
+        try:
+            TcpTransport().respond(responder, "tcp.bulk", body, AgentLimits())
+        except BaseException as err:
+            errors.append(err)
+
+    t = threading.Thread(target=serve)
+    start = time.monotonic()
+    t.start()
+    assert initiator.expect("ok") == {}
+    initiator.sock.sendall(b"\0" * 8 * 4)  # every request at once, then never read
+    t.join(30)
+    elapsed = time.monotonic() - start
+    assert errors and isinstance(errors[0], ProbeError), errors
+    assert elapsed < 3.5, f"bulk send outlived its 2 s timeout: {elapsed:.1f} s"
+    initiator.close()
+    responder.close()
+
+
+def test_buffers_over_the_agent_budget_are_refused_busy() -> None:
+    initiator, responder = _pair()
+    budget = BufferBudget(1 << 20)
+    with budget.hold(1 << 20), pytest.raises(BusyError, match=r"max_buffer_bytes"):
+        TcpTransport().respond(
+            responder, "tcp.bulk", {"chunk_bytes": 65536, "reads": 1, "depth": 1},
+            AgentLimits(), budget,
+        )  # fmt: skip
+    with budget.hold(1 << 20):  # released: the budget is whole again
+        pass
+    initiator.close()
+    responder.close()

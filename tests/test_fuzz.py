@@ -30,7 +30,7 @@ from hypothesis import strategies as st
 from netqual.errors import NetqualError
 from netqual.handshake import ClientHandshake
 from netqual.models import Node, ProbePlan
-from netqual.probes import request_probe
+from netqual.probe_request import request_probe
 from netqual.protocol import FRAME_JSON, Channel, client_handshake, connect, server_handshake
 from netqual.transports import TransportKind
 

@@ -114,9 +114,9 @@ def _unreachable(err: PeerUnreachableError) -> str:
 
 
 def _clock_offset_s(info: dict[str, Any], sent_ns: int, got_ns: int) -> float | None:
-    agent_ns = info.get("time_ns")
-    if not isinstance(agent_ns, int):
+    if info.get("time_ns") is None:
         return None  # an agent too old to say
+    agent_ns = Fields(info, "info", "agent").integer("time_ns", 0, 1 << 63)
     return (agent_ns - (sent_ns + got_ns) // 2) / 1e9
 
 

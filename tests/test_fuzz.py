@@ -24,9 +24,10 @@ from typing import Any
 
 import pytest
 from conftest import AgentPool, AgentProc, new_token_file
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
+from netqual import preflight
 from netqual.errors import NetqualError
 from netqual.handshake import ClientHandshake
 from netqual.models import Node, ProbePlan
@@ -243,7 +244,7 @@ def _fake_agent(behaviour: str, body: dict[str, Any]) -> tuple[int, threading.Th
                         return
                     server_handshake(ch, TOKEN, "liar", "0")
                     ch.recv()
-                    ch._send_frame(FRAME_JSON, payload("probe.result", body))
+                    ch._send_frame(FRAME_JSON, payload(behaviour, body))
                     for _ in range(2):
                         ch.send_bytes(b"\x01" * 8)
                     ch.recv()
@@ -253,6 +254,28 @@ def _fake_agent(behaviour: str, body: dict[str, Any]) -> tuple[int, threading.Th
     t = threading.Thread(target=serve, daemon=True)
     t.start()
     return lst.getsockname()[1], t
+
+
+INFO = {"name": "liar", "version": "0", "pid": 1, "host": "h", "transports": ["tcp", "rdma"],
+        "limits": {}, "time_ns": 1_700_000_000_000_000_000}  # fmt: skip
+
+
+def test_preflight_against_a_fuzzed_info_reply() -> None:
+    """``check`` and ``run``'s first step read the agent's info: a row, never a crash."""
+
+    @settings(FUZZ, max_examples=100)
+    @given(body=mutated(INFO))
+    @example(body={**INFO, "time_ns": "soon"})
+    @example(body={**INFO, "time_ns": 10**400})
+    @example(body={**INFO, "transports": [1, None]})
+    def one(body: dict[str, Any]) -> None:
+        port, t = _fake_agent("info", body)
+        node = Node(name="liar", address="127.0.0.1", port=port)
+        row = preflight.check_node(node, TOKEN, "rdma", timeout_s=10)
+        assert row.node == "liar"
+        t.join(15)
+
+    one()
 
 
 @pytest.mark.parametrize("behaviour", ["hello", "probe.result"])

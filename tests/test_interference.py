@@ -99,3 +99,8 @@ def test_half_a_tier_inflated_is_affected_one_noisy_path_of_three_is_not() -> No
     one = [path(p.src, p.dst, p.tier, 60, 400) if i < 1 else p for i, p in enumerate(base[:3])]
     inter = compare([(p, alone[p.key]) for p in one])
     assert sum(s.disturbed for s in inter.paths) == 1 and not inter.exceeds
+
+
+def test_a_zero_share_samples_exactly_the_minimum() -> None:
+    assert sample_size(500_000, fraction=0.0, minimum=8) == 8
+    assert sample_size(500_000, fraction=0.001, minimum=8) == 500

@@ -129,5 +129,7 @@ def test_unaligned_schedule_is_kept_and_recorded(bipartite: Path, tmp_path: Path
     assert bad.returncode == 2 and "--schedule" in bad.stderr and "sometimes" in bad.stderr
     loose = netqual_cli("run", str(inventory), "--interference-tolerance", "0.5")
     assert loose.returncode == 2 and "--interference-tolerance" in loose.stderr
+    share = netqual_cli("run", str(inventory), "--interference-fraction", "2")
+    assert share.returncode == 2 and "--interference-fraction" in share.stderr
     zero = netqual_cli("run", str(inventory), "--bulk-per-node", "0")
     assert zero.returncode == 2 and "--bulk-per-node" in zero.stderr

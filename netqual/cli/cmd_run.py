@@ -40,7 +40,7 @@ from netqual.cli.cmd_check import CheckTimeoutOpt, preflight_or_stop
 from netqual.coordinator import RunConfig, measure_pair, run_identity
 from netqual.coordinator import run as run_coordinator
 from netqual.errors import EXIT_RUNTIME, UsageError
-from netqual.interference import DEFAULT_MINIMUM, TOLERANCE
+from netqual.interference import DEFAULT_FRACTION, DEFAULT_MINIMUM, TOLERANCE
 from netqual.inventory import Inventory, load_inventory
 from netqual.models import Mode, Policy, ProbePlan, Results
 from netqual.phases import Schedule, ScheduleConfig
@@ -93,6 +93,14 @@ BulkPerRackOpt = Annotated[
 IncastOpt = Annotated[
     int | None,
     typer.Option("--incast", help="Deliberate fan-in test: N readers of one node at once."),
+]
+FractionOpt = Annotated[
+    float,
+    typer.Option(
+        "--interference-fraction",
+        metavar="SHARE",
+        help="Share of paths re-measured alone when that is more than --interference-sample.",
+    ),
 ]
 ToleranceOpt = Annotated[
     float,
@@ -159,6 +167,12 @@ def _mode(name: str) -> Mode:
         raise UsageError(
             "--mode", f"unknown mode {name!r} (full-mesh, bipartite, sampled)"
         ) from None
+
+
+def _share(value: float) -> float:
+    if not 0.0 <= value <= 1.0:
+        raise UsageError("--interference-fraction", f"must be 0 to 1, got {value:g}")
+    return value
 
 
 def _tolerance(value: float) -> float:
@@ -256,6 +270,7 @@ def run(
     bulk_per_rack: BulkPerRackOpt = None,
     incast: IncastOpt = None,
     interference_sample: InterferenceOpt = DEFAULT_MINIMUM,
+    interference_fraction: FractionOpt = DEFAULT_FRACTION,
     interference_tolerance: ToleranceOpt = TOLERANCE,
     iterations: IterationsOpt = None,
     warmup: WarmupOpt = None,
@@ -349,6 +364,7 @@ def run(
         schedule=_schedule(schedule, bulk_per_node, bulk_per_rack, incast),
         interference_minimum=_non_negative(interference_sample, "--interference-sample"),
         interference_tolerance=_tolerance(interference_tolerance),
+        interference_fraction=_share(interference_fraction),
     )
     if resume and out is None:
         raise UsageError("--resume", "needs --out DIR: the directory of the run to continue")

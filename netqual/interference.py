@@ -1,6 +1,7 @@
 """The interference check: did the run disturb what it measured?
 
-After a run, a random sample of paths (default the larger of 2% and 8 paths, at least one
+After a run, a random sample of paths (default the larger of 2% and 8 paths, the 2% share
+capped at 64 paths so a 500,000-path run does not spend hours re-measuring; at least one
 per tier) is measured again *alone*: one pair at a time, ping-pong only, nothing else
 running. For each sampled path the run's RTT is compared with the alone RTT.
 
@@ -39,13 +40,16 @@ from netqual.models import (
 
 DEFAULT_FRACTION = 0.02
 DEFAULT_MINIMUM = 8
+# The share never asks for more than this many paths: each is measured alone, one after the
+# other (a full ping-pong, ~1 s at the default plan). A larger --interference-sample still wins.
+SHARE_CAP = 64
 TOLERANCE = 1.2
 
 
 def sample_size(
     total: int, fraction: float = DEFAULT_FRACTION, minimum: int = DEFAULT_MINIMUM
 ) -> int:
-    return min(total, max(minimum, math.ceil(fraction * total)))
+    return min(total, max(minimum, min(SHARE_CAP, math.ceil(fraction * total))))
 
 
 def choose_sample(

@@ -30,9 +30,10 @@ def path(src: str, dst: str, tier: Tier, base_us: float, spread_us: float = 2.0)
 
 
 @pytest.mark.parametrize(
-    ("total", "expected"), [(0, 0), (5, 5), (8, 8), (100, 8), (400, 8), (401, 9), (10_000, 200)]
+    ("total", "expected"),
+    [(0, 0), (5, 5), (8, 8), (100, 8), (400, 8), (401, 9), (3_200, 64), (523_776, 64)],
 )
-def test_sample_size_is_the_larger_of_two_percent_and_eight(total: int, expected: int) -> None:
+def test_sample_size_is_8_or_a_capped_two_percent(total: int, expected: int) -> None:
     assert sample_size(total) == expected
 
 
@@ -103,4 +104,5 @@ def test_half_a_tier_inflated_is_affected_one_noisy_path_of_three_is_not() -> No
 
 def test_a_zero_share_samples_exactly_the_minimum() -> None:
     assert sample_size(500_000, fraction=0.0, minimum=8) == 8
-    assert sample_size(500_000, fraction=0.001, minimum=8) == 500
+    assert sample_size(500_000, fraction=0.001, minimum=8) == 64  # the share is capped
+    assert sample_size(500_000, fraction=0.001, minimum=500) == 500  # an explicit minimum wins

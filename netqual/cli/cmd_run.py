@@ -113,7 +113,7 @@ InterferenceOpt = Annotated[
     int,
     typer.Option(
         "--interference-sample",
-        help="Paths re-measured alone after the run (at least; 2% of paths if more); 0 skips.",
+        help="Paths re-measured alone after the run (at least; 2% up to 64 if more); 0 skips.",
     ),
 ]
 

@@ -15,25 +15,48 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from netqual.auth import write_token
-from netqual.errors import NetqualError
+from netqual.errors import InputError, NetqualError
 from netqual.models import Node, Role
 
 _READY = re.compile(r"listening on (\S+):(\d+)")
+START_TIMEOUT_ENV = "NETQUAL_AGENT_START_S"
+DEFAULT_START_TIMEOUT_S = 60.0  # a loaded machine (CI, shared VMs) can take many seconds
 
 
 class AgentStartError(NetqualError):
     pass
 
 
+def start_timeout_s() -> float:
+    """How long an agent may take to start: ``$NETQUAL_AGENT_START_S``, else 60 s.
+
+    Python under emulation (a TCG guest) needs 30-55 s just to import netqual."""
+    text = os.environ.get(START_TIMEOUT_ENV, "").strip()
+    if not text:
+        return DEFAULT_START_TIMEOUT_S
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0 < value < 86_400:
+        raise InputError(
+            "environment", f"{text!r} is not a number of seconds in (0, 86400)", START_TIMEOUT_ENV
+        )
+    return value
+
+
 def start_agent(
     name: str,
     token_file: Path,
     host: str = "127.0.0.1",
-    timeout_s: float = 60.0,  # a loaded machine (CI, shared VMs) can take many seconds
+    timeout_s: float | None = None,
     extra_args: tuple[str, ...] = (),
     netns: str | None = None,
 ) -> tuple[subprocess.Popen[str], int]:
-    """Start one agent; returns the process and the port it listens on."""
+    """Start one agent; returns the process and the port it listens on. ``timeout_s``:
+    how long it may take to print that it listens [``start_timeout_s()``]."""
+    if timeout_s is None:
+        timeout_s = start_timeout_s()
     cmd = [
         sys.executable,
         "-m",

@@ -264,6 +264,11 @@ def module(fabric: Fabric) -> verbs.Pyverbs:
         def to_rts(self, qp_attr: QPAttr) -> None:
             self._step("RTS", 3, qp_attr)
 
+        def query(self, attr_mask: int) -> tuple[QPAttr, QPInitAttr]:
+            attr = QPAttr(qp_state=self.state)
+            attr.path_mtu = self.attrs.get("RTR", {}).get("path_mtu", 0)
+            return attr, QPInitAttr()
+
         def retire(self, wc: WC) -> None:
             serial = getattr(wc, "serial", None)
             while self.sq and serial is not None and self.sq[0][0] <= serial:

@@ -140,6 +140,15 @@ class Endpoint:
         attr.sq_psn = self.psn
         attr.max_rd_atomic = self.rd_atomic
         self._transition("RTS", self.qp.to_rts, attr)
+        self.path_mtu = self._queried_path_mtu()
+
+    def _queried_path_mtu(self) -> int:
+        """The path MTU the device holds for the QP (what it really uses), not what we asked."""
+        try:
+            qp_attr, _init = self.qp.query(verbs.QP_ATTR_PATH_MTU)
+        except self.pv.error:
+            return self.path_mtu  # a provider that cannot answer: keep the negotiated value
+        return int(qp_attr.path_mtu)
 
     def _transition(self, state: str, step: Any, attr: Any) -> None:
         try:

@@ -54,6 +54,7 @@ QPS_RESET = 0
 QPS_INIT = 1
 QPS_RTR = 2
 QPS_RTS = 3
+QP_ATTR_PATH_MTU = 1 << 8  # IBV_QP_PATH_MTU, for QP.query
 PORT_ACTIVE = 4
 LINK_LAYER_INFINIBAND = 1
 LINK_LAYER_ETHERNET = 2
@@ -84,7 +85,7 @@ REQUIRED_API: dict[str, tuple[str, ...]] = {
     "mr.MR": ("buf", "lkey", "rkey", "length", "close"),
     "cq.CQ": ("poll", "close"),
     "cq.WC": ("status", "wr_id", "opcode", "vendor_err"),
-    "qp.QP": ("qp_num", "to_init", "to_rtr", "to_rts", "post_send", "close"),
+    "qp.QP": ("qp_num", "to_init", "to_rtr", "to_rts", "post_send", "query", "close"),
     "qp.QPCap": ("max_inline_data", "max_send_wr"),
     "qp.QPInitAttr": ("max_inline_data", "max_send_wr"),
     "qp.QPAttr": (

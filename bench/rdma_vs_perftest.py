@@ -61,15 +61,40 @@ def parse_perftest(text: str) -> tuple[float, float]:
     raise ValueError("no latency table in perftest output")
 
 
+PERFTEST_TCP_PORT = 18_600  # perftest's exchange port; its default 18515 is netqual's agent port
+
+
+def _listening(port: int) -> bool:
+    """Whether some socket listens on TCP ``port`` (/proc/net/tcp*: state 0A). Probing with
+    connect() would use up the perftest server's one accept."""
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            lines = Path(table).read_text().splitlines()[1:]
+        except OSError:
+            continue
+        for line in lines:
+            fields = line.split()
+            if fields[3] == "0A" and int(fields[1].rsplit(":", 1)[1], 16) == port:
+                return True
+    return False
+
+
 def run_perftest(
     tool: str, device: str, port: int, gid: int | None, host: str, iters: int, size: int
 ) -> str:
     args = [tool, "-d", device, "-i", str(port), "-s", str(size), "-n", str(iters), "-F"]
+    args += ["-p", str(PERFTEST_TCP_PORT)]
     if gid is not None:
         args += ["-x", str(gid)]
     server = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
-        time.sleep(1.0)  # let the server listen on its TCP exchange port
+        # Let the server listen on its TCP exchange port (slow to start under emulation).
+        end = time.monotonic() + 60
+        while not _listening(PERFTEST_TCP_PORT) and time.monotonic() < end:
+            if server.poll() is not None:
+                out = server.stdout.read() if server.stdout else ""
+                raise RuntimeError(f"{tool} server exited: {out[-800:]}")
+            time.sleep(0.1)
         client = subprocess.run(
             [*args, host], capture_output=True, text=True, timeout=120, check=False
         )

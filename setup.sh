@@ -9,7 +9,8 @@ APT_PACKAGES=(
   iproute2        # network namespaces for `netqual lab` and its tests
   sockperf iperf3 # reference tools for bench/ and their smoke tests
   chromium        # headless browser: the HTML report screenshot test
-  python3-pyverbs rdma-core ibverbs-utils perftest  # RDMA transport, doctor, bench/rdma_vs_perftest
+  python3-pyverbs rdma-core ibverbs-providers ibverbs-utils perftest  # RDMA transport, doctor, bench/rdma_vs_perftest
+  qemu-system-x86 busybox-static cpio kmod  # the Soft-RoCE guest (tests/test_rxe_guest.py, netqual lab rdma-shell)
   slurmd slurmctld slurm-client munge  # tests/test_slurm_job.py: a single-host Slurm cluster
 )
 
@@ -31,4 +32,12 @@ if [[ ! -x .venv/bin/python ]]; then
 fi
 .venv/bin/python -m pip install -q --upgrade pip >/dev/null
 .venv/bin/python -m pip install -q -e '.[dev]'
+# The Soft-RoCE guest's kernel: Debian's linux-image-amd64, downloaded and unpacked into
+# ~/.cache/netqual/vm (never installed). The rxe test fetches it itself when missing.
+# The guest runs this venv's Python with Debian's python3-pyverbs: both must be the
+# same minor version (3.11 on Debian 12).
+if [[ "${NETQUAL_SKIP_APT:-0}" != 1 ]] && command -v apt-get >/dev/null; then
+  .venv/bin/netqual lab rdma-shell --prepare \
+    || echo "setup: guest kernel not prepared; tests/test_rxe_guest.py will try again"
+fi
 echo "setup: ready (.venv/bin/netqual)"

@@ -235,6 +235,10 @@ class LabError(NetqualError):
     """The emulated fabric could not be built or torn down."""
 
 
+class GuestError(NetqualError):
+    """The qemu guest (Soft-RoCE rehearsal) could not be prepared, booted or read back."""
+
+
 class TopologyError(InputError):
     """A lab topology file is unreadable or invalid."""
 

@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import shlex
+import sys
+import tempfile
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
 from netqual import lab as lab_core
-from netqual.cli.app import app, console
-from netqual.errors import LabError
+from netqual.cli.app import app, console, err_console
+from netqual.errors import GuestError, LabError
 
 lab_app = typer.Typer(
     help="Emulated fabric in network namespaces (root).\n\nRacks, routers, delayed links.\n\n"
@@ -123,3 +126,68 @@ def down(state_dir: StateDirOpt = None) -> None:
         f"removed {len(report.namespaces)} namespaces, stopped {len(report.processes)} "
         f"processes, deleted {len(report.files)} files"
     )
+
+
+@lab_app.command("rdma-shell")
+def rdma_shell(
+    command: Annotated[
+        str | None,
+        typer.Option("--command", "-c", help="Run this shell command instead of a shell."),
+    ] = None,
+    prepare: Annotated[
+        bool, typer.Option("--prepare", help="Only download and unpack the guest kernel.")
+    ] = False,
+    out_dir: Annotated[
+        Path | None,
+        typer.Option(
+            "--out",
+            metavar="DIR",
+            help="Directory shared read-write with the guest [a new temp dir].",
+        ),
+    ] = None,
+    cache_dir: Annotated[
+        Path | None,
+        typer.Option(
+            "--cache-dir", help="Kernel cache [$NETQUAL_VM_CACHE or ~/.cache/netqual/vm]."
+        ),
+    ] = None,
+    cpus: Annotated[int, typer.Option("--cpus", help="Guest vCPUs.")] = 2,
+    memory_mib: Annotated[int, typer.Option("--memory-mib", help="Guest memory.")] = 3072,
+    timeout: Annotated[
+        float, typer.Option("--timeout", help="Power the guest off after this many seconds.")
+    ] = 3600.0,
+) -> None:
+    """A qemu guest with two Soft-RoCE devices: real RDMA verbs on a host without any.
+
+    rxe0 (198.18.0.1) and rxe1 (198.18.0.2) sit on a veth pair; the guest sees this
+    host's files read-only (writes go to memory) and --out read-write. No KVM needed.
+
+    \b
+    Example:
+      netqual lab rdma-shell
+      netqual lab rdma-shell -c 'netqual doctor'
+    """
+    from netqual import vm
+
+    if prepare:
+        kernel = vm.fetch_kernel(cache_dir)
+        console().print(f"guest kernel {kernel.release}: {kernel.vmlinuz}")
+        return
+    if reason := vm.qemu_unavailable():
+        raise GuestError(reason)
+    out = out_dir or Path(tempfile.mkdtemp(prefix="netqual-rdma-shell."))
+    interactive = command is None
+    # This venv's netqual first on PATH; agents may take minutes to start under emulation.
+    env = f"export PATH={shlex.quote(str(Path(sys.executable).parent))}:$PATH\n"
+    env += "export NETQUAL_AGENT_START_S=${NETQUAL_AGENT_START_S:-300}\n"
+    script = env + (command + "\n" if command else "exec /bin/bash -i\n")
+    spec = vm.GuestSpec(cpus=cpus, memory_mib=memory_mib)
+    err_console().print(f"booting the guest (TCG, {cpus} vCPUs); shared directory {out}")
+    run = vm.run_in_guest(
+        script, out, timeout, cache_dir=cache_dir, spec=spec, interactive=interactive
+    )
+    if not interactive:
+        print(run.console_tail(10_000))
+    if run.timed_out:
+        raise GuestError(f"the guest ran past --timeout {timeout:g} s and was stopped")
+    raise typer.Exit(run.exit_code if run.exit_code is not None else 3)

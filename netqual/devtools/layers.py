@@ -12,7 +12,7 @@ Layers, lowest first. Each may import its own layer and the ones listed after ``
     gate      pass/fail judgement                            -> core, analysis
     report    report.html, CSV                               -> core, analysis
     render    terminal and CI text                           -> core, analysis, gate
-    run       coordinator, local agents, demo, lab           -> core .. analysis (no output)
+    run       coordinator, local agents, demo, lab, vm       -> core .. analysis (no output)
     cli       commands                                       -> everything
 
 So the core returns results and only the edges (cli) write output; statistics never know
@@ -93,6 +93,7 @@ MODULE_LAYERS: Mapping[str, str] = {
     "netqual.localagents": "run",
     "netqual.demo": "run",
     "netqual.lab": "run",
+    "netqual.vm": "run",  # the qemu guest with Soft-RoCE (real verbs where the host has none)
     "netqual.cli": "cli",
     "netqual.__main__": "cli",
     "netqual.devtools": "devtools",

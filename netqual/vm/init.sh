@@ -1,0 +1,63 @@
+#!/bin/busybox sh
+# /init of netqual's guest initramfs (netqual/vm/initramfs.py builds it).
+# Loads the virtio/9p/overlay modules listed in /modules.order, mounts the host's root
+# read-only over virtio-9p with a tmpfs overlay on top (so the guest runs the host's own
+# Python, venv and rdma-core), bind-mounts the unpacked kernel's modules, mounts the
+# results share, runs the script named on the kernel command line in that root, writes its
+# exit status next to the results and powers off.
+/bin/busybox --install -s /bin
+export PATH=/bin
+mount -t proc proc /proc
+mount -t sysfs sysfs /sys
+mount -t devtmpfs devtmpfs /dev
+
+say() { echo "netqual-guest: $*" > /dev/console; }
+die() { say "$*"; echo o > /proc/sysrq-trigger; sleep 5; poweroff -f; }
+
+for arg in $(cat /proc/cmdline); do
+  case "$arg" in
+    netqual.modules=*) MODULES=${arg#netqual.modules=} ;;
+    netqual.out=*) OUT=${arg#netqual.out=} ;;
+    netqual.run=*) RUN=${arg#netqual.run=} ;;
+  esac
+done
+[ -n "$MODULES" ] && [ -n "$OUT" ] && [ -n "$RUN" ] || die "missing netqual.* on the command line"
+
+while read -r ko; do
+  insmod "/$ko" || die "insmod $ko failed"
+done < /modules.order
+
+P9="trans=virtio,version=9p2000.L,msize=262144"
+mkdir -p /host /rw /newroot
+mount -t 9p -o "$P9,cache=loose,ro" hostroot /host || die "cannot mount the host root"
+mount -t tmpfs -o mode=0755 tmpfs /rw
+mkdir -p /rw/upper /rw/work
+mount -t overlay overlay -o lowerdir=/host,upperdir=/rw/upper,workdir=/rw/work /newroot \
+  || die "cannot mount the overlay"
+R=/newroot
+mount -t proc proc $R/proc
+mount -t sysfs sysfs $R/sys
+mount -t devtmpfs devtmpfs $R/dev
+mkdir -p $R/dev/pts $R/dev/shm
+mount -t devpts devpts $R/dev/pts
+mount -t tmpfs tmpfs $R/dev/shm
+mount -t tmpfs tmpfs $R/run
+mount -t tmpfs tmpfs $R/tmp
+RELEASE=$(uname -r)
+mkdir -p "$R/lib/modules/$RELEASE" "$R$OUT"
+mount --bind "/host$MODULES" "$R/lib/modules/$RELEASE" || die "cannot bind the modules"
+mount -t 9p -o "$P9" results "$R$OUT" || die "cannot mount the results share"
+# Kernel module auto-loading runs this path in the initramfs root: hand it to the new root.
+echo /bin/modprobe-newroot > /proc/sys/kernel/modprobe
+hostname netqual-guest
+
+say "running $RUN"
+chroot $R /usr/bin/env -i HOME=/root TERM="${TERM:-linux}" \
+  PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
+  /bin/sh "$RUN" < /dev/console > /dev/console 2>&1
+echo "$?" > "$R$OUT/guest-exit"
+sync
+say "done"
+echo o > /proc/sysrq-trigger
+sleep 5
+poweroff -f

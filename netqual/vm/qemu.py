@@ -1,0 +1,148 @@
+"""Booting the guest: qemu with TCG (no KVM needed), the host's root shared read-only over
+virtio-9p, and a second, writable 9p share for results. Bounded by a timeout; qemu is
+killed when it runs past it."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from netqual.errors import GuestError
+from netqual.vm.kernel import Kernel
+
+QEMU = "qemu-system-x86_64"
+EXIT_FILE = "guest-exit"  # init.sh writes the script's exit status here
+CONSOLE_FILE = "console.log"
+
+
+@dataclass(frozen=True)
+class GuestSpec:
+    cpus: int = 2
+    memory_mib: int = 3072
+
+
+@dataclass(frozen=True)
+class GuestRun:
+    """How one boot ended. ``exit_code`` is the guest script's; None if it never finished."""
+
+    exit_code: int | None
+    timed_out: bool
+    elapsed_s: float
+    out_dir: Path
+    console_log: Path | None  # None when the console was the terminal
+
+    def console_tail(self, lines: int = 40) -> str:
+        if self.console_log is None or not self.console_log.is_file():
+            return ""
+        text = self.console_log.read_text(errors="replace").splitlines()
+        return "\n".join(text[-lines:])
+
+
+def qemu_unavailable() -> str | None:
+    """None when qemu can boot the guest here, else why not."""
+    if shutil.which(QEMU) is None:
+        return f"{QEMU} is not installed (Debian: apt install qemu-system-x86)"
+    proc = subprocess.run([QEMU, "-version"], capture_output=True, text=True, check=False)
+    if proc.returncode != 0:
+        return f"{QEMU} -version failed: {proc.stderr.strip()}"
+    return None
+
+
+def _checked(path: Path, what: str) -> str:
+    text = str(path.resolve())
+    if any(c in text for c in " ,\t\n\"'"):
+        raise GuestError(f"{what} {text!r}: the qemu command line cannot carry spaces or commas")
+    return text
+
+
+def qemu_command(
+    kernel: Kernel,
+    initrd: Path,
+    script: Path,
+    out_dir: Path,
+    spec: GuestSpec,
+    interactive: bool = False,
+) -> list[str]:
+    out = _checked(out_dir, "results directory")
+    append = " ".join(
+        [
+            "console=ttyS0",
+            "panic=-1",
+            "quiet" if not interactive else "loglevel=4",
+            f"netqual.modules={_checked(kernel.modules_dir, 'modules directory')}",
+            f"netqual.out={out}",
+            f"netqual.run={_checked(script, 'guest script')}",
+        ]
+    )
+    # -nodefaults drops the default serial port: name it (the terminal, with qemu's
+    # monitor on Ctrl-A c, or a file).
+    serial = "mon:stdio" if interactive else f"file:{out}/{CONSOLE_FILE}"
+    console = ["-display", "none", "-serial", serial]
+    return [
+        QEMU,
+        "-accel",
+        "tcg,thread=multi",
+        "-cpu",
+        "max",
+        "-smp",
+        str(spec.cpus),
+        "-m",
+        str(spec.memory_mib),
+        "-nodefaults",
+        "-no-reboot",
+        *console,
+        "-kernel",
+        str(kernel.vmlinuz),
+        "-initrd",
+        str(initrd),
+        "-append",
+        append,
+        "-virtfs",
+        "local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap",
+        "-virtfs",
+        f"local,path={out},mount_tag=results,security_model=none",
+    ]
+
+
+def boot(
+    kernel: Kernel,
+    initrd: Path,
+    script: Path,
+    out_dir: Path,
+    timeout_s: float,
+    spec: GuestSpec | None = None,
+    interactive: bool = False,
+) -> GuestRun:
+    """Boot, run ``script`` (a host path, run by /bin/sh in the guest), power off."""
+    if reason := qemu_unavailable():
+        raise GuestError(reason)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    (out_dir / EXIT_FILE).unlink(missing_ok=True)
+    cmd = qemu_command(kernel, initrd, script, out_dir, spec or GuestSpec(), interactive)
+    start = time.monotonic()
+    timed_out = False
+    # Interactive: qemu owns the terminal. Otherwise its own output is only error text.
+    stdio = None if interactive else subprocess.DEVNULL
+    with subprocess.Popen(cmd, stdin=stdio, stdout=stdio, stderr=None) as proc:
+        try:
+            proc.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            timed_out = True
+            proc.kill()
+            proc.wait()
+    elapsed = time.monotonic() - start
+    exit_file = out_dir / EXIT_FILE
+    code: int | None = None
+    if exit_file.is_file():
+        text = exit_file.read_text().strip()
+        code = int(text) if text.lstrip("-").isdigit() else None
+    return GuestRun(
+        exit_code=code,
+        timed_out=timed_out,
+        elapsed_s=elapsed,
+        out_dir=out_dir,
+        console_log=None if interactive else out_dir / CONSOLE_FILE,
+    )

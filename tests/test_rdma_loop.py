@@ -108,6 +108,46 @@ def test_silent_peer_times_out_with_own_deadline(fabric: Fabric) -> None:
     assert time.monotonic() - start < 5
 
 
+@pytest.mark.parametrize("qp_gone", [True, False])
+def test_responder_closing_the_channel_ends_the_pingpong_at_once(
+    fabric: Fabric, qp_gone: bool
+) -> None:
+    """A killed responder agent: its channel closes; the confirming write tells the rest."""
+    a, b = _pair(fabric)
+    first_post = a.qp.post_send
+    posts: list[object] = []
+
+    def post(wr: object, bad_wr: object = None) -> None:  # the first ping lands; then the
+        if posts and qp_gone:  # peer's QP is gone: the next write exhausts its retries
+            fabric.fail_status = 12
+        posts.append(wr)
+        first_post(wr)
+
+    a.qp.post_send = post
+    mine, theirs = socket.socketpair()
+    theirs.close()
+    start = time.monotonic()
+    with pytest.raises(ProbeError) as caught:
+        pingpong.initiate(
+            a,
+            b.conninfo(),
+            iterations=10,
+            warmup=10,
+            size=64,
+            deadline=time.monotonic() + 60,
+            channel=mine,
+        )
+    text = str(caught.value)
+    assert text.startswith("rdma ping-pong: the responder closed the control channel")
+    assert text.endswith("(after 0 of 20 round trips)")
+    if qp_gone:
+        assert "IBV_WC_RETRY_EXC_ERR (retry exceeded: peer unreachable or QP gone)" in text
+    else:
+        assert "yet a write to its QP still completes" in text
+    assert time.monotonic() - start < 30  # not the 60 s deadline
+    assert len(posts) == 2  # the ping, and the one confirming write
+
+
 def test_completion_error_names_the_wc_status(fabric: Fabric) -> None:
     a, b = _pair(fabric)
     fabric.fail_status = 12

@@ -104,13 +104,45 @@ def _no_gc() -> Iterator[None]:
 
 
 class _Aborted(Exception):
-    """The initiator spoke on the control channel while the responder was spinning."""
+    """The other end spoke on (or closed) the control channel during the ping-pong."""
+
+
+CONFIRM_S = 30.0  # how long a probe write to a vanished peer may take to fail (retries)
+
+
+def _confirm_peer_gone(w: _Writer, deadline: float) -> str:
+    """The responder closed its control channel mid-ping-pong (its agent died or gave up).
+    A waiting initiator has no write in flight, so the verbs layer has nothing to report:
+    post one signalled WRITE and let its completion tell what became of the peer's QP."""
+    gone = "the responder closed the control channel"
+    w.posted += 1
+    w.qp.post_send(w.signalled)
+    w.unreaped += 1
+    end = min(deadline, time.monotonic() + CONFIRM_S)
+    try:
+        while w.unreaped and time.monotonic() < end:
+            w.reap()
+            time.sleep(0.001)
+    except ProbeError as err:  # IBV_WC_RETRY_EXC_ERR once the retries to a dead QP run out
+        return f"{gone}; then {err.problem}"
+    if w.unreaped:
+        return f"{gone}; a write to its QP got no completion within {CONFIRM_S:g} s"
+    return f"{gone}, yet a write to its QP still completes"
 
 
 def initiate(
-    ep: Endpoint, peer: ConnInfo, *, iterations: int, warmup: int, size: int, deadline: float
+    ep: Endpoint,
+    peer: ConnInfo,
+    *,
+    iterations: int,
+    warmup: int,
+    size: int,
+    deadline: float,
+    channel: socket.socket | None = None,
 ) -> npt.NDArray[np.int64]:
-    """Run warmup + iterations round trips; return the kept full-RTT samples (ns)."""
+    """Run warmup + iterations round trips; return the kept full-RTT samples (ns).
+    ``channel``: the control socket; the responder says nothing on it until the initiator
+    closes the session, so it turning readable means the responder is gone."""
     w = _Writer(ep, peer, size)
     samples = np.empty(iterations, dtype=np.int64)
     clock = time.perf_counter_ns
@@ -123,13 +155,18 @@ def initiate(
                 w.send_byte.value = seq
                 t0 = clock()
                 w.post()
-                w.wait(seq, deadline, None)
+                w.wait(seq, deadline, channel)
                 t1 = clock()
                 if i >= warmup:
                     samples[i - warmup] = t1 - t0
                 if w.unreaped:
                     w.reap()
                 done = i + 1
+        except _Aborted:
+            why = _confirm_peer_gone(w, deadline)
+            raise ProbeError(
+                f"rdma ping-pong: {why} (after {done} of {total} round trips)"
+            ) from None
         except TimeoutError as err:
             raise ProbeError(
                 f"rdma ping-pong timed out after {done} of {total} round trips: {err}"

@@ -139,6 +139,7 @@ class RdmaTransport(Transport):
                 warmup=plan.warmup,
                 size=plan.size_bytes,
                 deadline=deadline,
+                channel=channel.sock,
             )
             cells_out = self._bulk(pv, ep, peer, cells, deadline)
             rounds = self._close(channel, deadline)

@@ -5,14 +5,27 @@ plan: builds the full-mesh, bipartite and sampled schedules for each ``--nodes``
 walks every round (positions only, as the coordinator does), printing rounds, pairs and
 seconds. The issue's bar: 1,024 nodes < 1 s, 10,000 nodes < 30 s.
 
-    PYTHONPATH=$PWD bench/scale [--nodes 1024,10000] [--sample-k 2]
+results (``--results N``): writes a synthetic N-node full-mesh results.json with only the
+schema's required keys, then times ``netqual report FILE --html``, ``netqual gate FILE``
+and ``netqual diff FILE FILE`` each in its own process (wall seconds, peak RSS). The
+issue's bar for N = 1,024 (523,776 paths): each < 30 s and < 2 GiB.
+
+    PYTHONPATH=$PWD bench/scale [--nodes 1024,10000] [--sample-k 2] [--results 1024] [--out DIR]
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
+import resource
+import subprocess
+import sys
+import tempfile
 import time
+from pathlib import Path
+
+import numpy as np
 
 from netqual import schedule
 from netqual.models import Mode, Node, Role
@@ -44,15 +57,142 @@ def bench_plan(sizes: list[int], sample_k: int) -> None:
             print(f"{n:>6} {mode.value:>10} {plan.round_count:>7} {walked:>10} {dt:>7.2f}")
 
 
+def synthetic_results(path: Path, n: int, seed: int = 1) -> int:
+    """Write a full-mesh results.json over n nodes with only the schema's required keys.
+
+    Racks of 32; node 3 slow (unsafe on every path), racks r001<->r002 marginal, 0.2% of
+    the other paths randomly marginal, 2 failed paths. Returns the number of paths."""
+    rng = np.random.default_rng(seed)
+    nodes = synthetic_nodes(n)
+    i, j = np.triu_indices(n, k=1)
+    rack = np.arange(n) // 32
+    same = rack[i] == rack[j]
+    p50 = np.where(same, 18.0, 34.0) * rng.uniform(0.9, 1.15, len(i))
+    p99 = p50 * rng.uniform(1.5, 3.0, len(i))
+    slow_pair = ((rack[i] == 1) & (rack[j] == 2)) | (rng.random(len(i)) < 0.002)
+    p99 = np.where(slow_pair, rng.uniform(210, 480, len(i)), p99)
+    p99 = np.where((i == 3) | (j == 3), rng.uniform(600, 900, len(i)), p99)
+    failed = set(rng.choice(len(i), 2, replace=False).tolist())
+    verdict = np.where(p99 > 500, "unsafe", np.where(p99 > 200, "marginal", "offload-safe"))
+    counts = {"offload-safe": 0, "marginal": 0, "unsafe": 0}
+    names = [nd.name for nd in nodes]
+    with path.open("w", encoding="utf-8") as f:
+        f.write(
+            '{"schema_version":"1","tool":{"name":"netqual","version":"bench"},'
+            '"run":{"started_at":"2026-11-30T00:00:00+00:00",'
+            '"finished_at":"2026-11-30T10:00:00+00:00","transport":"tcp",'
+            '"mode":"full-mesh","policy":{"metric":"p99","safe_max_us":200.0,'
+            '"unsafe_above_us":500.0,"min_samples":10000}},"nodes":['
+        )
+        f.write(
+            ",".join(
+                json.dumps(
+                    {
+                        "name": nd.name,
+                        "address": nd.address,
+                        "role": nd.role.value,
+                        "rack": nd.rack,
+                        "labels": {},
+                    }
+                )
+                for nd in nodes
+            )
+        )
+        f.write('],"paths":[')
+        rows = zip(
+            i.tolist(), j.tolist(), p50.tolist(), p99.tolist(), verdict.tolist(), strict=True
+        )
+        for k, (a, b, m, t, v) in enumerate(rows):
+            if k:
+                f.write(",")
+            hops = 2 if rack[a] == rack[b] else 4
+            if k in failed:
+                counts["unsafe"] += 1
+                f.write(
+                    f'{{"src":"{names[a]}","dst":"{names[b]}","transport":"tcp","hops":null,'
+                    '"rtt_us":null,"bulk":[],"verdict":"unsafe",'
+                    '"reasons":["measurement failed: timeout"],"error":"timeout"}'
+                )
+                continue
+            counts[v] += 1
+            reason = "" if v == "offload-safe" else f'"p99 {t:.1f} us"'
+            f.write(
+                f'{{"src":"{names[a]}","dst":"{names[b]}","transport":"tcp","hops":{hops},'
+                f'"rtt_us":{{"samples":10000,"min":{m * 0.8:.3f},"p50":{m:.3f},'
+                f'"p90":{m * 1.2:.3f},"p99":{t:.3f},"p999":{t * 1.3:.3f},"max":{t * 1.5:.3f},'
+                f'"mean":{m * 1.05:.3f},"stdev":{m * 0.05:.3f}}},'
+                f'"bulk":[{{"chunk_bytes":1048576,"depth":8,"reads":128,'
+                f'"goodput_gbps":{2e3 / m:.3f},"completion_us":{{"p50":{m * 20:.3f},'
+                f'"p99":{t * 20:.3f}}}}}],"verdict":"{v}","reasons":[{reason}],"error":null}}'
+            )
+        f.write(f'],"summary":{{"counts":{json.dumps(counts)},"worst":[]}}}}\n')
+    return len(i)
+
+
+def _measure(cmd: list[str]) -> tuple[float, float, int]:
+    """Wall seconds, peak RSS (MiB) and exit status of a child command."""
+    t0 = time.perf_counter()
+    proc = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, check=False)
+    wall = time.perf_counter() - t0
+    peak_kib = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    if proc.returncode not in (0, 1):
+        sys.stderr.write(proc.stderr.decode(errors="replace")[-2000:])
+    return wall, peak_kib / 1024, proc.returncode
+
+
+def bench_results(n: int, out: Path) -> None:
+    """Each command in its own process, as a user runs it (peak RSS per process)."""
+    out.mkdir(parents=True, exist_ok=True)
+    rfile = out / f"results-{n}.json"
+    t0 = time.perf_counter()
+    paths = synthetic_results(rfile, n)
+    print(
+        f"synthetic {n} nodes: {paths} paths, {rfile.stat().st_size / 1e6:.0f} MB, "
+        f"written in {time.perf_counter() - t0:.1f} s"
+    )
+    netqual = [sys.executable, "-m", "netqual"]
+    commands = {
+        "report --html": [*netqual, "report", str(rfile), "--html", str(out / "report.html")],
+        "gate": [*netqual, "gate", str(rfile)],
+        "diff": [*netqual, "diff", str(rfile), str(rfile), "--json"],
+    }
+    print(f"{'command':>14} {'wall_s':>7} {'peak_rss_MiB':>13} {'exit':>5}")
+    for label, cmd in commands.items():
+        # getrusage(RUSAGE_CHILDREN) is the max over all children so far: run each command
+        # from a fresh helper process so every row is that command alone.
+        helper = [
+            sys.executable, __file__, "--measure-one", json.dumps(cmd),
+        ]  # fmt: skip
+        row = subprocess.run(helper, capture_output=True, text=True, check=False)
+        wall, rss, rc = json.loads(row.stdout)
+        print(f"{label:>14} {wall:>7.1f} {rss:>13.0f} {rc:>5}")
+    html = out / "report.html"
+    if html.exists():
+        print(f"report.html: {html.stat().st_size / 1e6:.1f} MB")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     ap.add_argument("--nodes", default="1024,10000", help="comma-separated node counts")
     ap.add_argument("--sample-k", type=int, default=2, help="sampled mode: pairs per rack pair")
+    ap.add_argument(
+        "--results",
+        type=int,
+        metavar="N",
+        help="also time report --html, gate and diff on a synthetic N-node results.json",
+    )
+    ap.add_argument("--out", type=Path, default=None, help="keep the files here")
+    ap.add_argument("--measure-one", help=argparse.SUPPRESS)
     args = ap.parse_args()
+    if args.measure_one:
+        print(json.dumps(_measure(json.loads(args.measure_one))))
+        return 0
     print(f"load average: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     bench_plan([int(x) for x in args.nodes.split(",")], args.sample_k)
+    if args.results:
+        bench_results(args.results, args.out or Path(tempfile.mkdtemp(prefix="netqual-scale-")))
     return 0
 
 

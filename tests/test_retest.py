@@ -9,7 +9,7 @@ from pathlib import Path
 from conftest import AgentPool
 from test_agent_e2e import netqual_cli, write_inventory
 
-SMALL = ["--iterations", "400", "--warmup", "20", "--no-bulk"]
+SMALL = ["--iterations", "400", "--warmup", "20", "--no-bulk", "--allow-short-plan"]
 
 
 def test_retest_of_marginal_paths_and_of_one_path_both_ways(
@@ -63,10 +63,10 @@ def test_bad_path_and_verdict_are_usage_errors(agents: AgentPool, tmp_path: Path
     from factories import make_results, write_results
 
     f = write_results(tmp_path / "results.json", make_results(4))
-    r = netqual_cli("retest", str(f), "--path", "gpu01:nosuch")
+    r = netqual_cli("retest", str(f), "--path", "gpu01:nosuch", timeout_s=240)
     assert r.returncode == 2 and "--path" in r.stderr and "gpu01:nosuch" in r.stderr
-    r = netqual_cli("retest", str(f), "--verdict", "bad")
+    r = netqual_cli("retest", str(f), "--verdict", "bad", timeout_s=240)
     assert r.returncode == 2 and "--verdict" in r.stderr
     safe = write_results(tmp_path / "safe.json", make_results(4, all_safe=True))
-    r = netqual_cli("retest", str(safe))
+    r = netqual_cli("retest", str(safe), timeout_s=240)
     assert r.returncode == 0 and "nothing to re-test" in r.stdout

@@ -5,7 +5,7 @@ from __future__ import annotations
 import itertools
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from netqual import schedule
@@ -17,6 +17,7 @@ def nodes(n: int, **kw: object) -> list[Node]:
     return [Node(f"n{i:02d}", f"198.18.0.{i + 1}", **kw) for i in range(n)]  # type: ignore[arg-type]
 
 
+@settings(deadline=None)  # a loaded CI machine is no reason to fail
 @given(st.integers(min_value=0, max_value=40))
 def test_circle_method_covers_every_unordered_pair_once(n: int) -> None:
     ns = nodes(n)
@@ -80,6 +81,7 @@ def _check_disjoint_and_counted(s: schedule.Schedule) -> list[tuple[str, str]]:
     return pairs
 
 
+@settings(deadline=None)  # a loaded CI machine is no reason to fail
 @given(st.integers(min_value=0, max_value=9), st.integers(min_value=0, max_value=9))
 def test_bipartite_takes_max_of_compute_and_storage_rounds(c: int, s: int) -> None:
     ns = [Node(f"c{i}", f"198.18.1.{i + 1}", role=Role.COMPUTE) for i in range(c)]
@@ -90,6 +92,7 @@ def test_bipartite_takes_max_of_compute_and_storage_rounds(c: int, s: int) -> No
     assert sched.round_count == (max(c, s) if c and s else 0)
 
 
+@settings(deadline=None)  # a loaded CI machine is no reason to fail
 @given(
     st.lists(st.integers(min_value=0, max_value=4), min_size=0, max_size=24),
     st.integers(min_value=0, max_value=4),

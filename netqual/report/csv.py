@@ -5,13 +5,15 @@ from __future__ import annotations
 import csv
 from pathlib import Path
 
-from netqual.models import Results
+from netqual.models import RTT_STATISTICS, Results
 from netqual.units import format_size
 
 BASE_COLUMNS = [
     "src", "dst", "src_rack", "dst_rack", "src_role", "dst_role", "tier", "hops", "transport",
-    "verdict", "samples", "min_us", "p50_us", "p90_us", "p99_us", "p999_us", "max_us", "mean_us",
-    "stdev_us", "error", "reasons",
+    "verdict",
+    # RttStats.summary_values() fills these, in this order
+    "samples", *(f"{n}_us" for n in RTT_STATISTICS),
+    "error", "reasons",
 ]  # fmt: skip
 
 
@@ -44,7 +46,7 @@ def write_csv(results: Results, path: Path) -> None:
                 a.role.value if a else "", b.role.value if b else "",
                 p.tier.value, "" if p.hops is None else p.hops, p.transport, p.verdict.value,
             ]  # fmt: skip
-            row += [""] * 9 if r is None else list(r.summary_values())
+            row += [""] * (1 + len(RTT_STATISTICS)) if r is None else list(r.summary_values())
             row += [p.error or "", "; ".join(p.reasons)]
             by_cell = {(x.chunk_bytes, x.depth): x for x in p.bulk}
             for cell in cells:

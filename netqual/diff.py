@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from netqual.models import Metric, PathResult, Results, RttStats, Verdict
+from netqual.units import format_us
 
 # The re-qualification example profile's numbers (docs/gate-profiles/requalify.toml):
 # what `diff` calls worse when no --profile says otherwise.
@@ -32,7 +33,7 @@ def p99_increase(old: PathResult, new: PathResult, pct: float, min_delta_us: flo
     delta = new.rtt.p99_us - old.rtt.p99_us
     rise = 100.0 * delta / old.rtt.p99_us
     if rise > pct and delta >= min_delta_us:
-        return f"p99 {old.rtt.p99_us:.1f} -> {new.rtt.p99_us:.1f} us (+{rise:.0f}%)"
+        return f"p99 {format_us(old.rtt.p99_us)} -> {format_us(new.rtt.p99_us)} us (+{rise:.0f}%)"
     return None
 
 

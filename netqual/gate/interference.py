@@ -15,6 +15,7 @@ from netqual.gate.model import Finding, GateContext, Outcome, Status
 from netqual.gate.rules import Rule
 from netqual.interference import TOLERANCE, by_tier, tier_record
 from netqual.models import PathResult, SampledPath
+from netqual.units import format_us
 
 
 def _in_scope(paths: Sequence[PathResult], ctx: GateContext) -> list[SampledPath] | None:
@@ -26,7 +27,9 @@ def _in_scope(paths: Sequence[PathResult], ctx: GateContext) -> list[SampledPath
 
 def _finding(s: SampledPath) -> Finding:
     ratio = s.p99_ratio
-    detail = f"p99 {s.run_p99_us:.1f} us in the run, {s.alone_p99_us or 0:.1f} us alone"
+    detail = (
+        f"p99 {format_us(s.run_p99_us)} us in the run, {format_us(s.alone_p99_us or 0)} us alone"
+    )
     return Finding(s.src, s.dst, detail + (f" (x{ratio:.1f})" if ratio else ""))
 
 

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from netqual.gate.model import Finding, GateContext, Outcome, Scope, Status
 from netqual.models import Metric, PathResult, Verdict
+from netqual.units import format_us
 
 
 def describe(path: PathResult, metric: Metric) -> str:
@@ -19,7 +20,7 @@ def describe(path: PathResult, metric: Metric) -> str:
         return f"{path.verdict.value}, error: {path.error}"
     if path.rtt is None:
         return f"{path.verdict.value}, no RTT samples"
-    text = f"{path.verdict.value}, {metric.value} {path.rtt.value(metric):.1f} us"
+    text = f"{path.verdict.value}, {metric.value} {format_us(path.rtt.value(metric))} us"
     # A verdict the metric alone does not explain (too few samples, a failed bulk read)
     # carries its first reason, so the gate never lists "marginal, p99 55.6 us" bare.
     first = path.reasons[0] if path.reasons else ""

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from netqual.auth import write_token
+from netqual.localagents import start_timeout_s
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(Path(__file__).parent))  # tests/factories.py importable as ``factories``
@@ -56,16 +57,19 @@ class AgentPool:
         self.agents: list[AgentProc] = []
 
     def start(
-        self, name: str, *args: str, token: bool = True, timeout_s: float = 20.0
+        self, name: str, *args: str, token: bool = True, timeout_s: float | None = None
     ) -> AgentProc:
         return self.start_many([(name, *args)], token=token, timeout_s=timeout_s)[0]
 
     def start_many(
-        self, specs: list[tuple[str, ...]], token: bool = True, timeout_s: float = 20.0
+        self, specs: list[tuple[str, ...]], token: bool = True, timeout_s: float | None = None
     ) -> list[AgentProc]:
-        """Start agents concurrently (``(name, *extra args)`` each); wait until all listen."""
+        """Start agents concurrently (``(name, *extra args)`` each); wait until all listen.
+
+        The limit defaults to the one netqual's own local agents get (60 s, or
+        $NETQUAL_AGENT_START_S): a loaded machine takes tens of seconds to start Python."""
         started = [self._launch(spec[0], spec[1:], token) for spec in specs]
-        end = time.monotonic() + timeout_s
+        end = time.monotonic() + (start_timeout_s() if timeout_s is None else timeout_s)
         for agent in started:
             self._wait_ready(agent, end)
         return started

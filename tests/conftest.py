@@ -10,9 +10,10 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -137,3 +138,21 @@ def agents(tmp_path: Path, token_file: Path) -> Iterator[AgentPool]:
         yield pool
     finally:
         pool.close()
+
+
+_ARTEFACTS = pytest.StashKey[list[str]]()
+
+
+@pytest.fixture(scope="session")
+def artefact(request: pytest.FixtureRequest) -> Callable[[str], None]:
+    """``artefact(line)``: a line printed in the run's summary (CI logs), passed or not."""
+    lines = request.config.stash.setdefault(_ARTEFACTS, [])
+    return lines.append
+
+
+def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
+    lines = config.stash.get(_ARTEFACTS, [])
+    if lines:
+        terminalreporter.section("artefacts")
+        for line in lines:
+            terminalreporter.write_line(line)

@@ -20,9 +20,11 @@ from netqual.transports.rdma.gid import LinkLayer, check_peer
 
 _ALIGN = 4096
 MAX_INLINE_REQUEST = 256  # ask for inline only for small messages; the device may grant less
-# IBA timeout 14 = 4.096 us * 2^14 = 67 ms per try; 7 retries -> ~0.5 s to RETRY_EXC_ERR.
+# IBA timeout 14 = 4.096 us * 2^14 = 67 ms per try; 6 retries -> ~0.5 s to RETRY_EXC_ERR.
+# Not 7: Soft-RoCE (rxe_comp.c) treats retry_cnt 7 as "retry forever", so a vanished
+# peer would never produce an error completion there.
 QP_TIMEOUT = 14
-QP_RETRY_CNT = 7
+QP_RETRY_CNT = 6
 QP_RNR_RETRY = 7
 QP_MIN_RNR_TIMER = 12
 

@@ -42,7 +42,8 @@ mkdir -p $R/dev/pts $R/dev/shm
 mount -t devpts devpts $R/dev/pts
 mount -t tmpfs tmpfs $R/dev/shm
 mount -t tmpfs tmpfs $R/run
-mount -t tmpfs tmpfs $R/tmp
+# /tmp stays the overlay's (writes land in the tmpfs upper): a checkout or venv under the
+# host's /tmp, as CI clones can be, must stay visible to the guest.
 RELEASE=$(uname -r)
 mkdir -p "$R/lib/modules/$RELEASE" "$R$OUT"
 mount --bind "/host$MODULES" "$R/lib/modules/$RELEASE" || die "cannot bind the modules"

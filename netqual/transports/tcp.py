@@ -259,9 +259,7 @@ class PingpongRequest:
         req = cls(
             size_bytes=f.integer("size_bytes", 1, 1 << 40),
             count=f.integer("count", 1, 1 << 40),
-            timeout_s=min(
-                f.number("timeout_s", 1e-3, 1e9, limits.max_duration_s), limits.max_duration_s
-            ),
+            timeout_s=_timeout(f, limits),
         )
         if (problem := limits.check_pingpong(req.count, req.size_bytes)) is not None:
             raise LimitError(peer, problem)
@@ -284,9 +282,7 @@ class BulkRequest:
             chunk_bytes=f.integer("chunk_bytes", 1, 1 << 40),
             reads=f.integer("reads", 1, 1 << 40),
             depth=f.integer("depth", 1, 1 << 40),
-            timeout_s=min(
-                f.number("timeout_s", 1e-3, 1e9, limits.max_duration_s), limits.max_duration_s
-            ),
+            timeout_s=_timeout(f, limits),
         )
         if (problem := limits.check_bulk(req.chunk_bytes, req.reads, req.depth)) is not None:
             raise LimitError(peer, problem)

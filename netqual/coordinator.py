@@ -37,6 +37,7 @@ from netqual.models import (
     RunMeta,
     Verdict,
 )
+from netqual.pathtable import PathTable
 from netqual.phases import Phase, ScheduleConfig
 from netqual.policy import judge
 from netqual.probe_request import request_probe
@@ -328,8 +329,8 @@ def run(
     results = Results(
         run=meta,
         nodes=cfg.nodes,
-        paths=tuple(paths),
-        summary=summarize(paths, cfg.policy.metric),
+        paths=(table := PathTable.from_paths(paths, [n.name for n in cfg.nodes])),
+        summary=summarize(table, cfg.policy.metric),
         interference=inter,
         tool_version=__version__,
         workload=cfg.workload,

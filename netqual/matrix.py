@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import statistics
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
+import numpy as np
+
 from netqual.models import RTT_STATISTICS, Node, PathResult, Role, Tier, Verdict
+from netqual.pathtable import PathTable
 
 
 def tier_of(a: Node, b: Node) -> Tier:
@@ -37,11 +40,12 @@ def order_nodes(nodes: Sequence[Node]) -> list[Node]:
     )
 
 
-def matrix_nodes(nodes: Sequence[Node], paths: Sequence[PathResult]) -> list[Node]:
+def matrix_nodes(nodes: Sequence[Node], paths: PathTable) -> list[Node]:
     """The rows of every matrix, in order_nodes order; a path endpoint missing from the node
     list (a hand-edited file) still gets a row."""
     known = {n.name for n in nodes}
-    extra = {e for p in paths for e in (p.src, p.dst)} - known
+    used = np.unique(np.concatenate((paths.src, paths.dst))).tolist()
+    extra = {paths.names[i] for i in used} - known
     return order_nodes([*nodes, *(Node(name=name, address="") for name in sorted(extra))])
 
 
@@ -97,7 +101,7 @@ class Matrix:
 
 def build_matrix(
     nodes: Sequence[Node],
-    paths: Sequence[PathResult],
+    paths: PathTable,
     value: Callable[[PathResult], float | None],
 ) -> Matrix:
     """Symmetric N x N of any per-path statistic (a path fills both (src,dst) and (dst,src))."""
@@ -133,7 +137,7 @@ class GroupRow:
 
 
 def group_paths(
-    paths: Sequence[PathResult],
+    paths: Iterable[PathResult],
     key: Callable[[PathResult], str],
     order: Callable[[str], tuple[float, str]] | None = None,
 ) -> list[GroupRow]:

@@ -18,6 +18,7 @@ import numpy as np
 import numpy.typing as npt
 
 if TYPE_CHECKING:
+    from netqual.pathtable import PathTable
     from netqual.workload.model import Workload
 
 KIB = 1 << 10
@@ -222,6 +223,15 @@ class RttStats:
         value: float = getattr(self, f"{name}_us")
         return value
 
+    @property
+    def histogram_bins(self) -> tuple[float, float] | None:
+        """(first_bin, bins_per_decade) of the log-spaced histogram; None without one."""
+        edges = self.histogram_edges_us
+        if len(edges) < 2:
+            return None
+        per_decade = round(1 / math.log10(edges[1] / edges[0]))
+        return (float(round(math.log10(edges[0]) * per_decade)), float(per_decade))
+
     def summary_values(self) -> tuple[float, ...]:
         """samples, then RTT_STATISTICS: the order tables and exports use."""
         return (self.samples, *(self.statistic(n) for n in RTT_STATISTICS))
@@ -399,7 +409,7 @@ class Suspect:
 class Results:
     run: RunMeta
     nodes: tuple[Node, ...]
-    paths: tuple[PathResult, ...]
+    paths: PathTable  # columns, one row per path (netqual.pathtable)
     summary: Summary
     interference: Interference | None = None
     tool_name: str = "netqual"

@@ -31,6 +31,7 @@ from netqual.models import (
     Tier,
     Verdict,
 )
+from netqual.pathtable import PathTable
 from netqual.results import summarize, write_json
 from netqual.stats import bin_edges, bin_index
 
@@ -272,7 +273,7 @@ def make_results(
     return Results(
         run=run,
         nodes=tuple(nodes),
-        paths=tuple(paths),
+        paths=PathTable.from_paths(paths),
         summary=summarize(paths, policy.metric),
         tool_version="0.1.0",
     )

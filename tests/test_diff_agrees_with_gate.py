@@ -11,6 +11,7 @@ from cli_helpers import netqual
 from factories import make_results, write_results
 
 from netqual.models import Results
+from netqual.pathtable import PathTable
 
 PROFILE = """
 [profile]
@@ -59,7 +60,7 @@ def _with_ci(run: Results, scale: float, half_width_pct: float) -> Results:
             p.rtt, p99_us=p99, ci95_metric="p99", ci95_low_us=p99 - w, ci95_high_us=p99 + w
         )
         paths.append(replace(p, rtt=rtt))
-    return replace(run, paths=tuple(paths))
+    return replace(run, paths=PathTable.from_paths(paths))
 
 
 def test_changes_inside_both_confidence_intervals_are_noise(tmp_path: Path) -> None:

@@ -12,6 +12,7 @@ from factories import make_results, write_results
 
 from netqual.localise import suspects
 from netqual.models import PathResult, Results, SuspectKind, Verdict
+from netqual.pathtable import PathTable
 from netqual.results import load, results_to_dict
 
 
@@ -67,7 +68,7 @@ def test_a_pair_whose_directions_disagree_is_an_asymmetry_suspect() -> None:
         _reversed(healthy, healthy.rtt.p99_us * 1.1 if healthy.rtt else 0, healthy.verdict),
         _reversed(odd, 650.0, Verdict.UNSAFE),
     )
-    r = dataclasses.replace(r, paths=r.paths + extra)
+    r = dataclasses.replace(r, paths=PathTable.from_paths([*r.paths, *extra]))
     asym = [s for s in suspects(r) if s.kind is SuspectKind.ASYMMETRY]
     assert [s.subject for s in asym] == [f"{odd.src}<->{odd.dst}"]
     ev = asym[0].evidence

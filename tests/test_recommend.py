@@ -14,6 +14,7 @@ from netqual.models import (
     Tier,
     Verdict,
 )
+from netqual.pathtable import PathTable
 from netqual.report.recommend import recommend
 from netqual.results import summarize
 
@@ -47,7 +48,7 @@ def results(paths: list[PathResult]) -> Results:
         ProbePlan(),
         {},
     )
-    return Results(meta, NODES, tuple(paths), summarize(paths))
+    return Results(meta, NODES, PathTable.from_paths(paths), summarize(paths))
 
 
 def test_distance_is_blamed_not_every_node() -> None:

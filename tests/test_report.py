@@ -16,6 +16,7 @@ from cli_helpers import Run, run_in_process
 from factories import make_results, write_results
 
 from netqual.gate import Waiver
+from netqual.pathtable import PathTable
 from netqual.report import render_html, write_csv
 from netqual.report.build import build_view
 from netqual.results import summarize
@@ -157,7 +158,7 @@ def test_external_reference_scan_catches_what_it_should() -> None:
 def test_embedded_json_cannot_close_the_script(tmp_path: Path) -> None:
     res = make_results(4, error_paths=1)
     evil = replace(res.paths[0], error="</script><script>alert(1)</script>", reasons=("</script>",))
-    res = replace(res, paths=(evil, *res.paths[1:]))
+    res = replace(res, paths=PathTable.from_paths([evil, *res.paths[1:]]))
     html = render_html(res)
     assert html.count("</script>") == 2  # the data block and the page script, nothing injected
 
@@ -225,7 +226,7 @@ def test_512_nodes_render_fast_and_small(tmp_path: Path) -> None:
 
 def test_renders_odd_but_valid_inputs() -> None:
     res = make_results(4)
-    empty = replace(res, paths=(), summary=summarize(()))
+    empty = replace(res, paths=PathTable.empty(), summary=summarize(()))
     assert "No paths were measured." in render_html(empty)
     unracked = replace(res, nodes=tuple(replace(n, rack=None) for n in res.nodes))
     assert "Cluster: <b>4 nodes, 6 paths (full-mesh)</b>" in render_html(unracked)
@@ -254,7 +255,9 @@ def test_csv_neutralises_formulas_in_names_and_errors(
         )
         for p in res.paths
     )
-    write_results(tmp_path / "results.json", replace(res, nodes=nodes, paths=paths))
+    write_results(
+        tmp_path / "results.json", replace(res, nodes=nodes, paths=PathTable.from_paths(paths))
+    )
     r = cli("report", "results.json", "--csv", "out.csv", cwd=tmp_path)
     assert r.returncode == 0, r.stderr
     rows = list(csv.reader((tmp_path / "out.csv").open(newline="")))

@@ -25,6 +25,7 @@ from netqual.models import (
     Tier,
 )
 from netqual.narrative import verdict_sentence
+from netqual.pathtable import PathTable
 from netqual.policy import judge
 from netqual.render.terminal import print_probe, print_results
 from netqual.results import (
@@ -80,7 +81,7 @@ def sample_results() -> Results:
         ProbePlan(),
         {"function": "time.perf_counter_ns"},
     )
-    return Results(meta, NODES, tuple(paths), summarize(paths), tool_version="0.1.0")
+    return Results(meta, NODES, PathTable.from_paths(paths), summarize(paths), tool_version="0.1.0")
 
 
 def render(fn: object, *args: object) -> str:

@@ -52,6 +52,7 @@ MODULE_LAYERS: Mapping[str, str] = {
     "netqual.errors": "core",
     "netqual.units": "core",
     "netqual.models": "core",
+    "netqual.pathtable": "core",  # paths as columns (numpy), rows as PathResult
     "netqual.schema": "core",
     "netqual.tomlfile": "core",
     "netqual.plan_codec": "core",

@@ -3,7 +3,7 @@ written as a run goes), ``decode`` (JSON -> records, validated) and ``summary`` 
 verdict and the worst paths). Import from here; the submodules are the homes.
 """
 
-from netqual.results.decode import load, load_jsonl_paths, path_from_dict, results_from_dict
+from netqual.results.decode import load, load_jsonl_paths, results_from_dict
 from netqual.results.encode import (
     SCHEMA_VERSION,
     append_jsonl,
@@ -27,7 +27,6 @@ __all__ = [
     "load",
     "load_jsonl_paths",
     "node_to_dict",
-    "path_from_dict",
     "path_to_dict",
     "policy_to_dict",
     "results_from_dict",

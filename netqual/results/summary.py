@@ -7,26 +7,18 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from netqual.models import Metric, PathResult, Summary, Verdict, rank_key
+from netqual.models import Metric, PathResult, Summary, rank_key
+from netqual.pathtable import PathTable
 
 WORST_PATHS = 10
 
 
-def summarize(paths: Iterable[PathResult], metric: Metric = Metric.P99) -> Summary:
-    """Counts per verdict and the worst paths: unsafe first, then by the policy metric."""
-    paths = list(paths)
-    counts = {v: 0 for v in Verdict}
-    for p in paths:
-        counts[p.verdict] += 1
-
-    def badness(p: PathResult) -> tuple[int, float]:
-        return rank_key(p, metric)
-
-    worst = sorted((p for p in paths if p.verdict is not Verdict.SAFE), key=badness, reverse=True)
-    if len(worst) < WORST_PATHS:
-        rest = sorted((p for p in paths if p.verdict is Verdict.SAFE), key=badness, reverse=True)
-        worst += rest[: WORST_PATHS - len(worst)]
-    return Summary(counts=counts, worst=tuple(p.key for p in worst[:WORST_PATHS]))
+def summarize(paths: PathTable | Iterable[PathResult], metric: Metric = Metric.P99) -> Summary:
+    """Counts per verdict and the worst paths: unsafe first, then by the policy metric
+    (``PathTable.ranked``: one sort over columns, no per-path objects)."""
+    table = paths if isinstance(paths, PathTable) else PathTable.from_paths(paths)
+    worst = table.ranked(metric)[:WORST_PATHS]
+    return Summary(counts=table.counts(), worst=tuple(table.key(i) for i in worst))
 
 
 class RunningWorst:

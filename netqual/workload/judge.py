@@ -23,6 +23,7 @@ from netqual.models import (
     Verdict,
     WorkloadResult,
 )
+from netqual.pathtable import PathTable
 from netqual.units import format_bytes, format_duration_us, format_size, format_us
 from netqual.workload.model import BaselineKind, Workload
 
@@ -222,5 +223,7 @@ def judged(path: PathResult, w: Workload | None) -> PathResult:
 def apply(results: Results, w: Workload) -> Results:
     """Re-judge every path of a run by a workload (the RTT verdicts stay as they are)."""
     return dataclasses.replace(
-        results, paths=tuple(judged(p, w) for p in results.paths), workload=w
+        results,
+        paths=PathTable.from_paths((judged(p, w) for p in results.paths), results.paths.names),
+        workload=w,
     )

@@ -7,8 +7,9 @@ seconds. The issue's bar: 1,024 nodes < 1 s, 10,000 nodes < 30 s.
 
 results (``--results N``): writes a synthetic N-node full-mesh results.json with only the
 schema's required keys, then times ``netqual report FILE --html``, ``netqual gate FILE``
-and ``netqual diff FILE FILE`` each in its own process (wall seconds, peak RSS). The
-issue's bar for N = 1,024 (523,776 paths): each < 30 s and < 2 GiB.
+and ``netqual diff FILE FILE`` each in its own process (wall seconds, peak RSS), after the
+bare ``load`` of the file and the terminal ``report``. The issue's bar for N = 1,024
+(523,776 paths): each < 30 s and < 2 GiB.
 
     PYTHONPATH=$PWD bench/scale [--nodes 1024,10000] [--sample-k 2] [--results 1024] [--out DIR]
 """
@@ -151,7 +152,10 @@ def bench_results(n: int, out: Path) -> None:
         f"written in {time.perf_counter() - t0:.1f} s"
     )
     netqual = [sys.executable, "-m", "netqual"]
+    load_only = "from pathlib import Path; from netqual.results import load; load(Path"
     commands = {
+        "load": [sys.executable, "-c", f"{load_only}({str(rfile)!r}))"],
+        "report": [*netqual, "report", str(rfile)],
         "report --html": [*netqual, "report", str(rfile), "--html", str(out / "report.html")],
         "gate": [*netqual, "gate", str(rfile)],
         "diff": [*netqual, "diff", str(rfile), str(rfile), "--json"],

@@ -146,9 +146,13 @@ def _worst_entry(p: PathResult, metric: Metric) -> dict[str, Any]:
     }
 
 
-def results_to_dict(r: Results) -> dict[str, Any]:
-    by_key = {p.key: p for p in r.paths}
+_PATHS_MARK = "\x00paths\x00"  # stands for the paths while write_json streams them
+
+
+def results_to_dict(r: Results, *, paths: bool = True) -> dict[str, Any]:
+    """The whole document; ``paths=False`` puts a marker where the paths go."""
     metric = r.run.policy.metric
+    worst = [i for i in map(r.paths.find, r.summary.worst) if i is not None]
     doc: dict[str, Any] = {
         "schema_version": r.schema_version,
         "tool": {"name": r.tool_name, "version": r.tool_version},
@@ -167,11 +171,11 @@ def results_to_dict(r: Results) -> dict[str, Any]:
             **({} if r.run.complete else {"complete": False, "pairs_planned": r.run.pairs_planned}),
         },
         "nodes": [node_to_dict(n) for n in r.nodes],
-        "paths": [path_to_dict(p) for p in r.paths],
+        "paths": [path_to_dict(p) for p in r.paths] if paths else _PATHS_MARK,
         "summary": {
             "counts": {v.value: r.summary.counts.get(v, 0) for v in Verdict},
             "total": len(r.paths),
-            "worst": [_worst_entry(by_key[k], metric) for k in r.summary.worst if k in by_key],
+            "worst": [_worst_entry(r.paths.row(i), metric) for i in worst],
         },
         **({"workload": r.workload.to_json()} if r.workload else {}),
     }
@@ -187,13 +191,27 @@ def results_to_dict(r: Results) -> dict[str, Any]:
     return doc
 
 
+_COMPACT: dict[str, Any] = {"separators": (",", ":")}
+
+
+def _split_at_paths(text: str) -> tuple[str, str]:
+    """The document's text before and after the paths marker, with the list's brackets."""
+    head, tail = text.split(json.dumps(_PATHS_MARK), 1)
+    return head + "[", "]" + tail
+
+
 def write_json(path: Path, results: Results) -> None:
     """Write atomically: a reader never sees half a results.json."""
     tmp = path.with_suffix(path.suffix + ".tmp")
     with tmp.open("w", encoding="utf-8") as f:
-        # Compact: a 512-node full mesh has 130,816 paths.
-        json.dump(results_to_dict(results), f, separators=(",", ":"))
-        f.write("\n")
+        # Compact, and the paths streamed one by one: a 1,024-node full mesh has 523,776
+        # of them, whose dicts together would take gigabytes.
+        head, tail = _split_at_paths(json.dumps(results_to_dict(results, paths=False), **_COMPACT))
+        f.write(head)
+        for i, p in enumerate(results.paths):
+            f.write("," if i else "")
+            f.write(json.dumps(path_to_dict(p), **_COMPACT))
+        f.write(tail + "\n")
         f.flush()
         os.fsync(f.fileno())
     tmp.replace(path)

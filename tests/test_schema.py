@@ -79,25 +79,51 @@ def test_truncated_file_is_reported(tmp_path: Path) -> None:
         load(f)
 
 
-def test_large_files_check_every_path_for_required_keys(
-    tmp_path: Path, doc: dict[str, Any], monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setattr(schema, "FULL_VALIDATION_PATHS", 2)
-    doc["paths"][4].pop("bulk")
-    with pytest.raises(ResultsFileError) as info:
-        _load_doc(tmp_path, doc)
-    assert info.value.field == "paths[4].bulk"
-
-
-def test_large_files_sampled_errors_keep_original_index(
-    tmp_path: Path, doc: dict[str, Any], monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setattr(schema, "FULL_VALIDATION_PATHS", 3)
+def test_every_path_is_checked_not_a_sample(tmp_path: Path) -> None:
+    doc = results_to_dict(make_results(40))  # 780 paths
     last = len(doc["paths"]) - 1
     doc["paths"][last]["rtt_us"]["p50"] = "x"
     with pytest.raises(ResultsFileError) as info:
         _load_doc(tmp_path, doc)
     assert info.value.field == f"paths[{last}].rtt_us.p50"
+    doc["paths"][last]["rtt_us"]["p50"] = 1.0
+    doc["paths"][401]["bulk"][0]["depth"] = 0
+    with pytest.raises(ResultsFileError) as info:
+        _load_doc(tmp_path, doc)
+    assert info.value.field == "paths[401].bulk[0].depth"
+    assert "minimum of 1" in str(info.value)
+
+
+@pytest.mark.parametrize(
+    "mutate",
+    [
+        lambda p: p.pop("verdict"),
+        lambda p: p.update(verdict="fine"),
+        lambda p: p.update(src=""),
+        lambda p: p.update(hops=-1),
+        lambda p: p.update(hops=1.5),
+        lambda p: p.update(tier="next-door"),
+        lambda p: p.update(reasons="slow"),
+        lambda p: p["rtt_us"].update(samples=-1),
+        lambda p: p["rtt_us"].update(p99=-0.5),
+        lambda p: p["rtt_us"].update(p99=True),
+        lambda p: p["rtt_us"]["histogram"].update(bins_per_decade=0),
+        lambda p: p["bulk"][0].update(chunk_bytes=0),
+        lambda p: p["bulk"][0]["completion_us"].pop("p99"),
+    ],
+)
+def test_typed_decoder_and_json_schema_reject_the_same_paths(
+    tmp_path: Path, doc: dict[str, Any], mutate: Any
+) -> None:
+    """Paths are checked by msgspec types (fast), the rest by the JSON Schema: both must
+    hold the same definition of a path."""
+    mutate(doc["paths"][0])
+    with pytest.raises(ResultsFileError) as typed:
+        _load_doc(tmp_path, doc)
+    with pytest.raises(ResultsFileError) as by_schema:
+        schema.validate(doc, "results.json")
+    assert typed.value.field is not None and typed.value.field.startswith("paths[0].")
+    assert by_schema.value.field is not None and by_schema.value.field.startswith("paths[0].")
 
 
 def test_schema_ships_inside_the_package() -> None:

@@ -3,11 +3,10 @@
 ``validate`` turns the most relevant schema error into a ``ResultsFileError`` naming the
 field as a JSON path (``paths[3].rtt_us.p99``).
 
-Cost: pure-Python validation takes one to two milliseconds per path (references inlined),
-so a 512-node full mesh (130,816 paths) would take minutes. Above ``FULL_VALIDATION_PATHS``
-paths every path is still checked for the schema's required keys, and an evenly spread sample of
-``FULL_VALIDATION_PATHS`` paths (first and last included) gets the full schema; the typed
-reader in ``netqual.results`` then checks every value it uses.
+Cost: pure-Python validation takes one to two milliseconds per path, so ``load`` validates
+everything but the paths here and checks every path with the typed decoder
+(``netqual.results.decode``, the schema's path definition as msgspec types); a test keeps
+the two definitions rejecting the same paths.
 """
 
 from __future__ import annotations
@@ -22,8 +21,6 @@ import jsonschema
 from jsonschema.exceptions import ValidationError, best_match
 
 from netqual.errors import ResultsFileError
-
-FULL_VALIDATION_PATHS = 300
 
 
 @functools.cache
@@ -65,15 +62,8 @@ def json_path(parts: Sequence[str | int]) -> str:
     return out or "(top level)"
 
 
-def _describe(err: ValidationError, index_map: Sequence[int] | None) -> tuple[str, str]:
+def _describe(err: ValidationError) -> tuple[str, str]:
     parts: list[str | int] = list(err.absolute_path)
-    if (
-        index_map is not None
-        and len(parts) >= 2
-        and parts[0] == "paths"
-        and isinstance(parts[1], int)
-    ):
-        parts[1] = index_map[parts[1]]
     expected: Any = err.validator_value
     if err.validator == "required":
         missing = [
@@ -102,33 +92,7 @@ def validate(data: Mapping[str, Any], source: str) -> None:
             f"unsupported schema_version {version!r} (this netqual reads '1')",
             field="schema_version",
         )
-    doc: Mapping[str, Any] = data
-    index_map: list[int] | None = None
-    paths = data.get("paths")
-    if isinstance(paths, list) and len(paths) > FULL_VALIDATION_PATHS:
-        _check_required(paths, source)
-        step = len(paths) / (FULL_VALIDATION_PATHS - 1)
-        index_map = sorted(
-            {min(len(paths) - 1, round(i * step)) for i in range(FULL_VALIDATION_PATHS)}
-        )
-        doc = {**data, "paths": [paths[i] for i in index_map]}
-    err = best_match(_validator().iter_errors(doc))
+    err = best_match(_validator().iter_errors(data))
     if err is not None:
-        field, problem = _describe(err, index_map)
+        field, problem = _describe(err)
         raise ResultsFileError(source, problem, field=field)
-
-
-def _check_required(paths: list[Any], source: str) -> None:
-    path_schema = results_schema()["$defs"]["path"]
-    required = frozenset(path_schema["required"])
-    verdicts = frozenset(path_schema["properties"]["verdict"]["enum"])
-    for i, p in enumerate(paths):
-        if not isinstance(p, dict):
-            raise ResultsFileError(source, f"expected object, got {p!r:.60}", field=f"paths[{i}]")
-        if not required <= p.keys():
-            key = sorted(required - p.keys())[0]
-            raise ResultsFileError(source, "missing required key", field=f"paths[{i}].{key}")
-        if p["verdict"] not in verdicts:
-            raise ResultsFileError(
-                source, f"is {p['verdict']!r}, not a verdict", field=f"paths[{i}].verdict"
-            )

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import numpy as np
+
 from netqual.models import PathResult, Results, Verdict, Waiver
 from netqual.units import format_us
 
@@ -65,12 +67,23 @@ def _counts_sentence(results: Results) -> str:
 
 
 def waiver_problem(results: Results, waiver: Waiver) -> str | None:
-    """Why a waiver cannot apply to this run (a node or path it does not have), or None."""
-    names = {n.name for n in results.nodes} | {e for p in results.paths for e in p.key}
+    """Why a waiver cannot apply to this run (a node or path it does not have), or None.
+
+    Read from the path columns (node codes), not from rows: a run can have half a million
+    paths and a profile several waivers."""
+    paths = results.paths
+    used = np.zeros(len(paths.names), dtype=np.bool_)
+    used[paths.src] = True
+    used[paths.dst] = True
+    measured = {n for n, u in zip(paths.names, used.tolist(), strict=True) if u}
+    names = {n.name for n in results.nodes} | measured
     unknown = [n for n in (waiver.src, waiver.dst) if n not in names]
     if unknown:
         which = " and ".join(repr(n) for n in dict.fromkeys(unknown))
         return f"names {which}, not a node of this run (a typo, or another inventory?)"
-    if not any(waiver.covers(p.key) for p in results.paths):
+    code = {n: i for i, n in enumerate(paths.names)}
+    a, b = code.get(waiver.src, -1), code.get(waiver.dst, -1)
+    there = ((paths.src == a) & (paths.dst == b)) | ((paths.src == b) & (paths.dst == a))
+    if not there.any():
         return "names a path this run did not measure"
     return None

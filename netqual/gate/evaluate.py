@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import datetime as dt
 
+import numpy as np
+
 from netqual.errors import UsageError
-from netqual.gate.model import GateContext, GateReport, Outcome, WaiverState
+from netqual.gate.model import GateContext, GateReport, Outcome, Scope, WaiverState
 from netqual.gate.profile import Profile
-from netqual.models import PathResult, Results
+from netqual.models import Results
 from netqual.narrative import incomplete_note, preliminary_note, waiver_problem
+from netqual.pathtable import IntArray
 
 
 def evaluate(
@@ -30,13 +33,15 @@ def evaluate(
         nodes=nodes,
         metric=profile.metric,
         waivers=active,
-        baseline={p.key: p for p in baseline.paths} if baseline is not None else None,
+        baseline=baseline.paths if baseline is not None else None,
         interference=results.interference,
     )
+    scoped: dict[Scope, IntArray] = {}  # a profile has a few scopes and many rules
     outcomes: list[Outcome] = []
     for rule in profile.rules:
-        scoped: list[PathResult] = [p for p in results.paths if rule.scope.matches(p, nodes)]
-        outcomes.append(rule.check(scoped, ctx))
+        if rule.scope not in scoped:
+            scoped[rule.scope] = np.flatnonzero(rule.scope.mask(results.paths, nodes))
+        outcomes.append(rule.check(results.paths, scoped[rule.scope], ctx))
     states = tuple(
         WaiverState(
             waiver=w,

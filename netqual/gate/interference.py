@@ -8,21 +8,35 @@ interference check fails them: nothing shows that its numbers are undisturbed.
 from __future__ import annotations
 
 import statistics
-from collections.abc import Sequence
 from dataclasses import dataclass
 
-from netqual.gate.model import Finding, GateContext, Outcome, Status
+import numpy as np
+
+from netqual.gate.model import (
+    Finding,
+    GateContext,
+    Outcome,
+    Status,
+    key_codes,
+    pair_codes,
+    with_names,
+)
 from netqual.gate.rules import Rule
 from netqual.interference import TOLERANCE, by_tier, tier_record
-from netqual.models import PathResult, SampledPath
+from netqual.models import SampledPath
+from netqual.pathtable import IntArray, PathTable
 from netqual.units import format_us
 
 
-def _in_scope(paths: Sequence[PathResult], ctx: GateContext) -> list[SampledPath] | None:
+def _in_scope(table: PathTable, rows: IntArray, ctx: GateContext) -> list[SampledPath] | None:
+    """The measured sampled paths whose (src, dst) is one of ``rows`` (few: a sample)."""
     if ctx.interference is None:
         return None
-    keys = {p.key for p in paths}
-    return [s for s in ctx.interference.paths if (s.src, s.dst) in keys and s.error is None]
+    sampled = [s for s in ctx.interference.paths if s.error is None]
+    names = with_names(table.names, (e for s in sampled for e in (s.src, s.dst)))
+    keys = pair_codes(names, ((s.src, s.dst) for s in sampled))
+    inside = np.isin(keys, key_codes(table, names, rows)).tolist()
+    return [s for s, ok in zip(sampled, inside, strict=True) if ok]
 
 
 def _finding(s: SampledPath) -> Finding:
@@ -50,8 +64,8 @@ class InterferenceClean(Rule):
     def key(self) -> str:
         return "interference_clean"
 
-    def check(self, paths: Sequence[PathResult], ctx: GateContext) -> Outcome:
-        sampled = _in_scope(paths, ctx)
+    def check(self, table: PathTable, rows: IntArray, ctx: GateContext) -> Outcome:
+        sampled = _in_scope(table, rows, ctx)
         if sampled is None:
             return _not_checked(self)
         tolerance = ctx.interference.tolerance if ctx.interference else TOLERANCE
@@ -79,8 +93,8 @@ class MaxInterferenceRatio(Rule):
     def key(self) -> str:
         return "max_interference_p99_ratio"
 
-    def check(self, paths: Sequence[PathResult], ctx: GateContext) -> Outcome:
-        sampled = _in_scope(paths, ctx)
+    def check(self, table: PathTable, rows: IntArray, ctx: GateContext) -> Outcome:
+        sampled = _in_scope(table, rows, ctx)
         if sampled is None:
             return _not_checked(self)
         ratios = [r for s in sampled if (r := s.p99_ratio) is not None]

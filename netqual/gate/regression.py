@@ -1,21 +1,62 @@
 """Rules against a baseline run (``--baseline OLD_RESULTS``). Paths match by (src, dst)
-in either direction. Without a baseline they are skipped (or the profile demands one)."""
+in either direction. Without a baseline they are skipped (or the profile demands one).
+
+The two runs are joined on their columns: both tables' node codes into one name list, one
+int64 key ``src * N + dst`` per path, sorted once and looked up with ``np.searchsorted``.
+A key the baseline measured twice (a retest) stands for its last measurement.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from netqual.diff import p99_increase
-from netqual.gate.model import GateContext, Outcome, Status
+import numpy as np
+
+from netqual.gate.model import GateContext, Outcome, Status, key_codes, with_names
 from netqual.gate.rules import Rule, _plural, _split
-from netqual.models import PathResult
+from netqual.pathtable import VERDICTS, BoolArray, IntArray, PathTable
+from netqual.units import format_us
+
+NONE = -1  # no baseline row
 
 
-def baseline_of(
-    path: PathResult, baseline: Mapping[tuple[str, str], PathResult]
-) -> PathResult | None:
-    return baseline.get(path.key) or baseline.get((path.dst, path.src))
+@dataclass(frozen=True)
+class _Keys:
+    """The distinct keys of a table, sorted, with the first and last row of each."""
+
+    keys: IntArray
+    first: IntArray
+    last: IntArray
+
+    @classmethod
+    def of(cls, keys: IntArray) -> _Keys:
+        order = np.argsort(keys, kind="stable")  # equal keys stay in row order
+        ordered = keys[order]
+        new = np.ones(len(ordered), dtype=np.bool_)
+        new[1:] = ordered[1:] != ordered[:-1]
+        ends = np.ones(len(ordered), dtype=np.bool_)
+        ends[:-1] = new[1:]
+        return cls(ordered[new], order[new], order[ends])
+
+    def last_row(self, wanted: IntArray) -> IntArray:
+        """The last row holding each wanted key, NONE where no row does."""
+        if not len(self.keys):
+            return np.full(len(wanted), NONE, dtype=np.int64)
+        pos = np.minimum(np.searchsorted(self.keys, wanted), len(self.keys) - 1)
+        got: IntArray = np.where(self.keys[pos] == wanted, self.last[pos], NONE)
+        return got
+
+
+def baseline_rows(table: PathTable, rows: IntArray, base: PathTable) -> IntArray:
+    """For each of ``rows``, the baseline row of the same (src, dst), else of (dst, src),
+    else NONE."""
+    names = with_names(table.names, base.names)
+    index = _Keys.of(key_codes(base, names))
+    src, dst = table.codes(names)
+    src, dst, n = src[rows], dst[rows], len(names)
+    same = index.last_row(src * n + dst)
+    got: IntArray = np.where(same != NONE, same, index.last_row(dst * n + src))
+    return got
 
 
 def _skipped(rule: Rule) -> Outcome:
@@ -31,16 +72,32 @@ class MaxP99IncreasePct(Rule):
     def key(self) -> str:
         return "max_p99_increase_pct"
 
-    def check(self, paths: Sequence[PathResult], ctx: GateContext) -> Outcome:
+    def check(self, table: PathTable, rows: IntArray, ctx: GateContext) -> Outcome:
         if ctx.baseline is None:
             return _skipped(self)
         base = ctx.baseline
+        old = baseline_rows(table, rows, base)
+        at = np.maximum(old, 0)  # a valid index everywhere; `joined` masks the misses
+        joined = (old != NONE) & table.has_rtt[rows]
+        if len(base):
+            joined &= base.has_rtt[at]
+            before = np.where(joined, base.rtt["p99"][at], 1.0)
+        else:
+            before = np.ones(len(rows))
+        now = table.rtt["p99"][rows]
+        usable = joined & (before > 0)
+        # netqual.diff.p99_increase, over columns: same arithmetic, same text
+        delta = np.where(usable, now - before, 0.0)
+        rise = 100.0 * delta / np.where(usable, before, 1.0)
+        offends = usable & (rise > self.pct) & (delta >= self.min_delta_us)
+        was = dict(zip(rows[offends].tolist(), before[offends].tolist(), strict=True))
 
-        def offends(p: PathResult) -> str | None:
-            old = baseline_of(p, base)
-            return None if old is None else p99_increase(old, p, self.pct, self.min_delta_us)
+        def detail(i: int) -> str:
+            old_us, new_us = was[i], float(table.rtt["p99"][i])
+            rise = 100.0 * (new_us - old_us) / old_us
+            return f"p99 {format_us(old_us)} -> {format_us(new_us)} us (+{rise:.0f}%)"
 
-        failing, waived = _split(paths, ctx, offends)
+        failing, waived = _split(table, rows, offends, ctx, detail)
         msg = f"{_plural(len(failing), 'path')} with p99 up more than {self.pct:g}%"
         return self._outcome(not failing, msg, failing, waived)
 
@@ -51,18 +108,21 @@ class NoClassDrop(Rule):
     def key(self) -> str:
         return "no_class_drop"
 
-    def check(self, paths: Sequence[PathResult], ctx: GateContext) -> Outcome:
+    def check(self, table: PathTable, rows: IntArray, ctx: GateContext) -> Outcome:
         if ctx.baseline is None:
             return _skipped(self)
         base = ctx.baseline
+        old = baseline_rows(table, rows, base)
+        was = np.full(len(rows), len(VERDICTS), dtype=np.int64)  # no baseline: never a drop
+        if len(base):
+            was = np.where(old != NONE, base.verdict[np.maximum(old, 0)], was)
+        offends: BoolArray = table.verdict[rows] > was
+        before = dict(zip(rows[offends].tolist(), was[offends].tolist(), strict=True))
 
-        def offends(p: PathResult) -> str | None:
-            old = baseline_of(p, base)
-            if old is None or p.verdict.rank <= old.verdict.rank:
-                return None
-            return f"{old.verdict.value} -> {p.verdict.value}"
+        def detail(i: int) -> str:
+            return f"{VERDICTS[before[i]].value} -> {VERDICTS[table.verdict[i]].value}"
 
-        failing, waived = _split(paths, ctx, offends)
+        failing, waived = _split(table, rows, offends, ctx, detail)
         msg = f"{_plural(len(failing), 'path')} dropped a class"
         return self._outcome(not failing, msg, failing, waived)
 
@@ -73,15 +133,21 @@ class NoMissingPaths(Rule):
     def key(self) -> str:
         return "no_missing_paths"
 
-    def check(self, paths: Sequence[PathResult], ctx: GateContext) -> Outcome:
+    def check(self, table: PathTable, rows: IntArray, ctx: GateContext) -> Outcome:
         if ctx.baseline is None:
             return _skipped(self)
-        present = {p.key for p in paths} | {(p.dst, p.src) for p in paths}
-        scoped_old = [
-            p
-            for k, p in ctx.baseline.items()
-            if k not in present and self.scope.matches(p, ctx.nodes)
-        ]
-        failing, waived = _split(scoped_old, ctx, lambda p: "in the baseline, not measured now")
+        base = ctx.baseline
+        names = with_names(table.names, base.names)
+        src, dst = table.codes(names)
+        src, dst, n = src[rows], dst[rows], len(names)
+        present = np.concatenate((src * n + dst, dst * n + src))
+        old = _Keys.of(key_codes(base, names))
+        # a baseline key stands for its last row, listed where the key first appeared
+        gone = ~np.isin(old.keys, present) & self.scope.mask(base, ctx.nodes)[old.last]
+        missing = old.last[gone][np.argsort(old.first[gone], kind="stable")]
+        offends = np.ones(len(missing), dtype=np.bool_)
+        failing, waived = _split(
+            base, missing, offends, ctx, lambda _: "in the baseline, not measured now"
+        )
         msg = f"{_plural(len(failing), 'baseline path')} missing"
         return self._outcome(not failing, msg, failing, waived)

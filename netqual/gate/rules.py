@@ -1,49 +1,69 @@
 """Gate rules: tiny frozen objects whose ``check`` returns an Outcome naming failing paths.
 
-Every rule sees only the paths of its scope. A path excused by an active waiver is moved
-from ``failing`` to ``waived``; count rules count only unwaived paths.
+Every rule sees only the rows of its scope (indexes into the run's ``PathTable``) and
+decides which of them offend with numpy over the columns: a 1,024-node run is half a
+million paths. Only offending rows become ``Finding`` records, their text read from the few
+columns it needs. A path excused by an active waiver is moved from ``failing`` to
+``waived``; count rules count only unwaived paths.
 """
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 
+import numpy as np
+
 from netqual.gate.model import Finding, GateContext, Outcome, Scope, Status
-from netqual.models import Metric, PathResult, Verdict
+from netqual.models import Metric, Verdict
+from netqual.pathtable import VERDICTS, BoolArray, IntArray, PathTable
 from netqual.units import format_us
 
+Detail = Callable[[int], str]  # the finding text of one offending row
 
-def describe(path: PathResult, metric: Metric) -> str:
-    if path.error:
-        return f"{path.verdict.value}, error: {path.error}"
-    if path.rtt is None:
-        return f"{path.verdict.value}, no RTT samples"
-    text = f"{path.verdict.value}, {metric.value} {format_us(path.rtt.value(metric))} us"
+
+def describe(table: PathTable, i: int, metric: Metric) -> str:
+    """Row i's verdict and what explains it, as a finding lists it."""
+    verdict = VERDICTS[table.verdict[i]]
+    error = table.error[i]
+    if error:
+        return f"{verdict.value}, error: {error}"
+    if not table.has_rtt[i]:
+        return f"{verdict.value}, no RTT samples"
+    text = f"{verdict.value}, {metric.value} {format_us(float(table.values(metric)[i]))} us"
     # A verdict the metric alone does not explain (too few samples, a failed bulk read)
     # carries its first reason, so the gate never lists "marginal, p99 55.6 us" bare.
-    first = path.reasons[0] if path.reasons else ""
-    if path.verdict is not Verdict.SAFE and first and not first.startswith(f"{metric.value} "):
+    reasons = table.reasons[i]
+    first = reasons[0] if reasons else ""
+    if verdict is not Verdict.SAFE and first and not first.startswith(f"{metric.value} "):
         text += f" ({first})"
     return text
+
+
+def errored(table: PathTable, rows: IntArray) -> BoolArray:
+    """Which of ``rows`` failed to measure (a non-empty ``error``; truthiness in C)."""
+    flags: BoolArray = np.array(table.error, dtype=object)[rows].astype(np.bool_)
+    return flags
 
 
 def _plural(n: int, word: str) -> str:
     return f"{n} {word}" if n == 1 else f"{n} {word}s"
 
 
+def findings(table: PathTable, rows: IntArray, detail: Detail) -> list[Finding]:
+    names = table.names
+    ends = zip(rows.tolist(), table.src[rows].tolist(), table.dst[rows].tolist(), strict=True)
+    return [Finding(names[s], names[d], detail(i)) for i, s, d in ends]
+
+
 def _split(
-    paths: Sequence[PathResult], ctx: GateContext, offends: Callable[[PathResult], str | None]
+    table: PathTable, rows: IntArray, offends: BoolArray, ctx: GateContext, detail: Detail
 ) -> tuple[list[Finding], list[Finding]]:
-    failing: list[Finding] = []
-    waived: list[Finding] = []
-    for p in paths:
-        detail = offends(p)
-        if detail is None:
-            continue
-        (waived if ctx.waiver_for(p.key) else failing).append(Finding(p.src, p.dst, detail))
-    return failing, waived
+    """Findings of the offending ``rows`` (in row order): (failing, waived)."""
+    hit = rows[offends]
+    excused = ctx.waived(table, hit)
+    return findings(table, hit[~excused], detail), findings(table, hit[excused], detail)
 
 
 @dataclass(frozen=True)
@@ -60,7 +80,8 @@ class Rule(ABC):
         return self.key if self.scope.is_all else f"{self.scope.name}: {self.key}"
 
     @abstractmethod
-    def check(self, paths: Sequence[PathResult], ctx: GateContext) -> Outcome: ...
+    def check(self, table: PathTable, rows: IntArray, ctx: GateContext) -> Outcome:
+        """Judge ``rows`` of ``table``: the paths of the rule's scope, in row order."""
 
     def _outcome(
         self, ok: bool, message: str, failing: list[Finding], waived: list[Finding]
@@ -78,9 +99,10 @@ class MaxVerdictCount(Rule):
     def key(self) -> str:
         return "max_unsafe" if self.verdict is Verdict.UNSAFE else "max_marginal"
 
-    def check(self, paths: Sequence[PathResult], ctx: GateContext) -> Outcome:
+    def check(self, table: PathTable, rows: IntArray, ctx: GateContext) -> Outcome:
+        offends = table.verdict[rows] == self.verdict.rank
         failing, waived = _split(
-            paths, ctx, lambda p: describe(p, ctx.metric) if p.verdict is self.verdict else None
+            table, rows, offends, ctx, lambda i: describe(table, i, ctx.metric)
         )
         msg = f"{_plural(len(failing), self.verdict.value + ' path')} (limit {self.limit})"
         if waived:
@@ -96,11 +118,12 @@ class MinSafeFraction(Rule):
     def key(self) -> str:
         return "min_safe_fraction"
 
-    def check(self, paths: Sequence[PathResult], ctx: GateContext) -> Outcome:
+    def check(self, table: PathTable, rows: IntArray, ctx: GateContext) -> Outcome:
+        offends = table.verdict[rows] != Verdict.SAFE.rank
         failing, waived = _split(
-            paths, ctx, lambda p: describe(p, ctx.metric) if p.verdict is not Verdict.SAFE else None
+            table, rows, offends, ctx, lambda i: describe(table, i, ctx.metric)
         )
-        total = len(paths)
+        total = len(rows)
         ok_count = total - len(failing)
         share = ok_count / total if total else 1.0
         msg = (
@@ -119,13 +142,12 @@ class MaxMetric(Rule):
     def key(self) -> str:
         return "max_metric_us"  # the profile key; the message names the metric
 
-    def check(self, paths: Sequence[PathResult], ctx: GateContext) -> Outcome:
-        def offends(p: PathResult) -> str | None:
-            if p.rtt is None:
-                return describe(p, self.metric)
-            return describe(p, self.metric) if p.rtt.value(self.metric) > self.limit_us else None
-
-        failing, waived = _split(paths, ctx, offends)
+    def check(self, table: PathTable, rows: IntArray, ctx: GateContext) -> Outcome:
+        # a path without RTT offends: nothing shows it is under the limit
+        offends = ~table.has_rtt[rows] | (table.values(self.metric)[rows] > self.limit_us)
+        failing, waived = _split(
+            table, rows, offends, ctx, lambda i: describe(table, i, self.metric)
+        )
         msg = f"{_plural(len(failing), 'path')} above {self.limit_us:g} us {self.metric.value}"
         return self._outcome(not failing, msg, failing, waived)
 
@@ -138,12 +160,11 @@ class MinSamples(Rule):
     def key(self) -> str:
         return "min_samples"
 
-    def check(self, paths: Sequence[PathResult], ctx: GateContext) -> Outcome:
-        def offends(p: PathResult) -> str | None:
-            n = p.rtt.samples if p.rtt else 0
-            return f"{n} samples" if n < self.samples else None
-
-        failing, waived = _split(paths, ctx, offends)
+    def check(self, table: PathTable, rows: IntArray, ctx: GateContext) -> Outcome:
+        offends = table.samples[rows] < self.samples  # 0 where a path has no RTT
+        failing, waived = _split(
+            table, rows, offends, ctx, lambda i: f"{int(table.samples[i])} samples"
+        )
         msg = f"{_plural(len(failing), 'path')} with fewer than {self.samples} samples"
         return self._outcome(not failing, msg, failing, waived)
 
@@ -154,10 +175,15 @@ class NoErrors(Rule):
     def key(self) -> str:
         return "no_errors"
 
-    def check(self, paths: Sequence[PathResult], ctx: GateContext) -> Outcome:
-        failing, waived = _split(paths, ctx, lambda p: f"error: {p.error}" if p.error else None)
+    def check(self, table: PathTable, rows: IntArray, ctx: GateContext) -> Outcome:
+        failing, waived = _split(
+            table, rows, errored(table, rows), ctx, lambda i: f"error: {table.error[i]}"
+        )
         msg = f"{_plural(len(failing), 'path')} failed to measure"
         return self._outcome(not failing, msg, failing, waived)
+
+
+NO_WORKLOAD = "no workload verdict (run, report or gate with --workload)"
 
 
 @dataclass(frozen=True)
@@ -171,17 +197,23 @@ class MinWorkloadVerdict(Rule):
     def key(self) -> str:
         return "min_workload_verdict"
 
-    def check(self, paths: Sequence[PathResult], ctx: GateContext) -> Outcome:
-        def offends(p: PathResult) -> str | None:
-            wr = p.workload
-            if wr is None:
-                return "no workload verdict (run, report or gate with --workload)"
-            if wr.verdict.rank <= self.verdict.rank:
-                return None
-            speedup = "no fetch" if wr.speedup is None else f"speedup {wr.speedup:.1f}x"
-            return f"workload {wr.verdict.value}, {speedup}"
+    def check(self, table: PathTable, rows: IntArray, ctx: GateContext) -> Outcome:
+        wl = table.workload
+        if wl is None:
+            offends = np.ones(len(rows), dtype=np.bool_)
+            failing, waived = _split(table, rows, offends, ctx, lambda _: NO_WORKLOAD)
+        else:
+            got = wl.verdict[rows]  # -1: this path has no workload verdict
+            offends = (got < 0) | (got > self.verdict.rank)
 
-        failing, waived = _split(paths, ctx, offends)
+            def detail(i: int) -> str:
+                if wl.verdict[i] < 0:
+                    return NO_WORKLOAD
+                speedup = float(wl.speedup[i])
+                text = "no fetch" if np.isnan(speedup) else f"speedup {speedup:.1f}x"
+                return f"workload {VERDICTS[wl.verdict[i]].value}, {text}"
+
+            failing, waived = _split(table, rows, offends, ctx, detail)
         msg = f"{_plural(len(failing), 'path')} below {self.verdict.value} for the workload"
         if waived:
             msg += f", {len(waived)} waived"

@@ -8,22 +8,39 @@ noise of the two runs and is marked so.
 
 Paths match by (src, dst) in either direction, so a re-run that measured a pair from the
 other end still lines up.
+
+A 1,024-node mesh is half a million common paths, so the comparison is a join of the two
+runs' ``PathTable`` columns (int64 keys ``src * N + dst``, sorted and searched) and every
+verdict change, delta and noise test is an array; a ``PathChange`` record is built only for
+a path that is shown (``Changes`` is a lazy sequence of them), and ``diff_json`` writes the
+every-path JSON straight from the columns.
 """
 
 from __future__ import annotations
 
-from collections import Counter
-from collections.abc import Mapping
+import itertools
+import json
+import operator
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from functools import cached_property
+from typing import overload
+
+import numpy as np
 
 from netqual.models import Metric, PathResult, Results, RttStats, Verdict
+from netqual.pathtable import VERDICTS, BoolArray, FloatArray, IntArray, PathTable
 from netqual.units import format_us
 
 # The re-qualification example profile's numbers (docs/gate-profiles/requalify.toml):
 # what `diff` calls worse when no --profile says otherwise.
 DEFAULT_INCREASE_PCT = 25.0
 DEFAULT_MIN_DELTA_US = 5.0
+
+# within_noise as a column: the two CIs overlap, do not, or a run has no CI for the metric
+_NOISE_UNKNOWN, _NOISE_NO, _NOISE_YES = -1, 0, 1
+# --json rows are formatted this many at a time: bounded memory, few writes
+_JSON_CHUNK = 32_768
 
 
 def p99_increase(old: PathResult, new: PathResult, pct: float, min_delta_us: float) -> str | None:
@@ -35,6 +52,18 @@ def p99_increase(old: PathResult, new: PathResult, pct: float, min_delta_us: flo
     if rise > pct and delta >= min_delta_us:
         return f"p99 {format_us(old.rtt.p99_us)} -> {format_us(new.rtt.p99_us)} us (+{rise:.0f}%)"
     return None
+
+
+def p99_rises(
+    old_p99: FloatArray, new_p99: FloatArray, pct: float, min_delta_us: float
+) -> BoolArray:
+    """``p99_increase(...) is not None`` for whole columns (NaN = no RTT): the same
+    arithmetic in the same order, so a path is worse here exactly when it is there."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        delta = new_p99 - old_p99
+        rise = 100.0 * delta / old_p99
+        got: BoolArray = (old_p99 > 0) & (rise > pct) & (delta >= min_delta_us)
+    return got  # NaN compares False: no RTT on either side is never worse
 
 
 def _ci(r: RttStats | None, metric: Metric) -> tuple[float, float] | None:
@@ -89,7 +118,160 @@ class PathChange:
         return a[0] <= b[1] and b[0] <= a[1]
 
 
-@dataclass(frozen=True)
+# -- the common paths as columns -----------------------------------------------------
+
+
+def _ci_bounds(t: PathTable, rows: IntArray, metric: Metric) -> tuple[FloatArray, FloatArray]:
+    """Low and high of each row's CI of ``metric``, NaN where it has none (``_ci``)."""
+    same = map(operator.eq, itertools.repeat(metric.value), t.ci95_metric)  # no per-row frame
+    of_metric = np.fromiter(same, dtype=np.bool_, count=len(t))
+    ok = of_metric[rows]
+    low = np.where(ok, t.ci95_low_us[rows], np.nan)
+    high = np.where(ok, t.ci95_high_us[rows], np.nan)
+    return low, high
+
+
+@dataclass(frozen=True, eq=False)
+class Matched:
+    """Every common path as columns: pair i is old row ``old_rows[i]`` and new row
+    ``new_rows[i]``, pairs in the new run's row order."""
+
+    old: PathTable
+    new: PathTable
+    metric: Metric
+    old_rows: IntArray
+    new_rows: IntArray
+
+    def __len__(self) -> int:
+        return len(self.new_rows)
+
+    @cached_property
+    def old_us(self) -> FloatArray:
+        """The metric in the old run, NaN where that path has no RTT."""
+        return self.old.values(self.metric)[self.old_rows]
+
+    @cached_property
+    def new_us(self) -> FloatArray:
+        return self.new.values(self.metric)[self.new_rows]
+
+    @cached_property
+    def delta_us(self) -> FloatArray:
+        """NaN where either side has no RTT (``PathChange.delta_us`` None)."""
+        return self.new_us - self.old_us
+
+    @cached_property
+    def class_change(self) -> IntArray:
+        """> 0: worse class now, < 0: better, 0: same."""
+        return self.new.verdict[self.new_rows] - self.old.verdict[self.old_rows]
+
+    @cached_property
+    def noise(self) -> IntArray:
+        """``PathChange.within_noise`` as -1 (unknown), 0 (apart) or 1 (CIs overlap)."""
+        a_lo, a_hi = _ci_bounds(self.old, self.old_rows, self.metric)
+        b_lo, b_hi = _ci_bounds(self.new, self.new_rows, self.metric)
+        known = ~(np.isnan(a_lo) | np.isnan(a_hi) | np.isnan(b_lo) | np.isnan(b_hi))
+        overlap = (a_lo <= b_hi) & (b_lo <= a_hi)
+        return np.where(known, np.where(overlap, _NOISE_YES, _NOISE_NO), _NOISE_UNKNOWN)
+
+    def p99_rises(self, pct: float, min_delta_us: float) -> BoolArray:
+        return p99_rises(
+            self.old.rtt["p99"][self.old_rows], self.new.rtt["p99"][self.new_rows],
+            pct, min_delta_us,
+        )  # fmt: skip
+
+    @cached_property
+    def label_order(self) -> IntArray:
+        """A sort key per pair that orders as the "src -> dst" labels (new's names) do."""
+        return _label_keys(self.new, self.new_rows)
+
+    def change(self, i: int) -> PathChange:
+        """Pair i as a record, for showing it."""
+        return PathChange(
+            self.old.row(int(self.old_rows[i])), self.new.row(int(self.new_rows[i])), self.metric
+        )
+
+
+def _label_keys(t: PathTable, rows: IntArray) -> IntArray:
+    """int64 keys that sort rows as their "src -> dst" strings sort.
+
+    Where no node name contains " -> ", comparing two labels is comparing ``src + " -> "``
+    and then ``dst``: two different ``src + " -> "`` differ before either ends. Otherwise
+    (a name with an arrow in it) the labels themselves are ranked."""
+    names = t.names
+    if not len(rows):
+        return np.zeros(0, dtype=np.int64)
+    if any(" -> " in n for n in names):
+        labels = [
+            f"{names[a]} -> {names[b]}"
+            for a, b in zip(t.src[rows].tolist(), t.dst[rows].tolist(), strict=True)
+        ]
+        rank = {s: i for i, s in enumerate(sorted(set(labels)))}
+        return np.array([rank[s] for s in labels], dtype=np.int64)
+    n = len(names)
+    src_rank = np.empty(n, dtype=np.int64)
+    src_rank[sorted(range(n), key=lambda k: names[k] + " -> ")] = np.arange(n)
+    dst_rank = np.empty(n, dtype=np.int64)
+    dst_rank[sorted(range(n), key=names.__getitem__)] = np.arange(n)
+    keys: IntArray = src_rank[t.src[rows]] * n + dst_rank[t.dst[rows]]
+    return keys
+
+
+class Changes(Sequence[PathChange]):
+    """Some of the matched pairs, in order: a sequence of ``PathChange`` whose records are
+    built only when indexed or iterated (the shown ones), with the pairs' columns for
+    whatever runs over all of them."""
+
+    def __init__(self, matched: Matched, positions: IntArray) -> None:
+        self.matched = matched
+        self.positions = positions  # into matched
+
+    def __len__(self) -> int:
+        return len(self.positions)
+
+    @overload
+    def __getitem__(self, i: int) -> PathChange: ...
+    @overload
+    def __getitem__(self, i: slice) -> Changes: ...
+    def __getitem__(self, i: int | slice) -> PathChange | Changes:
+        if isinstance(i, slice):
+            return Changes(self.matched, self.positions[i])
+        return self.matched.change(int(self.positions[i]))
+
+    def __iter__(self) -> Iterator[PathChange]:
+        return (self.matched.change(k) for k in self.positions.tolist())
+
+    def where(self, keep: BoolArray) -> Changes:
+        """The pairs of this sequence where ``keep`` (a column over all matched pairs)."""
+        return Changes(self.matched, self.positions[keep[self.positions]])
+
+    def __add__(self, other: Changes) -> Changes:
+        return Changes(self.matched, np.concatenate((self.positions, other.positions)))
+
+
+class Rows(Sequence[PathResult]):
+    """Some rows of a table, in order, as ``PathResult`` records built when read."""
+
+    def __init__(self, table: PathTable, rows: IntArray) -> None:
+        self.table = table
+        self.rows = rows
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    @overload
+    def __getitem__(self, i: int) -> PathResult: ...
+    @overload
+    def __getitem__(self, i: slice) -> Rows: ...
+    def __getitem__(self, i: int | slice) -> PathResult | Rows:
+        if isinstance(i, slice):
+            return Rows(self.table, self.rows[i])
+        return self.table.row(int(self.rows[i]))
+
+    def __iter__(self) -> Iterator[PathResult]:
+        return (self.table.row(k) for k in self.rows.tolist())
+
+
+@dataclass(frozen=True, eq=False)
 class RunDiff:
     metric: Metric
     old_source: str
@@ -98,32 +280,92 @@ class RunDiff:
     new_started_at: str
     old_counts: Mapping[Verdict, int]
     new_counts: Mapping[Verdict, int]
-    changed_class: tuple[PathChange, ...]  # worse first, then better; each by delta
-    deltas: tuple[PathChange, ...]  # every common path, largest absolute metric change first
-    new_paths: tuple[PathResult, ...]
-    missing_paths: tuple[PathResult, ...]
+    changed_class: Changes  # worse first, then better; each by delta
+    deltas: Changes  # every common path, largest absolute metric change first
+    new_paths: Rows
+    missing_paths: Rows
+    worse_p99: Changes  # same class, but p99 up beyond the thresholds
     increase_pct: float = DEFAULT_INCREASE_PCT
     min_delta_us: float = DEFAULT_MIN_DELTA_US
-    worse_p99: tuple[PathChange, ...] = ()  # same class, but p99 up beyond the thresholds
 
     @property
-    def worse(self) -> tuple[PathChange, ...]:
+    def worse(self) -> Changes:
         """What the re-qualification gate fails: a class drop or a p99 rise."""
-        return tuple(c for c in self.changed_class if c.class_change > 0) + self.worse_p99
+        up = self.deltas.matched.class_change > 0
+        return self.changed_class.where(up) + self.worse_p99
 
     @property
-    def noise(self) -> tuple[PathChange, ...]:
+    def noise(self) -> Changes:
         """Changes whose two 95% confidence intervals overlap."""
-        return tuple(c for c in self.deltas if c.within_noise)
+        return self.deltas.where(self.deltas.matched.noise == _NOISE_YES)
 
     @property
-    def better(self) -> tuple[PathChange, ...]:
-        return tuple(c for c in self.changed_class if c.class_change < 0)
+    def judged(self) -> int:
+        """How many changes both runs have a confidence interval for."""
+        return int(np.count_nonzero(self.deltas.matched.noise != _NOISE_UNKNOWN))
+
+    @property
+    def measured(self) -> Changes:
+        """The common paths with the metric on both sides, largest change first."""
+        return self.deltas.where(~np.isnan(self.deltas.matched.delta_us))
+
+    @property
+    def better(self) -> Changes:
+        return self.changed_class.where(self.deltas.matched.class_change < 0)
 
 
-def _abs_delta(c: PathChange) -> float:
-    d = c.delta_us
-    return float("inf") if d is None else abs(d)
+@dataclass(frozen=True)
+class _Join:
+    """Which old row each new row matches (-1: new path), and which old rows matched."""
+
+    old_row: IntArray  # per new row
+    old_matched: BoolArray  # per old row: its key was matched (not missing)
+    before: IntArray  # one old row per matched key (the one a new row matched)
+
+
+def _join(old: PathTable, new: PathTable) -> _Join:
+    """Match new rows to old ones by (src, dst), else (dst, src). Where old has one key
+    twice, its last row is the one matched (a dict of the rows keeps the last)."""
+    seen = set(old.names)
+    names = old.names + tuple(n for n in new.names if n not in seen)
+    n = len(names)
+    o_src, o_dst = old.codes(names)
+    n_src, n_dst = new.codes(names)
+    old_key = o_src * n + o_dst
+    order = np.argsort(old_key, kind="stable")
+    sorted_keys = old_key[order]
+    first = np.ones(len(order), dtype=np.bool_)
+    first[1:] = sorted_keys[1:] != sorted_keys[:-1]
+    last = np.ones(len(order), dtype=np.bool_)
+    last[:-1] = first[1:]
+    uniq_keys, uniq_row = sorted_keys[last], order[last]
+    group = np.empty(len(order), dtype=np.int64)
+    group[order] = np.cumsum(first) - 1  # each old row's position in uniq_keys
+
+    def lookup(keys: IntArray) -> IntArray:
+        if not len(uniq_keys):
+            return np.full(len(keys), -1, dtype=np.int64)
+        pos = np.minimum(np.searchsorted(uniq_keys, keys), len(uniq_keys) - 1)
+        found: IntArray = np.where(uniq_keys[pos] == keys, pos, -1)
+        return found
+
+    same, flipped = lookup(n_src * n + n_dst), lookup(n_dst * n + n_src)
+    uniq = np.where(same >= 0, same, flipped)
+    found = uniq >= 0
+    hit = np.zeros(len(uniq_keys), dtype=np.bool_)
+    hit[uniq[found]] = True
+    old_row = np.full(len(uniq), -1, dtype=np.int64)
+    old_row[found] = uniq_row[uniq[found]]
+    return _Join(
+        old_row=old_row,
+        old_matched=hit[group],
+        before=uniq_row[hit],
+    )
+
+
+def _counts(verdicts: IntArray) -> dict[Verdict, int]:
+    got = np.bincount(verdicts, minlength=len(VERDICTS))
+    return {v: int(got[v.rank]) for v in VERDICTS}
 
 
 def diff_runs(
@@ -137,73 +379,137 @@ def diff_runs(
 ) -> RunDiff:
     """Judge with the new run's policy metric (the one its verdicts came from)."""
     metric = new.run.policy.metric
-    old_by_key = {p.key: p for p in old.paths}
-    matched: set[tuple[str, str]] = set()
-    changes: list[PathChange] = []
-    new_paths: list[PathResult] = []
-    for p in new.paths:
-        o = old_by_key.get(p.key) or old_by_key.get((p.dst, p.src))
-        if o is None:
-            new_paths.append(p)
-            continue
-        matched.add(o.key)
-        changes.append(PathChange(o, p, metric))
+    j = _join(old.paths, new.paths)
+    paired = j.old_row >= 0
+    m = Matched(old.paths, new.paths, metric, j.old_row[paired], np.flatnonzero(paired))
+    # largest absolute change first (no metric on a side: first of all), then by label;
+    # ties keep the new run's row order (lexsort is stable)
+    size = np.where(np.isnan(m.delta_us), np.inf, np.abs(m.delta_us))
+    by_delta = np.lexsort((m.label_order, -size))
+    moved = np.flatnonzero(m.class_change != 0)
+    by_class = moved[np.lexsort((m.label_order[moved], -size[moved], -m.class_change[moved]))]
+    deltas = Changes(m, by_delta)
     # A re-test measures only the suspects: the other paths are not missing, just not
     # re-tested, and "before" counts only the re-tested ones.
-    missing = [] if new.retest_of else [p for p in old.paths if p.key not in matched]
-    before = [old_by_key[k] for k in matched] if new.retest_of else old.paths
-    changed = [c for c in changes if c.class_change != 0]
-    changed.sort(key=lambda c: (-c.class_change, -_abs_delta(c), c.label))
-    changes.sort(key=lambda c: (-_abs_delta(c), c.label))
+    retest = new.retest_of is not None
+    missing = np.zeros(0, dtype=np.int64) if retest else np.flatnonzero(~j.old_matched)
+    before = old.paths.verdict[j.before] if retest else old.paths.verdict
     return RunDiff(
         metric=metric,
         old_source=old_source,
         new_source=new_source,
         old_started_at=old.run.started_at,
         new_started_at=new.run.started_at,
-        old_counts=Counter(p.verdict for p in before),
-        new_counts=Counter(p.verdict for p in new.paths),
-        changed_class=tuple(changed),
-        deltas=tuple(changes),
-        new_paths=tuple(new_paths),
-        missing_paths=tuple(missing),
+        old_counts=_counts(before),
+        new_counts=_counts(new.paths.verdict),
+        changed_class=Changes(m, by_class),
+        deltas=deltas,
+        new_paths=Rows(new.paths, np.flatnonzero(~paired)),
+        missing_paths=Rows(old.paths, missing),
+        worse_p99=deltas.where((m.class_change <= 0) & m.p99_rises(increase_pct, min_delta_us)),
         increase_pct=increase_pct,
         min_delta_us=min_delta_us,
-        worse_p99=tuple(
-            c
-            for c in changes
-            if c.class_change <= 0 and p99_increase(c.old, c.new, increase_pct, min_delta_us)
-        ),
     )
 
 
-def _change_dict(c: PathChange) -> dict[str, Any]:
-    return {
-        "src": c.new.src,
-        "dst": c.new.dst,
-        "old_verdict": c.old.verdict.value,
-        "new_verdict": c.new.verdict.value,
-        "old_us": c.old_us,
-        "new_us": c.new_us,
-        "delta_us": c.delta_us,
-        "within_noise": c.within_noise,
-    }
+# -- --json -----------------------------------------------------------------------------
 
 
-def diff_to_dict(d: RunDiff) -> dict[str, Any]:
-    return {
-        "metric": d.metric.value,
-        "old": d.old_source,
-        "new": d.new_source,
-        "counts": {v.value: [d.old_counts.get(v, 0), d.new_counts.get(v, 0)] for v in Verdict},
-        "worse": [_change_dict(c) for c in d.worse],
-        "worse_rule": {"max_p99_increase_pct": d.increase_pct, "min_delta_us": d.min_delta_us},
-        "changed_class": [_change_dict(c) for c in d.changed_class],
-        "deltas": [_change_dict(c) for c in d.deltas],
-        "new_paths": [
-            {"src": p.src, "dst": p.dst, "verdict": p.verdict.value} for p in d.new_paths
-        ],
-        "missing_paths": [
-            {"src": p.src, "dst": p.dst, "verdict": p.verdict.value} for p in d.missing_paths
-        ],
-    }
+def _numbers(col: FloatArray) -> list[str]:
+    """Each value as json.dumps writes the float; NaN (the value is absent) as null."""
+    out = list(map(float.__repr__, col.tolist()))
+    for k in np.flatnonzero(np.isnan(col)).tolist():
+        out[k] = "null"
+    return out
+
+
+def _texts(texts: Sequence[str], codes: IntArray) -> list[str]:
+    return list(map(texts.__getitem__, codes.tolist()))
+
+
+# one item of a list member, as json.dumps(indent=1) writes a dict two levels deep
+_CHANGE = (
+    '  {{\n   "src": {},\n   "dst": {},\n   "old_verdict": {},\n   "new_verdict": {},\n'
+    '   "old_us": {},\n   "new_us": {},\n   "delta_us": {},\n   "within_noise": {}\n  }}'
+)
+_PATH = '  {{\n   "src": {},\n   "dst": {},\n   "verdict": {}\n  }}'
+_VERDICT_TEXTS = [json.dumps(v.value) for v in VERDICTS]
+_NOISE_TEXTS = {_NOISE_UNKNOWN: "null", _NOISE_NO: "false", _NOISE_YES: "true"}
+
+
+def _change_items(c: Changes) -> Iterator[str]:
+    """The pairs as list items, a chunk of them joined per piece (built column by column:
+    half a million dicts and one 100 MB string are what this avoids)."""
+    m = c.matched
+    names = [json.dumps(s) for s in m.new.names]  # a change is named as the new run has it
+    noise = [_NOISE_TEXTS[k] for k in (_NOISE_NO, _NOISE_YES, _NOISE_UNKNOWN)]  # [-1] unknown
+    for lo in range(0, len(c), _JSON_CHUNK):
+        at = c.positions[lo : lo + _JSON_CHUNK]
+        old_rows, new_rows = m.old_rows[at], m.new_rows[at]
+        cols = (
+            _texts(names, m.new.src[new_rows]),
+            _texts(names, m.new.dst[new_rows]),
+            _texts(_VERDICT_TEXTS, m.old.verdict[old_rows]),
+            _texts(_VERDICT_TEXTS, m.new.verdict[new_rows]),
+            _numbers(m.old_us[at]),
+            _numbers(m.new_us[at]),
+            _numbers(m.delta_us[at]),
+            _texts(noise, m.noise[at]),
+        )
+        yield ",\n".join(map(_CHANGE.format, *cols))
+
+
+def _path_items(r: Rows) -> Iterator[str]:
+    t = r.table
+    names = [json.dumps(s) for s in t.names]
+    for lo in range(0, len(r), _JSON_CHUNK):
+        rows = r.rows[lo : lo + _JSON_CHUNK]
+        cols = (
+            _texts(names, t.src[rows]),
+            _texts(names, t.dst[rows]),
+            _texts(_VERDICT_TEXTS, t.verdict[rows]),
+        )
+        yield ",\n".join(map(_PATH.format, *cols))
+
+
+def _list(items: Iterator[str]) -> Iterator[str]:
+    """A list member of the document: "[]", or its items one per chunk between brackets."""
+    started = False
+    for chunk in items:
+        yield (",\n" if started else "[\n") + chunk
+        started = True
+    yield "\n ]" if started else "[]"
+
+
+def _small(value: object) -> str:
+    """A small member's value as json.dumps(indent=1) writes it one level deep."""
+    return json.dumps(value, indent=1).replace("\n", "\n ")
+
+
+def diff_json(d: RunDiff) -> Iterator[str]:
+    """The diff as a JSON document, in pieces: exactly the text of ``json.dumps(doc,
+    indent=1)`` for the document below, without holding every path's dict (``deltas`` lists
+    every common path, half a million in a 1,024-node mesh).
+
+    {"metric", "old", "new", "counts": {verdict: [old, new]}, "worse": [change],
+     "worse_rule", "changed_class": [change], "deltas": [change], "new_paths": [path],
+     "missing_paths": [path]}; a change is {src, dst, old_verdict, new_verdict, old_us,
+    new_us, delta_us, within_noise}, a path {src, dst, verdict}."""
+    counts = {v.value: [d.old_counts.get(v, 0), d.new_counts.get(v, 0)] for v in Verdict}
+    rule = {"max_p99_increase_pct": d.increase_pct, "min_delta_us": d.min_delta_us}
+    members: list[tuple[str, Iterator[str]]] = [
+        ("metric", iter([_small(d.metric.value)])),
+        ("old", iter([_small(d.old_source)])),
+        ("new", iter([_small(d.new_source)])),
+        ("counts", iter([_small(counts)])),
+        ("worse", _list(_change_items(d.worse))),
+        ("worse_rule", iter([_small(rule)])),
+        ("changed_class", _list(_change_items(d.changed_class))),
+        ("deltas", _list(_change_items(d.deltas))),
+        ("new_paths", _list(_path_items(d.new_paths))),
+        ("missing_paths", _list(_path_items(d.missing_paths))),
+    ]
+    for k, (name, pieces) in enumerate(members):
+        yield ("{\n" if k == 0 else ",\n") + f" {json.dumps(name)}: "
+        yield from pieces
+    yield "\n}"

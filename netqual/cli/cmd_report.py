@@ -11,7 +11,7 @@ import typer
 from rich.console import Console
 
 from netqual.cli.app import JsonOpt, WorkloadOpt, app, console
-from netqual.diff import DEFAULT_INCREASE_PCT, DEFAULT_MIN_DELTA_US, diff_runs, diff_to_dict
+from netqual.diff import DEFAULT_INCREASE_PCT, DEFAULT_MIN_DELTA_US, diff_json, diff_runs
 from netqual.errors import NetqualError, UsageError
 from netqual.gate import evaluate, load_profile
 from netqual.gate.profile import Profile
@@ -154,7 +154,9 @@ def diff(
     if html:
         html.write_text(render_diff_html(d), encoding="utf-8")
     if as_json:
-        typer.echo(json.dumps(diff_to_dict(d), indent=1))
+        for piece in diff_json(d):  # every common path: written as it is formatted
+            typer.echo(piece, nl=False)
+        typer.echo("")
         return
     print_diff(console(), d)
     if html:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
@@ -26,7 +28,7 @@ def _verdict(v: Verdict) -> Text:
     return Text(v.value, style=_STYLE[v])
 
 
-def _changes_table(title: str, rows: tuple[PathChange, ...], metric: str) -> Table:
+def _changes_table(title: str, rows: Sequence[PathChange], metric: str) -> Table:
     t = Table(title=title, title_justify="left", show_edge=False, pad_edge=False)
     for col in ("path", "was", "now", f"{metric} was us", f"{metric} now us", "change us"):
         t.add_column(col, justify="right" if "us" in col else "left")
@@ -48,9 +50,9 @@ def print_diff(console: Console, d: RunDiff) -> None:
         f"{len(d.worse)} paths worse, {len(d.better)} better, {len(d.new_paths)} new, "
         f"{len(d.missing_paths)} missing, {len(d.deltas)} compared"
     )
-    judged = [c for c in d.deltas if c.within_noise is not None]
+    judged = d.judged
     noise = (
-        f"{len(d.noise)} of {len(judged)} changes lie within the run-to-run noise "
+        f"{len(d.noise)} of {judged} changes lie within the run-to-run noise "
         "(the two runs' 95% confidence intervals overlap)"
         if judged
         else "run-to-run noise unknown (no confidence intervals in these results)"
@@ -66,7 +68,7 @@ def print_diff(console: Console, d: RunDiff) -> None:
         console.print(_changes_table("Paths that changed class", d.changed_class, m))
         if len(d.changed_class) > SHOWN:
             console.print(f"... and {len(d.changed_class) - SHOWN} more")
-    top = tuple(c for c in d.deltas if c.delta_us is not None)[:10]
+    top = d.measured[:10]
     if top:
         console.print(_changes_table(f"Largest {m} changes", top, m))
     for title, paths in (

@@ -86,7 +86,7 @@ def diff_sentence(d: RunDiff) -> str:
 
 
 def render_diff_html(d: RunDiff, *, limit: int = 200) -> str:
-    top = [c for c in d.deltas if c.delta_us is not None][:20]
+    top = d.measured[:20]
     sentence = diff_sentence(d)
     return render(
         "diff.html.j2", diff=d, sentence=sentence, title=f"netqual diff: {sentence}", top=top,

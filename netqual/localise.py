@@ -26,7 +26,7 @@ import numpy as np
 import numpy.typing as npt
 
 from netqual.models import Metric, Results, Suspect, SuspectKind, Tier
-from netqual.policy import sample_limited
+from netqual.pathtable import BoolArray
 
 MAJORITY = 0.5
 NEAR_SAFE = 0.75
@@ -55,41 +55,46 @@ class PathColumns:
 
 
 def columns(results: Results, metric: Metric) -> PathColumns:
-    index = {n.name: i for i, n in enumerate(results.nodes)}
+    """The table's columns with node codes in node-list order (a path to a node the list
+    lacks appends the name, rack-less) and sample-limited paths counted as safe."""
+    table = results.paths
     names = [n.name for n in results.nodes]
+    index = {name: i for i, name in enumerate(names)}
     racks: dict[str, int] = {}
     node_rack = [racks.setdefault(n.rack, len(racks)) if n.rack else -1 for n in results.nodes]
-    paths = results.paths
-
-    def code(name: str) -> int:
-        if name not in index:  # a path to a node the node list lacks
+    used = np.zeros(len(table.names), dtype=bool)
+    used[table.src] = True
+    used[table.dst] = True
+    remap = np.zeros(max(len(table.names), 1), dtype=np.int64)
+    for code, name in enumerate(table.names):
+        if name not in index and used[code]:  # a path to a node the node list lacks
             index[name] = len(names)
             names.append(name)
             node_rack.append(-1)
-        return index[name]
-
-    tier_code = {t: i for i, t in enumerate(TIERS)}
-    policy = results.run.policy
-    src = np.array([code(p.src) for p in paths], dtype=np.int64)
-    dst = np.array([code(p.dst) for p in paths], dtype=np.int64)
+        remap[code] = index.get(name, -1)
+    value = table.values(metric)
     return PathColumns(
         node_names=tuple(names),
         node_rack=np.array(node_rack, dtype=np.int64),
         rack_names=tuple(racks),
-        src=src,
-        dst=dst,
+        src=remap[table.src],
+        dst=remap[table.dst],
         # A path marginal only for want of samples says nothing about the hardware.
-        verdict=np.array(
-            [0 if sample_limited(policy, p.rtt) else p.verdict.rank for p in paths],
-            dtype=np.int64,
-        ),
-        value_us=np.array(
-            [p.rtt.value(metric) if p.rtt is not None else math.nan for p in paths],
-            dtype=np.float64,
-        ),
-        tier=np.array([tier_code[p.tier] for p in paths], dtype=np.int64),
-        errors=[p.error for p in paths],
+        verdict=np.where(sample_limited_mask(results), 0, table.verdict).astype(np.int64),
+        value_us=value,
+        tier=table.tier,
+        errors=table.error,
     )
+
+
+def sample_limited_mask(results: Results) -> BoolArray:
+    """``policy.sample_limited`` of every path at once, from the columns: an RTT, fewer
+    samples than the policy needs, and the metric within the safe line."""
+    policy, table = results.run.policy, results.paths
+    with np.errstate(invalid="ignore"):
+        within = table.values(policy.metric) <= policy.safe_max_us
+    mask: BoolArray = table.has_rtt & (table.samples < policy.min_samples) & within
+    return mask
 
 
 def distance_tiers(c: PathColumns) -> set[Tier]:

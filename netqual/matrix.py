@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import statistics
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
 from netqual.models import RTT_STATISTICS, Node, PathResult, Role, Tier, Verdict
-from netqual.pathtable import PathTable
+from netqual.pathtable import NO_HOPS, TIERS, VERDICTS, FloatArray, IntArray, PathTable
 
 
 def tier_of(a: Node, b: Node) -> Tier:
@@ -104,18 +103,27 @@ def build_matrix(
     paths: PathTable,
     value: Callable[[PathResult], float | None],
 ) -> Matrix:
-    """Symmetric N x N of any per-path statistic (a path fills both (src,dst) and (dst,src))."""
+    """Symmetric N x N of any per-path statistic (a path fills both (src,dst) and (dst,src));
+    a cell two paths fill shows the worse verdict (the earlier path on a tie). The winner of
+    each cell is picked on the columns; only the winners become records, so the cost is the
+    N x N cells shown (terminal and report draw matrices for small runs only)."""
     ordered = matrix_nodes(nodes, paths)
-    index = {n.name: i for i, n in enumerate(ordered)}
     n = len(ordered)
+    src, dst = paths.codes([x.name for x in ordered])
+    rows = np.arange(len(paths), dtype=np.int64)
+    cell = np.concatenate((src * n + dst, dst * n + src))
+    who = np.concatenate((rows, rows))
+    order = np.lexsort((who, -np.concatenate((paths.verdict, paths.verdict)), cell))
+    first = np.ones(len(order), dtype=bool)
+    first[1:] = cell[order][1:] != cell[order][:-1]
     vals: list[list[float | None]] = [[None] * n for _ in range(n)]
     verd: list[list[Verdict | None]] = [[None] * n for _ in range(n)]
-    for p in paths:
-        i, j = index[p.src], index[p.dst]
-        v = value(p)
-        for a, b in ((i, j), (j, i)):
-            if verd[a][b] is None or p.verdict.rank > (verd[a][b] or Verdict.SAFE).rank:
-                vals[a][b], verd[a][b] = v, p.verdict
+    shown: dict[int, tuple[float | None, Verdict]] = {}
+    for c, k in zip(cell[order][first].tolist(), who[order][first].tolist(), strict=True):
+        if k not in shown:
+            p = paths.row(k)
+            shown[k] = (value(p), p.verdict)
+        vals[c // n][c % n], verd[c // n][c % n] = shown[k]
     return Matrix(
         names=tuple(x.name for x in ordered),
         values=tuple(tuple(r) for r in vals),
@@ -136,55 +144,98 @@ class GroupRow:
     unsafe: int
 
 
-def group_paths(
-    paths: Iterable[PathResult],
-    key: Callable[[PathResult], str],
-    order: Callable[[str], tuple[float, str]] | None = None,
-) -> list[GroupRow]:
-    groups: dict[str, list[PathResult]] = {}
-    for p in paths:
-        groups.setdefault(key(p), []).append(p)
-    rows = []
-    for k, members in groups.items():
-        measured = [p.rtt for p in members if p.rtt is not None]
-        rows.append(
-            GroupRow(
-                key=k,
-                paths=len(members),
-                median_p50_us=statistics.median(r.p50_us for r in measured) if measured else None,
-                worst_p99_us=max(r.p99_us for r in measured) if measured else None,
-                safe=sum(p.verdict is Verdict.SAFE for p in members),
-                marginal=sum(p.verdict is Verdict.MARGINAL for p in members),
-                unsafe=sum(p.verdict is Verdict.UNSAFE for p in members),
-            )
+@dataclass(frozen=True)
+class Grouping:
+    """Each path's group as an integer code (``codes[i]`` indexes ``labels``), and how the
+    groups are ordered for display: a column, so grouping half a million paths is a
+    bincount, not a dict of lists."""
+
+    codes: IntArray
+    labels: tuple[str, ...]
+    order: Callable[[str], tuple[float, str]] | None = None
+
+
+def _none(x: float) -> float | None:
+    return None if np.isnan(x) else float(x)
+
+
+def group_medians(codes: IntArray, values: FloatArray, size: int) -> FloatArray:
+    """Median of ``values`` per group code (NaN values left out, NaN for a group without
+    any): one lexsort, then the middle of each run; equal to ``statistics.median``."""
+    ok = ~np.isnan(values)
+    g, v = codes[ok], values[ok]
+    order = np.lexsort((v, g))
+    v = v[order]
+    counts = np.bincount(g, minlength=size)
+    starts = np.concatenate(([0], np.cumsum(counts)[:-1])).astype(np.int64)
+    has = counts > 0
+    lo, hi = (starts + (counts - 1) // 2)[has], (starts + counts // 2)[has]
+    out = np.full(size, np.nan)
+    # one middle value when odd (kept exact: no (x + x) / 2), the mean of two when even
+    out[has] = np.where(lo == hi, v[lo], (v[lo] + v[hi]) / 2)
+    return out
+
+
+def group_paths(paths: PathTable, grouping: Grouping) -> list[GroupRow]:
+    """Per group: path count, median p50, worst p99 and the verdict counts, from the
+    columns (bincounts and one sort), ordered by ``grouping.order`` (else by label)."""
+    size = len(grouping.labels)
+    codes = grouping.codes
+    present = np.bincount(codes, minlength=size)
+    verdicts = np.bincount(codes * len(VERDICTS) + paths.verdict, minlength=size * len(VERDICTS))
+    verdicts = verdicts.reshape(size, len(VERDICTS))
+    measured = paths.has_rtt
+    medians = group_medians(codes, np.where(measured, paths.rtt["p50"], np.nan), size)
+    worst = np.full(size, -np.inf)
+    np.maximum.at(worst, codes[measured], paths.rtt["p99"][measured])
+    rows = [
+        GroupRow(
+            key=grouping.labels[k],
+            paths=int(present[k]),
+            median_p50_us=_none(float(medians[k])),
+            worst_p99_us=None if np.isneginf(worst[k]) else float(worst[k]),
+            safe=int(verdicts[k, Verdict.SAFE.rank]),
+            marginal=int(verdicts[k, Verdict.MARGINAL.rank]),
+            unsafe=int(verdicts[k, Verdict.UNSAFE.rank]),
         )
+        for k in np.flatnonzero(present).tolist()
+    ]
+    order = grouping.order
     return sorted(rows, key=lambda r: order(r.key) if order else (0.0, r.key))
-
-
-def hop_key(p: PathResult) -> str:
-    return "?" if p.hops is None else str(p.hops)
 
 
 def hop_order(key: str) -> tuple[float, str]:
     return (float(key), key) if key.isdigit() else (float("inf"), key)
 
 
+def hop_groups(paths: PathTable) -> Grouping:
+    """By hop count; "?" where the hop count is unknown."""
+    hops, codes = np.unique(paths.hops, return_inverse=True)
+    labels = tuple("?" if h == NO_HOPS else str(h) for h in hops.tolist())
+    return Grouping(codes.reshape(-1).astype(np.int64), labels, hop_order)
+
+
 _TIER_ORDER = {t.value: float(i) for i, t in enumerate(Tier)}
-
-
-def tier_key(p: PathResult) -> str:
-    return p.tier.value
 
 
 def tier_order(key: str) -> tuple[float, str]:
     return (_TIER_ORDER.get(key, float("inf")), key)
 
 
-def rack_pair_key(nodes: Sequence[Node]) -> Callable[[PathResult], str]:
+def tier_groups(paths: PathTable) -> Grouping:
+    return Grouping(paths.tier, tuple(t.value for t in TIERS), tier_order)
+
+
+def rack_pair_groups(nodes: Sequence[Node], paths: PathTable) -> Grouping:
+    """By the (unordered) pair of racks a path joins, "-" for a node without a rack or not
+    in the node list: labels like "r01 <-> r02"."""
     rack = {n.name: n.rack or "-" for n in nodes}
-
-    def key(p: PathResult) -> str:
-        a, b = sorted((rack.get(p.src, "-"), rack.get(p.dst, "-")))
-        return f"{a} <-> {b}"
-
-    return key
+    racks = sorted({*rack.values(), "-"})
+    code = {r: i for i, r in enumerate(racks)}
+    node_rack = np.array([code[rack.get(name, "-")] for name in paths.names] or [0], np.int64)
+    a, b = node_rack[paths.src], node_rack[paths.dst]
+    # racks are sorted, so min/max of the codes is the sorted pair of names
+    pair = np.minimum(a, b) * len(racks) + np.maximum(a, b)
+    used, codes = np.unique(pair, return_inverse=True)
+    labels = tuple(f"{racks[k // len(racks)]} <-> {racks[k % len(racks)]}" for k in used.tolist())
+    return Grouping(codes.reshape(-1).astype(np.int64), labels)

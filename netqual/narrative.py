@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence, Set
+
 import numpy as np
 
 from netqual.models import PathResult, Results, Verdict, Waiver
+from netqual.pathtable import PathTable
 from netqual.units import format_us
 
 
@@ -35,27 +38,40 @@ def preliminary_note(results: Results) -> str:
     )
 
 
+def path_rows(table: PathTable, keys: Sequence[tuple[str, str]]) -> list[int | None]:
+    """The row of each (src, dst) key (the last one, where a key repeats), None where the
+    table has no such path: a handful of keys (the summary's worst, the waivers) joined
+    against the columns without a dict of every path."""
+    where = {name: i for i, name in enumerate(table.names)}
+    n = max(len(table.names), 1)
+    flat = table.src * n + table.dst
+    out: list[int | None] = []
+    for a, b in keys:
+        hit = (
+            np.flatnonzero(flat == where[a] * n + where[b])
+            if a in where and b in where
+            else np.zeros(0, dtype=np.int64)
+        )
+        out.append(int(hit[-1]) if len(hit) else None)
+    return out
+
+
 def _counts_sentence(results: Results) -> str:
     total = len(results.paths)
     counts = results.summary.counts
     safe = counts.get(Verdict.SAFE, 0)
     metric = results.run.policy.metric
     text = f"{safe} of {total} paths offload-safe"
-    by_key = {p.key: p for p in results.paths}
+    table = results.paths
+    worst_rows = [i for i in path_rows(table, results.summary.worst) if i is not None]
     for verdict in (Verdict.UNSAFE, Verdict.MARGINAL):
         n = counts.get(verdict, 0)
         if not n:
             continue
-        worst = next(
-            (
-                by_key[k]
-                for k in results.summary.worst
-                if k in by_key and by_key[k].verdict is verdict
-            ),
-            None,
-        )
+        row = next((i for i in worst_rows if table.verdict[i] == verdict.rank), None)
         text += f"; {n} {verdict.value}"
-        if worst is not None:
+        if row is not None:
+            worst = table.row(row)
             text += f" (worst {path_label(worst)}, " if n > 1 else f": {path_label(worst)}, "
             text += (
                 f"{metric.value} {format_us(worst.rtt.value(metric))} us"
@@ -66,24 +82,27 @@ def _counts_sentence(results: Results) -> str:
     return text
 
 
-def waiver_problem(results: Results, waiver: Waiver) -> str | None:
+def used_names(results: Results) -> set[str]:
+    """The node list's names and every name a path has at either end."""
+    table = results.paths
+    used = np.unique(np.concatenate((table.src, table.dst))).tolist()
+    return {n.name for n in results.nodes} | {table.names[i] for i in used}
+
+
+def waiver_problem(results: Results, waiver: Waiver, names: Set[str] | None = None) -> str | None:
     """Why a waiver cannot apply to this run (a node or path it does not have), or None.
 
     Read from the path columns (node codes), not from rows: a run can have half a million
-    paths and a profile several waivers."""
-    paths = results.paths
-    used = np.zeros(len(paths.names), dtype=np.bool_)
-    used[paths.src] = True
-    used[paths.dst] = True
-    measured = {n for n, u in zip(paths.names, used.tolist(), strict=True) if u}
-    names = {n.name for n in results.nodes} | measured
+    paths and a profile several waivers. ``names``: ``used_names(results)``, computed once
+    by a caller that checks many waivers."""
+    names = used_names(results) if names is None else names
     unknown = [n for n in (waiver.src, waiver.dst) if n not in names]
     if unknown:
         which = " and ".join(repr(n) for n in dict.fromkeys(unknown))
         return f"names {which}, not a node of this run (a typo, or another inventory?)"
-    code = {n: i for i, n in enumerate(paths.names)}
-    a, b = code.get(waiver.src, -1), code.get(waiver.dst, -1)
-    there = ((paths.src == a) & (paths.dst == b)) | ((paths.src == b) & (paths.dst == a))
-    if not there.any():
+    forward, reverse = path_rows(
+        results.paths, [(waiver.src, waiver.dst), (waiver.dst, waiver.src)]
+    )
+    if forward is None and reverse is None:
         return "names a path this run did not measure"
     return None

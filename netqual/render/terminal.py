@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 
 from rich.console import Console
 from rich.table import Table
@@ -12,17 +12,17 @@ from netqual import localise
 from netqual.interference import headline
 from netqual.matrix import (
     STATISTICS,
+    Grouping,
     Statistic,
     build_matrix,
     group_paths,
-    hop_key,
-    hop_order,
-    rack_pair_key,
-    tier_key,
-    tier_order,
+    hop_groups,
+    rack_pair_groups,
+    tier_groups,
 )
 from netqual.models import PathResult, Results, Suspect, SuspectKind, Tier, Verdict
-from netqual.narrative import verdict_sentence
+from netqual.narrative import path_rows, verdict_sentence
+from netqual.pathtable import TIERS
 from netqual.units import format_size, format_us
 
 STYLE = {Verdict.SAFE: "green", Verdict.MARGINAL: "yellow", Verdict.UNSAFE: "bold red"}
@@ -58,10 +58,10 @@ def print_results(console: Console, results: Results, stat: str | None = None) -
     if len(results.nodes) <= MATRIX_MAX_NODES:
         print_matrix(console, results, STATISTICS[stat or results.run.policy.metric.value])
     else:
-        print_groups(console, results, "rack pair", rack_pair_key(results.nodes))
-    print_groups(console, results, "hops", hop_key, hop_order)
-    if any(p.tier is not Tier.UNKNOWN for p in results.paths):
-        print_groups(console, results, "tier", tier_key, tier_order)
+        print_groups(console, results, "rack pair", rack_pair_groups(results.nodes, results.paths))
+    print_groups(console, results, "hops", hop_groups(results.paths))
+    if (results.paths.tier != TIERS.index(Tier.UNKNOWN)).any():
+        print_groups(console, results, "tier", tier_groups(results.paths))
     print_worst(console, results)
     print_suspects(console, results)
 
@@ -140,10 +140,9 @@ def print_groups(
     console: Console,
     results: Results,
     title: str,
-    key: Callable[[PathResult], str],
-    order: Callable[[str], tuple[float, str]] | None = None,
+    grouping: Grouping,
 ) -> None:
-    rows = group_paths(results.paths, key, order)
+    rows = group_paths(results.paths, grouping)
     per_hop = title == "hops"
     # Short headers: the table fits 80 columns without wrapping one (us = microseconds).
     table = Table(title=f"by {title} (us)", title_justify="left")
@@ -170,9 +169,9 @@ def print_groups(
 
 
 def print_worst(console: Console, results: Results, limit: int = 5) -> None:
-    by_key = {p.key: p for p in results.paths}
-    worst = [by_key[k] for k in results.summary.worst if k in by_key]
-    worst = [p for p in worst if p.verdict is not Verdict.SAFE][:limit]
+    paths = results.paths
+    rows = [i for i in path_rows(paths, results.summary.worst) if i is not None]
+    worst = [paths.row(i) for i in rows if paths.verdict[i] != Verdict.SAFE.rank][:limit]
     if not worst:
         return
     table = Table(title="worst paths", title_justify="left")

@@ -7,7 +7,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from netqual.models import Results, Waiver
-from netqual.narrative import waiver_problem
+from netqual.narrative import path_rows, used_names, waiver_problem
+from netqual.pathtable import VERDICTS
 
 
 @dataclass(frozen=True)
@@ -21,9 +22,12 @@ class WaiverNote:
 def waiver_notes(results: Results, waivers: Sequence[Waiver], today: dt.date) -> list[WaiverNote]:
     if not waivers:
         return []
-    verdicts = {p.key: p.verdict.value for p in results.paths}
+    table = results.paths
+    names = used_names(results)
     out = []
     for w in waivers:
-        v = verdicts.get((w.src, w.dst)) or verdicts.get((w.dst, w.src)) or "not measured"
-        out.append(WaiverNote(w, w.expired(today), v, waiver_problem(results, w)))
+        forward, reverse = path_rows(table, [(w.src, w.dst), (w.dst, w.src)])
+        row = forward if forward is not None else reverse
+        v = "not measured" if row is None else VERDICTS[table.verdict[row]].value
+        out.append(WaiverNote(w, w.expired(today), v, waiver_problem(results, w, names)))
     return out

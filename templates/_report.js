@@ -9,6 +9,23 @@
     byPair.set(D.src[i] * N + D.dst[i], i);
     if (!byPair.has(D.dst[i] * N + D.src[i])) byPair.set(D.dst[i] * N + D.src[i], i);
   }
+  // A summarised page (D.summary) has values for some paths only, and the class of every
+  // node pair in D.grid: two bits a cell, three cells a base64 letter, row-major.
+  var GRID = null;
+  if (D.grid) {
+    var B64 = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/", LETTER = new Uint8Array(128);
+    for (var k = 0; k < 64; k++) LETTER[B64.charCodeAt(k)] = k;
+    GRID = new Uint8Array(D.grid.length * 3);
+    for (var j = 0; j < D.grid.length; j++) {
+      var bits = LETTER[D.grid.charCodeAt(j)];
+      GRID[3 * j] = bits >> 4; GRID[3 * j + 1] = (bits >> 2) & 3; GRID[3 * j + 2] = bits & 3;
+    }
+  }
+  function classAt(a, b, i) { return i !== undefined ? D.cls[i] : GRID ? GRID[a * N + b] : 0; }
+  function unlisted(a, b) {
+    var c = classAt(a, b, undefined);
+    return D.nodes[a] + " -> " + D.nodes[b] + ": " + (c ? NAMES[c] + " (this summarised page has the values of " + D.summary.embedded.toLocaleString("en-US") + " of " + D.summary.paths.toLocaleString("en-US") + " paths; results.json has all)" : "not measured");
+  }
   function esc(s) { return String(s).replace(/[&<>"]/g, function (c) { return {"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;"}[c]; }); }
   // units.format_us: the same digits as the terminal and the verdict reasons
   function us(v) { if (v == null || v < 0) return "-"; return (v >= 1000 ? Math.round(v).toLocaleString("en-US") : v >= 10 ? v.toFixed(1) : v.toFixed(2)) + " us"; }
@@ -37,7 +54,7 @@
     canvas.style.width = canvas.width + "px"; canvas.style.height = canvas.height + "px";
     var ctx = canvas.getContext("2d"), bad = [];
     for (var y = 0; y < rows.length; y++) for (var x = 0; x < cols.length; x++) {
-      var a = rows[y], b = cols[x], i = byPair.get(a * N + b), c = a === b ? -1 : i === undefined ? 0 : D.cls[i];
+      var a = rows[y], b = cols[x], i = byPair.get(a * N + b), c = a === b ? -1 : classAt(a, b, i);
       ctx.fillStyle = c < 0 ? "#f7f7f7" : COLOR[c];
       ctx.fillRect(x * px, y * px, px > 3 ? px - 1 : px, px > 3 ? px - 1 : px);
       if (c >= 2 && px < 3) bad.push([x, y, c]);
@@ -60,7 +77,7 @@
   if (canvas) {
     canvas.addEventListener("mousemove", function (e) {
       var c = cellAt(e); if (!c) return;
-      say(c.a === c.b ? D.nodes[c.a] + " (same node)" : c.i === undefined ? D.nodes[c.a] + " -> " + D.nodes[c.b] + ": not measured" : pathText(c.i));
+      say(c.a === c.b ? D.nodes[c.a] + " (same node)" : c.i === undefined ? unlisted(c.a, c.b) : pathText(c.i));
     });
     canvas.addEventListener("click", function (e) { var c = cellAt(e); if (c && c.i !== undefined) drill(c.i); });
     document.getElementById("draw-all").addEventListener("click", function () { drawBlock(range(0, N), range(0, N), "All nodes"); });
@@ -148,7 +165,7 @@
   });
   document.getElementById("pick-go").addEventListener("click", function () {
     var a = +document.getElementById("pick-src").value, b = +document.getElementById("pick-dst").value, i = byPair.get(a * N + b);
-    if (i === undefined) document.getElementById("drill").textContent = D.nodes[a] + " -> " + D.nodes[b] + ": not measured"; else drill(i);
+    if (i === undefined) document.getElementById("drill").textContent = unlisted(a, b); else drill(i);
   });
   var first = document.querySelector("#worst-table tr[data-i]");
   if (first) drill(+first.dataset.i);

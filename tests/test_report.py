@@ -6,18 +6,21 @@ import csv
 import datetime as dt
 import json
 import re
+import string
 import time
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import pytest
 from cli_helpers import Run, run_in_process
 from factories import make_results, write_results
 
 from netqual.gate import Waiver
+from netqual.models import Results, Verdict
 from netqual.pathtable import PathTable
-from netqual.report import render_html, write_csv
+from netqual.report import build, render_html, write_csv
 from netqual.report.build import build_view
 from netqual.results import summarize
 
@@ -267,3 +270,156 @@ def test_csv_neutralises_formulas_in_names_and_errors(
         assert not cell.startswith(("=", "+", "-", "@", "\t", "\r")), cell
         if cell.lstrip("'") != cell:
             assert cell[1] in "=+-@\t\r"
+
+
+def page_data(html: str) -> dict[str, Any]:
+    data: dict[str, Any] = json.loads(
+        grab(r'<script type="application/json" id="nq-data">(.*?)</script>', html, 1)
+    )
+    return data
+
+
+def decode_grid(text: str, n: int) -> list[int]:
+    """The page script's decoding of the class grid: two bits a cell, three a letter."""
+    alphabet = string.ascii_uppercase + string.ascii_lowercase + string.digits + "+/"
+    cells = []
+    for letter in text:
+        bits = alphabet.index(letter)
+        cells += [bits >> 4, (bits >> 2) & 3, bits & 3]
+    return cells[: n * n]
+
+
+@pytest.fixture
+def small_page_bound(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Summarise above 1,000 paths and embed the 40 worst: the large-run page, small."""
+    monkeypatch.setattr(build, "EMBED_ALL_MAX", 1000)
+    monkeypatch.setattr(build, "EMBED_WORST", 40)
+
+
+def test_small_run_embeds_every_path_and_says_nothing_of_summaries() -> None:
+    res = make_results(80, slow_nodes=["gpu03"], histogram=False, bulk=False)
+    html = render_html(res)
+    data = page_data(html)
+    assert len(data["src"]) == len(res.paths)
+    assert "summary" not in data and "grid" not in data
+    assert 'id="summarised"' not in html
+
+
+@pytest.mark.usefixtures("small_page_bound")
+def test_large_run_page_is_summarised_and_says_where_the_rest_is() -> None:
+    res = make_results(
+        80, slow_nodes=["gpu03"], slow_rack_pairs=[("r02", "r04")], error_paths=3, bulk=False
+    )
+    html = render_html(res)
+    note = grab(r'<div class="note" id="summarised">(.*?)</div>', html, 1)
+    assert note.startswith("Summarised: 3,160 paths")
+    assert "results.json" in note and "--csv" in note
+    data = page_data(html)
+    embedded = data["summary"]["embedded"]
+    assert data["summary"]["paths"] == 3160
+    assert 40 < embedded < 3160
+    for column in ("src", "dst", "cls", "p50x10", "metricx10", "p999x10"):
+        assert len(data[column]) == embedded
+    # the embedded columns carry the right values: join them back to the run by name
+    t = res.paths
+    shown = {
+        (data["nodes"][a], data["nodes"][b]): (c, m)
+        for a, b, c, m in zip(data["src"], data["dst"], data["cls"], data["metricx10"], strict=True)
+    }
+    worst = t.ranked(res.run.policy.metric)[:40].tolist()
+    for i in worst:
+        p = t.row(i)
+        value = p.rtt.p99_us if p.rtt else None
+        assert shown[p.key] == (p.verdict.rank + 1, -1 if value is None else round(value * 10))
+    # every node's worst path and every rack pair's worst path are there
+    for node in res.nodes:
+        mine = [i for i in range(len(t)) if node.name in t.key(i)]
+        assert t.key(min(mine, key=worst_first(res).index)) in shown
+    titles = re.findall(r'data-ra="\d+" data-rb="\d+"[^>]*><title>([^<]*)</title>', html)
+    assert len(titles) == 25
+    for title in titles:
+        pair = grab(r"worst (\S+ -&gt; \S+),", title, 1).split(" -&gt; ")
+        assert (pair[0], pair[1]) in shown
+    # the worst table and the drill-down point at embedded columns, not at path numbers
+    for i, src, dst in re.findall(
+        r'<tr class="pick" data-i="(\d+)"><td>\d+</td><td>(\S+) &rarr; (\S+)</td>', html
+    ):
+        assert (data["nodes"][data["src"][int(i)]], data["nodes"][data["dst"][int(i)]]) == (
+            src,
+            dst,
+        )
+    first = data["detail"][re.findall(r'data-i="(\d+)"', html)[0]]
+    assert first["error"] is not None  # the worst path: an error (unsafe, no value)
+
+
+@pytest.mark.usefixtures("small_page_bound")
+def test_summarised_page_has_the_class_of_every_node_pair() -> None:
+    res = make_results(60, slow_nodes=["gpu07"], marginal_fraction=0.1, histogram=False)
+    rev = [replace(p, src=p.dst, dst=p.src, verdict=Verdict.UNSAFE) for p in res.paths[:30]]
+    res = replace(res, paths=PathTable.from_paths([*res.paths, *rev]))
+    data = page_data(render_html(res))
+    nodes, n = data["nodes"], len(data["nodes"])
+    grid = decode_grid(data["grid"], n)
+    by_key = {p.key: p.verdict.rank + 1 for p in res.paths}
+    for y, a in enumerate(nodes):
+        for x, b in enumerate(nodes):
+            want = 0 if a == b else by_key.get((a, b), by_key.get((b, a), 0))
+            assert grid[y * n + x] == want, (a, b)
+    assert grid.count(3) > 2 * 59  # gpu07's row and column, and the reversed unsafe paths
+
+
+@pytest.mark.usefixtures("small_page_bound")
+def test_summarised_page_keeps_waived_paths() -> None:
+    res = make_results(60, slow_nodes=["gpu03"], histogram=False)
+    safe = next(p for p in res.paths if p.verdict is Verdict.SAFE and "gpu03" not in p.key)
+    waiver = Waiver(safe.dst, safe.src, dt.date(2099, 1, 1), "known", "ops")
+    data = page_data(render_html(res, waivers=[waiver]))
+    (index, text), *_ = data["waived"].items()
+    assert len(data["waived"]) == 1 and text == "until 2099-01-01, ops: known"
+    i = int(index)
+    assert (data["nodes"][data["src"][i]], data["nodes"][data["dst"][i]]) == safe.key
+
+
+def worst_first(res: Results) -> list[int]:
+    return res.paths.ranked(res.run.policy.metric).tolist()
+
+
+def test_rack_cells_count_every_path_of_the_pair_both_ways() -> None:
+    """Rack-pair aggregates (bincounts) against a count of the paths one by one."""
+    res = make_results(
+        70, slow_nodes=["gpu09"], slow_rack_pairs=[("r01", "r03")], error_paths=2, bulk=False
+    )
+    rev = [replace(p, src=p.dst, dst=p.src) for p in res.paths[::7]]
+    res = replace(res, paths=PathTable.from_paths([*res.paths, *rev]))
+    view = build_view(res)
+    rack = {n.name: n.rack for n in res.nodes}
+    expected: dict[tuple[str, str], list[int]] = {}
+    for p in res.paths:
+        pairs = {(rack[p.src], rack[p.dst]), (rack[p.dst], rack[p.src])}
+        for pair in pairs:
+            expected.setdefault(pair, [0, 0, 0])[p.verdict.rank] += 1
+    names = [s.name for s in view.racks]
+    seen = 0
+    for c in view.cells:
+        a, b = names[c.y], names[c.x]
+        safe, marginal, unsafe = expected[(a, b)]
+        assert f"{safe + marginal + unsafe:,} paths; {safe:,} offload-safe, " in c.title
+        assert f"{marginal:,} marginal, {unsafe:,} unsafe; worst " in c.title
+        assert c.text == (str(marginal + unsafe) if marginal + unsafe else "")
+        seen += 1
+    assert seen == len(names) ** 2
+    assert view.directional
+
+
+def test_distribution_rows_hold_every_path_once() -> None:
+    res = make_results(40, slow_nodes=["gpu02"], error_paths=2, marginal_fraction=0.1)
+    view = build_view(res)
+    assert [r.label for r in view.dist] == ["same-rack, 2 hops", "cross-rack, 4 hops"]
+    assert sum(r.count for r in view.dist) == len(res.paths)
+    drawn = sum(
+        int(grab(r": ([\d,]+) paths? ", r.title, 1).replace(",", ""))
+        for row in view.dist
+        for r in row.rects
+    )
+    assert drawn == len(res.paths) - 2  # the two failed paths have no value to draw
+    assert not view.directional

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from factories import make_results
 
-from netqual.report import write_html
+from netqual.report import build, write_html
 
 pytestmark = pytest.mark.browser
 
@@ -155,3 +155,45 @@ def test_first_screen_carries_the_decision(tmp_path: Path) -> None:
     # one coherent piece of advice: no "go live" beside failing paths
     todo = dom[dom.index('id="recommendations"') :].split("</section>")[0]
     assert "can go live" not in todo
+
+
+def amber_pixels(shot: Path) -> int:
+    image_mod = pytest.importorskip("PIL.Image", reason="Pillow not installed (pip install pillow)")
+    img = image_mod.open(shot).convert("RGB")
+    rgb = CLASS_RGB["marginal"]
+    return sum(
+        n
+        for n, c in img.getcolors(maxcolors=1 << 22) or []
+        if all(abs(a - b) <= 6 for a, b in zip(c, rgb, strict=True))
+    )
+
+
+def test_summarised_page_draws_every_node_pair(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A large run's page (here: the bound lowered to 1,000 paths) carries values for a few
+    paths only; its node view still paints every node pair in its class, from the grid."""
+    monkeypatch.setattr(build, "EMBED_ALL_MAX", 1000)
+    monkeypatch.setattr(build, "EMBED_WORST", 40)
+    page = tmp_path / "report.html"
+    write_html(make_results(80, slow_rack_pairs=[("r02", "r04")], histogram=False), page)
+    r = chromium(tmp_path, "--dump-dom", page.as_uri())
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert page_errors(r.stderr) == []
+    assert 'data-ready="1"' in r.stdout
+    assert '<div class="note" id="summarised">Summarised: 3,160 paths' in r.stdout
+    canvas = re.search(r'<canvas id="node-canvas" width="(\d+)" height="(\d+)"', r.stdout)
+    assert canvas is not None and canvas.groups() == ("480", "480")  # 80 nodes, 6 px each
+    # the same page without the grid: only the embedded paths' cells would be amber
+    html = page.read_text()
+    bare = tmp_path / "bare.html"
+    bare.write_text(re.sub(r',"grid":"[^"]*"', "", html))
+    shots = []
+    for name, source in (("grid", page), ("bare", bare)):
+        shot = tmp_path / f"{name}.png"
+        s = chromium(tmp_path, f"--screenshot={shot}", "--window-size=1280,1100", source.as_uri())
+        assert s.returncode == 0, s.stderr[-2000:]
+        assert page_errors(s.stderr) == []
+        shots.append(amber_pixels(shot))
+    # 2 x 16 x 16 marginal node pairs of 5 x 5 px: 12,800 px, less the few embedded
+    assert shots[0] - shots[1] > 5_000, shots

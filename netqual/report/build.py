@@ -3,34 +3,43 @@
 from __future__ import annotations
 
 import datetime as dt
-from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
+
+import numpy as np
 
 from netqual import __version__
 from netqual.interference import headline
 from netqual.models import PathResult, Results, Verdict, Waiver
 from netqual.narrative import verdict_sentence
+from netqual.pathtable import FloatArray, IntArray
 from netqual.report import fmt
 from netqual.report.dist import distribution
 from netqual.report.recommend import recommend
 from netqual.report.view import (
     DETAIL_MAX,
+    EMBED_ALL_MAX,
+    EMBED_WORST,
     NODE_MATRIX_MAX,
     WORST_SHOWN,
     GateBanner,
+    RackPairs,
     RackSpan,
     ReportView,
     WorstRow,
     directional,
     metric_values,
     node_cells,
+    opt,
+    pair_keys,
+    pair_rows,
     rack_cells,
+    rack_pairs,
     rack_spans,
     ranked_indexes,
     report_nodes,
 )
-from netqual.report.waivers import waiver_notes
+from netqual.report.waivers import WaiverNote, waiver_notes
 from netqual.report.workload import workload_view
 from netqual.units import format_size
 
@@ -45,8 +54,14 @@ def run_date(results: Results) -> str:
     return t.strftime("%Y-%m-%d %H:%M UTC")
 
 
-def _x10(v: float | None) -> int:
-    return -1 if v is None else round(v * 10)
+def _x10(values: FloatArray) -> list[int]:
+    """Tenths of a microsecond as integers, -1 for not measured (round half to even, as
+    Python's round)."""
+    out = np.full(len(values), -1, dtype=np.int64)
+    ok = ~np.isnan(values)
+    out[ok] = np.rint(values[ok] * 10).astype(np.int64)
+    result: list[int] = out.tolist()
+    return result
 
 
 def _detail(p: PathResult) -> dict[str, Any]:
@@ -79,35 +94,108 @@ def _detail(p: PathResult) -> dict[str, Any]:
     return d
 
 
+def waived_rows(results: Results, waived: Mapping[tuple[str, str], str]) -> dict[int, str]:
+    """Path index -> waiver text, for the paths a waiver in force covers (a key join of the
+    waivers' pairs against every path's, no per-path lookup)."""
+    t = results.paths
+    code = {name: i for i, name in enumerate(t.names)}
+    n = len(t.names)
+    text = {code[a] * n + code[b]: w for (a, b), w in waived.items() if a in code and b in code}
+    forward, _ = pair_keys(results)
+    rows = np.flatnonzero(np.isin(forward, np.fromiter(text, np.int64, len(text))))
+    return {i: text[k] for i, k in zip(rows.tolist(), forward[rows].tolist(), strict=True)}
+
+
+def embedded_rows(
+    results: Results,
+    order: Sequence[str],
+    ranked: IntArray,
+    pairs: RackPairs,
+    waived: Sequence[int],
+) -> IntArray:
+    """The paths whose values a summarised page carries, in path order: the EMBED_WORST
+    worst, the worst path of every node and of every rack pair (so each suspect node and
+    each cell of the rack matrix has its evidence), and the waived ones."""
+    t = results.paths
+    a, b = t.codes(order)
+    position = np.empty(len(ranked), dtype=np.int64)  # where each path sits, worst first
+    position[ranked] = np.arange(len(ranked))
+    first = np.full(len(order), len(ranked), dtype=np.int64)
+    np.minimum.at(first, np.concatenate((a, b)), np.concatenate((position, position)))
+    node_worst = ranked[first[first < len(ranked)]]
+    rows = np.concatenate(
+        (
+            ranked[:EMBED_WORST],
+            node_worst,
+            pairs.worst[pairs.worst >= 0],
+            np.asarray(waived, dtype=np.int64),
+        )
+    )
+    out: IntArray = np.unique(rows)
+    return out
+
+
+def class_grid(results: Results, order: Sequence[str]) -> str:
+    """The class of every ordered node pair (0 not measured, 1 offload-safe, 2 marginal,
+    3 unsafe; row-major over ``order``; a pair measured one way shows in both cells), two
+    bits a cell, three cells a base64 letter: 350 kB for 1,024 nodes. The summarised
+    page's node view draws from it, so every bad node or rack block stays visible."""
+    grid = pair_rows(results, order)
+    cls = np.where(grid >= 0, results.paths.verdict[np.maximum(grid, 0)] + 1, 0)
+    cls = np.concatenate((cls, np.zeros(-len(cls) % 3, dtype=np.int64)))
+    triples = cls.reshape(-1, 3)
+    letters = (triples[:, 0] << 4) | (triples[:, 1] << 2) | triples[:, 2]
+    text: str = np.frombuffer(_B64, dtype=np.uint8)[letters].tobytes().decode("ascii")
+    return text
+
+
+_B64 = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
+
+
+def summarised(total: int) -> bool:
+    """Whether a page embeds only a bounded set of paths (see EMBED_ALL_MAX)."""
+    return total > EMBED_ALL_MAX
+
+
 def compact_data(
     results: Results,
     order: Sequence[str],
     spans: Sequence[RackSpan],
-    values: Sequence[float | None],
-    ranked: Sequence[int],
-    waived: dict[tuple[str, str], str],
+    values: FloatArray,
+    ranked: IntArray,
+    waived: Mapping[int, str],
+    rows: IntArray,
 ) -> dict[str, Any]:
-    """Every path in columns (for the node view and on-demand drill-down) plus full detail
-    for a bounded set: the worst DETAIL_MAX paths, or all when there are no more."""
-    index = {name: i for i, name in enumerate(order)}
-    paths = results.paths
-    detail_ids = ranked[:DETAIL_MAX]
+    """Paths in columns (for the node view and on-demand drill-down): every path, or on a
+    summarised page the ``rows`` given (embedded_rows) plus the class grid of every node
+    pair; full detail for a bounded set: the worst DETAIL_MAX paths, or all when there are
+    no more. Path numbers in the page (``detail``, ``waived``, the worst table) index the
+    embedded columns."""
+    t = results.paths
+    a, b = t.codes(order)
+    embed = {i: k for k, i in enumerate(rows.tolist())}
+    detail_ids = ranked[:DETAIL_MAX].tolist()
     policy = results.run.policy
-    return {
+    metric_rows = values[rows]
+    data: dict[str, Any] = {
         "metric": policy.metric.value,
         "safe_max_us": policy.safe_max_us,
         "unsafe_above_us": policy.unsafe_above_us,
         "nodes": list(order),
         "racks": [[s.name, s.start, s.end] for s in spans],
-        "src": [index[p.src] for p in paths],
-        "dst": [index[p.dst] for p in paths],
-        "cls": [p.verdict.rank + 1 for p in paths],
-        "p50x10": [_x10(p.rtt.p50_us if p.rtt else None) for p in paths],
-        "metricx10": [_x10(v) for v in values],
-        "p999x10": [_x10(p.rtt.p999_us if p.rtt else None) for p in paths],
-        "detail": {str(i): _detail(paths[i]) for i in detail_ids},
-        "waived": {str(i): waived[p.key] for i, p in enumerate(paths) if p.key in waived},
+        "src": a[rows].tolist(),
+        "dst": b[rows].tolist(),
+        "cls": (t.verdict[rows] + 1).tolist(),
+        "p50x10": _x10(t.rtt["p50"][rows]),
+        "metricx10": _x10(metric_rows),
+        "p999x10": _x10(t.rtt["p999"][rows]),
+        "detail": {str(embed[i]): _detail(t.row(i)) for i in detail_ids if i in embed},
+        "waived": {str(embed[i]): w for i, w in sorted(waived.items()) if i in embed},
     }
+    if len(rows) < len(t):
+        data["summary"] = {"paths": len(t), "embedded": len(rows)}
+        data["grid"] = class_grid(results, order)
+    return data
 
 
 def methodology(results: Results) -> list[tuple[str, str]]:
@@ -195,6 +283,27 @@ def _interference_headline(results: Results) -> str | None:
     return headline(results.interference, str(results.run.schedule.get("name")))
 
 
+def _waived_pairs(notes: Sequence[WaiverNote]) -> dict[tuple[str, str], str]:
+    """(src, dst) -> text for every waiver in force, in both directions."""
+    waived: dict[tuple[str, str], str] = {}
+    for n in notes:
+        if not n.expired:
+            text = f"until {n.waiver.until.isoformat()}, {n.waiver.owner}: {n.waiver.reason}"
+            waived[(n.waiver.src, n.waiver.dst)] = waived[(n.waiver.dst, n.waiver.src)] = text
+    return waived
+
+
+def _summary_note(total: int, embedded: int) -> str:
+    return (
+        f"Summarised: {total:,} paths are more than a page should carry, so this one has the "
+        f"counts of every rack pair, the class of every node pair (node view), and values "
+        f"and drill-down for {embedded:,} paths: the {EMBED_WORST:,} worst, and the worst "
+        "path of every node and of every rack pair (histograms, bulk cells and reasons for "
+        f"the {DETAIL_MAX:,} worst). Every path is in the run's results.json; "
+        "netqual report results.json --csv paths.csv writes one row per path."
+    )
+
+
 def build_view(
     results: Results,
     waivers: Sequence[Waiver] = (),
@@ -203,35 +312,38 @@ def build_view(
 ) -> ReportView:
     today = today or dt.datetime.now(dt.timezone.utc).date()
     notes = waiver_notes(results, waivers, today)
-    waived: dict[tuple[str, str], str] = {}
-    for n in notes:
-        if not n.expired:
-            text = f"until {n.waiver.until.isoformat()}, {n.waiver.owner}: {n.waiver.reason}"
-            waived[(n.waiver.src, n.waiver.dst)] = waived[(n.waiver.dst, n.waiver.src)] = text
+    waived = _waived_pairs(notes)
     nodes = report_nodes(results)
+    order = [n.name for n in nodes]
     spans = rack_spans(nodes)
-    index = {n.name: i for i, n in enumerate(nodes)}
     node_level = len(nodes) <= NODE_MATRIX_MAX
     values = metric_values(results)
     ranked = ranked_indexes(results)
-    if node_level:
-        cells = node_cells(nodes, {p.key: p for p in results.paths}, results, waived)
-    else:
-        cells = rack_cells(spans, index, results, ranked)
-    counts = Counter(p.verdict for p in results.paths)
+    pairs = rack_pairs(results, order, spans, ranked)
+    cells = node_cells(nodes, results, waived) if node_level else rack_cells(results, spans, pairs)
+    waived_at = waived_rows(results, waived)
+    total = len(results.paths)
+    rows = (
+        embedded_rows(results, order, ranked, pairs, list(waived_at))
+        if summarised(total)
+        else np.arange(total, dtype=np.int64)
+    )
+    counts = results.paths.counts()
     rack_of = {n.name: n.rack or "-" for n in nodes}
     metric = results.run.policy.metric.value
-    worst = [
-        WorstRow(
-            index=i,
-            path=results.paths[i],
-            src_rack=rack_of.get(results.paths[i].src, "-"),
-            dst_rack=rack_of.get(results.paths[i].dst, "-"),
-            metric_text=fmt.us(values[i]),
-            waived=waived.get(results.paths[i].key),
+    worst = []
+    for i in ranked[:WORST_SHOWN].tolist():
+        p = results.paths.row(i)
+        worst.append(
+            WorstRow(
+                index=int(np.searchsorted(rows, i)),  # its place in the embedded columns
+                path=p,
+                src_rack=rack_of.get(p.src, "-"),
+                dst_rack=rack_of.get(p.dst, "-"),
+                metric_text=fmt.us(opt(values[i])),
+                waived=waived.get(p.key),
+            )
         )
-        for i in ranked[:WORST_SHOWN]
-    ]
     dist_rows, axis, lines = distribution(results, values)
     pol = results.run.policy
     sentence = verdict_sentence(results)
@@ -243,7 +355,7 @@ def build_view(
             ("marginal", "marginal", counts[Verdict.MARGINAL]),
             ("unsafe", "unsafe", counts[Verdict.UNSAFE]),
         ],
-        total=len(results.paths),
+        total=total,
         policy_text=(
             f"{metric} RTT <= {pol.safe_max_us:g} us offload-safe, > {pol.unsafe_above_us:g} us "
             "unsafe, "
@@ -268,9 +380,10 @@ def build_view(
         ),
         waivers=notes,
         methodology=methodology(results),
-        data=compact_data(results, [n.name for n in nodes], spans, values, ranked, waived),
+        data=compact_data(results, order, spans, values, ranked, waived_at, rows),
         workload=workload_view(results),
         interference=_interference_headline(results),
         directional=directional(results),
         gate=gate,
+        summarised=_summary_note(total, len(rows)) if len(rows) < total else None,
     )

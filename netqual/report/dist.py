@@ -1,13 +1,18 @@
 """Latency by topology tier and hop count: per group, a histogram of the paths' policy
-metric on a log axis, stacked by class. Geometry in SVG pixels, computed here."""
+metric on a log axis, stacked by class. Geometry in SVG pixels, computed here.
+
+Over the path columns: a group code per path (hops, tier), a bin per path, and one
+bincount over (group, bin, class); Python only loops over groups and non-empty bins."""
 
 from __future__ import annotations
 
 import math
-from collections import Counter, defaultdict
 from collections.abc import Sequence
 
-from netqual.models import PathResult, Results, Verdict
+import numpy as np
+
+from netqual.models import Results, Tier, Verdict
+from netqual.pathtable import NO_HOPS, TIERS, VERDICTS, FloatArray, IntArray
 from netqual.report import fmt
 from netqual.report.view import DistRow, Rect
 
@@ -15,15 +20,15 @@ PLOT_W = 640.0
 ROW_H = 56.0
 BINS = 36
 _CLS = {Verdict.SAFE: "safe", Verdict.MARGINAL: "marginal", Verdict.UNSAFE: "unsafe"}
+_UNKNOWN_HOPS = 1 << 30  # sorts groups of unknown hop count last
+# Groups sort by (hops, tier name): tier codes in alphabetical order, and each code's rank.
+_BY_NAME = sorted(range(len(TIERS)), key=lambda k: TIERS[k].value)
+_TIER_RANK = np.argsort(np.array(_BY_NAME, dtype=np.int64))
 
 
-def group_label(p: PathResult) -> str:
-    hops = "hops unknown" if p.hops is None else fmt.plural(p.hops, "hop")
-    return f"{p.tier.value}, {hops}"
-
-
-def _group_key(p: PathResult) -> tuple[int, str]:
-    return (p.hops if p.hops is not None else 1 << 30, p.tier.value)
+def group_label(hops: int | None, tier: Tier) -> str:
+    text = "hops unknown" if hops is None else fmt.plural(hops, "hop")
+    return f"{tier.value}, {text}"
 
 
 class LogAxis:
@@ -35,6 +40,12 @@ class LogAxis:
         v = math.log10(max(value_us, 10**self.lo))
         return min(PLOT_W, (v - self.lo) / (self.hi - self.lo) * PLOT_W)
 
+    def xs(self, values_us: FloatArray) -> FloatArray:
+        """``x`` of every value at once (the same arithmetic, elementwise)."""
+        v = np.log10(np.maximum(values_us, 10**self.lo))
+        out: FloatArray = np.minimum(PLOT_W, (v - self.lo) / (self.hi - self.lo) * PLOT_W)
+        return out
+
     def ticks(self) -> list[tuple[float, str]]:
         out = []
         for e in range(math.floor(self.lo), math.ceil(self.hi) + 1):
@@ -45,61 +56,19 @@ class LogAxis:
         return out
 
 
-def distribution(
-    results: Results, values: Sequence[float | None]
-) -> tuple[list[DistRow], list[tuple[float, str]], list[tuple[float, str, str]]]:
-    """values: the policy metric per path, in path order (None when not measured)."""
-    policy = results.run.policy
-    metric = policy.metric
-    measured_all = [v for v in values if v is not None]
-    lo = min([*measured_all, policy.safe_max_us / 4]) * 0.9
-    hi = max([*measured_all, policy.unsafe_above_us * 1.5]) * 1.1
-    axis = LogAxis(lo, hi)
-    groups: dict[tuple[int, str], list[tuple[PathResult, float | None]]] = defaultdict(list)
-    for p, v in zip(results.paths, values, strict=True):
-        groups[_group_key(p)].append((p, v))
-    bin_w = PLOT_W / BINS
-    rows = []
-    for key in sorted(groups):
-        members = groups[key]
-        paths = [p for p, _ in members]
-        bins: dict[int, Counter[Verdict]] = defaultdict(Counter)
-        for p, v in members:
-            if v is not None:
-                bins[min(BINS - 1, int(axis.x(v) / bin_w))][p.verdict] += 1
-        peak = max((sum(c.values()) for c in bins.values()), default=1)
-        rects = []
-        for b, c in sorted(bins.items()):
-            y = ROW_H
-            lo_us = 10 ** (axis.lo + (axis.hi - axis.lo) * b / BINS)
-            hi_us = 10 ** (axis.lo + (axis.hi - axis.lo) * (b + 1) / BINS)
-            for verdict in Verdict:
-                if not c[verdict]:
-                    continue
-                h = max(1.5, c[verdict] / peak * (ROW_H - 6))
-                y -= h
-                title = (
-                    f"{group_label(paths[0])}: {fmt.plural(c[verdict], 'path')} {verdict.value} "
-                    "with "
-                    f"{metric.value} {fmt.us(lo_us)} to {fmt.us(hi_us)}"
-                )
-                rects.append(Rect(_CLS[verdict], b * bin_w + 0.5, y, bin_w - 1, h, title))
-        measured = sorted(v for _, v in members if v is not None)
-        rows.append(
-            DistRow(
-                label=group_label(paths[0]),
-                count=len(paths),
-                counts={_CLS[v]: n for v, n in Counter(p.verdict for p in paths).items()},
-                rects=rects,
-                p50_us=_median(measured),
-                max_us=measured[-1] if measured else None,
-            )
-        )
-    lines = [
-        (axis.x(policy.safe_max_us), "safe", f"offload-safe <= {policy.safe_max_us:g} us"),
-        (axis.x(policy.unsafe_above_us), "unsafe", f"unsafe > {policy.unsafe_above_us:g} us"),
-    ]
-    return rows, axis.ticks(), lines
+def _groups(results: Results) -> tuple[IntArray, IntArray]:
+    """(the sorted distinct group codes, each path's index into them); a code is
+    hops * tiers + the tier's alphabetical rank, so code order is (hops, tier name)."""
+    t = results.paths
+    hops = np.where(t.hops == NO_HOPS, _UNKNOWN_HOPS, t.hops)
+    codes = hops * len(TIERS) + _TIER_RANK[t.tier]
+    keys, inverse = np.unique(codes, return_inverse=True)
+    return keys, inverse.reshape(-1)
+
+
+def _key_label(code: int) -> str:
+    hops, rank = divmod(code, len(TIERS))
+    return group_label(None if hops == _UNKNOWN_HOPS else hops, TIERS[_BY_NAME[rank]])
 
 
 def _median(sorted_values: Sequence[float]) -> float | None:
@@ -108,3 +77,72 @@ def _median(sorted_values: Sequence[float]) -> float | None:
         return None
     mid = n // 2
     return sorted_values[mid] if n % 2 else (sorted_values[mid - 1] + sorted_values[mid]) / 2
+
+
+def _rects(label: str, axis: LogAxis, counts: list[list[int]], metric: str) -> list[Rect]:
+    """One group's stacked bars; counts[bin][verdict rank]."""
+    bin_w = PLOT_W / BINS
+    peak = max((sum(c) for c in counts if sum(c)), default=1)
+    rects = []
+    for b, c in enumerate(counts):
+        if not sum(c):
+            continue
+        y = ROW_H
+        lo_us = 10 ** (axis.lo + (axis.hi - axis.lo) * b / BINS)
+        hi_us = 10 ** (axis.lo + (axis.hi - axis.lo) * (b + 1) / BINS)
+        for verdict in Verdict:
+            n = c[verdict.rank]
+            if not n:
+                continue
+            h = max(1.5, n / peak * (ROW_H - 6))
+            y -= h
+            title = (
+                f"{label}: {fmt.plural(n, 'path')} {verdict.value} with "
+                f"{metric} {fmt.us(lo_us)} to {fmt.us(hi_us)}"
+            )
+            rects.append(Rect(_CLS[verdict], b * bin_w + 0.5, y, bin_w - 1, h, title))
+    return rects
+
+
+def distribution(
+    results: Results, values: FloatArray
+) -> tuple[list[DistRow], list[tuple[float, str]], list[tuple[float, str, str]]]:
+    """values: the policy metric per path, in path order (NaN when not measured)."""
+    policy = results.run.policy
+    measured = ~np.isnan(values)
+    seen = values[measured]
+    lo = min(float(seen.min()) if len(seen) else math.inf, policy.safe_max_us / 4) * 0.9
+    hi = max(float(seen.max()) if len(seen) else -math.inf, policy.unsafe_above_us * 1.5) * 1.1
+    axis = LogAxis(lo, hi)
+    keys, group = _groups(results)
+    n_groups, n_cls = len(keys), len(VERDICTS)
+    verdict = results.paths.verdict
+    bins = np.minimum(BINS - 1, (axis.xs(seen) / (PLOT_W / BINS)).astype(np.int64))
+    g = group[measured]
+    hist = np.bincount(
+        (g * BINS + bins) * n_cls + verdict[measured], minlength=n_groups * BINS * n_cls
+    ).reshape(n_groups, BINS, n_cls)
+    sizes = np.bincount(group, minlength=n_groups).tolist()
+    by_class = np.bincount(group * n_cls + verdict, minlength=n_groups * n_cls)
+    classes = by_class.reshape(n_groups, n_cls).tolist()
+    order = np.lexsort((seen, g))
+    by_group = np.split(seen[order], np.cumsum(np.bincount(g, minlength=n_groups))[:-1])
+    rows = []
+    for k, code in enumerate(keys.tolist()):
+        label = _key_label(code)
+        members = by_group[k].tolist()
+        rows.append(
+            DistRow(
+                label=label,
+                count=sizes[k],
+                counts={_CLS[v]: classes[k][v.rank] for v in Verdict if classes[k][v.rank]},
+                rects=_rects(label, axis, hist[k].tolist(), policy.metric.value),
+                p50_us=_median(members),
+                max_us=members[-1] if members else None,
+            )
+        )
+    lines = [
+        (axis.x(policy.safe_max_us), "safe", f"offload-safe <= {policy.safe_max_us:g} us"),
+        (axis.x(policy.unsafe_above_us), "unsafe", f"unsafe > {policy.unsafe_above_us:g} us"),
+    ]
+    return rows, axis.ticks(), lines

@@ -6,13 +6,16 @@ blob (drawn on demand by the page's script); DOM nodes per path only for small c
 
 from __future__ import annotations
 
-from collections import defaultdict
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from netqual.matrix import matrix_nodes
-from netqual.models import Node, PathResult, Results, rank_key
+from netqual.models import Node, PathResult, Results
+from netqual.pathtable import FloatArray, IntArray
 from netqual.report import fmt
 from netqual.report.recommend import Recommendation
 from netqual.report.waivers import WaiverNote
@@ -22,6 +25,12 @@ if TYPE_CHECKING:
 
 NODE_MATRIX_MAX = 48  # up to this many nodes the page draws one SVG cell per node pair
 DETAIL_MAX = 500  # paths whose histogram, bulk cells and reasons are embedded
+# Up to this many paths the page embeds every path's values (about 23 bytes a path: 1.2 MB);
+# a larger run is summarised: per rack pair, the class of each node pair, and the values of
+# a bounded set of paths (EMBED_WORST worst, the worst of each node and rack pair). At a
+# 1,024-node full mesh (523,776 paths) the page would otherwise be 12 MB.
+EMBED_ALL_MAX = 50_000
+EMBED_WORST = 10_000
 WORST_SHOWN = 20
 DIST_BINS = 36
 
@@ -105,6 +114,7 @@ class ReportView:
     interference: str | None = None  # first-screen warning: the run disturbed itself
     directional: bool = False  # some pair measured both ways; else each cell pair mirrors one
     gate: GateBanner | None = None  # when the report was written with a gate profile
+    summarised: str | None = None  # the note of a page that embeds only some paths
 
 
 def report_nodes(results: Results) -> list[Node]:
@@ -127,16 +137,19 @@ def metric_value(p: PathResult, results: Results) -> float | None:
     return p.rtt.value(results.run.policy.metric) if p.rtt else None
 
 
-def metric_values(results: Results) -> list[float | None]:
-    """The policy metric of every path, in path order (None when not measured)."""
-    metric = results.run.policy.metric
-    return [p.rtt.value(metric) if p.rtt is not None else None for p in results.paths]
+def metric_values(results: Results) -> FloatArray:
+    """The policy metric of every path, in path order (NaN when not measured)."""
+    return results.paths.values(results.run.policy.metric)
 
 
-def ranked_indexes(results: Results) -> list[int]:
-    """Path indexes, worst first (rank_key)."""
-    keys = [rank_key(p, results.run.policy.metric) for p in results.paths]
-    return sorted(range(len(keys)), key=keys.__getitem__, reverse=True)
+def ranked_indexes(results: Results) -> IntArray:
+    """Path indexes, worst first (rank_key; ties in path order)."""
+    return results.paths.ranked(results.run.policy.metric)
+
+
+def opt(value: float) -> float | None:
+    """A column value as the formatters take it: None for NaN (not measured)."""
+    return None if math.isnan(value) else float(value)
 
 
 def describe(p: PathResult, results: Results) -> str:
@@ -156,10 +169,18 @@ def _compact_us(value_us: float) -> str:
     return f"{value_us / 1000:.1f}k" if value_us < 10_000 else f"{value_us / 1000:.0f}k"
 
 
+def pair_keys(results: Results) -> tuple[IntArray, IntArray]:
+    """Every path's (src, dst) and (dst, src) as one int64 each, ``a * names + b`` over the
+    table's node codes: joins on pairs without a dict of string tuples."""
+    t = results.paths
+    n = len(t.names)
+    return t.src * n + t.dst, t.dst * n + t.src
+
+
 def directional(results: Results) -> bool:
     """Some pair was measured in both directions (else one measurement per pair)."""
-    keys = {p.key for p in results.paths}
-    return any((d, s) in keys for s, d in keys)
+    forward, reverse = pair_keys(results)
+    return bool(np.isin(reverse, forward).any())
 
 
 @dataclass(frozen=True)
@@ -177,71 +198,106 @@ def _cell_title(p: PathResult, results: Results, waived: Mapping[tuple[str, str]
     return f"{text} (waived: {w})" if w else text
 
 
+def pair_rows(results: Results, order: Sequence[str]) -> IntArray:
+    """An ``len(order)**2`` grid, row-major over ``order``: the path shown in each node-pair
+    cell (its own direction, else the reverse one; the last such path of the table), -1
+    where neither direction was measured. Indexing a grid, not a dict per path."""
+    n = len(order)
+    a, b = results.paths.codes(order)
+    rows = np.arange(len(a), dtype=np.int64)
+    ok = (a >= 0) & (b >= 0)
+    forward = np.full(n * n, -1, dtype=np.int64)
+    reverse = np.full(n * n, -1, dtype=np.int64)
+    np.maximum.at(forward, a[ok] * n + b[ok], rows[ok])
+    np.maximum.at(reverse, b[ok] * n + a[ok], rows[ok])
+    grid: IntArray = np.where(forward >= 0, forward, reverse)
+    return grid
+
+
 def node_cells(
     nodes: Sequence[Node],
-    by_key: Mapping[tuple[str, str], PathResult],
     results: Results,
     waived: Mapping[tuple[str, str], str],
 ) -> list[Cell]:
+    """One cell per node pair (small clusters only: NODE_MATRIX_MAX)."""
+    grid = pair_rows(results, [n.name for n in nodes]).tolist()
+    rows: dict[int, PathResult] = {}
     cells = []
     for y, a in enumerate(nodes):
         for x, b in enumerate(nodes):
+            i = grid[y * len(nodes) + x]
             if a.name == b.name:
                 cells.append(Cell(x, y, "self", f"{a.name} (same node)"))
                 continue
-            p = by_key.get((a.name, b.name)) or by_key.get((b.name, a.name))
-            if p is None:
+            if i < 0:
                 cells.append(Cell(x, y, "none", f"{a.name} -> {b.name}: not measured"))
-            else:
-                value = metric_value(p, results)
-                cells.append(
-                    Cell(
-                        x,
-                        y,
-                        p.verdict.value.replace("offload-", ""),
-                        _cell_title(p, results, waived),
-                        # The value in the cell itself, so a printout carries it too.
-                        text="fail" if value is None else _compact_us(value),
-                    )
+                continue
+            p = rows.get(i) or rows.setdefault(i, results.paths.row(i))
+            value = metric_value(p, results)
+            cells.append(
+                Cell(
+                    x,
+                    y,
+                    p.verdict.value.replace("offload-", ""),
+                    _cell_title(p, results, waived),
+                    # The value in the cell itself, so a printout carries it too.
+                    text="fail" if value is None else _compact_us(value),
                 )
+            )
     return cells
 
 
-def rack_cells(
-    spans: Sequence[RackSpan],
-    index: Mapping[str, int],
-    results: Results,
-    ranked: Sequence[int],
-) -> list[Cell]:
-    rack_of = [0] * (max(index.values(), default=0) + 1)
+@dataclass(frozen=True)
+class RackPairs:
+    """Every ordered rack pair's paths by class, and its worst path (a path between two racks
+    counts in both cells of the pair, as the symmetric matrix draws it)."""
+
+    counts: IntArray  # (racks * racks, 3): paths per class (Verdict.rank)
+    worst: IntArray  # racks * racks: path index of the worst path, -1 for no path
+
+
+def rack_pairs(
+    results: Results, order: Sequence[str], spans: Sequence[RackSpan], ranked: IntArray
+) -> RackPairs:
+    """Per ordered rack pair: bincount of ``ra * R + rb`` by class, and the worst path as the
+    first of the pair in ``ranked`` order (np.minimum.at over worst-first positions)."""
+    n_racks = len(spans)
+    rack_of_pos = np.zeros(max(len(order), 1), dtype=np.int64)
     for r, s in enumerate(spans):
-        for i in range(s.start, s.end):
-            rack_of[i] = r
-    agg: dict[tuple[int, int], list[int]] = defaultdict(lambda: [0, 0, 0])
-    worst: dict[tuple[int, int], int] = {}
-    paths = results.paths
-    # walk worst-first so the first path seen in a rack pair is its worst
-    for i in ranked:
-        p = paths[i]
-        ra, rb = rack_of[index[p.src]], rack_of[index[p.dst]]
-        rank = p.verdict.rank
-        agg[(ra, rb)][rank] += 1
-        worst.setdefault((ra, rb), i)
-        if ra != rb:
-            agg[(rb, ra)][rank] += 1
-            worst.setdefault((rb, ra), i)
+        rack_of_pos[s.start : s.end] = r
+    a, b = results.paths.codes(order)
+    ra, rb = rack_of_pos[a], rack_of_pos[b]
+    cross = ra != rb
+    keys = np.concatenate((ra * n_racks + rb, (rb * n_racks + ra)[cross]))
+    verdict = np.concatenate((results.paths.verdict, results.paths.verdict[cross]))
+    counts = np.bincount(keys * 3 + verdict, minlength=n_racks * n_racks * 3)
+    position = np.empty(len(ranked), dtype=np.int64)  # where each path sits, worst first
+    position[ranked] = np.arange(len(ranked))
+    first = np.full(n_racks * n_racks, len(ranked), dtype=np.int64)
+    np.minimum.at(first, keys, np.concatenate((position, position[cross])))
+    worst = np.full(n_racks * n_racks, -1, dtype=np.int64)
+    seen = first < len(ranked)
+    worst[seen] = ranked[first[seen]]
+    return RackPairs(counts.reshape(n_racks * n_racks, 3), worst)
+
+
+def rack_cells(results: Results, spans: Sequence[RackSpan], pairs: RackPairs) -> list[Cell]:
+    """One cell per rack pair: its worst class, its non-safe count, its worst path."""
+    counts, worst = pairs.counts.tolist(), pairs.worst.tolist()
+    rows: dict[int, PathResult] = {}
     cells = []
     for y, a in enumerate(spans):
         for x, b in enumerate(spans):
-            c = agg.get((y, x))
-            if not c:
+            k = y * len(spans) + x
+            if worst[k] < 0:
                 cells.append(
                     Cell(x, y, "none", f"{a.name} -> {b.name}: not measured", rack_pair=(y, x))
                 )
                 continue
+            c = counts[k]
             n = sum(c)
             bad = c[1] + c[2]
-            top = paths[worst[(y, x)]]
+            top = rows.get(worst[k]) or rows.setdefault(worst[k], results.paths.row(worst[k]))
             title = (
                 f"rack {a.name} -> {b.name}: {n:,} paths; {c[0]:,} offload-safe, "
                 f"{c[1]:,} marginal, {c[2]:,} unsafe; "

@@ -7,8 +7,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+import numpy as np
+
 from netqual.models import Results, Verdict
-from netqual.report.view import NODE_MATRIX_MAX, report_nodes
+from netqual.report.view import NODE_MATRIX_MAX, pair_rows, report_nodes
 from netqual.units import format_bytes, format_duration_us, format_us
 from netqual.workload.impact import (
     FIELD_LINES_US,
@@ -99,12 +101,13 @@ def _matrix(results: Results) -> tuple[list[str], list[list[MatrixCell]]]:
     if len(nodes) > NODE_MATRIX_MAX:
         return [], []
     names = [n.name for n in nodes]
-    by_key = {p.key: p for p in results.paths}
+    grid = pair_rows(results, names).tolist()
     rows = []
-    for src in names:
+    for y, src in enumerate(names):
         row = []
-        for dst in names:
-            p = by_key.get((src, dst)) or by_key.get((dst, src))
+        for x, dst in enumerate(names):
+            i = grid[y * len(names) + x]
+            p = None if i < 0 else results.paths.row(i)
             if src == dst or p is None or p.workload is None:
                 row.append(MatrixCell("self" if src == dst else "none", "", ""))
                 continue
@@ -118,6 +121,12 @@ def _matrix(results: Results) -> tuple[list[str], list[list[MatrixCell]]]:
             row.append(MatrixCell(CSS[wr.verdict], _speedup(wr.speedup), title))
         rows.append(row)
     return names, rows
+
+
+def _interpolated(results: Results) -> int:
+    """Paths judged by the workload whose fetch time was interpolated."""
+    wl = results.paths.workload
+    return 0 if wl is None else int(np.count_nonzero(wl.interpolated & (wl.verdict >= 0)))
 
 
 def workload_view(results: Results) -> WorkloadView | None:
@@ -167,5 +176,5 @@ def workload_view(results: Results) -> WorkloadView | None:
         per_request_label=per_request,
         names=names,
         matrix=matrix,
-        interpolated=sum(1 for p in results.paths if p.workload and p.workload.interpolated),
+        interpolated=_interpolated(results),
     )

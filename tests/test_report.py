@@ -381,7 +381,8 @@ def test_summarised_page_keeps_waived_paths() -> None:
 
 
 def worst_first(res: Results) -> list[int]:
-    return res.paths.ranked(res.run.policy.metric).tolist()
+    order: list[int] = res.paths.ranked(res.run.policy.metric).tolist()
+    return order
 
 
 def test_rack_cells_count_every_path_of_the_pair_both_ways() -> None:
@@ -392,7 +393,7 @@ def test_rack_cells_count_every_path_of_the_pair_both_ways() -> None:
     rev = [replace(p, src=p.dst, dst=p.src) for p in res.paths[::7]]
     res = replace(res, paths=PathTable.from_paths([*res.paths, *rev]))
     view = build_view(res)
-    rack = {n.name: n.rack for n in res.nodes}
+    rack = {n.name: n.rack or "-" for n in res.nodes}
     expected: dict[tuple[str, str], list[int]] = {}
     for p in res.paths:
         pairs = {(rack[p.src], rack[p.dst]), (rack[p.dst], rack[p.src])}

@@ -11,6 +11,8 @@ import dataclasses
 from collections.abc import Sequence
 from pathlib import Path
 
+import numpy as np
+
 from netqual.errors import UsageError
 from netqual.models import ProbePlan, Results, Verdict
 
@@ -57,10 +59,21 @@ def select(
 ) -> tuple[tuple[str, str], ...]:
     """The pairs to re-measure: ``paths`` when given, else every path with one of
     ``verdicts``; with ``both_directions`` each pair also from its other end."""
-    chosen = list(paths) or [p.key for p in results.paths if p.verdict in verdicts]
+    chosen = list(paths) or _keys_with(results, verdicts)
     if both_directions:
         chosen = [q for a, b in chosen for q in ((a, b), (b, a))]
     return tuple(dict.fromkeys(chosen))  # keep order, drop repeats
+
+
+def _keys_with(results: Results, verdicts: frozenset[Verdict]) -> list[tuple[str, str]]:
+    """(src, dst) of every path with one of ``verdicts``, in row order, from the columns."""
+    table = results.paths
+    rows = np.flatnonzero(np.isin(table.verdict, [v.rank for v in verdicts]))
+    names = table.names
+    return [
+        (names[s], names[d])
+        for s, d in zip(table.src[rows].tolist(), table.dst[rows].tolist(), strict=True)
+    ]
 
 
 def larger_plan(old: ProbePlan, iterations: int | None) -> ProbePlan:

@@ -3,15 +3,18 @@ columns) work on PathTable columns; these pin them to what the per-path definiti
 
 from __future__ import annotations
 
+import csv
 import dataclasses
 import datetime as dt
 import io
 import statistics
+from pathlib import Path
 
 import numpy as np
 from factories import make_results
 from rich.console import Console
 
+from netqual import retest
 from netqual.localise import columns, suspects
 from netqual.matrix import (
     STATISTICS,
@@ -26,7 +29,11 @@ from netqual.models import PathResult, Results, SuspectKind, Tier, Verdict, Waiv
 from netqual.narrative import path_rows, verdict_sentence, waiver_problem
 from netqual.pathtable import PathTable
 from netqual.render.terminal import print_results
+from netqual.report.csv import write_csv
 from netqual.report.waivers import waiver_notes
+from netqual.workload import load_workload
+from netqual.workload.impact import tier_impacts, workload_counts
+from netqual.workload.judge import apply as apply_workload
 
 
 def _rows_by_hand(paths: list[PathResult], key: dict[tuple[str, str], str]) -> dict[str, GroupRow]:
@@ -155,3 +162,46 @@ def test_tier_table_is_left_out_when_no_path_has_a_tier() -> None:
     buf = io.StringIO()
     print_results(Console(file=buf, width=120, color_system=None), r)
     assert "by tier" not in buf.getvalue() and "by hops" in buf.getvalue()
+
+
+def test_csv_rows_match_each_path_record(tmp_path: Path) -> None:
+    r = make_results(6, error_paths=2)
+    paths = list(r.paths)
+    # one path measured only the smaller bulk cell: the other cell's columns are blank
+    paths[3] = dataclasses.replace(paths[3], bulk=paths[3].bulk[:1], hops=None)
+    r = dataclasses.replace(r, paths=PathTable.from_paths(paths))
+    write_csv(r, tmp_path / "r.csv")
+    rows = list(csv.DictReader((tmp_path / "r.csv").open()))
+    assert [(row["src"], row["dst"]) for row in rows] == [p.key for p in paths]
+    for row, p in zip(rows, paths, strict=True):
+        assert row["verdict"] == p.verdict.value and row["error"] == (p.error or "")
+        assert row["samples"] == ("" if p.rtt is None else str(p.rtt.samples))
+        assert row["p99_us"] == ("" if p.rtt is None else repr(p.rtt.p99_us))
+        assert row["hops"] == ("" if p.hops is None else str(p.hops))
+        shown = [k for k in row if k.startswith("bulk_") and k.endswith("goodput_gbps")]
+        filled = [k for k in shown if row[k]]
+        assert len(filled) == len(p.bulk)
+    assert sum(1 for row in rows if row["error"]) == 2
+
+
+def test_tier_impacts_are_medians_over_the_judged_paths() -> None:
+    r = make_results(12, rack_size=4, slow_nodes=["gpu02"])
+    w = load_workload("llama-3.1-70b-tp8")
+    judged = apply_workload(r, w)
+    impacts = {t.tier: t for t in tier_impacts(judged, w)}
+    assert list(impacts) == ["same-rack", "cross-rack"]
+    for tier, t in impacts.items():
+        members = [p for p in judged.paths if p.tier.value == tier and p.workload is not None]
+        speedups = [p.workload.speedup for p in members if p.workload and p.workload.speedup]
+        rtts = [p.rtt.p99_us for p in members if p.rtt is not None]
+        assert t.paths == len(members)
+        assert t.speedup == statistics.median(speedups) and t.worst_speedup == min(speedups)
+        assert t.rtt_p99_us == statistics.median(rtts)
+    assert sum(workload_counts(judged).values()) == len(judged.paths)
+
+
+def test_retest_selects_paths_by_verdict_in_file_order() -> None:
+    r = make_results(8, slow_paths=[("gpu05", "gpu06", 700.0), ("gpu01", "gpu03", 300.0)])
+    assert retest.select(r, frozenset({Verdict.UNSAFE})) == (("gpu05", "gpu06"),)
+    both = retest.select(r, frozenset({Verdict.UNSAFE, Verdict.MARGINAL}))
+    assert both == (("gpu01", "gpu03"), ("gpu05", "gpu06"))

@@ -3,12 +3,14 @@ the workload section of a run (per tier, a speedup matrix, both verdicts per pat
 
 from __future__ import annotations
 
+import numpy as np
 from rich import box
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
 from netqual.models import PathResult, Results, Verdict
+from netqual.narrative import path_rows
 from netqual.render.terminal import MATRIX_MAX_NODES, STYLE, verdict_text
 from netqual.units import format_bytes, format_duration_us, format_us
 from netqual.workload import Attention, BaselineKind, Workload
@@ -189,7 +191,11 @@ def _saved_text(saved_us: float | None) -> str:
 
 def _print_speedup_matrix(console: Console, results: Results) -> None:
     names = [n.name for n in results.nodes]
-    by_key = {p.key: p for p in results.paths}
+    # the path of each cell (either direction), as rows joined on the columns
+    keys = [(src, dst) for src in names for dst in names]
+    forward = path_rows(results.paths, keys)
+    reverse = path_rows(results.paths, [(b, a) for a, b in keys])
+    rows = {k: f if f is not None else r for k, f, r in zip(keys, forward, reverse, strict=True)}
     console.print(
         "workload speedup (budget / chunk fetch p99): row = source, column = destination",
         style="bold",
@@ -201,7 +207,8 @@ def _print_speedup_matrix(console: Console, results: Results) -> None:
     for src in names:
         cells: list[str | Text] = [src]
         for dst in names:
-            p = by_key.get((src, dst)) or by_key.get((dst, src))
+            row = rows[(src, dst)]
+            p = None if row is None else results.paths.row(row)
             if src == dst or p is None or p.workload is None:
                 cells.append(Text("-", style="dim"))
                 continue
@@ -215,18 +222,26 @@ def _print_speedup_matrix(console: Console, results: Results) -> None:
 SHORT = {Verdict.SAFE: "safe", Verdict.MARGINAL: "marginal", Verdict.UNSAFE: "unsafe"}
 
 
+def _worst_judged(results: Results) -> list[int]:
+    """Rows judged by the workload, worst first: workload verdict, then the lowest speedup
+    (a failed fetch, no speedup, first); ties in row order."""
+    wl = results.paths.workload
+    if wl is None:
+        return []
+    rows = np.flatnonzero(wl.verdict >= 0)
+    speedup = np.nan_to_num(wl.speedup[rows], nan=-1.0, posinf=np.inf)
+    ranked: list[int] = rows[np.lexsort((speedup, -wl.verdict[rows]))].tolist()
+    return ranked
+
+
 def _print_paths(console: Console, results: Results) -> None:
-    judged = [p for p in results.paths if p.workload is not None]
-    judged.sort(
-        key=lambda p: (
-            -p.workload.verdict.rank if p.workload else 0,
-            p.workload.speedup if p.workload and p.workload.speedup is not None else -1.0,
-        )
+    shown = [results.paths.row(i) for i in _worst_judged(results)[:WORKLOAD_PATHS_SHOWN]]
+    judged = (
+        0 if results.paths.workload is None else int((results.paths.workload.verdict >= 0).sum())
     )
-    shown = judged[:WORKLOAD_PATHS_SHOWN]
     title = "paths: RTT verdict beside workload verdict"
-    if len(shown) < len(judged):
-        title += f" (the {len(shown)} worst of {len(judged)})"
+    if len(shown) < judged:
+        title += f" (the {len(shown)} worst of {judged})"
     table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
     for col in ("path", "RTT us", "RTT", "fetch", "speedup", "workload", "break-even"):
         table.add_column(col, justify="left" if col == "path" else "right", no_wrap=col == "path")

@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import csv
+from collections.abc import Iterator
 from pathlib import Path
 
+import numpy as np
+
 from netqual.models import RTT_STATISTICS, Results
+from netqual.pathtable import NO_HOPS, TIERS, VERDICTS
 from netqual.units import format_size
 
 BASE_COLUMNS = [
@@ -30,30 +34,64 @@ def neutralise(cell: object) -> object:
 
 
 def write_csv(results: Results, path: Path) -> None:
-    nodes = {n.name: n for n in results.nodes}
-    cells = sorted({(b.chunk_bytes, b.depth) for p in results.paths for b in p.bulk})
+    """One line per path, streamed from the columns (no record per path)."""
+    table = results.paths
+    bulk = table.bulk
+    # the (chunk, depth) cells any path measured, sorted; cell_of: each bulk row's cell
+    pairs = np.stack((bulk.chunk_bytes, bulk.depth), axis=1).reshape(-1, 2)
+    cells, cell_of = np.unique(pairs, axis=0, return_inverse=True)
     bulk_cols = []
-    for chunk, depth in cells:
+    for chunk, depth in cells.tolist():
         tag = f"bulk_{format_size(chunk)}_d{depth}"
         bulk_cols += [f"{tag}_goodput_gbps", f"{tag}_completion_p50_us", f"{tag}_completion_p99_us"]
     with path.open("w", encoding="utf-8", newline="") as f:
         w = csv.writer(f)
         w.writerow(BASE_COLUMNS + bulk_cols)
-        for p in results.paths:
-            a, b, r = nodes.get(p.src), nodes.get(p.dst), p.rtt
-            row: list[object] = [
-                p.src, p.dst, a.rack if a else "", b.rack if b else "",
-                a.role.value if a else "", b.role.value if b else "",
-                p.tier.value, "" if p.hops is None else p.hops, p.transport, p.verdict.value,
-            ]  # fmt: skip
-            row += [""] * (1 + len(RTT_STATISTICS)) if r is None else list(r.summary_values())
-            row += [p.error or "", "; ".join(p.reasons)]
-            by_cell = {(x.chunk_bytes, x.depth): x for x in p.bulk}
-            for cell in cells:
-                x = by_cell.get(cell)
-                row += (
-                    [x.goodput_gbps, x.completion_p50_us, x.completion_p99_us]
-                    if x
-                    else ["", "", ""]
-                )
+        for row in _rows(results, cell_of.reshape(-1).tolist(), len(cells)):
             w.writerow([neutralise(cell) for cell in row])
+
+
+def _rows(results: Results, cell_of: list[int], n_cells: int) -> Iterator[list[object]]:
+    """Each path's cells in BASE_COLUMNS order, then its bulk cells (blank where it has
+    none), built from plain lists of the columns."""
+    table = results.paths
+    nodes = {n.name: n for n in results.nodes}
+    got = [nodes.get(name) for name in table.names]
+    names = table.names
+    rack = [n.rack if n else "" for n in got]
+    role = [n.role.value if n else "" for n in got]
+    tiers = [t.value for t in TIERS]
+    verdicts = [v.value for v in VERDICTS]
+    stats = list(zip(*(table.rtt[n].tolist() for n in RTT_STATISTICS), strict=True))
+    no_rtt = [""] * (1 + len(RTT_STATISTICS))
+    b = table.bulk
+    offsets = b.offsets.tolist()
+    values = list(zip(b.goodput_gbps.tolist(), b.p50_us.tolist(), b.p99_us.tolist(), strict=True))
+    columns = zip(
+        table.src.tolist(),
+        table.dst.tolist(),
+        table.tier.tolist(),
+        table.hops.tolist(),
+        table.transport.tolist(),
+        table.verdict.tolist(),
+        table.has_rtt.tolist(),
+        table.samples.tolist(),
+        stats,
+        table.error,
+        table.reasons,
+        strict=True,
+    )
+    for i, (s, d, tier, hops, tr, verdict, has_rtt, samples, st, error, reasons) in enumerate(
+        columns
+    ):
+        row: list[object] = [
+            names[s], names[d], rack[s], rack[d], role[s], role[d],
+            tiers[tier], "" if hops == NO_HOPS else hops, table.transports[tr], verdicts[verdict],
+        ]  # fmt: skip
+        row += [samples, *st] if has_rtt else no_rtt
+        row += [error or "", "; ".join(reasons)]
+        cell_values: list[object] = [""] * (3 * n_cells)
+        for k in range(offsets[i], offsets[i + 1]):  # a later cell of the same shape wins
+            c = cell_of[k]
+            cell_values[3 * c : 3 * c + 3] = values[k]
+        yield row + cell_values

@@ -20,9 +20,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from netqual import localise
-from netqual.models import Metric, Node, PathResult, Results, Suspect, SuspectKind, Tier, Verdict
-from netqual.policy import sample_limited
+from netqual.models import Metric, Node, Results, Suspect, SuspectKind, Tier, Verdict
+from netqual.pathtable import NO_HOPS, TIERS, IntArray, PathTable
 from netqual.report import fmt
 
 MAJORITY = 0.5
@@ -36,9 +38,12 @@ class Recommendation:
     text: str
 
 
-def _names(items: Sequence[str]) -> str:
+def _names(items: Sequence[str], total: int | None = None) -> str:
+    """The first LISTED items, then how many more; ``total``: the count when only the
+    shown ones were formatted."""
+    total = len(items) if total is None else total
     shown = ", ".join(items[:LISTED])
-    return shown + (f" and {len(items) - LISTED} more" if len(items) > LISTED else "")
+    return shown + (f" and {total - LISTED} more" if total > LISTED else "")
 
 
 def _ev(value: object) -> Mapping[str, Any]:
@@ -56,7 +61,7 @@ def _short(e: Mapping[str, Any], metric: Metric) -> str:
 def recommend(results: Results, expired_waivers: Sequence[str] = ()) -> list[Recommendation]:
     policy = results.run.policy
     out: list[Recommendation] = _sample_notes(results) + _error_notes(results)
-    bad = [p for p in results.paths if p.verdict is not Verdict.SAFE]
+    any_bad = bool((results.paths.verdict != Verdict.SAFE.rank).any())
     if not results.paths:
         return [
             Recommendation(
@@ -65,7 +70,7 @@ def recommend(results: Results, expired_waivers: Sequence[str] = ()) -> list[Rec
                 "No path was measured: check the inventory and agents, then re-run.",
             )
         ]
-    if not bad:
+    if not any_bad:
         shaky = _unstable(results)
         # One sentence: "go live" and "re-test first" never stand side by side.
         title = (
@@ -165,30 +170,33 @@ _FAR_TIERS = (Tier.CROSS_RACK, Tier.REMOTE)
 
 def _tiers(results: Results, far: set[Tier]) -> list[Recommendation]:
     """Tiers whose paths fail because of distance (``localise.distance_tiers``)."""
-    by_tier: dict[Tier, list[PathResult]] = defaultdict(list)
-    for p in results.paths:
-        by_tier[p.tier].append(p)
-    near = by_tier.get(Tier.SAME_RACK, [])
+    table = results.paths
     policy = results.run.policy
-    near_safe = sum(p.verdict is Verdict.SAFE or sample_limited(policy, p.rtt) for p in near)
     metric = policy.metric
+    limited = localise.sample_limited_mask(results)
+    not_safe = (table.verdict != Verdict.SAFE.rank) & ~limited
+    near = table.tier == TIERS.index(Tier.SAME_RACK)
+    near_safe = int((near & ~not_safe).sum())
+    values = table.values(metric)
     out: list[Recommendation] = []
     for tier in _FAR_TIERS:
         if tier not in far:
             continue
-        paths = by_tier.get(tier, [])
-        bad = [
-            p for p in paths if p.verdict is not Verdict.SAFE and not sample_limited(policy, p.rtt)
-        ]
-        values = sorted(p.rtt.value(metric) for p in bad if p.rtt is not None)
-        spread = f", {metric.value} {fmt.us(values[0])} to {fmt.us(values[-1])}" if values else ""
-        hops = sorted({p.hops for p in paths if p.hops is not None})
+        paths = table.tier == TIERS.index(tier)
+        bad = paths & not_safe
+        measured = values[bad & table.has_rtt]
+        spread = (
+            f", {metric.value} {fmt.us(float(measured.min()))} to {fmt.us(float(measured.max()))}"
+            if len(measured)
+            else ""
+        )
+        hops = np.unique(table.hops[paths & (table.hops != NO_HOPS)]).tolist()
         hop_text = f" ({'/'.join(map(str, hops))} hops)" if hops else ""
-        unsafe = any(p.verdict is Verdict.UNSAFE for p in bad)
+        unsafe = bool((table.verdict[bad] == Verdict.UNSAFE.rank).any())
         share = (
-            f"{len(bad)} of {len(paths)} {tier.value} paths{hop_text} are not offload-safe"
-            f"{spread}, while {near_safe} of {len(near)} same-rack paths are within "
-            f"{fmt.us(policy.safe_max_us)}."
+            f"{int(bad.sum())} of {int(paths.sum())} {tier.value} paths{hop_text} are not "
+            f"offload-safe{spread}, while {near_safe} of {int(near.sum())} same-rack paths are "
+            f"within {fmt.us(policy.safe_max_us)}."
         )
         if tier is Tier.CROSS_RACK:
             title = "Keep KV offload inside each rack"
@@ -236,18 +244,19 @@ def _rack_pair(s: Suspect, metric: Metric) -> Recommendation:
 def _sample_notes(results: Results) -> list[Recommendation]:
     """Cause 1: the plan was too short to call anything offload-safe."""
     policy = results.run.policy
-    few = [p for p in results.paths if sample_limited(policy, p.rtt)]
-    if not few:
+    few = localise.sample_limited_mask(results)
+    if not few.any():
         return []
     metric = policy.metric
-    values = sorted(p.rtt.value(metric) for p in few if p.rtt is not None)
-    kept = sorted({p.rtt.samples for p in few if p.rtt is not None})
+    values = results.paths.values(metric)[few]
+    kept = np.unique(results.paths.samples[few]).tolist()
     kept_text = f"{kept[0]:,}" if len(kept) == 1 else f"{kept[0]:,} to {kept[-1]:,}"
     return [
         Recommendation(
             "marginal",
-            f"Too few samples to decide on {fmt.plural(len(few), 'path')}",
-            f"Their {metric.value} ({fmt.us(values[0])} to {fmt.us(values[-1])}) is within "
+            f"Too few samples to decide on {fmt.plural(int(few.sum()), 'path')}",
+            f"Their {metric.value} ({fmt.us(float(values.min()))} to "
+            f"{fmt.us(float(values.max()))}) is within "
             f"{fmt.us(policy.safe_max_us)}, but they kept {kept_text} samples and the policy "
             f"needs {policy.min_samples:,} to call a path offload-safe. Re-run with "
             f"--iterations {policy.min_samples} before judging them; nothing here points "
@@ -258,49 +267,62 @@ def _sample_notes(results: Results) -> list[Recommendation]:
 
 def _error_notes(results: Results) -> list[Recommendation]:
     """Cause 2: configuration. An unmeasured path says nothing about the network."""
-    errors = [p for p in results.paths if p.error]
-    if not errors:
+    table = results.paths
+    # bool() of each error (None or text) in one C loop, no record per path
+    errors = np.flatnonzero(np.array(table.error, dtype=object).astype(bool))
+    if not len(errors):
         return []
+    first = table.row(int(errors[0]))
     return [
         Recommendation(
             "unsafe",
             f"{fmt.plural(len(errors), 'path')} could not be measured",
-            f"For example {errors[0].src} -> {errors[0].dst}: {errors[0].error}. Unmeasured "
+            f"For example {first.src} -> {first.dst}: {first.error}. Unmeasured "
             "paths count as unsafe. Run netqual check on the inventory, fix what it names, "
             "then re-test.",
         )
     ]
 
 
+def _by_names(table: PathTable, rows: IntArray) -> IntArray:
+    """``rows`` ordered by (src name, dst name), ties in row order (a stable sort)."""
+    rank = np.empty(len(table.names), dtype=np.int64)
+    rank[np.argsort(np.array(table.names, dtype=object), kind="stable")] = np.arange(
+        len(table.names)
+    )
+    ordered: IntArray = rows[np.lexsort((rank[table.dst[rows]], rank[table.src[rows]]))]
+    return ordered
+
+
 def _measurement_notes(results: Results) -> list[Recommendation]:
     policy = results.run.policy
     metric = policy.metric
+    table = results.paths
+    value = table.values(metric)
     out = []
-    marginal = [
-        p
-        for p in results.paths
-        if p.verdict is Verdict.MARGINAL
-        and p.rtt is not None
-        and policy.safe_max_us < p.rtt.value(metric) <= policy.unsafe_above_us
-    ]
-    if marginal:
-        labels = [
-            f"{p.src} -> {p.dst} {fmt.us(p.rtt.value(metric))}"
-            for p in sorted(marginal, key=lambda p: (p.src, p.dst))
-            if p.rtt is not None
-        ]
+    with np.errstate(invalid="ignore"):
+        marginal = np.flatnonzero(
+            (table.verdict == Verdict.MARGINAL.rank)
+            & table.has_rtt
+            & (policy.safe_max_us < value)
+            & (value <= policy.unsafe_above_us)
+        )
+    if len(marginal):
+        shown = _by_names(table, marginal)[:LISTED].tolist()
+        labels = [f"{table.names[table.src[i]]} -> {table.names[table.dst[i]]} "
+                  f"{fmt.us(float(value[i]))}" for i in shown]  # fmt: skip
         out.append(
             Recommendation(
                 "marginal",
                 f"{fmt.plural(len(marginal), 'marginal path')}: offload gains shrink here",
                 f"Their {metric.value} lies between {fmt.us(policy.safe_max_us)} and "
-                f"{fmt.us(policy.unsafe_above_us)} ({_names(labels)}): offload still works but "
-                "TTFT gains shrink. Use them only if local NVMe is full, and re-test them at a "
-                "quiet time to see whether the tail is congestion.",
+                f"{fmt.us(policy.unsafe_above_us)} ({_names(labels, len(marginal))}): offload "
+                "still works but TTFT gains shrink. Use them only if local NVMe is full, and "
+                "re-test them at a quiet time to see whether the tail is congestion.",
             )
         )
     unstable = _unstable(results)
-    if unstable and any(p.verdict is not Verdict.SAFE for p in results.paths):
+    if unstable and (table.verdict != Verdict.SAFE.rank).any():
         out.append(
             Recommendation(
                 "info",
@@ -314,8 +336,14 @@ def _measurement_notes(results: Results) -> list[Recommendation]:
 
 
 def _unstable(results: Results) -> int:
-    return sum(
-        1
-        for p in results.paths
-        if p.verdict is Verdict.SAFE and p.rtt is not None and p.rtt.unstable
-    )
+    """Safe paths whose RTT is unstable (``RttStats.unstable``: stdev >= 10% of the mean)."""
+    table = results.paths
+    mean, stdev = table.rtt["mean"], table.rtt["stdev"]
+    with np.errstate(invalid="ignore"):
+        shaky = (
+            (table.verdict == Verdict.SAFE.rank)
+            & table.has_rtt
+            & (mean > 0)
+            & (stdev >= 0.1 * mean)
+        )
+    return int(shaky.sum())

@@ -6,11 +6,13 @@ Pure arithmetic over judged paths, shared by the terminal and the HTML report.
 
 from __future__ import annotations
 
-import statistics
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 
-from netqual.models import PathResult, Results, Tier, Verdict
+import numpy as np
+
+from netqual.models import Results, Tier, Verdict
+from netqual.pathtable import TIERS, VERDICTS, FloatArray
 from netqual.units import format_bytes, format_duration_us
 from netqual.workload.model import BaselineKind, Workload
 
@@ -40,8 +42,18 @@ class TierImpact:
     speedup_at_lines: tuple[tuple[float, float | None], ...]
 
 
-def _median(values: Sequence[float]) -> float | None:
-    return statistics.median(values) if values else None
+def _median(values: FloatArray) -> float | None:
+    """``statistics.median`` of a column: the middle value, or the mean of the two."""
+    if not len(values):
+        return None
+    v, n = np.sort(values), len(values)
+    return float(v[n // 2]) if n % 2 else float((v[n // 2 - 1] + v[n // 2]) / 2)
+
+
+def _present(values: FloatArray) -> FloatArray:
+    """The values a path has (NaN is a path without one)."""
+    kept: FloatArray = values[~np.isnan(values)]
+    return kept
 
 
 def speedup_at_rtt(w: Workload, fetch_p99_us: float, rtt_p99_us: float, line_us: float) -> float:
@@ -52,25 +64,30 @@ def speedup_at_rtt(w: Workload, fetch_p99_us: float, rtt_p99_us: float, line_us:
 
 
 def tier_impacts(results: Results, w: Workload) -> tuple[TierImpact, ...]:
-    groups: dict[str, list[PathResult]] = {}
-    for p in results.paths:
-        if p.workload is not None:
-            groups.setdefault(p.tier.value, []).append(p)
+    """Per tier of the judged paths, from the workload columns (masks, one sort a median)."""
+    table, wl = results.paths, results.paths.workload
+    if wl is None:
+        return ()
+    judged = wl.verdict >= 0
+    tiers = sorted(
+        {TIERS[t].value for t in np.unique(table.tier[judged]).tolist()},
+        key=lambda t: (_TIER_ORDER.get(t, len(_TIER_ORDER)), t),
+    )
     out = []
-    for tier in sorted(groups, key=lambda t: (_TIER_ORDER.get(t, len(_TIER_ORDER)), t)):
-        members = groups[tier]
-        judged = [p.workload for p in members if p.workload is not None]
-        counts = {v: sum(1 for j in judged if j.verdict is v) for v in Verdict}
-        fetch99 = [j.fetch_p99_us for j in judged if j.fetch_p99_us is not None]
-        fetch50 = [j.fetch_p50_us for j in judged if j.fetch_p50_us is not None]
-        speedups = [j.speedup for j in judged if j.speedup is not None]
-        rtts = [p.rtt.p99_us for p in members if p.rtt is not None]
-        rtt = _median(rtts)
+    for tier in tiers:
+        members = judged & (table.tier == TIERS.index(Tier(tier)))
+        verdicts = np.bincount(wl.verdict[members], minlength=len(VERDICTS))
+        counts = {v: int(verdicts[v.rank]) for v in Verdict}
+        fetch99 = _present(wl.fetch_p99_us[members])
+        fetch50 = _present(wl.fetch_p50_us[members])
+        speedups = _present(wl.speedup[members])
+        rtt = _median(table.rtt["p99"][members & table.has_rtt])
         fetch = _median(fetch99)
         chunks = w.prompt_chunks
         saved = None
-        if chunks is not None and fetch50:
-            saved = chunks * (w.budget_us - statistics.median(fetch50))
+        median50 = _median(fetch50)
+        if chunks is not None and median50 is not None:
+            saved = chunks * (w.budget_us - median50)
         lines: tuple[tuple[float, float | None], ...] = tuple(
             (
                 line,
@@ -81,13 +98,13 @@ def tier_impacts(results: Results, w: Workload) -> tuple[TierImpact, ...]:
         out.append(
             TierImpact(
                 tier=tier,
-                paths=len(members),
+                paths=int(members.sum()),
                 counts=counts,
                 rtt_p99_us=rtt,
                 fetch_p99_us=fetch,
-                worst_fetch_p99_us=max(fetch99) if fetch99 else None,
+                worst_fetch_p99_us=float(fetch99.max()) if len(fetch99) else None,
                 speedup=_median(speedups),
-                worst_speedup=min(speedups) if speedups else None,
+                worst_speedup=float(speedups.min()) if len(speedups) else None,
                 request_saved_us=saved,
                 speedup_at_lines=lines,
             )
@@ -96,11 +113,12 @@ def tier_impacts(results: Results, w: Workload) -> tuple[TierImpact, ...]:
 
 
 def workload_counts(results: Results) -> dict[Verdict, int]:
-    counts = {v: 0 for v in Verdict}
-    for p in results.paths:
-        if p.workload is not None:
-            counts[p.workload.verdict] += 1
-    return counts
+    """Paths per workload verdict (a bincount of the workload column)."""
+    wl = results.paths.workload
+    if wl is None:
+        return {v: 0 for v in Verdict}
+    got = np.bincount(wl.verdict[wl.verdict >= 0], minlength=len(VERDICTS))
+    return {v: int(got[v.rank]) for v in Verdict}
 
 
 def impact_sentence(results: Results, w: Workload) -> str:

@@ -47,21 +47,23 @@ def write_csv(results: Results, path: Path) -> None:
     with path.open("w", encoding="utf-8", newline="") as f:
         w = csv.writer(f)
         w.writerow(BASE_COLUMNS + bulk_cols)
-        for row in _rows(results, cell_of.reshape(-1).tolist(), len(cells)):
-            w.writerow([neutralise(cell) for cell in row])
+        w.writerows(_rows(results, cell_of.reshape(-1).tolist(), len(cells)))
 
 
 def _rows(results: Results, cell_of: list[int], n_cells: int) -> Iterator[list[object]]:
     """Each path's cells in BASE_COLUMNS order, then its bulk cells (blank where it has
-    none), built from plain lists of the columns."""
+    none), built from plain lists of the columns and already neutralised: text that is
+    the same for many paths (names, racks, roles, tiers) once per distinct value, numbers
+    never (they cannot start a formula)."""
     table = results.paths
     nodes = {n.name: n for n in results.nodes}
     got = [nodes.get(name) for name in table.names]
-    names = table.names
-    rack = [n.rack if n else "" for n in got]
-    role = [n.role.value if n else "" for n in got]
+    names = [neutralise(name) for name in table.names]
+    rack = [neutralise(n.rack) if n else "" for n in got]
+    role = [neutralise(n.role.value) if n else "" for n in got]
     tiers = [t.value for t in TIERS]
     verdicts = [v.value for v in VERDICTS]
+    transports = [neutralise(t) for t in table.transports]
     stats = list(zip(*(table.rtt[n].tolist() for n in RTT_STATISTICS), strict=True))
     no_rtt = [""] * (1 + len(RTT_STATISTICS))
     b = table.bulk
@@ -86,10 +88,10 @@ def _rows(results: Results, cell_of: list[int], n_cells: int) -> Iterator[list[o
     ):
         row: list[object] = [
             names[s], names[d], rack[s], rack[d], role[s], role[d],
-            tiers[tier], "" if hops == NO_HOPS else hops, table.transports[tr], verdicts[verdict],
+            tiers[tier], "" if hops == NO_HOPS else hops, transports[tr], verdicts[verdict],
         ]  # fmt: skip
         row += [samples, *st] if has_rtt else no_rtt
-        row += [error or "", "; ".join(reasons)]
+        row += [neutralise(error or ""), neutralise("; ".join(reasons))]
         cell_values: list[object] = [""] * (3 * n_cells)
         for k in range(offsets[i], offsets[i + 1]):  # a later cell of the same shape wins
             c = cell_of[k]

@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from netqual.matrix import group_medians
 from netqual.models import Metric, Results, Suspect, SuspectKind, Tier
 from netqual.pathtable import BoolArray
 
@@ -132,22 +133,6 @@ def _worst_per_group(groups: IntArray, members: IntArray, rank: IntArray, size: 
     return np.where(best >= 0, path_of_rank[np.maximum(best, 0)], -1)
 
 
-def _medians(groups: IntArray, values: FloatArray, size: int) -> FloatArray:
-    """Median of values per group (NaN values left out; NaN for an empty group)."""
-    ok = ~np.isnan(values)
-    g, v = groups[ok], values[ok]
-    order = np.lexsort((v, g))
-    g, v = g[order], v[order]
-    counts = np.bincount(g, minlength=size)
-    starts = np.concatenate(([0], np.cumsum(counts)[:-1]))
-    lo = starts + (counts - 1) // 2
-    hi = starts + counts // 2
-    out = np.full(size, np.nan)
-    has = counts > 0
-    out[has] = (v[lo[has]] + v[hi[has]]) / 2
-    return out
-
-
 def _us(x: float) -> float | None:
     """Unrounded (renderers round); None for no value."""
     return None if math.isnan(x) or math.isinf(x) else x
@@ -181,7 +166,7 @@ def localise(c: PathColumns, metric: Metric) -> tuple[Suspect, ...]:
         idx2 = np.concatenate([np.arange(len(bad))] * 2)
         mask = near2 & bad2 & culprit[both]
         worst = _worst_per_group(both[mask], idx2[mask], rank, n_nodes)
-        medians = _medians(both[near2], np.concatenate([c.value_us] * 2)[near2], n_nodes)
+        medians = group_medians(both[near2], np.concatenate([c.value_us] * 2)[near2], n_nodes)
         order = sorted(
             np.flatnonzero(culprit).tolist(), key=lambda n: (-bad_of[n], c.node_names[n])
         )
@@ -213,7 +198,7 @@ def localise(c: PathColumns, metric: Metric) -> tuple[Suspect, ...]:
         bad_rest = np.bincount(rack_key[in_rest], minlength=size)
         flagged = (bad_rest >= 2) & (bad_rest >= MAJORITY * np.maximum(totals, 1))
         worst = _worst_per_group(rack_key[in_rest], np.flatnonzero(in_rest), rank, size)
-        medians = _medians(rack_key[has_racks], c.value_us[has_racks], size)
+        medians = group_medians(rack_key[has_racks], c.value_us[has_racks], size)
         keys = sorted(
             np.flatnonzero(flagged).tolist(),
             key=lambda k: (c.rack_names[k // n_racks], c.rack_names[k % n_racks]),

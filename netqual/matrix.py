@@ -161,11 +161,14 @@ def _none(x: float) -> float | None:
 
 def group_medians(codes: IntArray, values: FloatArray, size: int) -> FloatArray:
     """Median of ``values`` per group code (NaN values left out, NaN for a group without
-    any): one lexsort, then the middle of each run; equal to ``statistics.median``."""
+    any): values sorted inside each group, then the middle of each run; equal to
+    ``statistics.median``. Sorted by value, then stably by group (a radix sort when the
+    codes fit 16 bits): several times faster than one lexsort over a million paths."""
     ok = ~np.isnan(values)
     g, v = codes[ok], values[ok]
-    order = np.lexsort((v, g))
-    v = v[order]
+    by_value = np.argsort(v)
+    narrow = g[by_value].astype(np.uint16 if size <= 1 << 16 else np.int64)
+    v = v[by_value[np.argsort(narrow, kind="stable")]]
     counts = np.bincount(g, minlength=size)
     starts = np.concatenate(([0], np.cumsum(counts)[:-1])).astype(np.int64)
     has = counts > 0

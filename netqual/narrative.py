@@ -85,8 +85,10 @@ def _counts_sentence(results: Results) -> str:
 def used_names(results: Results) -> set[str]:
     """The node list's names and every name a path has at either end."""
     table = results.paths
-    used = np.unique(np.concatenate((table.src, table.dst))).tolist()
-    return {n.name for n in results.nodes} | {table.names[i] for i in used}
+    used = np.zeros(len(table.names), dtype=np.bool_)
+    used[table.src] = True
+    used[table.dst] = True
+    return {n.name for n in results.nodes} | {table.names[i] for i in np.flatnonzero(used).tolist()}
 
 
 def waiver_problem(results: Results, waiver: Waiver, names: Set[str] | None = None) -> str | None:

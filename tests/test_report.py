@@ -424,3 +424,15 @@ def test_distribution_rows_hold_every_path_once() -> None:
     )
     assert drawn == len(res.paths) - 2  # the two failed paths have no value to draw
     assert not view.directional
+
+
+@pytest.mark.usefixtures("small_page_bound")
+def test_report_command_names_the_results_file_in_a_summarised_page(
+    tmp_path: Path, cli: Callable[..., Run]
+) -> None:
+    write_results(tmp_path / "big run.json", make_results(48, histogram=False, bulk=False))
+    r = cli("report", "big run.json", "--html", "out.html", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    note = grab(r'id="summarised">(.*?)</div>', (tmp_path / "out.html").read_text(), 1)
+    assert "Every path is in big run.json; netqual report &#39;big run.json&#39; " in note
+    assert "paths.csv writes one row per path" in note

@@ -95,7 +95,13 @@ def report(
     print_retest_before_after(out, res, results)
     prof = load_profile(profile) if profile else None
     if html:
-        write_html(res, html, waivers=prof.waivers if prof else (), gate=_banner(res, prof))
+        write_html(
+            res,
+            html,
+            waivers=prof.waivers if prof else (),
+            gate=_banner(res, prof),
+            source=str(results),
+        )
         out.print(f"wrote {html}")
     if csv:
         write_csv(res, csv)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import shlex
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -293,14 +294,18 @@ def _waived_pairs(notes: Sequence[WaiverNote]) -> dict[tuple[str, str], str]:
     return waived
 
 
-def _summary_note(total: int, embedded: int) -> str:
+def _summary_note(total: int, embedded: int, source: str | None) -> str:
+    """What a summarised page leaves out, and where the rest is (``source``: the results
+    file the report was made from, when the caller knows it)."""
+    where = source or "the run's results.json"
+    arg = shlex.quote(source) if source else "results.json"
     return (
         f"Summarised: {total:,} paths are more than a page should carry, so this one has the "
         f"counts of every rack pair, the class of every node pair (node view), and values "
         f"and drill-down for {embedded:,} paths: the {EMBED_WORST:,} worst, and the worst "
         "path of every node and of every rack pair (histograms, bulk cells and reasons for "
-        f"the {DETAIL_MAX:,} worst). Every path is in the run's results.json; "
-        "netqual report results.json --csv paths.csv writes one row per path."
+        f"the {DETAIL_MAX:,} worst). Every path is in {where}; "
+        f"netqual report {arg} --csv paths.csv writes one row per path."
     )
 
 
@@ -309,7 +314,9 @@ def build_view(
     waivers: Sequence[Waiver] = (),
     today: dt.date | None = None,
     gate: GateBanner | None = None,
+    source: str | None = None,
 ) -> ReportView:
+    """The report's view; ``source`` names the results file in a summarised page's note."""
     today = today or dt.datetime.now(dt.timezone.utc).date()
     notes = waiver_notes(results, waivers, today)
     waived = _waived_pairs(notes)
@@ -385,5 +392,5 @@ def build_view(
         interference=_interference_headline(results),
         directional=directional(results),
         gate=gate,
-        summarised=_summary_note(total, len(rows)) if len(rows) < total else None,
+        summarised=_summary_note(total, len(rows), source) if len(rows) < total else None,
     )

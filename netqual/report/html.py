@@ -71,8 +71,9 @@ def render_html(
     waivers: Sequence[Waiver] = (),
     today: dt.date | None = None,
     gate: GateBanner | None = None,
+    source: str | None = None,
 ) -> str:
-    view = build_view(results, waivers, today, gate)
+    view = build_view(results, waivers, today, gate, source)
     return render("report.html.j2", view=view, title=view.title, data_json=script_json(view.data))
 
 
@@ -101,9 +102,11 @@ def write_html(
     waivers: Sequence[Waiver] = (),
     today: dt.date | None = None,
     gate: GateBanner | None = None,
+    source: str | None = None,
 ) -> None:
-    """Write atomically, like results.json: a half-written report is never left behind."""
+    """Write atomically, like results.json: a half-written report is never left behind.
+    ``source``: the results file, named by a summarised page as where every path is."""
     tmp = path.with_suffix(path.suffix + ".tmp")
-    text = render_html(results, waivers=waivers, today=today, gate=gate)
+    text = render_html(results, waivers=waivers, today=today, gate=gate, source=source)
     tmp.write_text(text, encoding="utf-8")
     tmp.replace(path)

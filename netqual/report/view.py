@@ -1,7 +1,10 @@
 """The report's view model: everything the templates show, computed from a Results record.
 
-Sizes stay bounded: per-path data for every path goes into one compact columnar JSON
-blob (drawn on demand by the page's script); DOM nodes per path only for small clusters.
+Sizes stay bounded: per-path values go into one compact columnar JSON blob (drawn on
+demand by the page's script), for every path up to EMBED_ALL_MAX paths, beyond that for a
+bounded set plus the class of every node pair; DOM nodes per path only for small clusters.
+Everything that runs over all paths works on the PathTable columns; a path becomes a
+record (``row``) only when it is shown.
 """
 
 from __future__ import annotations

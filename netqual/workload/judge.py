@@ -23,9 +23,10 @@ from netqual.models import (
     Verdict,
     WorkloadResult,
 )
-from netqual.pathtable import PathTable
-from netqual.units import format_bytes, format_duration_us, format_size, format_us
-from netqual.workload.model import BaselineKind, Workload
+from netqual.units import format_bytes
+from netqual.workload.columns import judge_columns
+from netqual.workload.model import Workload
+from netqual.workload.wording import Wording, cell_label
 
 
 def add_to_plan(plan: ProbePlan, w: Workload, limits: AgentLimits | None = None) -> ProbePlan:
@@ -66,7 +67,7 @@ class Fetch:
 
 
 def _cell_label(b: BulkStats) -> str:
-    return f"{format_size(b.chunk_bytes)} x depth {b.depth}"
+    return cell_label(b.chunk_bytes, b.depth)
 
 
 def estimate_fetch(bulk: Sequence[BulkStats], chunk_bytes: int, depth: int) -> Fetch | None:
@@ -111,22 +112,15 @@ def estimate_fetch(bulk: Sequence[BulkStats], chunk_bytes: int, depth: int) -> F
     )
 
 
-def _alternative(w: Workload) -> str:
-    kind = w.budget[0]
-    return "recompute" if kind is BaselineKind.RECOMPUTE else "read it from local NVMe"
-
-
 def judge(path: PathResult, w: Workload) -> WorkloadResult:
-    """The workload verdict of one path, with reasons that carry the path's own numbers."""
+    """The workload verdict of one path, with reasons that carry the path's own numbers.
+
+    The reference for ``judge_columns`` (every path of a run at once): the two must agree
+    path for path (tests/test_workload_columns.py)."""
+    say = Wording(w)
     budget = w.budget_us
-    chunk = (
-        f"a {w.chunk_tokens}-token chunk of {w.model.name} at TP{w.tp} is "
-        f"{format_bytes(w.chunk_bytes)} per rank"
-    )
     if path.error is not None:
-        return WorkloadResult(
-            Verdict.UNSAFE, (f"{chunk}; this path failed, nothing was fetched",), budget
-        )
+        return WorkloadResult(Verdict.UNSAFE, say.path_failed, budget)
     failed = next(
         (
             b
@@ -135,78 +129,31 @@ def judge(path: PathResult, w: Workload) -> WorkloadResult:
         ),
         None,
     )
-    if failed is not None:
-        return WorkloadResult(
-            Verdict.UNSAFE, (f"{chunk}; the {_cell_label(failed)} read failed: {failed.error}",),
-            budget,
-        )  # fmt: skip
+    if failed is not None and failed.error:
+        return WorkloadResult(Verdict.UNSAFE, say.cell_failed(failed.error), budget)
     fetch = estimate_fetch(path.bulk, w.chunk_bytes, w.ranks_per_node)
     if fetch is None:
-        return WorkloadResult(
-            Verdict.UNSAFE,
-            (f"{chunk}; no bulk read was measured on this path (run with --workload)",),
-            budget,
-        )
+        return WorkloadResult(Verdict.UNSAFE, say.unmeasured, budget)
     rtt_p99 = path.rtt.p99_us if path.rtt is not None else None
-    extra_trips = w.round_trips_per_chunk - 1
     p50, p99 = fetch.p50_us, fetch.p99_us
-    reasons: list[str] = []
-    if extra_trips and path.rtt is not None:
-        p50 += extra_trips * path.rtt.p50_us
-        p99 += extra_trips * path.rtt.p99_us
+    if say.extra_trips and path.rtt is not None:
+        p50 += say.extra_trips * path.rtt.p50_us
+        p99 += say.extra_trips * path.rtt.p99_us
     speedup = budget / p99 if p99 > 0 else math.inf
-    lead = (
-        f"{chunk}; this path delivers it to all {w.ranks_per_node} ranks of a node in "
-        f"{format_duration_us(p99)} at p99 against {format_duration_us(budget)} to "
-        f"{_alternative(w)}"
-    )
     if speedup >= w.safe_speedup:
         verdict = Verdict.SAFE
-        reasons.append(f"{lead}: offload pays {speedup:.1f}x")
     elif speedup < w.unsafe_speedup:
         verdict = Verdict.UNSAFE
-        if speedup < 1:
-            reasons.append(f"{lead}: the alternative is {1 / speedup:.1f}x faster than the fetch")
-        else:
-            reasons.append(
-                f"{lead}: offload pays only {speedup:.1f}x, below the {w.unsafe_speedup:g}x line"
-            )
     else:
         verdict = Verdict.MARGINAL
-        reasons.append(
-            f"{lead}: offload pays {speedup:.1f}x, short of the {w.safe_speedup:g}x "
-            "needed for offload-safe"
-        )
-    if extra_trips:
-        if path.rtt is None:
-            reasons.append(
-                f"round_trips_per_chunk = {w.round_trips_per_chunk}, but no RTT was measured: "
-                "the fetch counts one round trip"
-            )
-        else:
-            reasons.append(
-                f"the fetch counts {w.round_trips_per_chunk} sequential round trips: the "
-                f"measured read plus {extra_trips} x p99 RTT {format_us(path.rtt.p99_us)} us"
-            )
-    if fetch.interpolated:
-        reasons.append(
-            f"fetch time interpolated from the measured {fetch.basis}; run with "
-            f"--workload to measure {format_size(w.chunk_bytes)} x depth {w.ranks_per_node}"
-        )
     break_even = None
     if rtt_p99 is not None:
         room = rtt_p99 + (budget - p99) / w.round_trips_per_chunk
         break_even = room if room > 0 else None
-        if break_even is None:
-            reasons.append("no round trip makes offload pay here: the transfer alone is too slow")
-        else:
-            reasons.append(
-                f"break-even RTT for this workload on this path: {format_duration_us(break_even)} "
-                f"(p99 RTT now {format_us(rtt_p99)} us)"
-            )
+    basis = fetch.basis if fetch.interpolated else None
     return WorkloadResult(
         verdict=verdict,
-        reasons=tuple(reasons),
+        reasons=say.fetched(verdict, p99, speedup, rtt_p99, break_even, basis),
         budget_us=budget,
         fetch_p50_us=p50,
         fetch_p99_us=p99,
@@ -221,9 +168,11 @@ def judged(path: PathResult, w: Workload | None) -> PathResult:
 
 
 def apply(results: Results, w: Workload) -> Results:
-    """Re-judge every path of a run by a workload (the RTT verdicts stay as they are)."""
+    """Re-judge every path of a run by a workload (the RTT verdicts stay as they are), on the
+    columns: a 1,024-node full mesh is half a million paths."""
+    table = results.paths
     return dataclasses.replace(
         results,
-        paths=PathTable.from_paths((judged(p, w) for p in results.paths), results.paths.names),
+        paths=dataclasses.replace(table, workload=judge_columns(table, w)),
         workload=w,
     )

@@ -29,7 +29,16 @@ from typing import overload
 import numpy as np
 
 from netqual.models import Metric, PathResult, Results, RttStats, Verdict
-from netqual.pathtable import VERDICTS, BoolArray, FloatArray, IntArray, PathTable
+from netqual.pathtable import (
+    NOT_FOUND,
+    VERDICTS,
+    BoolArray,
+    FloatArray,
+    IntArray,
+    PairIndex,
+    PathTable,
+    union_names,
+)
 from netqual.units import format_us
 
 # The re-qualification example profile's numbers (docs/gate-profiles/requalify.toml):
@@ -326,40 +335,18 @@ class _Join:
 def _join(old: PathTable, new: PathTable) -> _Join:
     """Match new rows to old ones by (src, dst), else (dst, src). Where old has one key
     twice, its last row is the one matched (a dict of the rows keeps the last)."""
-    seen = set(old.names)
-    names = old.names + tuple(n for n in new.names if n not in seen)
-    n = len(names)
-    o_src, o_dst = old.codes(names)
-    n_src, n_dst = new.codes(names)
-    old_key = o_src * n + o_dst
-    order = np.argsort(old_key, kind="stable")
-    sorted_keys = old_key[order]
-    first = np.ones(len(order), dtype=np.bool_)
-    first[1:] = sorted_keys[1:] != sorted_keys[:-1]
-    last = np.ones(len(order), dtype=np.bool_)
-    last[:-1] = first[1:]
-    uniq_keys, uniq_row = sorted_keys[last], order[last]
-    group = np.empty(len(order), dtype=np.int64)
-    group[order] = np.cumsum(first) - 1  # each old row's position in uniq_keys
-
-    def lookup(keys: IntArray) -> IntArray:
-        if not len(uniq_keys):
-            return np.full(len(keys), -1, dtype=np.int64)
-        pos = np.minimum(np.searchsorted(uniq_keys, keys), len(uniq_keys) - 1)
-        found: IntArray = np.where(uniq_keys[pos] == keys, pos, -1)
-        return found
-
-    same, flipped = lookup(n_src * n + n_dst), lookup(n_dst * n + n_src)
-    uniq = np.where(same >= 0, same, flipped)
-    found = uniq >= 0
-    hit = np.zeros(len(uniq_keys), dtype=np.bool_)
-    hit[uniq[found]] = True
-    old_row = np.full(len(uniq), -1, dtype=np.int64)
-    old_row[found] = uniq_row[uniq[found]]
+    names = union_names(old.names, new.names)
+    index = PairIndex.of(old, names)
+    pos = index.match(new)
+    found = pos != NOT_FOUND
+    hit = np.zeros(len(index.keys), dtype=np.bool_)
+    hit[pos[found]] = True
+    old_row = np.full(len(new), -1, dtype=np.int64)
+    old_row[found] = index.last[pos[found]]
     return _Join(
         old_row=old_row,
-        old_matched=hit[group],
-        before=uniq_row[hit],
+        old_matched=hit[index.position(old.pair_keys(names))],
+        before=index.last[hit],
     )
 
 

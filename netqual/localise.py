@@ -27,14 +27,12 @@ import numpy.typing as npt
 
 from netqual.matrix import group_medians
 from netqual.models import Metric, Results, Suspect, SuspectKind, Tier
-from netqual.pathtable import BoolArray
+from netqual.pathtable import TIERS, VERDICTS, BoolArray
 
 MAJORITY = 0.5
 NEAR_SAFE = 0.75
 ASYMMETRY_RATIO = 2.0
 FAR_TIERS = (Tier.CROSS_RACK, Tier.REMOTE)
-TIERS = tuple(Tier)
-VERDICT_NAMES = ("offload-safe", "marginal", "unsafe")
 
 IntArray = npt.NDArray[np.int64]
 FloatArray = npt.NDArray[np.float64]
@@ -142,7 +140,7 @@ def _path_evidence(c: PathColumns, i: int) -> dict[str, Any]:
     return {
         "src": c.node_names[c.src[i]],
         "dst": c.node_names[c.dst[i]],
-        "verdict": VERDICT_NAMES[c.verdict[i]],
+        "verdict": VERDICTS[c.verdict[i]].value,
         "value_us": _us(float(c.value_us[i])),
         "error": c.errors[i],
     }

@@ -484,6 +484,16 @@ class PathTable:
         remap = np.array([where.get(n, -1) for n in self.names] or [-1], dtype=np.int64)
         return remap[self.src], remap[self.dst]
 
+    def pair_keys(self, names: Sequence[str], rows: IntArray | None = None) -> IntArray:
+        """(src, dst) of ``rows`` (default: all) as one int64 each, ``src * len(names) + dst``
+        over the codes of ``names`` (which must hold every node name of this table): the
+        join key of two tables, or of a table and a list of pairs."""
+        src, dst = self.codes(names)
+        if rows is not None:
+            src, dst = src[rows], dst[rows]
+        key: IntArray = src * len(names) + dst
+        return key
+
     def find(self, key: tuple[str, str]) -> int | None:
         """The first row of a (src, dst) key, or None."""
         return self._rows_by_key.get(key)
@@ -534,6 +544,57 @@ class PathTable:
         return PathTable.from_paths([*self, *other], self.names)
 
 
+def union_names(names: Sequence[str], more: Iterable[str]) -> tuple[str, ...]:
+    """``names``, then any of ``more`` not in it (first-seen order): one code space for
+    two tables."""
+    return tuple(dict.fromkeys([*names, *more]))
+
+
+NOT_FOUND = -1
+
+
+@dataclass(frozen=True, eq=False)
+class PairIndex:
+    """The distinct (src, dst) keys of a table over ``names``, sorted, with the first and
+    the last row of each. Where a pair was measured twice (a retest), its last row stands
+    for it, as a dict of the rows would keep it. Built once, looked up by searchsorted."""
+
+    names: tuple[str, ...]
+    keys: IntArray
+    first: IntArray
+    last: IntArray
+
+    @classmethod
+    def of(cls, table: PathTable, names: Sequence[str]) -> PairIndex:
+        keys = table.pair_keys(names)
+        order = np.argsort(keys, kind="stable")  # equal keys stay in row order
+        ordered = keys[order]
+        new = np.ones(len(ordered), dtype=np.bool_)
+        new[1:] = ordered[1:] != ordered[:-1]
+        ends = np.ones(len(ordered), dtype=np.bool_)
+        ends[:-1] = new[1:]
+        return cls(tuple(names), ordered[new], order[new], order[ends])
+
+    def position(self, wanted: IntArray) -> IntArray:
+        """The index into ``keys`` of each wanted key, NOT_FOUND where there is none."""
+        if not len(self.keys):
+            return np.full(len(wanted), NOT_FOUND, dtype=np.int64)
+        pos = np.minimum(np.searchsorted(self.keys, wanted), len(self.keys) - 1)
+        found: IntArray = np.where(self.keys[pos] == wanted, pos, NOT_FOUND)
+        return found
+
+    def match(self, table: PathTable, rows: IntArray | None = None) -> IntArray:
+        """For each of ``rows`` of ``table`` (default: all), the position of its (src, dst)
+        key, else of (dst, src), else NOT_FOUND (``names`` must hold table's names)."""
+        n = len(self.names)
+        src, dst = table.codes(self.names)
+        if rows is not None:
+            src, dst = src[rows], dst[rows]
+        same = self.position(src * n + dst)
+        got: IntArray = np.where(same != NOT_FOUND, same, self.position(dst * n + src))
+        return got
+
+
 def _workload_columns(work: Sequence[WorkloadLike | None]) -> WorkloadColumns:
     def col(get: Any) -> FloatArray:
         return _floats(None if w is None else get(w) for w in work)
@@ -568,11 +629,14 @@ def _workload_row(wl: WorkloadColumns, i: int) -> WorkloadResult:
 
 
 __all__ = [
+    "NOT_FOUND",
     "NO_HOPS",
     "TIERS",
     "VERDICTS",
     "BulkColumns",
+    "PairIndex",
     "PathLike",
     "PathTable",
     "WorkloadColumns",
+    "union_names",
 ]

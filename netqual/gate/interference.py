@@ -17,14 +17,12 @@ from netqual.gate.model import (
     GateContext,
     Outcome,
     Status,
-    key_codes,
     pair_codes,
-    with_names,
 )
 from netqual.gate.rules import Rule
 from netqual.interference import TOLERANCE, by_tier, tier_record
 from netqual.models import SampledPath
-from netqual.pathtable import IntArray, PathTable
+from netqual.pathtable import IntArray, PathTable, union_names
 from netqual.units import format_us
 
 
@@ -33,9 +31,9 @@ def _in_scope(table: PathTable, rows: IntArray, ctx: GateContext) -> list[Sample
     if ctx.interference is None:
         return None
     sampled = [s for s in ctx.interference.paths if s.error is None]
-    names = with_names(table.names, (e for s in sampled for e in (s.src, s.dst)))
+    names = union_names(table.names, (e for s in sampled for e in (s.src, s.dst)))
     keys = pair_codes(names, ((s.src, s.dst) for s in sampled))
-    inside = np.isin(keys, key_codes(table, names, rows)).tolist()
+    inside = np.isin(keys, table.pair_keys(names, rows)).tolist()
     return [s for s, ok in zip(sampled, inside, strict=True) if ok]
 
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from netqual.models import Interference, Metric, Node, Role, Tier, Waiver
-from netqual.pathtable import TIERS, BoolArray, IntArray, PathTable
+from netqual.pathtable import TIERS, BoolArray, IntArray, PathTable, union_names
 
 
 class Status(str, enum.Enum):
@@ -65,19 +65,8 @@ def _touches(table: PathTable, per_node: list[bool]) -> BoolArray:
     return hit
 
 
-def key_codes(table: PathTable, names: Sequence[str], rows: IntArray | None = None) -> IntArray:
-    """(src, dst) of ``rows`` (default: all) as one int64 per path, ``src * len(names) +
-    dst`` over the node codes of ``names``: the join key of two tables, or a table and a
-    list of waivers. ``names`` must hold every node name of the table."""
-    src, dst = table.codes(names)
-    if rows is not None:
-        src, dst = src[rows], dst[rows]
-    key: IntArray = src * len(names) + dst
-    return key
-
-
 def pair_codes(names: Sequence[str], pairs: Iterable[tuple[str, str]]) -> IntArray:
-    """``key_codes`` of a few (src, dst) name pairs, every name in ``names``."""
+    """``PathTable.pair_keys`` of a few (src, dst) name pairs, every name in ``names``."""
     code = {n: i for i, n in enumerate(names)}
     keys = [code[a] * len(names) + code[b] for a, b in pairs]
     return np.array(keys, dtype=np.int64)
@@ -126,14 +115,9 @@ class GateContext:
         if not self.waivers:
             return np.zeros(len(rows), dtype=np.bool_)
         ends = [(w.src, w.dst) for w in self.waivers] + [(w.dst, w.src) for w in self.waivers]
-        names = with_names(table.names, (e for pair in ends for e in pair))
-        hit: BoolArray = np.isin(key_codes(table, names, rows), pair_codes(names, ends))
+        names = union_names(table.names, (e for pair in ends for e in pair))
+        hit: BoolArray = np.isin(table.pair_keys(names, rows), pair_codes(names, ends))
         return hit
-
-
-def with_names(names: Sequence[str], more: Iterable[str]) -> tuple[str, ...]:
-    """``names``, then any of ``more`` not in it (in first-seen order)."""
-    return tuple(dict.fromkeys([*names, *more]))
 
 
 @dataclass(frozen=True)

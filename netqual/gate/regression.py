@@ -12,50 +12,30 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from netqual.gate.model import GateContext, Outcome, Status, key_codes, with_names
+from netqual.gate.model import GateContext, Outcome, Status
 from netqual.gate.rules import Rule, _plural, _split
-from netqual.pathtable import VERDICTS, BoolArray, IntArray, PathTable
+from netqual.pathtable import (
+    NOT_FOUND,
+    VERDICTS,
+    BoolArray,
+    IntArray,
+    PairIndex,
+    PathTable,
+    union_names,
+)
 from netqual.units import format_us
 
 NONE = -1  # no baseline row
 
 
-@dataclass(frozen=True)
-class _Keys:
-    """The distinct keys of a table, sorted, with the first and last row of each."""
-
-    keys: IntArray
-    first: IntArray
-    last: IntArray
-
-    @classmethod
-    def of(cls, keys: IntArray) -> _Keys:
-        order = np.argsort(keys, kind="stable")  # equal keys stay in row order
-        ordered = keys[order]
-        new = np.ones(len(ordered), dtype=np.bool_)
-        new[1:] = ordered[1:] != ordered[:-1]
-        ends = np.ones(len(ordered), dtype=np.bool_)
-        ends[:-1] = new[1:]
-        return cls(ordered[new], order[new], order[ends])
-
-    def last_row(self, wanted: IntArray) -> IntArray:
-        """The last row holding each wanted key, NONE where no row does."""
-        if not len(self.keys):
-            return np.full(len(wanted), NONE, dtype=np.int64)
-        pos = np.minimum(np.searchsorted(self.keys, wanted), len(self.keys) - 1)
-        got: IntArray = np.where(self.keys[pos] == wanted, self.last[pos], NONE)
-        return got
-
-
 def baseline_rows(table: PathTable, rows: IntArray, base: PathTable) -> IntArray:
     """For each of ``rows``, the baseline row of the same (src, dst), else of (dst, src),
     else NONE."""
-    names = with_names(table.names, base.names)
-    index = _Keys.of(key_codes(base, names))
-    src, dst = table.codes(names)
-    src, dst, n = src[rows], dst[rows], len(names)
-    same = index.last_row(src * n + dst)
-    got: IntArray = np.where(same != NONE, same, index.last_row(dst * n + src))
+    index = PairIndex.of(base, union_names(table.names, base.names))
+    if not len(index.keys):
+        return np.full(len(rows), NONE, dtype=np.int64)
+    pos = index.match(table, rows)
+    got: IntArray = np.where(pos != NOT_FOUND, index.last[np.maximum(pos, 0)], NONE)
     return got
 
 
@@ -137,11 +117,11 @@ class NoMissingPaths(Rule):
         if ctx.baseline is None:
             return _skipped(self)
         base = ctx.baseline
-        names = with_names(table.names, base.names)
+        names = union_names(table.names, base.names)
         src, dst = table.codes(names)
         src, dst, n = src[rows], dst[rows], len(names)
         present = np.concatenate((src * n + dst, dst * n + src))
-        old = _Keys.of(key_codes(base, names))
+        old = PairIndex.of(base, names)
         # a baseline key stands for its last row, listed where the key first appeared
         gone = ~np.isin(old.keys, present) & self.scope.mask(base, ctx.nodes)[old.last]
         missing = old.last[gone][np.argsort(old.first[gone], kind="stable")]

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence, Set
+from collections.abc import Set
 
 import numpy as np
 
 from netqual.models import PathResult, Results, Verdict, Waiver
-from netqual.pathtable import PathTable
 from netqual.units import format_us
 
 
@@ -38,24 +37,6 @@ def preliminary_note(results: Results) -> str:
     )
 
 
-def path_rows(table: PathTable, keys: Sequence[tuple[str, str]]) -> list[int | None]:
-    """The row of each (src, dst) key (the last one, where a key repeats), None where the
-    table has no such path: a handful of keys (the summary's worst, the waivers) joined
-    against the columns without a dict of every path."""
-    where = {name: i for i, name in enumerate(table.names)}
-    n = max(len(table.names), 1)
-    flat = table.src * n + table.dst
-    out: list[int | None] = []
-    for a, b in keys:
-        hit = (
-            np.flatnonzero(flat == where[a] * n + where[b])
-            if a in where and b in where
-            else np.zeros(0, dtype=np.int64)
-        )
-        out.append(int(hit[-1]) if len(hit) else None)
-    return out
-
-
 def _counts_sentence(results: Results) -> str:
     total = len(results.paths)
     counts = results.summary.counts
@@ -63,7 +44,7 @@ def _counts_sentence(results: Results) -> str:
     metric = results.run.policy.metric
     text = f"{safe} of {total} paths offload-safe"
     table = results.paths
-    worst_rows = [i for i in path_rows(table, results.summary.worst) if i is not None]
+    worst_rows = [i for i in table.rows_of(results.summary.worst) if i is not None]
     for verdict in (Verdict.UNSAFE, Verdict.MARGINAL):
         n = counts.get(verdict, 0)
         if not n:
@@ -102,9 +83,7 @@ def waiver_problem(results: Results, waiver: Waiver, names: Set[str] | None = No
     if unknown:
         which = " and ".join(repr(n) for n in dict.fromkeys(unknown))
         return f"names {which}, not a node of this run (a typo, or another inventory?)"
-    forward, reverse = path_rows(
-        results.paths, [(waiver.src, waiver.dst), (waiver.dst, waiver.src)]
-    )
+    forward, reverse = results.paths.rows_of([(waiver.src, waiver.dst), (waiver.dst, waiver.src)])
     if forward is None and reverse is None:
         return "names a path this run did not measure"
     return None

@@ -15,7 +15,6 @@ offsets, path i owning ``offsets[i]:offsets[i + 1]``.
 
 from __future__ import annotations
 
-import functools
 import math
 import operator
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -494,15 +493,21 @@ class PathTable:
         key: IntArray = src * len(names) + dst
         return key
 
-    def find(self, key: tuple[str, str]) -> int | None:
-        """The first row of a (src, dst) key, or None."""
-        return self._rows_by_key.get(key)
-
-    @functools.cached_property
-    def _rows_by_key(self) -> dict[tuple[str, str], int]:
-        out: dict[tuple[str, str], int] = {}
-        for i, k in enumerate(self.keys()):
-            out.setdefault(k, i)
+    def rows_of(self, keys: Sequence[tuple[str, str]]) -> list[int | None]:
+        """The row of each (src, dst) key (the last one where a key repeats, as a dict of
+        the rows would keep it), None where there is no such path: a handful of keys (the
+        worst paths, waivers) looked up on the columns without a dict of every path."""
+        where = {name: i for i, name in enumerate(self.names)}
+        n = max(len(self.names), 1)
+        flat = self.src * n + self.dst
+        out: list[int | None] = []
+        for a, b in keys:
+            hit = (
+                np.flatnonzero(flat == where[a] * n + where[b])
+                if a in where and b in where
+                else np.zeros(0, dtype=np.int64)
+            )
+            out.append(int(hit[-1]) if len(hit) else None)
         return out
 
     def take(self, rows: IntArray | Sequence[int]) -> PathTable:

@@ -26,7 +26,7 @@ from netqual.matrix import (
     tier_groups,
 )
 from netqual.models import PathResult, Results, SuspectKind, Tier, Verdict, Waiver
-from netqual.narrative import path_rows, verdict_sentence, waiver_problem
+from netqual.narrative import verdict_sentence, waiver_problem
 from netqual.pathtable import PathTable
 from netqual.render.terminal import print_results
 from netqual.report.csv import write_csv
@@ -115,7 +115,7 @@ def test_matrix_cell_shows_the_worse_of_both_directions() -> None:
 def test_path_rows_find_the_last_repeat_and_nothing_for_unknown_keys() -> None:
     r = make_results(4)
     table = PathTable.from_paths([*r.paths, r.paths[1]])
-    assert path_rows(table, [r.paths[1].key, ("gpu01", "nobody"), r.paths[0].key]) == [
+    assert table.rows_of([r.paths[1].key, ("gpu01", "nobody"), r.paths[0].key]) == [
         len(r.paths),
         None,
         0,

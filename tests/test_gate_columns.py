@@ -125,7 +125,7 @@ def test_a_key_the_baseline_measured_twice_stands_for_its_last_measurement() -> 
     new = make_results(6, slow_paths=[("gpu03", "stor01", 157.0)])
     first = make_results(6, slow_paths=[("gpu03", "stor01", 100.0)])
     retest = make_results(6, slow_paths=[("gpu03", "stor01", 150.0)])
-    row = retest.paths.find(("gpu03", "stor01"))
+    (row,) = retest.paths.rows_of([("gpu03", "stor01")])
     assert row is not None
     old = _rebuilt(first, [*first.paths, retest.paths.row(row)], first.paths.names)
     report = _gate(new, REGRESSION, baseline=old)

@@ -66,7 +66,7 @@ def test_rows_come_back_as_they_went_in() -> None:
     assert list(table) == paths
     assert table[-1] == paths[-1]
     assert table.keys() == [p.key for p in paths]
-    assert table.find(("c", "a")) == 2 and table.find(("a", "c")) is None
+    assert table.rows_of([("c", "a"), ("a", "c")]) == [2, None]
     with pytest.raises(IndexError):
         table.row(3)
 

@@ -21,7 +21,7 @@ from netqual.matrix import (
     tier_groups,
 )
 from netqual.models import PathResult, Results, Suspect, SuspectKind, Tier, Verdict
-from netqual.narrative import path_rows, verdict_sentence
+from netqual.narrative import verdict_sentence
 from netqual.pathtable import TIERS
 from netqual.units import format_size, format_us
 
@@ -170,7 +170,7 @@ def print_groups(
 
 def print_worst(console: Console, results: Results, limit: int = 5) -> None:
     paths = results.paths
-    rows = [i for i in path_rows(paths, results.summary.worst) if i is not None]
+    rows = [i for i in paths.rows_of(results.summary.worst) if i is not None]
     worst = [paths.row(i) for i in rows if paths.verdict[i] != Verdict.SAFE.rank][:limit]
     if not worst:
         return

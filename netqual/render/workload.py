@@ -10,7 +10,6 @@ from rich.table import Table
 from rich.text import Text
 
 from netqual.models import PathResult, Results, Verdict
-from netqual.narrative import path_rows
 from netqual.render.terminal import MATRIX_MAX_NODES, STYLE, verdict_text
 from netqual.units import format_bytes, format_duration_us, format_us
 from netqual.workload import Attention, BaselineKind, Workload
@@ -193,8 +192,8 @@ def _print_speedup_matrix(console: Console, results: Results) -> None:
     names = [n.name for n in results.nodes]
     # the path of each cell (either direction), as rows joined on the columns
     keys = [(src, dst) for src in names for dst in names]
-    forward = path_rows(results.paths, keys)
-    reverse = path_rows(results.paths, [(b, a) for a, b in keys])
+    forward = results.paths.rows_of(keys)
+    reverse = results.paths.rows_of([(b, a) for a, b in keys])
     rows = {k: f if f is not None else r for k, f, r in zip(keys, forward, reverse, strict=True)}
     console.print(
         "workload speedup (budget / chunk fetch p99): row = source, column = destination",

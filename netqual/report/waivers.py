@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from netqual.models import Results, Waiver
-from netqual.narrative import path_rows, used_names, waiver_problem
+from netqual.narrative import used_names, waiver_problem
 from netqual.pathtable import VERDICTS
 
 
@@ -26,7 +26,7 @@ def waiver_notes(results: Results, waivers: Sequence[Waiver], today: dt.date) ->
     names = used_names(results)
     out = []
     for w in waivers:
-        forward, reverse = path_rows(table, [(w.src, w.dst), (w.dst, w.src)])
+        forward, reverse = table.rows_of([(w.src, w.dst), (w.dst, w.src)])
         row = forward if forward is not None else reverse
         v = "not measured" if row is None else VERDICTS[table.verdict[row]].value
         out.append(WaiverNote(w, w.expired(today), v, waiver_problem(results, w, names)))

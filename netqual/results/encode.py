@@ -152,7 +152,7 @@ _PATHS_MARK = "\x00paths\x00"  # stands for the paths while write_json streams t
 def results_to_dict(r: Results, *, paths: bool = True) -> dict[str, Any]:
     """The whole document; ``paths=False`` puts a marker where the paths go."""
     metric = r.run.policy.metric
-    worst = [i for i in map(r.paths.find, r.summary.worst) if i is not None]
+    worst = [i for i in r.paths.rows_of(r.summary.worst) if i is not None]
     doc: dict[str, Any] = {
         "schema_version": r.schema_version,
         "tool": {"name": r.tool_name, "version": r.tool_version},

@@ -27,7 +27,7 @@ import numpy.typing as npt
 
 from netqual.matrix import group_medians
 from netqual.models import Metric, Results, Suspect, SuspectKind, Tier
-from netqual.pathtable import TIERS, VERDICTS, BoolArray
+from netqual.pathtable import TIERS, VERDICTS, BoolArray, worst_per_group
 
 MAJORITY = 0.5
 NEAR_SAFE = 0.75
@@ -111,24 +111,12 @@ def distance_tiers(c: PathColumns) -> set[Tier]:
     return far
 
 
-def _badness_rank(c: PathColumns) -> IntArray:
-    """Rank of each path in "worst first" order (higher = worse); ties: earlier path worse,
-    as ``max(paths, key=rank_key)`` picks."""
+def _ranked(c: PathColumns) -> IntArray:
+    """Paths worst first as ``PathTable.ranked`` orders them, by localisation's verdicts
+    (a path marginal only for want of samples counts as safe); ties: earlier path first."""
     value = np.where(np.isnan(c.value_us), np.inf, c.value_us)
-    order = np.lexsort((-np.arange(len(value)), value, c.verdict))
-    rank = np.empty(len(order), dtype=np.int64)
-    rank[order] = np.arange(len(order))
-    return rank
-
-
-def _worst_per_group(groups: IntArray, members: IntArray, rank: IntArray, size: int) -> IntArray:
-    """Per group, the path index of its worst member (-1 when the group is empty);
-    ``members[k]`` is the path in group ``groups[k]``, ``rank`` the rank of every path."""
-    best = np.full(size, -1, dtype=np.int64)
-    np.maximum.at(best, groups, rank[members])
-    path_of_rank = np.empty(len(rank), dtype=np.int64)
-    path_of_rank[rank] = np.arange(len(rank))
-    return np.where(best >= 0, path_of_rank[np.maximum(best, 0)], -1)
+    order: IntArray = np.lexsort((np.arange(len(value)), -value, -c.verdict))
+    return order
 
 
 def _us(x: float) -> float | None:
@@ -151,7 +139,7 @@ def localise(c: PathColumns, metric: Metric) -> tuple[Suspect, ...]:
     bad = c.verdict > 0
     far = distance_tiers(c)
     near = ~np.isin(c.tier, [TIERS.index(t) for t in far])
-    rank = _badness_rank(c)
+    ranked = _ranked(c)
     both = np.concatenate([c.src, c.dst])
     near2, bad2 = np.concatenate([near, near]), np.concatenate([bad, bad])
     paths_of = np.bincount(both[near2], minlength=n_nodes)
@@ -163,7 +151,7 @@ def localise(c: PathColumns, metric: Metric) -> tuple[Suspect, ...]:
     if culprit.any():
         idx2 = np.concatenate([np.arange(len(bad))] * 2)
         mask = near2 & bad2 & culprit[both]
-        worst = _worst_per_group(both[mask], idx2[mask], rank, n_nodes)
+        worst = worst_per_group(both[mask], idx2[mask], ranked, n_nodes)
         medians = group_medians(both[near2], np.concatenate([c.value_us] * 2)[near2], n_nodes)
         order = sorted(
             np.flatnonzero(culprit).tolist(), key=lambda n: (-bad_of[n], c.node_names[n])
@@ -195,7 +183,7 @@ def localise(c: PathColumns, metric: Metric) -> tuple[Suspect, ...]:
         in_rest = rest & has_racks
         bad_rest = np.bincount(rack_key[in_rest], minlength=size)
         flagged = (bad_rest >= 2) & (bad_rest >= MAJORITY * np.maximum(totals, 1))
-        worst = _worst_per_group(rack_key[in_rest], np.flatnonzero(in_rest), rank, size)
+        worst = worst_per_group(rack_key[in_rest], np.flatnonzero(in_rest), ranked, size)
         medians = group_medians(rack_key[has_racks], c.value_us[has_racks], size)
         keys = sorted(
             np.flatnonzero(flagged).tolist(),

@@ -549,6 +549,21 @@ class PathTable:
         return PathTable.from_paths([*self, *other], self.names)
 
 
+def worst_per_group(groups: IntArray, members: IntArray, ranked: IntArray, size: int) -> IntArray:
+    """Per group 0..size-1, the row of its worst member, -1 where a group has none.
+    ``members[k]`` is a row in group ``groups[k]`` (a row may sit in several groups);
+    ``ranked`` holds every row, worst first (``PathTable.ranked``): the worst member is
+    the one ranked first."""
+    position = np.empty(len(ranked), dtype=np.int64)
+    position[ranked] = np.arange(len(ranked))
+    first = np.full(size, len(ranked), dtype=np.int64)
+    np.minimum.at(first, groups, position[members])
+    seen = first < len(ranked)
+    worst = np.full(size, -1, dtype=np.int64)
+    worst[seen] = ranked[first[seen]]
+    return worst
+
+
 def union_names(names: Sequence[str], more: Iterable[str]) -> tuple[str, ...]:
     """``names``, then any of ``more`` not in it (first-seen order): one code space for
     two tables."""
@@ -644,4 +659,5 @@ __all__ = [
     "PathTable",
     "WorkloadColumns",
     "union_names",
+    "worst_per_group",
 ]

@@ -13,7 +13,7 @@ from netqual import __version__
 from netqual.interference import headline
 from netqual.models import PathResult, Results, Verdict, Waiver
 from netqual.narrative import verdict_sentence
-from netqual.pathtable import FloatArray, IntArray
+from netqual.pathtable import FloatArray, IntArray, worst_per_group
 from netqual.report import fmt
 from netqual.report.dist import distribution
 from netqual.report.recommend import recommend
@@ -119,11 +119,11 @@ def embedded_rows(
     each cell of the rack matrix has its evidence), and the waived ones."""
     t = results.paths
     a, b = t.codes(order)
-    position = np.empty(len(ranked), dtype=np.int64)  # where each path sits, worst first
-    position[ranked] = np.arange(len(ranked))
-    first = np.full(len(order), len(ranked), dtype=np.int64)
-    np.minimum.at(first, np.concatenate((a, b)), np.concatenate((position, position)))
-    node_worst = ranked[first[first < len(ranked)]]
+    rows = np.arange(len(t))
+    worst = worst_per_group(
+        np.concatenate((a, b)), np.concatenate((rows, rows)), ranked, len(order)
+    )
+    node_worst = worst[worst >= 0]
     rows = np.concatenate(
         (
             ranked[:EMBED_WORST],

@@ -18,7 +18,7 @@ import numpy as np
 
 from netqual.matrix import matrix_nodes
 from netqual.models import Node, PathResult, Results
-from netqual.pathtable import FloatArray, IntArray
+from netqual.pathtable import FloatArray, IntArray, worst_per_group
 from netqual.report import fmt
 from netqual.report.recommend import Recommendation
 from netqual.report.waivers import WaiverNote
@@ -263,7 +263,7 @@ def rack_pairs(
     results: Results, order: Sequence[str], spans: Sequence[RackSpan], ranked: IntArray
 ) -> RackPairs:
     """Per ordered rack pair: bincount of ``ra * R + rb`` by class, and the worst path as the
-    first of the pair in ``ranked`` order (np.minimum.at over worst-first positions)."""
+    first of the pair in ``ranked`` order."""
     n_racks = len(spans)
     rack_of_pos = np.zeros(max(len(order), 1), dtype=np.int64)
     for r, s in enumerate(spans):
@@ -274,13 +274,9 @@ def rack_pairs(
     keys = np.concatenate((ra * n_racks + rb, (rb * n_racks + ra)[cross]))
     verdict = np.concatenate((results.paths.verdict, results.paths.verdict[cross]))
     counts = np.bincount(keys * 3 + verdict, minlength=n_racks * n_racks * 3)
-    position = np.empty(len(ranked), dtype=np.int64)  # where each path sits, worst first
-    position[ranked] = np.arange(len(ranked))
-    first = np.full(n_racks * n_racks, len(ranked), dtype=np.int64)
-    np.minimum.at(first, keys, np.concatenate((position, position[cross])))
-    worst = np.full(n_racks * n_racks, -1, dtype=np.int64)
-    seen = first < len(ranked)
-    worst[seen] = ranked[first[seen]]
+    rows = np.arange(len(results.paths))
+    members = np.concatenate((rows, rows[cross]))
+    worst = worst_per_group(keys, members, ranked, n_racks * n_racks)
     return RackPairs(counts.reshape(n_racks * n_racks, 3), worst)
 
 

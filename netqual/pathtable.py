@@ -544,10 +544,6 @@ class PathTable:
             workload=None if self.workload is None else self.workload.take(idx),
         )
 
-    def concat(self, other: PathTable) -> PathTable:
-        """This table's rows, then other's (as one table; for results.jsonl and retests)."""
-        return PathTable.from_paths([*self, *other], self.names)
-
 
 def worst_per_group(groups: IntArray, members: IntArray, ranked: IntArray, size: int) -> IntArray:
     """Per group 0..size-1, the row of its worst member, -1 where a group has none.

@@ -7,6 +7,7 @@ CSV cells and terminal output, so they are restricted to a safe character set.
 from __future__ import annotations
 
 import ipaddress
+import logging
 import re
 
 # Node names (inventory ``name``, agent ``--name``): letters, digits and ``.-_:`` only.
@@ -35,7 +36,47 @@ def address_problem(address: object) -> str | None:
     return f"{address[:64]!r} is not an IP address or host name"
 
 
+# Any character outside printable ASCII is looked at one by one (str.isprintable is the
+# fast path for the common all-printable case).
+_SUSPECT = re.compile(r"[^ -~]")
+_SUSPECT_KEEP_LINES = re.compile(r"[^ -~\n]")
+
+
+def _shown(match: re.Match[str]) -> str:
+    c = match.group()
+    if c.isprintable():
+        return c
+    code = ord(c)
+    return (
+        f"\\x{code:02x}"
+        if code < 0x100
+        else f"\\u{code:04x}"
+        if code < 0x10000
+        else f"\\U{code:08x}"
+    )
+
+
+def visible(text: str, *, newlines: bool = False) -> str:
+    """``text`` with every character that could act on a terminal, a log line or an XML
+    parser (controls, ESC, bidi overrides, line and paragraph separators, surrogates)
+    replaced by its escape (``\\x1b``, ``\\u202e``), so it reads literally and forges nothing.
+
+    The one rule for text from a peer or a file; ``newlines`` keeps line breaks (a
+    renderer's own, in multi-line text it assembled)."""
+    if text.isprintable():
+        return text
+    return (_SUSPECT_KEEP_LINES if newlines else _SUSPECT).sub(_shown, text)
+
+
 def printable(text: str, max_chars: int = 500) -> str:
-    """A peer's free text made safe to log, print or store: printable, bounded."""
-    cleaned = "".join(c if c.isprintable() else "?" for c in text[:max_chars])
-    return cleaned + ("..." if len(text) > max_chars else "")
+    """A peer's free text made safe to log, print or store: visible, bounded."""
+    return visible(text[:max_chars]) + ("..." if len(text) > max_chars else "")
+
+
+class LiteralFormatter(logging.Formatter):
+    """Log lines with the message shown literally: a peer's text cannot forge a line
+    (U+2028, CR, LF) or act on the terminal reading the log. Tracebacks keep their lines."""
+
+    def formatMessage(self, record: logging.LogRecord) -> str:
+        record.message = visible(record.message)
+        return super().formatMessage(record)

@@ -7,9 +7,9 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
 
 from netqual.models import Node
+from netqual.render.console import LiteralConsole
 from netqual.transports import TRANSPORT_NAMES
 
 app = typer.Typer(
@@ -54,15 +54,16 @@ def _root(
     """
 
 
-def console() -> Console:
-    """Console for human output. NETQUAL_WIDTH pins the width (tests, CI logs)."""
+def console() -> LiteralConsole:
+    """Console for human output, text always literal (netqual.render.console).
+    NETQUAL_WIDTH pins the width (tests, CI logs)."""
     width = os.environ.get("NETQUAL_WIDTH")
-    return Console(width=int(width) if width else None, highlight=False)
+    return LiteralConsole(width=int(width) if width else None)
 
 
-def err_console() -> Console:
+def err_console() -> LiteralConsole:
     width = os.environ.get("NETQUAL_WIDTH")
-    return Console(stderr=True, width=int(width) if width else None, highlight=False)
+    return LiteralConsole(stderr=True, width=int(width) if width else None)
 
 
 TokenFileOpt = Annotated[

@@ -21,7 +21,7 @@ from netqual.cli.app import (
 )
 from netqual.errors import UsageError
 from netqual.models import DEFAULT_PORT
-from netqual.names import name_problem
+from netqual.names import LiteralFormatter, name_problem
 from netqual.transports import AgentLimits, TransportOptions
 
 
@@ -61,11 +61,9 @@ def agent(
     Example:
       netqual agent --listen 0.0.0.0:18515 --token-file /etc/netqual.token
     """
-    logging.basicConfig(
-        level=logging.INFO if verbose else logging.WARNING,
-        stream=sys.stderr,
-        format="%(asctime)s %(name)s %(levelname)s %(message)s",
-    )
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(LiteralFormatter("%(asctime)s %(name)s %(levelname)s %(message)s"))
+    logging.basicConfig(level=logging.INFO if verbose else logging.WARNING, handlers=[handler])
     token = load_token(token_file, insecure=insecure)
     if token is None:
         err_console().print(

@@ -9,6 +9,7 @@ import xml.etree.ElementTree as ET
 from typing import Any
 
 from netqual.gate.model import GateReport, Status
+from netqual.names import visible
 
 MAX_LISTED_PATHS = 200  # a 512-node run can fail thousands of paths; CI pages choke on that
 
@@ -68,10 +69,22 @@ def junit_xml(report: GateReport) -> str:
     if lines:
         out = ET.SubElement(suite, "system-out")
         out.text = "\n".join(lines)
+    _literal(suites)
     ET.indent(suites)
     return (
         '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(suites, encoding="unicode") + "\n"
     )
+
+
+def _literal(root: ET.Element) -> None:
+    """Names, reasons and profile text come from files: a control character in any of them
+    would make the XML unparsable (XML 1.0 has no way to write most of them), a bidi
+    override would disguise a CI page. Every attribute and text is shown literally."""
+    for element in root.iter():
+        for key, value in element.attrib.items():
+            element.set(key, visible(value))
+        if element.text:
+            element.text = visible(element.text, newlines=True)
 
 
 def waiver_line(report: GateReport, index: int) -> str:

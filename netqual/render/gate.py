@@ -16,7 +16,7 @@ _STYLE = {Status.PASS: "green", Status.FAIL: "bold red", Status.SKIP: "yellow"}
 def print_gate(console: Console, report: GateReport) -> None:
     for note in report.notes:
         console.print(Text(f"warning: {note}", style="bold yellow"), soft_wrap=True)
-    console.print(f"Gate profile: [bold]{report.profile}[/] ({report.source})")
+    console.print(Text.assemble("Gate profile: ", (report.profile, "bold"), f" ({report.source})"))
     base = report.baseline_source or "none"
     console.print(
         f"Results: {report.results_source} ({report.n_paths} paths), baseline: {base}, "

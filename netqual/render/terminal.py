@@ -45,8 +45,8 @@ def print_results(console: Console, results: Results, stat: str | None = None) -
         warning := headline(results.interference, str(results.run.schedule.get("name")))
     ):
         console.print(Text(warning, style="bold red"))
-    counts = "  ".join(
-        f"[{STYLE[v]}]{v.value}[/] {results.summary.counts.get(v, 0)}" for v in Verdict
+    counts = Text("  ").join(
+        Text.assemble((v.value, STYLE[v]), f" {results.summary.counts.get(v, 0)}") for v in Verdict
     )
     console.print(counts)
     console.print(

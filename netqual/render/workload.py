@@ -126,12 +126,12 @@ def print_workload_results(console: Console, results: Results) -> None:
         return
     console.print(Text(impact_sentence(results, w), style="bold"))
     counts = workload_counts(results)
-    console.print(
-        "  ".join(f"[{STYLE[v]}]{v.value}[/] {counts[v]}" for v in Verdict)
-        + f"  | speedup = budget / chunk fetch p99; >= {w.safe_speedup:g}x safe, "
+    line = Text.assemble(
+        *(part for v in Verdict for part in ((v.value, STYLE[v]), f" {counts[v]}  ")),
+        f"| speedup = budget / chunk fetch p99; >= {w.safe_speedup:g}x safe, "
         f"< {w.unsafe_speedup:g}x unsafe",
-        style="dim",
     )
+    console.print(line, style="dim")
     _print_tiers(console, results, w)
     if len(results.nodes) <= MATRIX_MAX_NODES:
         _print_speedup_matrix(console, results)

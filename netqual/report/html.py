@@ -20,6 +20,7 @@ import markupsafe
 
 from netqual.diff import RunDiff
 from netqual.models import Results, Verdict, Waiver
+from netqual.names import visible
 from netqual.report import fmt
 from netqual.report.build import build_view
 from netqual.report.view import GateBanner
@@ -38,7 +39,7 @@ _OPTION = re.compile(r"(--[a-z][a-z0-9-]*(?: [0-9][0-9,]*)?)")
 
 def nobreak_options(text: str) -> markupsafe.Markup:
     """Escape, and keep each command-line option ("--iterations 10000") on one line."""
-    escaped = str(markupsafe.escape(text))
+    escaped = str(markupsafe.escape(visible(text, newlines=True)))
     return markupsafe.Markup(_OPTION.sub(r'<span class="opt">\1</span>', escaped))
 
 
@@ -50,14 +51,35 @@ def environment() -> jinja2.Environment:
         undefined=jinja2.StrictUndefined,
         trim_blocks=True,
         lstrip_blocks=True,
+        finalize=_literal,
     )
     env.filters["nobreak_options"] = nobreak_options
     return env
 
 
+def _literal(value: Any) -> Any:
+    """Every value a template prints: names and reasons from the results file keep their
+    control and bidi characters visible (a U+202E would reorder the page's text); our own
+    HTML (Markup) is left alone. Escaping for HTML is autoescape's job, after this."""
+    if isinstance(value, str) and not isinstance(value, markupsafe.Markup):
+        return visible(value, newlines=True)
+    return value
+
+
+def _literal_data(data: Any) -> Any:
+    if isinstance(data, str):
+        return visible(data, newlines=True)
+    if isinstance(data, dict):
+        return {_literal_data(k): _literal_data(v) for k, v in data.items()}
+    if isinstance(data, (list, tuple)):
+        return [_literal_data(v) for v in data]
+    return data
+
+
 def script_json(data: Any) -> markupsafe.Markup:
-    """JSON that is safe inside <script>: no '</' or '<!--' can end the element early."""
-    text = json.dumps(data, separators=(",", ":"), ensure_ascii=False)
+    """JSON that is safe inside <script>: no '</' or '<!--' can end the element early, and
+    its strings are shown literally once the page's script puts them in the DOM."""
+    text = json.dumps(_literal_data(data), separators=(",", ":"), ensure_ascii=False)
     return markupsafe.Markup(text.replace("</", "<\\/").replace("<!--", "<\\u0021--"))
 
 

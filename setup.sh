@@ -12,6 +12,7 @@ APT_PACKAGES=(
   python3-pyverbs rdma-core ibverbs-providers ibverbs-utils perftest  # RDMA transport, doctor, bench/rdma_vs_perftest
   qemu-system-x86 busybox-static cpio kmod  # the Soft-RoCE guest (tests/test_rxe_guest.py, netqual lab rdma-shell)
   slurmd slurmctld slurm-client munge  # tests/test_slurm_job.py: a single-host Slurm cluster
+  prometheus      # tests/test_campaign_prometheus.py: a real server scrapes `campaign serve`
 )
 
 if [[ "${NETQUAL_SKIP_APT:-0}" != 1 && $(id -u) == 0 ]] && command -v apt-get >/dev/null; then

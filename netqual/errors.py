@@ -85,6 +85,11 @@ class ProfileError(InputError):
     """A gate profile is unreadable or invalid."""
 
 
+class CampaignError(InputError):
+    """A campaign directory, its campaign.toml or its history store is invalid, or a run
+    does not belong to it."""
+
+
 class UsageError(InputError):
     """A command-line value is invalid."""
 

@@ -16,6 +16,7 @@ from netqual.errors import EXIT_RUNTIME, EXIT_USAGE, NetqualError
 from netqual.cli import cmd_agent, cmd_check, cmd_doctor, cmd_gate  # noqa: F401  isort: skip
 from netqual.cli import cmd_inventory, cmd_lab, cmd_report  # noqa: F401  isort: skip
 from netqual.cli import cmd_retest, cmd_run, cmd_workload  # noqa: F401  isort: skip
+from netqual.cli import cmd_campaign, cmd_export  # noqa: F401  isort: skip
 
 
 def _usage_error_types() -> tuple[type[Exception], ...]:

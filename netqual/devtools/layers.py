@@ -84,6 +84,8 @@ MODULE_LAYERS: Mapping[str, str] = {
     "netqual.estimate": "analysis",
     "netqual.phases": "analysis",  # when probes run: phases, bulk waves (measuring is injected)
     "netqual.interference": "analysis",
+    "netqual.campaign": "analysis",  # campaign.toml, the DuckDB history store, trend, metrics
+    "netqual.campaign.milestone": "gate",  # milestone gates: a profile plus the history rules
     "netqual.gate": "gate",
     "netqual.report": "report",
     "netqual.render": "render",

@@ -1,0 +1,140 @@
+"""Milestone gates: a campaign milestone judges a run with its gate profile (the gate's
+``evaluate``, the previous week's run as the baseline) plus the campaign's history rules:
+
+* ``history: no path worse than its best week``: the run's p99 against the lowest weekly p99
+  each pair had in earlier weeks, by ``diff.p99_rises`` (the campaign's percentage and
+  noise floor); the profile's waivers excuse a path here as in every other rule;
+* ``history: no suspect open longer than N weeks``: a localisation suspect of the run first
+  seen more than N weeks before the run's week.
+
+(Every waiver has an owner and an expiry date: the profile parser refuses one without.)
+The result is a plain ``GateReport``: the terminal, JSON and JUnit outputs of ``gate``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+
+import numpy as np
+
+from netqual.campaign.config import Campaign, Milestone
+from netqual.campaign.store import WEEK_PATHS, RunRow, Store
+from netqual.diff import p99_rises
+from netqual.errors import CampaignError
+from netqual.gate import Finding, GateReport, Outcome, Profile, Status, evaluate
+from netqual.models import Results, Waiver
+from netqual.units import format_us
+
+
+@dataclasses.dataclass(frozen=True)
+class SubjectFinding(Finding):
+    """A finding about a node, a link or a rack pair rather than one path."""
+
+    @property
+    def label(self) -> str:
+        return self.src
+
+
+def runs_to_judge(store: Store, milestone: Milestone) -> tuple[RunRow, RunRow | None]:
+    """The latest run up to the milestone's week, and the latest run of an earlier week
+    (the baseline of a profile that compares). Retests count as part of their run."""
+    runs = [r for r in store.runs() if r.retest_of is None]
+    upto = [r for r in runs if r.week <= milestone.week]
+    if not upto:
+        raise CampaignError(
+            str(store.path),
+            f"no run in or before week {milestone.week} to judge for {milestone.name}",
+            "runs",
+        )
+    target = upto[-1]
+    earlier = [r for r in runs if r.week < target.week]
+    return target, (earlier[-1] if earlier else None)
+
+
+def judge(
+    campaign: Campaign,
+    store: Store,
+    milestone: Milestone,
+    profile: Profile,
+    target: RunRow,
+    results: Results,
+    *,
+    baseline: Results | None,
+    baseline_source: str | None,
+    today: dt.date,
+) -> GateReport:
+    report = evaluate(
+        results, profile, today=today, baseline=baseline,
+        results_source=target.source, baseline_source=baseline_source,
+    )  # fmt: skip
+    active = [w for w in profile.waivers if not w.expired(today)]
+    history = (
+        _worse_than_best(campaign, store, target, active),
+        _suspect_age(campaign, store, target),
+    )
+    return dataclasses.replace(
+        report, profile=f"{milestone.name} ({profile.name})", outcomes=report.outcomes + history
+    )
+
+
+def _worse_than_best(
+    campaign: Campaign, store: Store, target: RunRow, waivers: list[Waiver]
+) -> Outcome:
+    rules = campaign.history
+    name = "history: no path worse than its best week"
+    rows = store.con.execute(
+        f"""WITH best AS (
+                SELECT a, b, min(p99_us) AS best_us, arg_min(week, p99_us) AS best_week
+                FROM ({WEEK_PATHS}) WHERE week < ? AND p99_us IS NOT NULL GROUP BY a, b)
+            SELECT n.src, n.dst, best.best_us, best.best_week, n.p99_us
+            FROM paths n JOIN best USING (a, b) WHERE n.seq = ? AND n.p99_us IS NOT NULL
+            ORDER BY n.src, n.dst""",
+        [target.week, target.seq],
+    ).fetchnumpy()
+    best = np.asarray(rows["best_us"], dtype=np.float64)
+    now = np.asarray(rows["p99_us"], dtype=np.float64)
+    if not len(best):
+        return Outcome(name, Status.SKIP, f"no earlier week to compare week {target.week} with")
+    offends = np.flatnonzero(p99_rises(best, now, rules.increase_pct, rules.min_delta_us))
+    failing: list[Finding] = []
+    waived: list[Finding] = []
+    for i in offends.tolist():
+        src, dst = str(rows["src"][i]), str(rows["dst"][i])
+        rise = 100.0 * (now[i] - best[i]) / best[i]
+        detail = (
+            f"p99 {format_us(float(now[i]))} us, best {format_us(float(best[i]))} us"
+            f" in week {int(rows['best_week'][i])} (+{rise:.0f}%)"
+        )
+        excused = any(w.covers((src, dst)) for w in waivers)
+        (waived if excused else failing).append(Finding(src, dst, detail))
+    status = Status.FAIL if failing else Status.PASS
+    message = (
+        f"{len(failing)} of {len(best)} paths with p99 more than {rules.increase_pct:g}%"
+        f" and {rules.min_delta_us:g} us above their best week"
+    )
+    return Outcome(name, status, message, tuple(failing), tuple(waived))
+
+
+def _suspect_age(campaign: Campaign, store: Store, target: RunRow) -> Outcome:
+    limit = campaign.history.max_suspect_age_weeks
+    name = f"history: no suspect open longer than {limit} weeks"
+    rows = store.con.execute(
+        """SELECT s.kind, s.subject, min(r.week) AS first_week
+           FROM suspects s JOIN runs r USING (seq)
+           JOIN (SELECT DISTINCT kind, subject FROM suspects WHERE seq = ?) now
+             USING (kind, subject)
+           WHERE r.week <= ?
+           GROUP BY s.kind, s.subject ORDER BY first_week, s.kind, s.subject""",
+        [target.seq, target.week],
+    ).fetchall()
+    old = [
+        SubjectFinding(
+            f"{kind} {subject}", "", f"suspect since week {first} ({target.week - first} weeks)"
+        )
+        for kind, subject, first in rows
+        if target.week - first > limit
+    ]
+    status = Status.FAIL if old else Status.PASS
+    message = f"{len(old)} of {len(rows)} open suspects first seen more than {limit} weeks ago"
+    return Outcome(name, status, message, tuple(old))

@@ -1,0 +1,331 @@
+"""The campaign's history store: one DuckDB file (``history.duckdb``) holding every run
+added to the campaign, one row per path per run, for the trend report, the milestone gates
+and the exporter. Schema and versions: docs/campaign.md.
+
+DuckDB is a columnar, embedded analytic database: 10 runs of a 1,024-node mesh are five
+million path rows, and the questions asked of them (per week, per tier, per rack pair,
+best week per path) are scans and group-bys, which it runs vectorised on all cores. Paths
+go in straight from the ``PathTable`` columns (numpy arrays registered as a relation), not
+row by row.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import numpy as np
+
+from netqual.errors import CampaignError
+from netqual.models import Results, Waiver
+from netqual.pathtable import TIERS, VERDICTS
+from netqual.results import policy_to_dict
+
+SCHEMA_VERSION = 1
+# Each older version's upgrade to the next, in order: a newer netqual reads an older store.
+MIGRATIONS: dict[int, tuple[str, ...]] = {}
+
+_SCHEMA = (
+    "CREATE TABLE meta (key VARCHAR PRIMARY KEY, value VARCHAR NOT NULL)",
+    """CREATE TABLE runs (
+        run_id VARCHAR PRIMARY KEY, seq INTEGER NOT NULL, week INTEGER NOT NULL,
+        source VARCHAR NOT NULL, started_at VARCHAR NOT NULL, finished_at VARCHAR NOT NULL,
+        complete BOOLEAN NOT NULL, preliminary BOOLEAN NOT NULL, transport VARCHAR NOT NULL,
+        metric VARCHAR NOT NULL, policy VARCHAR NOT NULL, nodes VARCHAR NOT NULL,
+        n_nodes INTEGER NOT NULL, n_paths INTEGER NOT NULL, n_safe INTEGER NOT NULL,
+        n_marginal INTEGER NOT NULL, n_unsafe INTEGER NOT NULL,
+        interference_p99_ratio DOUBLE, interference_exceeds BOOLEAN,
+        retest_of VARCHAR, forced BOOLEAN NOT NULL, added_at VARCHAR NOT NULL)""",
+    """CREATE TABLE paths (
+        seq INTEGER NOT NULL, a VARCHAR NOT NULL, b VARCHAR NOT NULL,
+        src VARCHAR NOT NULL, dst VARCHAR NOT NULL, src_rack VARCHAR, dst_rack VARCHAR,
+        tier VARCHAR NOT NULL, verdict TINYINT NOT NULL, workload_verdict TINYINT,
+        samples BIGINT NOT NULL, p50_us DOUBLE, p99_us DOUBLE, p999_us DOUBLE,
+        goodput_gbps DOUBLE, error BOOLEAN NOT NULL)""",
+    "CREATE TABLE suspects (seq INTEGER NOT NULL, kind VARCHAR NOT NULL, subject VARCHAR NOT NULL)",
+    """CREATE TABLE gates (
+        seq INTEGER NOT NULL, milestone VARCHAR NOT NULL, profile VARCHAR NOT NULL,
+        passed BOOLEAN NOT NULL, failed_rules VARCHAR NOT NULL, judged_on DATE NOT NULL,
+        PRIMARY KEY (seq, milestone))""",
+    """CREATE TABLE waivers (
+        milestone VARCHAR NOT NULL, src VARCHAR NOT NULL, dst VARCHAR NOT NULL,
+        until DATE NOT NULL, owner VARCHAR NOT NULL, reason VARCHAR NOT NULL)""",
+)
+
+# The state of a path in a week: its last measurement that week (a retest overrides the
+# run it re-measured). ``a``/``b`` is the pair in name order: a re-run that measured the
+# pair from the other end lines up.
+WEEK_PATHS = """
+    SELECT * EXCLUDE (rn) FROM (
+        SELECT p.*, r.week,
+               row_number() OVER (PARTITION BY r.week, p.a, p.b ORDER BY p.seq DESC) AS rn
+        FROM paths p JOIN runs r USING (seq))
+    WHERE rn = 1"""
+
+
+@dataclass(frozen=True)
+class RunRow:
+    run_id: str
+    seq: int
+    week: int
+    source: str
+    started_at: str
+    complete: bool
+    n_paths: int
+    counts: tuple[int, int, int]  # offload-safe, marginal, unsafe
+    retest_of: str | None  # run_id
+
+
+@dataclass(frozen=True)
+class Added:
+    run: RunRow
+    new: bool  # False: the store already had this run (nothing changed)
+
+
+def run_id_of(results: Results) -> str:
+    """What makes a run the same run when added twice: its start, its coordinator, its
+    nodes, how many paths it has and whether it finished."""
+    ident = {
+        "started_at": results.run.started_at,
+        "finished_at": results.run.finished_at,
+        "host": dict(results.run.host),
+        "nodes": [n.name for n in results.nodes],
+        "paths": len(results.paths),
+        "complete": results.run.complete,
+    }
+    digest = hashlib.sha256(json.dumps(ident, sort_keys=True, default=str).encode())
+    return digest.hexdigest()[:16]
+
+
+class Store:
+    def __init__(self, con: duckdb.DuckDBPyConnection, path: Path) -> None:
+        self.con = con
+        self.path = path
+
+    # -- runs -------------------------------------------------------------------------
+
+    def runs(self) -> tuple[RunRow, ...]:
+        rows = self.con.execute(
+            "SELECT run_id, seq, week, source, started_at, complete, n_paths, n_safe,"
+            " n_marginal, n_unsafe, retest_of FROM runs ORDER BY seq"
+        ).fetchall()
+        return tuple(
+            RunRow(r[0], r[1], r[2], r[3], r[4], r[5], r[6], (r[7], r[8], r[9]), r[10])
+            for r in rows
+        )
+
+    def run_by_source(self, source: Path) -> RunRow | None:
+        return next((r for r in self.runs() if Path(r.source) == source), None)
+
+    def add(
+        self,
+        results: Results,
+        *,
+        source: Path,
+        week: int,
+        retest_of: str | None = None,
+        force: bool = False,
+        added_at: dt.datetime | None = None,
+    ) -> Added:
+        """Ingest one run. Adding the same run again changes nothing (``Added.new`` False);
+        a run of other nodes or another policy than the campaign's first run is refused
+        unless ``force``."""
+        run_id = run_id_of(results)
+        known = next((r for r in self.runs() if r.run_id == run_id), None)
+        if known is not None:
+            return Added(known, new=False)
+        policy = json.dumps(policy_to_dict(results.run.policy), sort_keys=True)
+        nodes = sorted(n.name for n in results.nodes)
+        if not force:
+            self._check_belongs(str(source), policy, nodes, retest=retest_of is not None)
+        seq = int(self.con.execute("SELECT coalesce(max(seq), 0) + 1 FROM runs").fetchone()[0])  # type: ignore[index]
+        counts = [int(c) for c in np.bincount(results.paths.verdict, minlength=len(VERDICTS))]
+        inter = results.interference
+        with self._transaction():
+            self.con.execute(
+                f"INSERT INTO runs VALUES ({', '.join('?' * 22)})",
+                [
+                    run_id, seq, week, str(source), results.run.started_at,
+                    results.run.finished_at, results.run.complete, results.preliminary,
+                    results.run.transport, results.run.policy.metric.value, policy,
+                    json.dumps(nodes), len(results.nodes), len(results.paths), *counts,
+                    inter.p99_ratio if inter else None, inter.exceeds if inter else None,
+                    retest_of, force, (added_at or dt.datetime.now(dt.timezone.utc)).isoformat(),
+                ],
+            )  # fmt: skip
+            self._insert_paths(seq, results)
+            if results.suspects:
+                self.con.executemany(
+                    "INSERT INTO suspects VALUES (?, ?, ?)",
+                    [[seq, s.kind.value, s.subject] for s in results.suspects],
+                )
+        return Added(next(r for r in self.runs() if r.seq == seq), new=True)
+
+    def _check_belongs(self, source: str, policy: str, nodes: list[str], *, retest: bool) -> None:
+        first = self.con.execute("SELECT policy, nodes FROM runs ORDER BY seq LIMIT 1").fetchone()
+        if first is None:
+            return
+        if first[0] != policy:
+            raise CampaignError(
+                source,
+                f"judged by another policy than the campaign's runs ({first[0]});"
+                " --force adds it anyway",
+                "run.policy",
+            )
+        campaign_nodes = set(json.loads(first[1]))
+        extra = sorted(set(nodes) - campaign_nodes)
+        missing = sorted(campaign_nodes - set(nodes))
+        if extra or (missing and not retest):
+            parts = []
+            if extra:
+                parts.append(f"{len(extra)} not in it ({_few(extra)})")
+            if missing:
+                parts.append(f"{len(missing)} of it missing ({_few(missing)})")
+            raise CampaignError(
+                source,
+                f"another inventory than the campaign's: {'; '.join(parts)};"
+                " --force adds it anyway",
+                "nodes",
+            )
+
+    def _insert_paths(self, seq: int, results: Results) -> None:
+        t = results.paths
+        n = len(t)
+        names = np.array(t.names, dtype=object)
+        racks = {node.name: node.rack for node in results.nodes}
+        rack_of = np.array([racks.get(name) for name in t.names], dtype=object)
+        src, dst = names[t.src], names[t.dst]
+        order = np.empty(len(names), dtype=np.int64)  # each name's place in name order
+        order[np.argsort(names.astype(str), kind="stable")] = np.arange(len(names))
+        swap = order[t.src] > order[t.dst]
+        wl = t.workload
+        cols: dict[str, Any] = {
+            "seq": np.full(n, seq, dtype=np.int32),
+            "a": np.where(swap, dst, src),
+            "b": np.where(swap, src, dst),
+            "src": src,
+            "dst": dst,
+            "src_rack": rack_of[t.src],
+            "dst_rack": rack_of[t.dst],
+            "tier": np.array([x.value for x in TIERS], dtype=object)[t.tier],
+            "verdict": t.verdict.astype(np.int8),
+            "workload_verdict": (wl.verdict if wl is not None else np.full(n, -1)).astype(np.int8),
+            "samples": t.samples,
+            "p50_us": t.rtt["p50"],
+            "p99_us": t.rtt["p99"],
+            "p999_us": t.rtt["p999"],
+            "goodput_gbps": _best_goodput(t.bulk.offsets, t.bulk.goodput_gbps, n),
+            "error": np.array([e is not None for e in t.error], dtype=np.bool_),
+        }
+        self.con.register("_new_paths", cols)
+        try:
+            # NaN is the columns' "absent" (netqual.pathtable); the store says NULL
+            self.con.execute(
+                "INSERT INTO paths SELECT seq, a, b, src, dst, src_rack, dst_rack, tier, verdict,"
+                " nullif(workload_verdict, -1),"
+                " samples, nullif(p50_us, 'NaN'), nullif(p99_us, 'NaN'), nullif(p999_us, 'NaN'),"
+                " nullif(goodput_gbps, 'NaN'), error FROM _new_paths"
+            )
+        finally:
+            self.con.unregister("_new_paths")
+
+    # -- gate outcomes and waivers ----------------------------------------------------
+
+    def record_gate(
+        self,
+        seq: int,
+        milestone: str,
+        profile: str,
+        passed: bool,
+        failed_rules: Sequence[str],
+        judged_on: dt.date,
+    ) -> None:
+        with self._transaction():
+            self.con.execute("DELETE FROM gates WHERE seq = ? AND milestone = ?", [seq, milestone])
+            self.con.execute(
+                "INSERT INTO gates VALUES (?, ?, ?, ?, ?, ?)",
+                [seq, milestone, profile, passed, json.dumps(list(failed_rules)), judged_on],
+            )
+
+    def set_waivers(self, milestone: str, waivers: Sequence[Waiver]) -> None:
+        """The waivers a milestone's profile has now (they live in the profile; the store
+        keeps the last copy for the report and the exporter)."""
+        with self._transaction():
+            self.con.execute("DELETE FROM waivers WHERE milestone = ?", [milestone])
+            if waivers:
+                self.con.executemany(
+                    "INSERT INTO waivers VALUES (?, ?, ?, ?, ?, ?)",
+                    [[milestone, w.src, w.dst, w.until, w.owner, w.reason] for w in waivers],
+                )
+
+    @contextmanager
+    def _transaction(self) -> Iterator[None]:
+        self.con.execute("BEGIN TRANSACTION")
+        try:
+            yield
+        except BaseException:
+            self.con.execute("ROLLBACK")
+            raise
+        self.con.execute("COMMIT")
+
+    def close(self) -> None:
+        self.con.close()
+
+
+def _few(names: Sequence[str], limit: int = 5) -> str:
+    shown = ", ".join(names[:limit])
+    return shown + (f", ... ({len(names) - limit} more)" if len(names) > limit else "")
+
+
+def _best_goodput(offsets: Any, goodput: Any, n: int) -> Any:
+    """Per path, its best bulk goodput over all chunk/depth cells (NaN: no bulk cell)."""
+    out = np.full(n, np.nan)
+    has = offsets[1:] > offsets[:-1]
+    if has.any():
+        starts = offsets[:-1][has]
+        out[has] = np.maximum.reduceat(goodput, starts)
+    return out
+
+
+def open_store(path: Path, *, create: bool = False, read_only: bool = False) -> Store:
+    """Open (or, with ``create``, make) the store; an older schema is upgraded in place."""
+    exists = path.is_file()
+    if not exists and not create:
+        raise CampaignError(
+            str(path), "no history store here yet: add a run first (`netqual campaign add`)"
+        )
+    try:
+        con = duckdb.connect(str(path), read_only=read_only and exists)
+    except duckdb.Error as err:
+        raise CampaignError(str(path), f"cannot open the history store: {err}") from err
+    if not exists:
+        for statement in _SCHEMA:
+            con.execute(statement)
+        con.execute("INSERT INTO meta VALUES ('schema_version', ?)", [str(SCHEMA_VERSION)])
+        return Store(con, path)
+    try:
+        row = con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+    except duckdb.Error as err:
+        con.close()
+        raise CampaignError(str(path), "not a netqual history store (no meta table)") from err
+    version = int(row[0]) if row else 0
+    if version > SCHEMA_VERSION:
+        con.close()
+        raise CampaignError(
+            str(path),
+            f"written by a newer netqual (store schema {version},"
+            f" this one reads up to {SCHEMA_VERSION})",
+        )
+    while version < SCHEMA_VERSION and not read_only:
+        for statement in MIGRATIONS[version]:
+            con.execute(statement)
+        version += 1
+        con.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", [str(version)])
+    return Store(con, path)

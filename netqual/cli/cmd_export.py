@@ -1,0 +1,63 @@
+"""``netqual export``: a run or a campaign as metrics for Prometheus (docs/campaign.md)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from netqual.campaign.config import CONFIG_FILE, load_campaign
+from netqual.campaign.metrics import CampaignCollector, GateMetric, RunCollector, openmetrics_text
+from netqual.cli.app import app
+from netqual.cli.cmd_gate import _today
+from netqual.errors import UsageError
+from netqual.gate import evaluate, load_profile
+from netqual.runfiles import load_run
+
+
+@app.command()
+def export(
+    source: Annotated[
+        Path,
+        typer.Argument(
+            metavar="RESULTS_OR_CAMPAIGN",
+            help="A run directory or results file, or a campaign directory.",
+        ),
+    ],
+    openmetrics: Annotated[
+        bool, typer.Option("--openmetrics", help="OpenMetrics text (the only format so far).")
+    ] = False,
+    out: Annotated[
+        Path | None, typer.Option("--out", help="Write here.  [default: stdout]")
+    ] = None,
+    profile: Annotated[
+        Path | None,
+        typer.Option("--profile", help="For a run: also export this gate profile's outcome."),
+    ] = None,
+) -> None:
+    """Write metrics for Prometheus: per-path or rack-pair RTTs, verdict counts, gates.
+
+    \b
+    Examples:
+      netqual export run1 --openmetrics > run1.prom
+      netqual export joint --openmetrics --out joint.prom
+    """
+    if not openmetrics:
+        raise UsageError("--openmetrics", "choose a format: --openmetrics")
+    if (source / CONFIG_FILE).is_file():
+        if profile is not None:
+            raise UsageError("--profile", "a campaign exports its milestones' outcomes already")
+        text = openmetrics_text(CampaignCollector(load_campaign(source).store_path))
+    else:
+        results = load_run(source)
+        gates = []
+        if profile is not None:
+            prof = load_profile(profile)
+            report = evaluate(results, prof, today=_today(None), results_source=str(source))
+            gates.append(GateMetric(prof.name, report.passed))
+        text = openmetrics_text(RunCollector(results, gates))
+    if out is None:
+        typer.echo(text, nl=False)
+    else:
+        out.write_text(text, encoding="utf-8")

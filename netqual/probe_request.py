@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass
@@ -43,8 +44,10 @@ from netqual.transports import (
     TransportKind,
     TransportOptions,
 )
+from netqual.transports.integrity import IntegrityFailure
 
 _SAMPLE = np.dtype("<i8")
+log = logging.getLogger("netqual.agent")
 
 
 @dataclass(frozen=True)
@@ -206,6 +209,8 @@ def serve_probe(
                 peer_ch.set_timeout(2.0)
                 peer_ch.send("bye")
     except (NetqualError, TimeoutError) as err:
+        if isinstance(err, IntegrityFailure):
+            log.warning("probe %s -> %s: %s", agent_name, req.peer.label, err.problem)
         ch.send_error(*_failure(err, phase, req.peer, agent_name))
         return
     bulk = tuple(

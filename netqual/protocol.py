@@ -132,6 +132,13 @@ class Channel:
         self._send_seq = 0
         self._recv_seq = 0
 
+    def measurement_key(self, *, responder: bool) -> bytes | None:
+        """The key the responder's measurement tags derive from (None when insecure): its
+        send key, which is the initiator's receive key (``netqual.transports.integrity``)."""
+        if self._keys is None:
+            return None
+        return self._keys.send if responder else self._keys.recv
+
     def use_keys(self, keys: SessionKeys | None) -> None:
         """From now on every frame carries (and must carry) a MAC; sequence numbers from 0."""
         self._keys = keys

@@ -34,6 +34,8 @@ from netqual.protocol import (
 )
 from netqual.transports import TransportKind
 
+NONCE = "00" * 16  # tcp.pingpong / tcp.bulk: the per-request nonce of the measurement tags
+
 SMALL = ProbePlan(iterations=500, warmup=50, chunks_bytes=(64 * 1024,), depths=(1,), timeout_s=20)
 
 
@@ -399,13 +401,14 @@ def test_peer_disconnecting_mid_transfer_does_not_kill_agent(pair: Pair, phase: 
         ch, _ = connect("127.0.0.1", victim.port, token, peer="victim", timeout_s=5)
         ch.set_timeout(5)
         if phase == "pingpong":
-            ch.request("tcp.pingpong", {"size_bytes": 64, "count": 100_000})
+            ch.request("tcp.pingpong", {"size_bytes": 64, "count": 100_000, "nonce": NONCE})
             for _ in range(10):
                 ch.sock.sendall(b"p" * 64)
                 ch.recv_exact(64)
             ch.sock.sendall(b"p" * 32)  # and leave half a message behind
         else:
-            ch.request("tcp.bulk", {"chunk_bytes": 1 << 20, "reads": 1000, "depth": 4})
+            body = {"chunk_bytes": 1 << 20, "reads": 1000, "depth": 4, "nonce": NONCE}
+            ch.request("tcp.bulk", body)
             ch.sock.sendall(struct.pack("!Q", 0) * 4)
             ch.recv_exact(1 << 19)
         if abortive:
@@ -460,7 +463,7 @@ def test_sigterm_exits_zero_promptly_with_sessions_open(agents: AgentPool, token
     silent = raw_connect(victim.port)  # and one that never authenticates
     busy, _ = connect("127.0.0.1", victim.port, token, peer="victim", timeout_s=5)
     busy.set_timeout(5)
-    busy.request("tcp.pingpong", {"size_bytes": 64, "count": 100_000})
+    busy.request("tcp.pingpong", {"size_bytes": 64, "count": 100_000, "nonce": NONCE})
     try:
         t0 = time.monotonic()
         victim.proc.send_signal(signal.SIGTERM)

@@ -27,19 +27,20 @@ def _pair() -> tuple[Channel, Channel]:
     return Channel(a, "initiator"), Channel(b, "responder")  # labelled by their peer
 
 
+NONCE = "00" * 16
+
+
 def _serve(ch: Channel, echo: bool) -> threading.Thread:
-    """A peer that accepts the ping-pong request and then echoes, or stays silent."""
+    """A peer that serves the ping-pong as an agent does, or accepts it and stays silent."""
 
     def run() -> None:
         msg = ch.recv()
         if msg.kind != "tcp.pingpong":
             return
-        ch.send("ok")
         if echo:
-            size = int(msg.body["size_bytes"])
-            for _ in range(int(msg.body["count"])):
-                ch.send_all(ch.recv_exact(size))
+            TcpTransport().respond(ch, msg.kind, msg.body, AgentLimits())
         else:
+            ch.send("ok")
             time.sleep(3.0)
 
     t = threading.Thread(target=run, daemon=True)
@@ -76,7 +77,7 @@ def test_responder_gives_up_when_initiator_is_silent() -> None:
         TcpTransport().respond(
             responder,
             "tcp.pingpong",
-            {"size_bytes": 64, "count": 10, "timeout_s": 0.5},
+            {"size_bytes": 64, "count": 10, "timeout_s": 0.5, "nonce": NONCE},
             AgentLimits(),
         )
     assert time.monotonic() - start < 2.5
@@ -99,7 +100,7 @@ def test_bulk_send_to_a_peer_that_never_reads_ends_at_its_timeout() -> None:
     deadline was checked between chunks only, and a chunk larger than the socket buffers
     is several sends, each waiting a full kernel timeout."""
     initiator, responder = _tcp_pair()
-    body = {"chunk_bytes": 32 << 20, "reads": 4, "depth": 1, "timeout_s": 2.0}
+    body = {"chunk_bytes": 32 << 20, "reads": 4, "depth": 1, "timeout_s": 2.0, "nonce": NONCE}
     errors: list[BaseException] = []
 
     def serve() -> None:
@@ -126,7 +127,7 @@ def test_buffers_over_the_agent_budget_are_refused_busy() -> None:
     budget = BufferBudget(1 << 20)
     with budget.hold(1 << 20), pytest.raises(BusyError, match=r"max_buffer_bytes"):
         TcpTransport().respond(
-            responder, "tcp.bulk", {"chunk_bytes": 65536, "reads": 1, "depth": 1},
+            responder, "tcp.bulk", {"chunk_bytes": 65536, "reads": 1, "depth": 1, "nonce": NONCE},
             AgentLimits(), budget,
         )  # fmt: skip
     with budget.hold(1 << 20):  # released: the budget is whole again

@@ -1,15 +1,18 @@
 """TCP probes. The control channel's socket doubles as the data path (TCP_NODELAY is on).
 
-Ping-pong: the initiator sends ``size_bytes``, the responder echoes them; one RTT per
-iteration, timed at the initiator around send -> full echo received. Bulk read: the
+Ping-pong: the initiator sends ``size_bytes``, the responder answers with as many; one RTT
+per iteration, timed at the initiator around send -> full reply received. Bulk read: the
 initiator keeps ``depth`` 8-byte read requests outstanding on the stream; the responder
-answers each with one ``chunk_bytes`` chunk. A read completes when its chunk's last byte
+answers each with one ``chunk_bytes`` chunk. Pings and read requests carry random
+challenges, replies and chunks the responder's session-key tags, checked after each loop
+(``netqual.transports.integrity``). A read completes when its chunk's last byte
 has arrived. Both loops wait with MSG_WAITALL under a kernel receive timeout
 (SO_RCVTIMEO), so the hot path is one syscall per direction and never hangs.
 """
 
 from __future__ import annotations
 
+import secrets
 import socket
 import struct
 import time
@@ -19,13 +22,20 @@ from typing import Any
 
 import numpy as np
 
-from netqual.errors import BadRequestError, LimitError, PeerUnreachableError, ProbeError
+from netqual.errors import (
+    BadRequestError,
+    LimitError,
+    PeerUnreachableError,
+    ProbeError,
+)
 from netqual.messages import Fields
 from netqual.models import ProbePlan
 from netqual.protocol import Channel
+from netqual.transports import integrity
+from netqual.transports.integrity import Rounds
 from netqual.transports.interface import AgentLimits, BufferBudget, RawBulk, RawProbe, Transport
 
-_REQ = struct.Struct("!Q")
+_REQ_BYTES = 8  # one bulk read request: a random challenge (docs/security.md)
 _TIMEVAL = struct.Struct("@ll")
 _DEADLINE_CHECK_EVERY = 256
 
@@ -83,42 +93,74 @@ class TcpTransport(Transport):
         size = plan.size_bytes
         timeout = _remaining(deadline, "ping-pong")
         ch.set_deadline(deadline)
-        ch.request("tcp.pingpong", {"size_bytes": size, "count": count, "timeout_s": timeout})
+        nonce = integrity.new_nonce()
+        challenges = secrets.token_bytes(count * integrity.tag_width(size))
+        out, into = Rounds(count, size, challenges), Rounds(count, size)
+        ch.request(
+            "tcp.pingpong",
+            {"size_bytes": size, "count": count, "timeout_s": timeout, "nonce": nonce.hex()},
+        )
         sock = ch.sock
         _kernel_timeouts(sock, timeout)
-        msg = bytes(size)
-        view = memoryview(bytearray(size))
         samples: list[int] = []
         append = samples.append
         pc = time.perf_counter_ns
         send = sock.send
         recv_into = sock.recv_into
         waitall = socket.MSG_WAITALL
+        sview, rview, w = out.view, into.view, out.width
+        top = (count - 1) * w
         try:
             for i in range(count):
                 if i % _DEADLINE_CHECK_EVERY == 0 and time.monotonic() > deadline:
                     raise ProbeError(f"ping-pong timed out after {i} of {count} iterations")
+                # Round i's windows (challenge i first, then earlier rounds' bytes), sliced
+                # outside the timed section.
+                o = i * w
+                dst = rview[o : o + size]
+                o = top - o
+                msg = sview[o : o + size]
                 t0 = pc()
-                if send(msg) != size:
-                    sock.sendall(msg[size:])  # pragma: no cover - blocking send of <= 1 MiB
-                if recv_into(view, size, waitall) != size:
-                    _recv_full(sock, view, ch.peer)
+                if (sent := send(msg)) != size:
+                    sock.sendall(msg[sent:])  # pragma: no cover - blocking send of <= 1 MiB
+                if (got := recv_into(dst, size, waitall)) != size:
+                    _recv_rest(sock, dst, got, ch.peer)
                 append(pc() - t0)
         except BlockingIOError as err:
             raise ProbeError(f"ping-pong: no echo from {ch.peer} within {timeout:.1f} s") from err
         except OSError as err:
             raise PeerUnreachableError(ch.peer, f"ping-pong failed: {err}") from err
+        tags = integrity.keystream(
+            _key(ch, responder=False), b"tcp.pingpong", nonce, len(challenges)
+        )
+        bad = integrity.mismatches(into.received(), tags, w)
+        integrity.check_end(
+            ch, "tcp.pingpong.end", deadline, challenges, bad, count, "ping-pong replies"
+        )
         return np.asarray(samples[plan.warmup :], dtype=np.int64)
 
     def _bulk(self, ch: Channel, chunk: int, reads: int, depth: int, deadline: float) -> RawBulk:
         timeout = _remaining(deadline, f"bulk {chunk}x{depth}")
         ch.set_deadline(deadline)
+        nonce = integrity.new_nonce()
         ch.request(
-            "tcp.bulk", {"chunk_bytes": chunk, "reads": reads, "depth": depth, "timeout_s": timeout}
+            "tcp.bulk",
+            {
+                "chunk_bytes": chunk,
+                "reads": reads,
+                "depth": depth,
+                "timeout_s": timeout,
+                "nonce": nonce.hex(),
+            },
         )
         sock = ch.sock
         _kernel_timeouts(sock, timeout)
         view = memoryview(bytearray(chunk))
+        w = _bulk_tag_width(chunk)
+        tail = chunk - w
+        challenges = secrets.token_bytes(reads * _REQ_BYTES)
+        cview = memoryview(challenges)
+        heads, tails = bytearray(reads * w), bytearray(reads * w)
         posted = np.empty(reads, dtype=np.int64)
         done = np.empty(reads, dtype=np.int64)
         pc = time.perf_counter_ns
@@ -127,7 +169,7 @@ class TcpTransport(Transport):
             nxt = 0
             for _ in range(min(depth, reads)):
                 posted[nxt] = pc()
-                sock.sendall(_REQ.pack(nxt))
+                sock.sendall(cview[nxt * _REQ_BYTES : (nxt + 1) * _REQ_BYTES])
                 nxt += 1
             for i in range(reads):
                 _recv_full(sock, view, ch.peer)
@@ -135,8 +177,12 @@ class TcpTransport(Transport):
                 done[i] = now - posted[i]
                 if nxt < reads:
                     posted[nxt] = now
-                    sock.sendall(_REQ.pack(nxt))
+                    sock.sendall(cview[nxt * _REQ_BYTES : (nxt + 1) * _REQ_BYTES])
                     nxt += 1
+                # The chunk's tags, kept for the check after the cell (the next request is
+                # already out, so this copy delays no read).
+                heads[i * w : (i + 1) * w] = view[:w]
+                tails[i * w : (i + 1) * w] = view[tail:]
                 if time.monotonic() > deadline:
                     raise ProbeError(f"bulk read timed out after {i + 1} of {reads} reads")
             elapsed = pc() - start
@@ -144,6 +190,15 @@ class TcpTransport(Transport):
             raise ProbeError(f"bulk read: {ch.peer} sent nothing for {timeout:.1f} s") from err
         except OSError as err:
             raise PeerUnreachableError(ch.peer, f"bulk read failed: {err}") from err
+        if w:
+            tags = integrity.keystream(_key(ch, responder=False), b"tcp.bulk", nonce, 2 * reads * w)
+            got = b"".join(
+                heads[i * w : (i + 1) * w] + tails[i * w : (i + 1) * w] for i in range(reads)
+            )
+            bad = integrity.mismatches(got, tags, 2 * w)
+        else:
+            bad = 0
+        integrity.check_end(ch, "tcp.bulk.end", deadline, challenges, bad, reads, "bulk chunks")
         return RawBulk(chunk_bytes=chunk, depth=depth, completion_ns=done, elapsed_ns=elapsed)
 
     # -- responder ---------------------------------------------------------------------
@@ -158,53 +213,99 @@ class TcpTransport(Transport):
         budget = buffers or BufferBudget(limits.max_buffer_bytes)
         if kind == "tcp.pingpong":
             ping = PingpongRequest.decode(body, limits, channel.peer)
-            with budget.hold(ping.size_bytes):
+            # Two round buffers: a tag per round and one message each (integrity.Rounds).
+            with budget.hold(
+                2 * (ping.size_bytes + ping.count * integrity.tag_width(ping.size_bytes))
+            ):
                 self._serve_pingpong(channel, ping, limits)
         elif kind == "tcp.bulk":
             bulk = BulkRequest.decode(body, limits, channel.peer)
-            with budget.hold(bulk.chunk_bytes):
+            with budget.hold(
+                bulk.chunk_bytes + bulk.reads * (_REQ_BYTES + 2 * integrity.TAG_BYTES)
+            ):
                 self._serve_bulk(channel, bulk, limits)
         else:
             raise BadRequestError(channel.peer, "kind", f"unknown tcp request {kind[:40]!r}")
 
     def _serve_pingpong(self, ch: Channel, req: PingpongRequest, limits: AgentLimits) -> None:
         size, count = req.size_bytes, req.count
+        w = integrity.tag_width(size)
+        key = _key(ch, responder=True)
+        tags = integrity.keystream(key, b"tcp.pingpong", req.nonce, count * w)
+        out, into = Rounds(count, size, tags), Rounds(count, size)
+        sview, rview, top = out.view, into.view, (count - 1) * w
         ch.send("ok")
         sock = ch.sock
         clock = _SendDeadline(sock, req.timeout_s)
-        view = memoryview(bytearray(size))
         recv_into = sock.recv_into
         send = sock.send
         waitall = socket.MSG_WAITALL
         try:
             for i in range(count):
-                if recv_into(view, size, waitall) != size:
-                    _recv_full(sock, view, ch.peer)
-                if send(view) != size:
-                    sock.sendall(view)  # pragma: no cover
+                # Both windows are cut before the wait: between a ping's arrival and its
+                # reply there is no more work than a plain echo.
+                o = i * w
+                dst = rview[o : o + size]
+                o = top - o
+                msg = sview[o : o + size]
+                if (got := recv_into(dst, size, waitall)) != size:
+                    _recv_rest(sock, dst, got, ch.peer)
+                if (sent := send(msg)) != size:
+                    sock.sendall(msg[sent:])  # pragma: no cover
                 if i % _DEADLINE_CHECK_EVERY == 0:
                     clock.check("ping-pong exceeded its duration")
         except BlockingIOError as err:
             raise ProbeError(f"ping-pong: {ch.peer} went silent") from err
         finally:
             ch.set_timeout(limits.idle_timeout_s)
+        integrity.answer_end(ch, "tcp.pingpong.end", into.received(), "ping-pong")
 
     def _serve_bulk(self, ch: Channel, req: BulkRequest, limits: AgentLimits) -> None:
+        chunk, reads = req.chunk_bytes, req.reads
+        w = _bulk_tag_width(chunk)
+        tail = chunk - w
+        tags = memoryview(
+            integrity.keystream(_key(ch, responder=True), b"tcp.bulk", req.nonce, 2 * reads * w)
+        )
         ch.send("ok")
         sock = ch.sock
         clock = _SendDeadline(sock, req.timeout_s)
-        payload = memoryview(bytearray(req.chunk_bytes))
-        view = memoryview(bytearray(_REQ.size))
+        payload = bytearray(chunk)
+        pview = memoryview(payload)
+        requests = memoryview(bytearray(reads * _REQ_BYTES))
         try:
-            for _ in range(req.reads):
-                _recv_full(sock, view, ch.peer)
+            for i in range(reads):
+                _recv_full(sock, requests[i * _REQ_BYTES : (i + 1) * _REQ_BYTES], ch.peer)
+                o = 2 * i * w
+                payload[:w] = tags[o : o + w]  # chunk i's tag, first and last bytes
+                payload[tail:] = tags[o + w : o + 2 * w]
                 # Re-armed before each chunk: a peer that stops reading ends the send at
                 # the request's timeout, not one kernel timeout per chunk later.
-                clock.send_all(payload, "bulk read exceeded its duration")
+                clock.send_all(pview, "bulk read exceeded its duration")
         except BlockingIOError as err:
             raise ProbeError(f"bulk read: {ch.peer} stopped reading or went silent") from err
         finally:
             ch.set_timeout(limits.idle_timeout_s)
+        integrity.answer_end(ch, "tcp.bulk.end", bytes(requests), "bulk read")
+
+
+def _key(ch: Channel, *, responder: bool) -> bytes:
+    """The session's measurement key; an --insecure session has none (the check then only
+    catches accidents, see docs/security.md)."""
+    return ch.measurement_key(responder=responder) or b""
+
+
+def _bulk_tag_width(chunk: int) -> int:
+    """Tag bytes at each end of a chunk (0 for a 1-byte chunk: nothing to tag)."""
+    return integrity.tag_width(chunk // 2)
+
+
+def _recv_rest(sock: socket.socket, view: memoryview, got: int, peer: str) -> None:
+    """The rest of ``view`` after a receive that returned ``got`` bytes (interrupted or
+    timed out part-way; the kernel returned what it had)."""
+    if got == 0 and len(view) > 0:
+        raise PeerUnreachableError(peer, "connection closed by peer")
+    _recv_full(sock, view[got:], peer)
 
 
 class _SendDeadline:
@@ -247,43 +348,39 @@ def _timeout(f: Fields, limits: AgentLimits) -> float:
 
 @dataclass(frozen=True)
 class PingpongRequest:
-    """``tcp.pingpong``: echo ``count`` messages of ``size_bytes`` within ``timeout_s``."""
+    """``tcp.pingpong``: answer ``count`` messages of ``size_bytes`` within ``timeout_s``,
+    each with this agent's tag for the round (keyed with ``nonce``)."""
 
     size_bytes: int
     count: int
     timeout_s: float
+    nonce: bytes
 
     @classmethod
     def decode(cls, body: Mapping[str, Any], limits: AgentLimits, peer: str) -> PingpongRequest:
         f = Fields(body, "tcp.pingpong", peer)
-        req = cls(
-            size_bytes=f.integer("size_bytes", 1, 1 << 40),
-            count=f.integer("count", 1, 1 << 40),
-            timeout_s=_timeout(f, limits),
-        )
-        if (problem := limits.check_pingpong(req.count, req.size_bytes)) is not None:
+        size, count = f.integer("size_bytes", 1, 1 << 40), f.integer("count", 1, 1 << 40)
+        if (problem := limits.check_pingpong(count, size)) is not None:
             raise LimitError(peer, problem)
-        return req
+        return cls(size, count, _timeout(f, limits), f.hex("nonce", integrity.NONCE_BYTES))
 
 
 @dataclass(frozen=True)
 class BulkRequest:
-    """``tcp.bulk``: answer ``reads`` 8-byte requests with ``chunk_bytes`` each."""
+    """``tcp.bulk``: answer ``reads`` 8-byte requests with ``chunk_bytes`` each, every
+    chunk tagged at both ends with this agent's tag for its index (keyed with ``nonce``)."""
 
     chunk_bytes: int
     reads: int
     depth: int
     timeout_s: float
+    nonce: bytes
 
     @classmethod
     def decode(cls, body: Mapping[str, Any], limits: AgentLimits, peer: str) -> BulkRequest:
         f = Fields(body, "tcp.bulk", peer)
-        req = cls(
-            chunk_bytes=f.integer("chunk_bytes", 1, 1 << 40),
-            reads=f.integer("reads", 1, 1 << 40),
-            depth=f.integer("depth", 1, 1 << 40),
-            timeout_s=_timeout(f, limits),
-        )
-        if (problem := limits.check_bulk(req.chunk_bytes, req.reads, req.depth)) is not None:
+        chunk = f.integer("chunk_bytes", 1, 1 << 40)
+        reads, depth = f.integer("reads", 1, 1 << 40), f.integer("depth", 1, 1 << 40)
+        if (problem := limits.check_bulk(chunk, reads, depth)) is not None:
             raise LimitError(peer, problem)
-        return req
+        return cls(chunk, reads, depth, _timeout(f, limits), f.hex("nonce", integrity.NONCE_BYTES))

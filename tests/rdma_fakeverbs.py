@@ -6,6 +6,15 @@ READ is a memmove between them after an rkey and bounds check, so the transport'
 polling, signalling, reaping and bulk bookkeeping run for real. The send queue enforces
 ``max_send_wr`` the way a NIC does: a WR slot is freed only when a later signalled
 completion is polled.
+
+Two ends in one process (the fake agent thread and the test) share one interpreter lock,
+so neither may rely on being pre-empted to let the other run: a spinning loop that only
+drops the lock briefly (its abort check) can starve the other thread for tens of ms per
+round in CPython (each brief release bumps the lock's switch number, so the waiter's
+timeout never turns into a drop request). A completion poll that finds nothing therefore
+blocks, lock released, until the fabric moves bytes (or ``POLL_IDLE_S`` passes), the way
+an event-driven wait would: each side hands over to the other at every check, whatever the
+machine's load or speed.
 """
 
 from __future__ import annotations
@@ -19,6 +28,8 @@ from types import SimpleNamespace
 from typing import Any
 
 from netqual.transports.rdma import verbs
+
+POLL_IDLE_S = 0.002  # the most an empty poll waits for the fabric to move bytes
 
 
 class PyverbsError(Exception):
@@ -52,11 +63,16 @@ class Fabric:
         )
         self.fail_status: int | None = None  # next completion carries this status
         self.fail_read_status: int | None = None  # next RDMA READ completes with this status
+        # (qp_num, n): that QP's n-th RDMA WRITE moves nothing and completes with
+        # IBV_WC_RETRY_EXC_ERR, as when the peer's QP vanished
+        self.fail_write: tuple[int, int] | None = None
         self.fail_transition: tuple[str, int] | None = None
         self.fail_transition_skip = 0  # let this many matching transitions succeed first
         self.on_write: Callable[[int, int], None] | None = None  # (remote_addr, length)
         self.closed: list[str] = []
         self.max_sq_seen = 0
+        self.moved = threading.Condition()  # notified whenever a WRITE or READ moved bytes
+        self.moves = 0
 
 
 def module(fabric: Fabric) -> verbs.Pyverbs:
@@ -143,6 +159,10 @@ def module(fabric: Fabric) -> verbs.Pyverbs:
             self.entries: deque[tuple[WC, QP]] = deque()
 
         def poll(self, num_entries: int = 1) -> tuple[int, list[WC]]:
+            if not self.entries:  # hand over to the other end until it moves bytes
+                with f.moved:
+                    seen = f.moves
+                    f.moved.wait_for(lambda: f.moves != seen, POLL_IDLE_S)
             out: list[WC] = []
             while self.entries and len(out) < num_entries:
                 wc, qp = self.entries.popleft()
@@ -244,6 +264,7 @@ def module(fabric: Fabric) -> verbs.Pyverbs:
             self.serial = itertools.count()
             self.state = 0
             self.attrs: dict[str, Any] = {}
+            self.writes = 0
 
         def _step(self, name: str, state: int, attr: QPAttr) -> None:
             if f.fail_transition and f.fail_transition[0] == name:
@@ -283,7 +304,7 @@ def module(fabric: Fabric) -> verbs.Pyverbs:
             signalled = bool(wr.send_flags & verbs.SEND_SIGNALED)
             self.sq.append((serial, signalled))
             f.max_sq_seen = max(f.max_sq_seen, len(self.sq))
-            status = self._move(wr)
+            status = self._post_status(wr)
             if f.fail_status is not None:
                 status, f.fail_status = f.fail_status, None
             if wr.opcode == verbs.WR_RDMA_READ and f.fail_read_status is not None:
@@ -292,6 +313,13 @@ def module(fabric: Fabric) -> verbs.Pyverbs:
                 wc = WC(wr.wr_id, status, wr.opcode)
                 wc.serial = serial  # type: ignore[attr-defined]
                 self.cq.entries.append((wc, self))
+
+        def _post_status(self, wr: SendWR) -> int:
+            if wr.opcode == verbs.WR_RDMA_WRITE:
+                self.writes += 1
+                if f.fail_write == (self.qp_num, self.writes):
+                    return 12  # IBV_WC_RETRY_EXC_ERR
+            return self._move(wr)
 
         def _move(self, wr: SendWR) -> int:
             with f.lock:
@@ -305,6 +333,9 @@ def module(fabric: Fabric) -> verbs.Pyverbs:
                     f.on_write(wr.remote_addr, n)
             else:
                 ctypes.memmove(wr.sge.addr, wr.remote_addr, n)
+            with f.moved:
+                f.moves += 1
+                f.moved.notify_all()
             return 0
 
         def close(self) -> None:

@@ -274,6 +274,7 @@ def test_preflight_against_a_fuzzed_info_reply() -> None:
         row = preflight.check_node(node, TOKEN, "rdma", timeout_s=10)
         assert row.node == "liar"
         t.join(15)
+        assert not t.is_alive(), "the fuzzed agent's thread did not finish"
 
     one()
 
@@ -292,6 +293,7 @@ def test_coordinator_against_a_fuzzed_agent(behaviour: str) -> None:
         with contextlib.suppress(NetqualError):
             request_probe(src, dst, TransportKind.TCP, SMALL, TOKEN, timeout_s=10)
         t.join(15)
+        assert not t.is_alive(), "the fuzzed agent's thread did not finish"
 
     one()
 
@@ -316,6 +318,7 @@ def test_client_handshake_over_a_socket_pair() -> None:
     t.start()
     hello = client_handshake(cb, TOKEN, "liar")
     t.join(5)
+    assert not t.is_alive()
     assert hello.agent == "liar"
     a.close()
     b.close()

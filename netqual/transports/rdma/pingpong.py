@@ -20,7 +20,7 @@ import gc
 import select
 import socket
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
@@ -107,6 +107,11 @@ class _Aborted(Exception):
     """The other end spoke on (or closed) the control channel during the ping-pong."""
 
 
+# Reads what the responder said on the control channel once it turned readable: its reason
+# for stopping early, or None when the channel was closed (nothing to read).
+PeerNotice = Callable[[], str | None]
+
+
 CONFIRM_S = 30.0  # how long a probe write to a vanished peer may take to fail (retries)
 
 
@@ -139,10 +144,12 @@ def initiate(
     size: int,
     deadline: float,
     channel: socket.socket | None = None,
+    notice: PeerNotice | None = None,
 ) -> npt.NDArray[np.int64]:
     """Run warmup + iterations round trips; return the kept full-RTT samples (ns).
-    ``channel``: the control socket; the responder says nothing on it until the initiator
-    closes the session, so it turning readable means the responder is gone."""
+    ``channel``: the control socket. The responder says nothing on it during the ping-pong
+    unless it stops early, so it turning readable means the responder stopped (``notice``
+    reads why) or is gone (closed: a confirming write tells what became of its QP)."""
     w = _Writer(ep, peer, size)
     samples = np.empty(iterations, dtype=np.int64)
     clock = time.perf_counter_ns
@@ -163,7 +170,8 @@ def initiate(
                     w.reap()
                 done = i + 1
         except _Aborted:
-            why = _confirm_peer_gone(w, deadline)
+            said = notice() if notice is not None else None
+            why = said if said is not None else _confirm_peer_gone(w, deadline)
             raise ProbeError(
                 f"rdma ping-pong: {why} (after {done} of {total} round trips)"
             ) from None

@@ -8,11 +8,14 @@ Conversation (initiator -> responder, on the agents' authenticated channel):
 2. The initiator connects its QP, runs ping-pong, then the bulk reads (the responder's CPU
    is idle: RDMA READ needs none).
 3. ``rdma.close`` -> ``rdma.closed`` {rounds}; the responder tears everything down. If the
-   initiator sends ``rdma.close`` early, the spinning responder notices and stops.
+   initiator sends ``rdma.close`` early, the spinning responder notices and stops. If the
+   responder stops early, it sends ``rdma.stopped`` {reason} at once; the initiator, which
+   checks the channel between byte polls, stops with that reason instead of its deadline.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import socket
 import time
@@ -33,7 +36,7 @@ from netqual.errors import (
 )
 from netqual.messages import Fields
 from netqual.models import ProbePlan
-from netqual.protocol import Channel
+from netqual.protocol import Channel, peer_error
 from netqual.transports.interface import AgentLimits, BufferBudget, RawBulk, RawProbe, Transport
 from netqual.transports.rdma import bulk, devices, pingpong, verbs
 from netqual.transports.rdma.conninfo import ConnInfo
@@ -140,6 +143,7 @@ class RdmaTransport(Transport):
                 size=plan.size_bytes,
                 deadline=deadline,
                 channel=channel.sock,
+                notice=lambda: _responder_stopped(channel),
             )
             cells_out = self._bulk(pv, ep, peer, cells, deadline)
             rounds = self._close(channel, deadline)
@@ -346,9 +350,10 @@ class RdmaTransport(Transport):
                     abort=channel.sock,
                 )
             except (ProbeError, pv.error) as err:
-                # The initiator sees its own timeout or completion error and reports that;
-                # this side only logs why it stopped.
+                # Tell the initiator at once: it spins on its receive byte and would
+                # otherwise wait for a reply that never comes until its own deadline.
                 log.info("rdma responder for %s stopped: %s", channel.peer, err)
+                _say_stopped(channel, err)
                 rounds = -1
             self._await_close(channel, deadline, rounds)
         finally:
@@ -366,6 +371,32 @@ class RdmaTransport(Transport):
             channel.send("rdma.closed", {"rounds": rounds})
         else:
             channel.send_error(ErrorCode.PROTOCOL, f"expected 'rdma.close', got {msg.kind!r}")
+
+
+STOPPED_TEXT_CHARS = 500
+
+
+def _say_stopped(channel: Channel, err: Exception) -> None:
+    """``rdma.stopped`` {reason}: best effort; a dead channel tells the initiator as much."""
+    reason = err.problem if isinstance(err, ProbeError) else f"rdma verbs call failed: {err}"
+    with contextlib.suppress(NetqualError, OSError):
+        channel.send("rdma.stopped", {"reason": reason[:STOPPED_TEXT_CHARS]})
+
+
+def _responder_stopped(channel: Channel) -> str | None:
+    """What the responder said when its control channel turned readable mid-ping-pong:
+    its reason for stopping, or None when the channel closed (its agent is gone)."""
+    try:
+        channel.set_timeout(1.0)
+        msg = channel.recv()
+    except (NetqualError, OSError):
+        return None
+    if msg.kind == "rdma.stopped":
+        reason = Fields(msg.body, "rdma.stopped", channel.peer).text("reason", "no reason given")
+        return f"the responder stopped early: {reason[:STOPPED_TEXT_CHARS]}"
+    if msg.kind == "error":
+        return f"the responder stopped early: {peer_error(msg.body, channel.peer).message}"
+    return f"the responder sent {msg.kind[:40]!r} during the ping-pong"
 
 
 def transport_for_agent(

@@ -25,6 +25,7 @@ import numpy as np
 from netqual import __version__, interference, localise, phases, schedule
 from netqual import resume as resume_mod
 from netqual.errors import NetqualError, NoAgentsError, PeerError
+from netqual.fabric import Fabric
 from netqual.matrix import tier_of
 from netqual.models import (
     Interference,
@@ -82,6 +83,7 @@ class RunConfig:
     pairs: tuple[tuple[str, str], ...] | None = None
     retest_of: str | None = None  # the run directory being re-tested
     schedule: ScheduleConfig = field(default_factory=ScheduleConfig)
+    fabric: Fabric = field(default_factory=Fabric)  # stated NIC and uplink rates
     # Interference check: sample max(minimum, fraction of paths); minimum 0 skips it.
     interference_fraction: float = interference.DEFAULT_FRACTION
     interference_minimum: int = interference.DEFAULT_MINIMUM
@@ -269,7 +271,8 @@ def run(
     paths: list[PathResult] = list(done.values())
     for path in paths:
         observer.pair_finished(path)
-    budget = phases.resolve(cfg.schedule, cfg.plan)
+    budget = phases.resolve(cfg.schedule, cfg.plan, cfg.nodes, cfg.fabric)
+    tally = phases.Tally()
     complete = True
     try:
         with (out_dir / "results.jsonl").open("a" if resume else "w", encoding="utf-8") as jsonl:
@@ -299,11 +302,13 @@ def run(
                 measure=lambda a, b, phase: measure_pair(a, b, cfg, phase),
                 combine=lambda pp, bk: combine_phases(pp, bk, cfg),
                 emit=emit,
+                tally=tally,
             )
     except KeyboardInterrupt:
         # Ctrl-C or SIGTERM: what finished is on disk; finalise it as an incomplete run.
         complete = False
     sched = phases.describe(cfg.schedule, budget, cfg.plan.bulk)
+    sched["actual"] = tally.to_dict()
     inter = None
     if not complete:
         sched["interference"] = "skipped (run interrupted)"

@@ -2,17 +2,18 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from netqual import plan_options as plan_mod
 from netqual.errors import InventoryError
+from netqual.fabric import Fabric, Uplink, group_names
 from netqual.models import DEFAULT_PORT, Mode, Node, ProbePlan, Role
 from netqual.names import address_problem, name_problem
 from netqual.tomlfile import Fields, read_toml
 
-_TOP_KEYS = {"defaults", "node", "probe", "run"}
-_NODE_KEYS = {"name", "address", "port", "role", "rack", "labels"}
+_TOP_KEYS = {"defaults", "node", "probe", "run", "rack", "site"}
+_NODE_KEYS = {"name", "address", "port", "role", "rack", "labels", "nic_gbps"}
 
 
 @dataclass(frozen=True)
@@ -22,6 +23,7 @@ class Inventory:
     token_file: Path | None
     mode: Mode | None  # from an optional [run] table; the CLI may override
     plan: ProbePlan
+    fabric: Fabric = field(default_factory=Fabric)
 
     def node(self, name: str) -> Node:
         for n in self.nodes:
@@ -65,6 +67,7 @@ def load_inventory(path: Path, base_plan: ProbePlan | None = None) -> Inventory:
     if not isinstance(raw_nodes, list):
         raise top.fail("node", "expected an array of tables ([[node]])")
     nodes: list[Node] = []
+    nic_gbps: dict[str, float] = {}
     seen: dict[str, int] = {}
     endpoints: dict[tuple[str, int], str] = {}
     for i, raw in enumerate(raw_nodes):
@@ -91,6 +94,8 @@ def load_inventory(path: Path, base_plan: ProbePlan | None = None) -> Inventory:
             role = Role(role_text)
         except ValueError:
             raise f.fail("role", f"unknown role {role_text!r} (compute, storage or any)") from None
+        if "nic_gbps" in raw:
+            nic_gbps[name] = f.number("nic_gbps", 0.0)
         nodes.append(
             Node(
                 name=name,
@@ -119,4 +124,39 @@ def load_inventory(path: Path, base_plan: ProbePlan | None = None) -> Inventory:
     if not isinstance(probe_raw, dict):
         raise top.fail("probe", "expected a table")
     plan = plan_mod.from_table(base_plan or ProbePlan(), probe_raw, source, _error)
-    return Inventory(source=source, nodes=tuple(nodes), token_file=token_file, mode=mode, plan=plan)
+    racks, sites = group_names(nodes)
+    fabric = Fabric(
+        nic_gbps=nic_gbps,
+        racks=_uplinks(top, data, "rack", racks),
+        sites=_uplinks(top, data, "site", sites),
+    )
+    return Inventory(
+        source=source, nodes=tuple(nodes), token_file=token_file, mode=mode, plan=plan,
+        fabric=fabric,
+    )  # fmt: skip
+
+
+def _uplinks(top: Fields, data: dict[str, object], kind: str, known: set[str]) -> dict[str, Uplink]:
+    """``[rack.NAME]`` / ``[site.NAME]``: uplink_gbps or oversubscription of a named group."""
+    raw = data.get(kind, {})
+    if not isinstance(raw, dict):
+        raise top.fail(kind, f"expected tables [{kind}.NAME]")
+    out: dict[str, Uplink] = {}
+    for name, table in raw.items():
+        if not isinstance(table, dict):
+            raise top.fail(f"{kind}.{name}", "expected a table")
+        f = Fields(top.source, table, f"{kind}.{name}", _error)
+        f.check_keys({"uplink_gbps", "oversubscription"})
+        if name not in known:
+            where = "rack =" if kind == "rack" else "labels.site ="
+            raise top.fail(f"{kind}.{name}", f"no node has {where} {name!r}")
+        if len(table) != 1:
+            raise top.fail(f"{kind}.{name}", "state exactly one of uplink_gbps or oversubscription")
+        if "uplink_gbps" in table:
+            out[name] = Uplink(uplink_gbps=f.number("uplink_gbps", 0.0))
+        else:
+            over = f.number("oversubscription", 0.0)
+            if over < 1.0:
+                raise f.fail("oversubscription", f"must be >= 1 (1 is non-blocking), got {over:g}")
+            out[name] = Uplink(oversubscription=over)
+    return out

@@ -27,11 +27,14 @@ import math
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
+from netqual import packing
 from netqual.errors import UsageError
+from netqual.fabric import Fabric
 from netqual.models import Node, PathResult, ProbePlan
+from netqual.packing import Caps, Coverage
 from netqual.schedule import Pair
 
 # The reference fabric the default caps protect: 100 GbE host NICs and rack uplinks,
@@ -56,12 +59,14 @@ class Phase(str, enum.Enum):
 
 @dataclass(frozen=True)
 class ScheduleConfig:
-    """What the user asked for; None caps are derived from the plan (``resolve``)."""
+    """What the user asked for; None caps are derived from the plan and the fabric
+    (``resolve``)."""
 
     schedule: Schedule = Schedule.ALIGNED
     bulk_per_node: int | None = None
     bulk_per_rack: int | None = None
     incast: int | None = None
+    bulk_pairs: Coverage = field(default_factory=Coverage)
 
     def __post_init__(self) -> None:
         for option, value in (
@@ -74,23 +79,38 @@ class ScheduleConfig:
             raise UsageError("--incast", f"must be >= 2 readers, got {self.incast}")
         if self.incast is not None and self.schedule is Schedule.UNALIGNED:
             raise UsageError("--incast", "needs an aligned schedule (bulk runs in its own phase)")
+        if self.bulk_pairs.kind != "all" and self.schedule is not Schedule.ALIGNED:
+            # Coverage is chosen over the whole run, which only --schedule aligned has.
+            raise UsageError("--bulk-pairs", "needs --schedule aligned")
 
 
 @dataclass(frozen=True)
 class BulkBudget:
-    per_node: int
-    per_rack: int  # also per site link
+    per_node: int  # a host at the default NIC rate (or --bulk-per-node)
+    per_rack: int  # a rack uplink or site link when the fabric does not say (or --bulk-per-rack)
     incast: int | None
     stream_gbps: float  # estimated demand of one bulk pair at the plan's largest cell
+    caps: Caps | None = None  # per host, rack and site, from the fabric (``resolve``)
+    fabric: Fabric = field(default_factory=Fabric)
+
+    def packing_caps(self) -> Caps:
+        return self.caps or Caps(self.per_node, self.per_rack)
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        caps = self.packing_caps()
+        out: dict[str, Any] = {
             "bulk_per_node": self.per_node,
             "bulk_per_rack": self.per_rack,
             "incast": self.incast,
             "stream_gbps_estimate": round(self.stream_gbps, 3),
             "reference_link_gbps": REFERENCE_LINK_GBPS,
+            "fabric": self.fabric.to_dict(),
         }
+        if caps.racks:
+            out["rack_caps"] = {"min": min(caps.racks.values()), "max": max(caps.racks.values())}
+        if caps.sites:
+            out["site_caps"] = {"min": min(caps.sites.values()), "max": max(caps.sites.values())}
+        return out
 
 
 def stream_gbps(chunk_bytes: int, depth: int, link_gbps: float, rtt_us: float) -> float:
@@ -100,29 +120,64 @@ def stream_gbps(chunk_bytes: int, depth: int, link_gbps: float, rtt_us: float) -
     return min(link_gbps, depth * chunk_bytes * 8 / (read_us * 1e3))
 
 
-def default_cap(plan: ProbePlan) -> tuple[int, float]:
-    """(bulk pairs a 100 GbE link carries below saturation, one pair's demand in Gbit/s).
+def link_cap(plan: ProbePlan, link_gbps: float) -> tuple[int, float]:
+    """(bulk pairs a link of ``link_gbps`` carries below saturation, one pair's demand).
 
     The demand is that of the plan's most demanding cell; a cap is never below 1 (one
     stream alone may fill a link: that is the bulk measurement itself)."""
     if not plan.bulk:
         return 1, 0.0
     demand = max(
-        stream_gbps(c, d, REFERENCE_LINK_GBPS, REFERENCE_RTT_US)
+        stream_gbps(c, d, link_gbps, REFERENCE_RTT_US)
         for c in plan.chunks_bytes
         for d in plan.depths
     )
-    return max(1, math.floor(HEADROOM * REFERENCE_LINK_GBPS / demand)), demand
+    return max(1, math.floor(HEADROOM * link_gbps / demand)), demand
 
 
-def resolve(cfg: ScheduleConfig, plan: ProbePlan) -> BulkBudget:
+def default_cap(plan: ProbePlan) -> tuple[int, float]:
+    """``link_cap`` of the reference 100 GbE link."""
+    return link_cap(plan, REFERENCE_LINK_GBPS)
+
+
+def resolve(
+    cfg: ScheduleConfig,
+    plan: ProbePlan,
+    nodes: Sequence[Node] = (),
+    fabric: Fabric | None = None,
+) -> BulkBudget:
+    """Caps per host from its NIC, per rack and site from what its uplink carries of its
+    hosts' streams (docs/scheduling.md "The fabric"); a --bulk-per-* option wins."""
+    fabric = fabric or Fabric()
     cap, demand = default_cap(plan)
-    return BulkBudget(
-        per_node=cfg.bulk_per_node or cap,
-        per_rack=cfg.bulk_per_rack or cap,
-        incast=cfg.incast,
-        stream_gbps=demand,
+    per_node, per_rack = cfg.bulk_per_node or cap, cfg.bulk_per_rack or cap
+    hosts: dict[str, tuple[float, int]] = {}  # address -> (NIC Gbit/s, its cap)
+    for n in nodes:
+        if n.address not in hosts:
+            nic = fabric.nic(n)
+            hosts[n.address] = (nic, cfg.bulk_per_node or link_cap(plan, nic)[0])
+    groups: dict[tuple[str, str], dict[str, tuple[float, int]]] = {}
+    for n in nodes:
+        for kind, name in (("rack", n.rack), ("site", n.labels.get("site"))):
+            if name is not None:
+                groups.setdefault((kind, name), {})[n.address] = hosts[n.address]
+    group_caps: dict[str, dict[str, int]] = {"rack": {}, "site": {}}
+    for (kind, name), members in groups.items():
+        if cfg.bulk_per_rack is not None:
+            group_caps[kind][name] = cfg.bulk_per_rack
+            continue
+        line = sum(nic for nic, _ in members.values())
+        slots = sum(c for _, c in members.values())
+        carried = fabric.group(kind, name).capacity_gbps(line) / line
+        group_caps[kind][name] = max(1, math.floor(carried * slots + 1e-9))
+    caps = Caps(
+        per_node,
+        per_rack,
+        hosts={a: c for a, (_, c) in hosts.items()},
+        racks=group_caps["rack"],
+        sites=group_caps["site"],
     )
+    return BulkBudget(per_node, per_rack, cfg.incast, demand, caps, fabric)
 
 
 def resources(a: Node, b: Node) -> tuple[tuple[str, str], ...]:
@@ -138,35 +193,10 @@ def resources(a: Node, b: Node) -> tuple[tuple[str, str], ...]:
 
 
 def bulk_waves(pairs: Sequence[Pair], budget: BulkBudget) -> list[list[Pair]]:
-    """Pack bulk pairs into waves that keep every resource within its cap (first fit).
-
-    ``first_open[r]`` is the first wave where resource r still has room; waves only fill,
-    so scanning starts there instead of at wave 0."""
+    """Bulk pairs in waves that keep every resource within its cap (netqual.packing)."""
     if budget.incast is not None:
         return incast_waves(pairs, budget.incast)
-    waves: list[list[Pair]] = []
-    load: list[dict[tuple[str, str], int]] = []
-    first_open: dict[tuple[str, str], int] = {}
-
-    def cap(res: tuple[str, str]) -> int:
-        return budget.per_node if res[0] == "node" else budget.per_rack
-
-    for a, b in pairs:
-        res = resources(a, b)
-        i = max((first_open.get(r, 0) for r in res), default=0)
-        while i < len(waves) and any(load[i].get(r, 0) >= cap(r) for r in res):
-            i += 1
-        if i == len(waves):
-            waves.append([])
-            load.append({})
-        waves[i].append((a, b))
-        for r in res:
-            load[i][r] = load[i].get(r, 0) + 1
-            j = first_open.get(r, 0)
-            while j < len(waves) and load[j].get(r, 0) >= cap(r):
-                j += 1
-            first_open[r] = j
-    return waves
+    return packing.waves(pairs, budget.packing_caps())
 
 
 def incast_waves(pairs: Sequence[Pair], readers: int) -> list[list[Pair]]:
@@ -260,6 +290,28 @@ def merged_details(pingpong: PathResult, bulk: PathResult) -> dict[str, Any]:
     return details
 
 
+@dataclass
+class Tally:
+    """What the phases of a run took (``run.schedule.actual``): seconds and counts."""
+
+    pingpong_s: float = 0.0
+    bulk_s: float = 0.0
+    pingpong_rounds: int = 0
+    bulk_waves: int = 0
+    bulk_pairs: int = 0
+    bulk_not_selected: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "pingpong_s": round(self.pingpong_s, 3),
+            "bulk_s": round(self.bulk_s, 3),
+            "pingpong_rounds": self.pingpong_rounds,
+            "bulk_waves": self.bulk_waves,
+            "bulk_pairs": self.bulk_pairs,
+            "bulk_not_selected": self.bulk_not_selected,
+        }
+
+
 def execute(
     rounds: Iterable[Sequence[Pair]],
     cfg: ScheduleConfig,
@@ -270,38 +322,49 @@ def execute(
     measure: Measure,
     combine: Combine,
     emit: Emit,
-) -> None:
+    tally: Tally | None = None,
+) -> Tally:
     """Measure every pair of ``rounds`` in the configured schedule; ``emit`` each finished
-    path (ping-pong and bulk combined) as soon as both its phases are done."""
+    path (ping-pong and bulk combined) as soon as both its phases are done. ``tally``
+    (filled as phases end, so an interrupted run keeps what finished) is returned."""
     runner = _Runner(measure, time.monotonic())
+    tally = tally if tally is not None else Tally()
     if cfg.schedule is Schedule.UNALIGNED or not bulk:
         phase = Phase.BOTH if bulk else Phase.PINGPONG
+        t0 = time.monotonic()
         for pairs in rounds:
+            tally.pingpong_rounds += 1
             for batch in host_batches(pairs, parallel):
                 for path in runner.group(batch, phase):
                     emit(path)
-        return
-    if cfg.schedule is Schedule.PER_ROUND:
-        for pairs in rounds:
-            _bulk_phase(
-                runner, _pingpong_phase(runner, [pairs], parallel, emit), budget, combine, emit
-            )
-        return
-    _bulk_phase(runner, _pingpong_phase(runner, rounds, parallel, emit), budget, combine, emit)
+        tally.pingpong_s = time.monotonic() - t0
+        return tally
+    groups = ([pairs] for pairs in rounds) if cfg.schedule is Schedule.PER_ROUND else [rounds]
+    for group in groups:
+        measured = _pingpong_phase(runner, group, parallel, emit, tally)
+        _bulk_phase(runner, measured, budget, cfg.bulk_pairs, combine, emit, tally)
+    return tally
 
 
 def _pingpong_phase(
-    runner: _Runner, rounds: Iterable[Sequence[Pair]], parallel: int | None, emit: Emit
+    runner: _Runner,
+    rounds: Iterable[Sequence[Pair]],
+    parallel: int | None,
+    emit: Emit,
+    tally: Tally,
 ) -> list[tuple[Pair, PathResult]]:
     """Ping-pong of every pair; failed pairs are emitted at once (no bulk for them)."""
     done: list[tuple[Pair, PathResult]] = []
+    t0 = time.monotonic()
     for pairs in rounds:
+        tally.pingpong_rounds += 1
         for batch in host_batches(pairs, parallel):
             for pair, path in zip(batch, runner.group(batch, Phase.PINGPONG), strict=True):
                 if path.error is None:
                     done.append((pair, path))
                 else:
                     emit(path)
+    tally.pingpong_s += time.monotonic() - t0
     return done
 
 
@@ -309,17 +372,34 @@ def _bulk_phase(
     runner: _Runner,
     measured: list[tuple[Pair, PathResult]],
     budget: BulkBudget,
+    coverage: Coverage,
     combine: Combine,
     emit: Emit,
+    tally: Tally,
 ) -> None:
-    first = {(a.name, b.name): path for (a, b), path in measured}
-    for wave in bulk_waves([pair for pair, _ in measured], budget):
+    t0 = time.monotonic()
+    chosen = packing.select([pair for pair, _ in measured], coverage)
+    first = {}
+    for ((a, b), path), bulk in zip(measured, chosen, strict=True):
+        if bulk:
+            first[(a.name, b.name)] = path
+        else:
+            # The ping-pong result is the whole path: judged without bulk, and says why.
+            details = {**dict(path.details), "bulk_pairs": f"not selected ({coverage.label})"}
+            emit(replace(path, details=details))
+            tally.bulk_not_selected += 1
+    for wave in bulk_waves(
+        [pair for (pair, _), c in zip(measured, chosen, strict=True) if c], budget
+    ):
         # Labels: how many bulk pairs shared this wave; an incast wave says so explicitly.
         extra: dict[str, Any] = {"bulk_wave_pairs": len(wave)}
         if budget.incast is not None:
             extra["incast_readers"] = len(wave)
+        tally.bulk_waves += 1
+        tally.bulk_pairs += len(wave)
         for (a, b), path in zip(wave, runner.group(wave, Phase.BULK, extra), strict=True):
             emit(combine(first[(a.name, b.name)], path))
+    tally.bulk_s += time.monotonic() - t0
 
 
 def describe(cfg: ScheduleConfig, budget: BulkBudget, bulk: bool) -> dict[str, Any]:
@@ -335,6 +415,7 @@ def describe(cfg: ScheduleConfig, budget: BulkBudget, bulk: bool) -> dict[str, A
     out: dict[str, Any] = {"name": cfg.schedule.value, "phases": phases}
     if bulk and cfg.schedule is not Schedule.UNALIGNED:
         out.update(budget.to_dict())
+        out["bulk_pairs"] = cfg.bulk_pairs.label
         out["bulk"] = "incast" if budget.incast is not None else "budgeted"
     elif bulk:
         out["bulk"] = "unbudgeted"

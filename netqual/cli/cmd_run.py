@@ -43,6 +43,7 @@ from netqual.errors import EXIT_RUNTIME, UsageError
 from netqual.interference import DEFAULT_FRACTION, DEFAULT_MINIMUM, TOLERANCE
 from netqual.inventory import Inventory, load_inventory
 from netqual.models import Mode, Policy, ProbePlan, Results
+from netqual.packing import Coverage
 from netqual.phases import Schedule, ScheduleConfig
 from netqual.policy import load_policy, short_plan_problem
 from netqual.render.dryrun import print_dry_run
@@ -90,6 +91,16 @@ BulkPerRackOpt = Annotated[
         "[default: derived from chunk and depth]",
     ),
 ]
+BulkPairsOpt = Annotated[
+    str,
+    typer.Option(
+        "--bulk-pairs",
+        metavar="COVERAGE",
+        help="Pairs that also get bulk reads: all, per-node:K (K per node, every rack pair "
+        "once) or per-rack-pair:K (K per rack pair, every node once); ping-pong covers "
+        "every pair.",
+    ),
+]
 IncastOpt = Annotated[
     int | None,
     typer.Option("--incast", help="Deliberate fan-in test: N readers of one node at once."),
@@ -119,7 +130,11 @@ InterferenceOpt = Annotated[
 
 
 def _schedule(
-    name: str, per_node: int | None, per_rack: int | None, incast: int | None
+    name: str,
+    per_node: int | None,
+    per_rack: int | None,
+    incast: int | None,
+    bulk_pairs: str = "all",
 ) -> ScheduleConfig:
     try:
         schedule = Schedule(name)
@@ -127,7 +142,7 @@ def _schedule(
         raise UsageError(
             "--schedule", f"unknown schedule {name!r} (aligned, per-round, unaligned)"
         ) from None
-    return ScheduleConfig(schedule, per_node, per_rack, incast)
+    return ScheduleConfig(schedule, per_node, per_rack, incast, Coverage.parse(bulk_pairs))
 
 
 def _plan(
@@ -269,6 +284,7 @@ def run(
     bulk_per_node: BulkPerNodeOpt = None,
     bulk_per_rack: BulkPerRackOpt = None,
     incast: IncastOpt = None,
+    bulk_pairs: BulkPairsOpt = "all",
     interference_sample: InterferenceOpt = DEFAULT_MINIMUM,
     interference_fraction: FractionOpt = DEFAULT_FRACTION,
     interference_tolerance: ToleranceOpt = TOLERANCE,
@@ -361,7 +377,8 @@ def run(
         inventory=str(inventory),
         transport_options=TransportOptions.from_flags(rdma_device, rdma_port, gid_index),
         workload=wl,
-        schedule=_schedule(schedule, bulk_per_node, bulk_per_rack, incast),
+        schedule=_schedule(schedule, bulk_per_node, bulk_per_rack, incast, bulk_pairs),
+        fabric=inv.fabric,
         interference_minimum=_non_negative(interference_sample, "--interference-sample"),
         interference_tolerance=_tolerance(interference_tolerance),
         interference_fraction=_share(interference_fraction),

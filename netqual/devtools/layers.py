@@ -60,6 +60,7 @@ MODULE_LAYERS: Mapping[str, str] = {
     "netqual.auth": "inputs",
     "netqual.plan_options": "inputs",
     "netqual.inventory": "inputs",
+    "netqual.fabric": "inputs",  # stated NIC and uplink rates
     "netqual.launch": "inputs",  # inventories from hostfiles, Slurm, Kubernetes
     "netqual.protocol": "wire",
     "netqual.handshake": "wire",
@@ -83,6 +84,7 @@ MODULE_LAYERS: Mapping[str, str] = {
     "netqual.schedule": "analysis",
     "netqual.estimate": "analysis",
     "netqual.phases": "analysis",  # when probes run: phases, bulk waves (measuring is injected)
+    "netqual.packing": "analysis",  # which pairs get bulk, and bulk waves under the caps
     "netqual.interference": "analysis",
     "netqual.campaign": "analysis",  # campaign.toml, the DuckDB history store, trend, metrics
     "netqual.campaign.milestone": "gate",  # milestone gates: a profile plus the history rules

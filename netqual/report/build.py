@@ -262,6 +262,11 @@ def _schedule_rows(results: Results) -> list[tuple[str, str]]:
         text = f"{sched.get('name', '?')}: " + (
             " then ".join(str(x) for x in phases) if isinstance(phases, list) else "?"
         )
+        fabric = sched.get("fabric")
+        if isinstance(fabric, dict) and fabric.get("assumption"):
+            caps += f" (fabric: {fabric['assumption']})"
+        if sched.get("bulk_pairs"):
+            text += f"; bulk pairs: {sched['bulk_pairs']}"
         rows.append(("Schedule", text + (f"; bulk caps: {caps}" if caps else "")))
     inter = results.interference
     if inter is not None:

@@ -254,14 +254,10 @@ class Agent:
         else:
             raise BadRequestError(ch.peer, "kind", f"unknown request {kind[:40]!r}")
 
-    def transport(self, name: str, request: Any = None) -> Transport:
-        """The transport for one request: this agent's name and options, and the request's."""
-        return get_transport(
-            name,
-            node_name=self.name,
-            options=self.transport_options,
-            request=request if isinstance(request, dict) else None,
-        )
+    def transport(self, name: str, run: TransportOptions | None = None) -> Transport:
+        """The transport for one request: this agent's name and options, and the run's
+        (decoded from the probe request) over them."""
+        return get_transport(name, node_name=self.name, options=self.transport_options, run=run)
 
     def info(self) -> dict[str, Any]:
         return {

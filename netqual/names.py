@@ -18,7 +18,12 @@ _HOST_LABEL = re.compile(r"(?!-)[A-Za-z0-9-]{1,63}(?<!-)")
 def name_problem(name: object) -> str | None:
     """Why ``name`` is not a usable node name, or None."""
     if not isinstance(name, str) or not NAME_PATTERN.fullmatch(name):
-        return f"{name!r} is not a node name (1-255 of: letters, digits, '.', '-', '_', ':')"
+        # A long value is cut, so the reason still fits where it is shown (a peer may
+        # send 5,000 characters).
+        shown = repr(name)
+        if isinstance(name, str) and len(name) > 60:
+            shown = f"{name[:40]!r}... ({len(name):,} characters)"
+        return f"{shown} is not a node name (1-255 of: letters, digits, '.', '-', '_', ':')"
     return None
 
 

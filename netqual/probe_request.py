@@ -13,7 +13,7 @@ import json
 import logging
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import numpy as np
@@ -80,6 +80,8 @@ class ProbeRequest:
     transport: str
     plan: ProbePlan
     hops: bool = True
+    # The run's device choices (``run``/``probe`` flags): both ends use them over their own.
+    options: TransportOptions = field(default_factory=TransportOptions)
 
     def to_body(self) -> dict[str, Any]:
         return {
@@ -87,6 +89,7 @@ class ProbeRequest:
             "transport": self.transport,
             "plan": plan_to_dict(self.plan),
             "hops": self.hops,
+            "options": self.options.to_body(),
         }
 
     @classmethod
@@ -107,7 +110,8 @@ class ProbeRequest:
             raise BadRequestError(peer, where, err.problem) from err
         if (problem := limits.check(plan)) is not None:
             raise LimitError(peer, problem)
-        return cls(ref, transport, plan, f.flag("hops", True))
+        options = TransportOptions.decode(f.obj("options", None))
+        return cls(ref, transport, plan, f.flag("hops", True), options)
 
 
 @dataclass(frozen=True)
@@ -177,7 +181,8 @@ class ProbeResult:
 
 
 _MAX_DETAILS_CHARS = 16_384
-TransportFactory = Callable[[str, Any], Transport]
+# (transport name, the run's options from the request) -> the transport this agent uses
+TransportFactory = Callable[[str, TransportOptions], Transport]
 
 
 def serve_probe(
@@ -194,7 +199,7 @@ def serve_probe(
     target = req.peer.name or req.peer.address
     phase = "setup"
     try:
-        transport = make_transport(req.transport, body)
+        transport = make_transport(req.transport, req.options)
         transport.check_available()
         deadline = time.monotonic() + req.plan.timeout_s
         hop = hops_mod.measure(req.peer.address, req.peer.port) if req.hops else None
@@ -271,11 +276,15 @@ def request_probe(
     ch, _hello = connect(
         src.address, src.port, token, src.name, min(10.0, timeout_s), expect_name=src.identity
     )
-    request = ProbeRequest(PeerRef(dst.identity, dst.address, dst.port), transport.value, plan)
+    request = ProbeRequest(
+        PeerRef(dst.identity, dst.address, dst.port),
+        transport.value,
+        plan,
+        options=options or TransportOptions(),
+    )
     with ch:
         ch.set_deadline(deadline)
-        fields = options.request_fields() if options is not None else {}
-        ch.send("probe", {**request.to_body(), **fields})
+        ch.send("probe", request.to_body())
         try:
             res = ProbeResult.decode(ch.expect("probe.result"), plan, src.name)
             rtt = _samples(ch, res.rtt_count)

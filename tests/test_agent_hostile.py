@@ -381,6 +381,10 @@ def test_malformed_requests_answered_and_session_survives(pair: Pair) -> None:
         ("tcp.pingpong", {"size_bytes": 64, "count": 1, "timeout_s": -1}, "bad-request"),
         ("tcp.bulk", {"chunk_bytes": 1, "reads": 1 << 33, "depth": 1}, "limit"),
     ]
+    # Transport options are a typed field of the probe request (they were merged into the
+    # body: an int device came back as a command-line error, 5,006 characters passed).
+    for options in ({"rdma": {"device": 5}}, {"rdma": {"device": "a\n" * 2503}}, {"rdma": 1}):
+        bad.append(("probe", {"peer": target, "options": options}, "bad-request"))
     ch, _ = connect("127.0.0.1", victim.port, token, peer="victim", timeout_s=5)
     with ch:
         ch.set_timeout(15)

@@ -9,7 +9,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from netqual.errors import ProtocolError, UsageError
+from netqual.errors import BadRequestError, ProtocolError, UsageError
+from netqual.messages import Fields
 from netqual.models import KIB, MIB, ProbePlan
 from netqual.transports.interface import AgentLimits
 from netqual.transports.rdma import RdmaOptions, transport_for_agent
@@ -135,24 +136,44 @@ def test_options_from_env_json_and_precedence() -> None:
     env = {"NETQUAL_RDMA_DEVICE": "mlx5_1", "NETQUAL_RDMA_PORT": "2", "NETQUAL_RDMA_GID_INDEX": ""}
     mine = RdmaOptions.from_env(env)
     assert mine == RdmaOptions(device="mlx5_1", port=2, gid_index=None)
-    asked = RdmaOptions.from_json({"gid_index": 3})
+    asked = RdmaOptions.decode(Fields({"gid_index": 3}, "options", "peer"))
     assert asked.over(mine) == RdmaOptions(device="mlx5_1", port=2, gid_index=3)
-    assert RdmaOptions.from_json(mine.to_json()) == mine
+    assert RdmaOptions.decode(Fields(mine.to_json(), "options", "peer")) == mine
     with pytest.raises(UsageError, match=r"NETQUAL_RDMA_PORT.*expected an integer"):
         RdmaOptions.from_env({"NETQUAL_RDMA_PORT": "one"})
     with pytest.raises(UsageError, match=r"--rdma-port.*1..255"):
         RdmaOptions(port=0)
-    with pytest.raises(UsageError, match=r"--gid-index.*expected an integer"):
-        RdmaOptions.from_json({"gid_index": "3"})
+    with pytest.raises(UsageError, match=r"--gid-index.*0..65535"):
+        RdmaOptions(gid_index=70000)
+
+
+@pytest.mark.parametrize(
+    ("sent", "field", "problem"),
+    [
+        ({"gid_index": "3"}, "gid_index", "must be an integer"),
+        ({"device": 5}, "device", "is not a node name"),  # was "command line: --rdma-device"
+        ({"device": "mlx5_0\n" + "x" * 5000}, "device", "is not a node name"),  # was accepted
+        ({"device": ""}, "device", "is not a node name"),
+        ({"port": 0}, "port", "0 outside [1, 255]"),
+        ({"port": True}, "port", "must be an integer"),
+        ({"gid_index": 1 << 20}, "gid_index", "outside [0, 65535]"),
+    ],
+)
+def test_options_from_a_peer_are_bad_requests_naming_the_field(
+    sent: dict[str, Any], field: str, problem: str
+) -> None:
+    with pytest.raises(BadRequestError) as info:
+        RdmaOptions.decode(Fields(sent, "probe.options.rdma", "gpu01"))
+    assert info.value.field == f"probe.options.rdma.{field}"
+    assert problem in info.value.problem
+    assert len(str(info.value)) < 300
 
 
 def test_transport_for_agent_merges_request_over_agent_options() -> None:
     agent = RdmaOptions(device="mlx5_0", port=1)
-    t = transport_for_agent(
-        "gpu01", {"local": {"gid_index": 3}, "peer": {"device": "mlx5_2"}}, agent
-    )
+    t = transport_for_agent("gpu01", RdmaOptions(gid_index=3), agent)
     assert t.options == RdmaOptions(device="mlx5_0", port=1, gid_index=3)
-    assert t.peer_options == RdmaOptions(device="mlx5_2")
+    assert t.peer_options == RdmaOptions(gid_index=3)
     assert t.node_name == "gpu01"
     plain = transport_for_agent("gpu02", None, agent)
     assert (plain.options, plain.peer_options) == (agent, None)

@@ -4,6 +4,7 @@ microsecond format that every output shares, and the transports registry."""
 from __future__ import annotations
 
 import dataclasses
+import json
 
 import numpy as np
 import pytest
@@ -13,14 +14,17 @@ from netqual.errors import UsageError
 from netqual.matrix import STATISTICS, build_matrix
 from netqual.models import (
     RTT_STATISTICS,
+    AgentLimits,
     Metric,
     Node,
     PathResult,
+    ProbePlan,
     Role,
     RttStats,
     Verdict,
     rank_key,
 )
+from netqual.probe_request import PeerRef, ProbeRequest
 from netqual.report.fmt import us
 from netqual.report.view import report_nodes
 from netqual.stats import rtt_stats
@@ -93,12 +97,19 @@ def test_transports_are_built_by_the_registry_from_typed_options() -> None:
     with pytest.raises(UsageError, match=r"unknown transport 'udp' \(choose from tcp, rdma\)"):
         TransportKind.parse("udp")
     assert isinstance(get_transport("tcp"), TcpTransport)
-    assert TransportOptions().request_fields() == {}
-    # a run's options travel in the probe request and win over the agent's own
+    # a run's options travel in the probe request (a typed field) and win over the agent's
     run_opts = TransportOptions.from_flags(gid_index=3)
     own = TransportOptions.from_flags("mlx5_0", 1)
-    request = {"transport": "rdma", **run_opts.request_fields()}
-    t = get_transport(TransportKind.RDMA, node_name="gpu01", options=own, request=request)
+    sent = ProbeRequest(PeerRef("gpu02", "127.0.0.1", 1), "rdma", ProbePlan(), options=run_opts)
+    got = ProbeRequest.decode(json.loads(json.dumps(sent.to_body())), AgentLimits(), "coord")
+    assert got == sent
+    assert (
+        ProbeRequest.decode(
+            {k: v for k, v in sent.to_body().items() if k != "options"}, AgentLimits(), "coord"
+        ).options
+        == TransportOptions()
+    )
+    t = get_transport(TransportKind.RDMA, node_name="gpu01", options=own, run=got.options)
     assert isinstance(t, RdmaTransport)
     assert t.options == RdmaOptions(device="mlx5_0", port=1, gid_index=3)
     assert t.peer_options == RdmaOptions(gid_index=3)

@@ -13,12 +13,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from netqual.errors import UsageError
+from netqual.messages import Fields
 from netqual.models import AgentLimits, RawBulk, RawProbe
 from netqual.transports.interface import Transport
 from netqual.transports.rdma.options import RdmaOptions
-
-# The probe request's key for the options below (docs/rdma.md): {"local": {..}, "peer": {..}}.
-_REQUEST_KEY = "rdma"
 
 
 class TransportKind(str, enum.Enum):
@@ -64,11 +62,16 @@ class TransportOptions:
     def empty(self) -> bool:
         return self.rdma.empty
 
-    def request_fields(self) -> dict[str, Any]:
-        """The probe request's fields that ask both ends to use these options."""
-        if self.empty:
-            return {}
-        return {_REQUEST_KEY: {"local": self.rdma.to_json(), "peer": self.rdma.to_json()}}
+    def to_body(self) -> dict[str, Any]:
+        """The probe request's typed ``options`` field (docs/rdma.md)."""
+        return {"rdma": self.rdma.to_json()}
+
+    @classmethod
+    def decode(cls, f: Fields | None) -> TransportOptions:
+        """The ``options`` field of a probe request, checked field by field."""
+        if f is None:
+            return cls()
+        return cls(rdma=RdmaOptions.decode(f.obj("rdma", None)))
 
 
 def get_transport(
@@ -76,12 +79,12 @@ def get_transport(
     *,
     node_name: str | None = None,
     options: TransportOptions | None = None,
-    request: Mapping[str, Any] | None = None,
+    run: TransportOptions | None = None,
 ) -> Transport:
     """The transport one agent uses for one request.
 
-    ``options``: the node's own (default: from the environment). ``request``: the probe
-    request, whose run-wide options (``TransportOptions.request_fields``) win over them.
+    ``options``: the node's own (default: from the environment). ``run``: the run's, from
+    the probe request (``ProbeRequest.options``); they win over the node's own.
     """
     if not isinstance(kind, TransportKind):
         kind = TransportKind.parse(kind)
@@ -93,7 +96,7 @@ def get_transport(
 
     return transport_for_agent(
         node_name or socket.gethostname(),
-        (request or {}).get(_REQUEST_KEY),
+        run.rdma if run is not None else None,
         options.rdma if options is not None else None,
     )
 

@@ -3,7 +3,8 @@
 Each node reads its own overrides: device names and GID indexes differ between nodes.
 An agent takes them from its command line or from ``NETQUAL_RDMA_DEVICE``,
 ``NETQUAL_RDMA_PORT`` and ``NETQUAL_RDMA_GID_INDEX``; a probe request may carry a dict for
-the responder (``RdmaOptions.to_json``), which then wins over the responder's own.
+the responder (``RdmaOptions.to_json``, read back with ``RdmaOptions.decode``), which then
+wins over the responder's own.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from netqual.errors import UsageError
+from netqual.messages import Fields
 
 ENV_DEVICE = "NETQUAL_RDMA_DEVICE"
 ENV_PORT = "NETQUAL_RDMA_PORT"
@@ -44,18 +46,20 @@ class RdmaOptions:
         )
 
     @classmethod
-    def from_json(cls, obj: Any) -> RdmaOptions:
-        if not isinstance(obj, Mapping):
-            raise UsageError("rdma options", "expected an object")
-        device = obj.get("device")
-        port = obj.get("port")
-        gid_index = obj.get("gid_index")
-        if device is not None and not isinstance(device, str):
-            raise UsageError("--rdma-device", f"expected a name, got {device!r}")
-        for name, value in (("--rdma-port", port), ("--gid-index", gid_index)):
-            if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
-                raise UsageError(name, f"expected an integer, got {value!r}")
-        return cls(device=device, port=port, gid_index=gid_index)
+    def decode(cls, f: Fields | None) -> RdmaOptions:
+        """The options a peer sent (``to_json`` shape), field by field: a bad one is a
+        BadRequestError naming the field, never a command-line error."""
+        if f is None:
+            return cls()
+
+        def optional_int(key: str, high: int, low: int = 0) -> int | None:
+            return None if f.body.get(key) is None else f.integer(key, low, high)
+
+        return cls(
+            device=f.optional_name("device"),
+            port=optional_int("port", 255, low=1),
+            gid_index=optional_int("gid_index", 0xFFFF),
+        )
 
     def to_json(self) -> dict[str, Any]:
         return {"device": self.device, "port": self.port, "gid_index": self.gid_index}

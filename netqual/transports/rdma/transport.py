@@ -32,7 +32,6 @@ from netqual.errors import (
     PeerError,
     ProbeError,
     TransportUnavailableError,
-    UsageError,
 )
 from netqual.messages import Fields
 from netqual.models import ProbePlan
@@ -260,12 +259,7 @@ class RdmaTransport(Transport):
         f = Fields(body, "rdma.connect", channel.peer)
         cells = SessionPlan.from_json(body.get("plan"), channel.peer)
         peer = ConnInfo.from_json(body.get("conninfo", {}), channel.peer)
-        options = self.options
-        if (requested := f.mapping("options")) is not None:
-            try:
-                options = RdmaOptions.from_json(requested).over(self.options)
-            except UsageError as err:
-                raise BadRequestError(channel.peer, "rdma.connect.options", err.problem) from err
+        options = RdmaOptions.decode(f.obj("options", None)).over(self.options)
         if (over := cells.over_limits(limits)) is not None:
             raise LimitError(channel.peer, over)
         duration_s = f.number("deadline_s", 1e-3, 1e9, 60.0)
@@ -400,23 +394,18 @@ def _responder_stopped(channel: Channel) -> str | None:
 
 
 def transport_for_agent(
-    node_name: str, request: Any = None, agent_options: RdmaOptions | None = None
+    node_name: str, run: RdmaOptions | None = None, agent_options: RdmaOptions | None = None
 ) -> RdmaTransport:
     """The RdmaTransport an agent should use for one request.
 
     ``agent_options``: the agent's own ``--rdma-device/--rdma-port/--gid-index`` (default:
-    ``NETQUAL_RDMA_*``). ``request``: the optional ``"rdma"`` object of a probe request,
-    ``{"local": {...}, "peer": {...}}`` (``RdmaOptions.to_json`` shape) from ``probe``/``run``
-    flags: ``local`` overrides this agent's options, ``peer`` is sent to the responder.
+    ``NETQUAL_RDMA_*``). ``run``: the run's options from the probe request (``probe``/``run``
+    flags, already decoded): they override this agent's own and are sent to the responder.
     """
     base = agent_options if agent_options is not None else RdmaOptions.from_env()
-    local, peer = base, None
-    if isinstance(request, Mapping):
-        if request.get("local") is not None:
-            local = RdmaOptions.from_json(request["local"]).over(base)
-        if request.get("peer") is not None:
-            peer = RdmaOptions.from_json(request["peer"])
-    return RdmaTransport(options=local, peer_options=peer, node_name=node_name)
+    if run is None or run.empty:
+        return RdmaTransport(options=base, peer_options=None, node_name=node_name)
+    return RdmaTransport(options=run.over(base), peer_options=run, node_name=node_name)
 
 
 __all__ = ["RdmaTransport", "transport_for_agent"]

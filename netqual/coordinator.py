@@ -40,6 +40,7 @@ from netqual.models import (
 )
 from netqual.pathtable import PathTable
 from netqual.phases import Phase, ScheduleConfig
+from netqual.plausible import check_path
 from netqual.policy import judge
 from netqual.probe_request import request_probe
 from netqual.protocol import connect
@@ -196,7 +197,7 @@ def measure_pair(src: Node, dst: Node, cfg: RunConfig, phase: Phase = Phase.BOTH
         duration_s=time.monotonic() - t0,
         details=details,
     )
-    return judged(path, cfg.workload)
+    return judged(check_path(path), cfg.workload)
 
 
 def combine_phases(pingpong: PathResult, bulk: PathResult, cfg: RunConfig) -> PathResult:
@@ -216,7 +217,7 @@ def combine_phases(pingpong: PathResult, bulk: PathResult, cfg: RunConfig) -> Pa
             pingpong, verdict=verdict, reasons=reasons, bulk=bulk.bulk, details=details,
             duration_s=duration,
         )  # fmt: skip
-    return judged(path, cfg.workload)
+    return judged(check_path(path), cfg.workload)
 
 
 def _failed(

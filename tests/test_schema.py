@@ -105,7 +105,7 @@ def test_every_path_is_checked_not_a_sample(tmp_path: Path) -> None:
         lambda p: p.update(tier="next-door"),
         lambda p: p.update(reasons="slow"),
         lambda p: p["rtt_us"].update(samples=-1),
-        lambda p: p["rtt_us"].update(p99=-0.5),
+        lambda p: p["rtt_us"].update(p99=None),
         lambda p: p["rtt_us"].update(p99=True),
         lambda p: p["rtt_us"]["histogram"].update(bins_per_decade=0),
         lambda p: p["bulk"][0].update(chunk_bytes=0),

@@ -75,6 +75,7 @@ MODULE_LAYERS: Mapping[str, str] = {
     "netqual.stats": "analysis",
     "netqual.matrix": "analysis",
     "netqual.policy": "analysis",
+    "netqual.plausible": "analysis",  # impossible values, verdicts judged from values
     "netqual.workload": "analysis",
     "netqual.workload.model": "core",  # records and arithmetic only
     "netqual.narrative": "analysis",

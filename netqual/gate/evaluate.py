@@ -12,6 +12,7 @@ from netqual.gate.profile import Profile
 from netqual.models import Results
 from netqual.narrative import incomplete_note, preliminary_note, waiver_problem
 from netqual.pathtable import IntArray
+from netqual.plausible import rejudge
 
 
 def evaluate(
@@ -36,12 +37,15 @@ def evaluate(
         baseline=baseline.paths if baseline is not None else None,
         interference=results.interference,
     )
+    # A stored verdict is a claim; the gate judges the values (an edited "offload-safe" with
+    # a 1 s p99 fails), keeping the worse of the two.
+    paths = rejudge(results.paths, results.run.policy)
     scoped: dict[Scope, IntArray] = {}  # a profile has a few scopes and many rules
     outcomes: list[Outcome] = []
     for rule in profile.rules:
         if rule.scope not in scoped:
-            scoped[rule.scope] = np.flatnonzero(rule.scope.mask(results.paths, nodes))
-        outcomes.append(rule.check(results.paths, scoped[rule.scope], ctx))
+            scoped[rule.scope] = np.flatnonzero(rule.scope.mask(paths, nodes))
+        outcomes.append(rule.check(paths, scoped[rule.scope], ctx))
     states = tuple(
         WaiverState(
             waiver=w,

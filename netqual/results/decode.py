@@ -37,12 +37,16 @@ from netqual.models import (
 )
 from netqual.pathtable import PathTable
 from netqual.plan_codec import plan_from_dict
+from netqual.plausible import mark_impossible
 from netqual.results.encode import SCHEMA_VERSION
 from netqual.results.summary import summarize
 from netqual.schema import validate
 from netqual.workload.model import Workload
 
 Us = Annotated[float, msgspec.Meta(ge=0)]
+# What an agent measured: any number is read, and an impossible one (negative, zero, out of
+# order) makes its path unsafe (netqual.plausible), never the whole file unreadable.
+Measured = float
 Count = Annotated[int, msgspec.Meta(ge=0)]
 
 
@@ -62,14 +66,14 @@ class _WireRtt(msgspec.Struct, kw_only=True, gc=False):
     """``rtt_us`` of a path; attribute names as ``RttStats`` has them."""
 
     samples: Count
-    min_us: Us = msgspec.field(name="min")
-    p50_us: Us = msgspec.field(name="p50")
-    p90_us: Us = msgspec.field(name="p90")
-    p99_us: Us = msgspec.field(name="p99")
-    p999_us: Us = msgspec.field(name="p999")
-    max_us: Us = msgspec.field(name="max")
-    mean_us: Us = msgspec.field(name="mean")
-    stdev_us: Us = msgspec.field(name="stdev")
+    min_us: Measured = msgspec.field(name="min")
+    p50_us: Measured = msgspec.field(name="p50")
+    p90_us: Measured = msgspec.field(name="p90")
+    p99_us: Measured = msgspec.field(name="p99")
+    p999_us: Measured = msgspec.field(name="p999")
+    max_us: Measured = msgspec.field(name="max")
+    mean_us: Measured = msgspec.field(name="mean")
+    stdev_us: Measured = msgspec.field(name="stdev")
     untrusted: list[str] = []
     ci95: _Ci95 | None = None
     histogram: _Histogram | None = None
@@ -97,16 +101,16 @@ class _WireRtt(msgspec.Struct, kw_only=True, gc=False):
 
 
 class _Completion(msgspec.Struct, gc=False):
-    p50: Us
-    p99: Us
-    max: Us | None = None
+    p50: Measured
+    p99: Measured
+    max: Measured | None = None
 
 
 class _WireBulk(msgspec.Struct, kw_only=True, gc=False):
     chunk_bytes: Annotated[int, msgspec.Meta(ge=1)]
     depth: Annotated[int, msgspec.Meta(ge=1)]
     reads: Count
-    goodput_gbps: Us
+    goodput_gbps: Measured
     completion_us: _Completion
     error: str | None = None
     # PathTable.from_paths reads these straight from the nested record (C-speed attrgetter)
@@ -344,7 +348,7 @@ def results_from_dict(
         if not isinstance(items, list):
             raise rd.fail("paths", "expected a list")
         wire_paths = [convert_path(p, source, f"paths[{i}]") for i, p in enumerate(items)]
-    paths = PathTable.from_paths(wire_paths, [n.name for n in nodes])
+    paths = mark_impossible(PathTable.from_paths(wire_paths, [n.name for n in nodes]))
     del wire_paths
     rd.get(d, "summary", "")
     tool = rd.get(d, "tool", "")
@@ -480,4 +484,4 @@ def load_jsonl_paths(path: Path) -> list[PathResult]:
             if i == len(lines) - 1:
                 break
             raise ResultsFileError(source, f"not valid JSON: {err}", field=f"line {i + 1}") from err
-    return list(PathTable.from_paths(wire))
+    return list(mark_impossible(PathTable.from_paths(wire)))

@@ -112,14 +112,22 @@ class Node:
         return f"{host}:{self.port}"
 
 
-class PlanFieldError(ValueError):
-    """A ProbePlan field out of its range; each input (option, inventory key, wire field,
+class FieldError(ValueError):
+    """A record's field out of its range; each input (option, inventory key, wire field,
     results file) names ``field`` its own way."""
 
     def __init__(self, field: str, problem: str) -> None:
         self.field = field
         self.problem = problem
         super().__init__(f"{field}: {problem}")
+
+
+class PlanFieldError(FieldError):
+    """A ProbePlan field out of its range."""
+
+
+class PolicyFieldError(FieldError):
+    """A Policy field out of its range, or thresholds in the wrong order."""
 
 
 # Field -> (lowest, highest) for the integer fields of a ProbePlan. Wide enough for any
@@ -143,6 +151,13 @@ def _check_int(field: str, value: object, low: int, high: int) -> None:
         shown = value if abs(value) < 10**30 else f"a {value.bit_length()}-bit number"
         bound = f">= {low}" if value < low else f"<= {high}"
         raise PlanFieldError(field, f"must be {bound}, got {shown}")
+
+
+def _check_policy_int(field: str, value: object) -> None:
+    try:
+        _check_int(field, value, 1, 10**12)
+    except PlanFieldError as err:
+        raise PolicyFieldError(err.field, err.problem) from None
 
 
 @dataclass(frozen=True)
@@ -303,10 +318,31 @@ def rank_key(path: PathResult, metric: Metric) -> tuple[int, float]:
 
 @dataclass(frozen=True)
 class Policy:
+    """How paths are judged. Validated on construction (PolicyFieldError naming the field),
+    wherever it comes from: a policy file, a results file, the defaults."""
+
     metric: Metric = Metric.P99
     safe_max_us: float = 200.0
     unsafe_above_us: float = 500.0
     min_samples: int = 10_000
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.metric, Metric):
+            raise PolicyFieldError(
+                "metric", f"must be one of p50, p90, p99, p999, got {self.metric!r}"
+            )
+        for name in ("safe_max_us", "unsafe_above_us"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, float)):
+                raise PolicyFieldError(name, f"must be a number, got {type(value).__name__}")
+            if not 0 < value < math.inf:
+                raise PolicyFieldError(name, f"must be a positive finite number, got {value}")
+        if self.unsafe_above_us < self.safe_max_us:
+            raise PolicyFieldError(
+                "unsafe_above_us",
+                f"must be >= safe_max_us ({self.safe_max_us:g}), got {self.unsafe_above_us:g}",
+            )
+        _check_policy_int("min_samples", self.min_samples)
 
 
 @dataclass(frozen=True)

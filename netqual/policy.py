@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from netqual.errors import PolicyError
-from netqual.models import BulkStats, Metric, Policy, RttStats, Verdict
+from netqual.models import BulkStats, Metric, Policy, PolicyFieldError, RttStats, Verdict
 from netqual.tomlfile import Fields, read_toml
 from netqual.units import format_size, format_us
 
@@ -32,10 +32,13 @@ def load_policy(path: Path) -> Policy:
         raise f.fail("metric", f"unknown metric {metric_text!r} (p50, p90, p99 or p999)") from None
     safe = f.number("safe_max_us", 200.0)
     unsafe = f.number("unsafe_above_us", 500.0)
-    if unsafe < safe:
-        raise f.fail("unsafe_above_us", f"must be >= safe_max_us ({safe:g}), got {unsafe:g}")
     min_samples = f.integer("min_samples", 10_000, low=1)
-    return Policy(metric=metric, safe_max_us=safe, unsafe_above_us=unsafe, min_samples=min_samples)
+    try:
+        return Policy(
+            metric=metric, safe_max_us=safe, unsafe_above_us=unsafe, min_samples=min_samples
+        )
+    except PolicyFieldError as err:
+        raise f.fail(err.field, err.problem) from None
 
 
 def judge(

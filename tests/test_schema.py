@@ -7,10 +7,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from cli_helpers import run_in_process
 from factories import make_results, write_results
 
 from netqual import schema
 from netqual.errors import EXIT_USAGE, ResultsFileError
+from netqual.models import Policy, PolicyFieldError
 from netqual.results import load, results_to_dict
 
 
@@ -58,6 +60,16 @@ def test_valid_file_round_trips(tmp_path: Path) -> None:
             "missing required key",
         ),
         (lambda d: d["paths"][0].update(hops=-1), "paths[0].hops", "minimum"),
+        (
+            lambda d: d["run"]["policy"].update(safe_max_us=500.0, unsafe_above_us=200.0),
+            "run.policy.unsafe_above_us",
+            "must be >= safe_max_us (500), got 200",
+        ),
+        (
+            lambda d: d["run"]["policy"].update(safe_max_us=0.0),
+            "run.policy.safe_max_us",
+            "positive finite",
+        ),
     ],
 )
 def test_schema_errors_name_the_field(
@@ -160,3 +172,31 @@ def test_schema_requires_the_documented_keys() -> None:
         "marginal",
         "unsafe",
     }
+
+
+def test_report_on_a_file_with_an_inverted_policy_exits_2_naming_the_field(
+    tmp_path: Path, doc: dict[str, Any], monkeypatch: pytest.MonkeyPatch, capsys: Any
+) -> None:
+    doc["run"]["policy"].update(safe_max_us=500.0, unsafe_above_us=200.0)
+    (tmp_path / "results.json").write_text(json.dumps(doc))
+    run = run_in_process(["report", "results.json"], tmp_path, monkeypatch, capsys)
+    assert run.returncode == EXIT_USAGE
+    assert "run.policy.unsafe_above_us" in run.stderr
+    assert "must be >= safe_max_us (500), got 200" in run.stderr
+    assert "Traceback" not in run.stderr
+
+
+@pytest.mark.parametrize(
+    ("fields", "field"),
+    [
+        ({"safe_max_us": 500.0, "unsafe_above_us": 200.0}, "unsafe_above_us"),
+        ({"safe_max_us": -1.0}, "safe_max_us"),
+        ({"unsafe_above_us": float("nan")}, "unsafe_above_us"),
+        ({"min_samples": 0}, "min_samples"),
+        ({"metric": "p95"}, "metric"),
+    ],
+)
+def test_a_policy_validates_itself_wherever_it_is_built(fields: dict[str, Any], field: str) -> None:
+    with pytest.raises(PolicyFieldError) as info:
+        Policy(**fields)
+    assert info.value.field == field

@@ -29,6 +29,7 @@ from netqual.models import (
     Node,
     PathResult,
     Policy,
+    PolicyFieldError,
     Results,
     Role,
     RunMeta,
@@ -303,6 +304,11 @@ def results_from_dict(
             unsafe_above_us=float(pol.get("unsafe_above_us", 500.0)),
             min_samples=int(pol.get("min_samples", 10_000)),
         )
+    except PolicyFieldError as err:
+        raise rd.fail(f"run.policy.{err.field}", err.problem) from err
+    except (ValueError, TypeError, OverflowError) as err:
+        raise rd.fail("run.policy", str(err)) from err
+    try:
         mode = Mode(rd.string(run, "mode", "run"))
     except (ValueError, TypeError) as err:
         raise rd.fail("run", str(err)) from err

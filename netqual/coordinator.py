@@ -22,7 +22,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from netqual import __version__, interference, localise, phases, schedule
+from netqual import __version__, estimate, interference, localise, phases, schedule
 from netqual import resume as resume_mod
 from netqual.errors import NetqualError, NoAgentsError, PeerError
 from netqual.fabric import Fabric
@@ -85,6 +85,7 @@ class RunConfig:
     retest_of: str | None = None  # the run directory being re-tested
     schedule: ScheduleConfig = field(default_factory=ScheduleConfig)
     fabric: Fabric = field(default_factory=Fabric)  # stated NIC and uplink rates
+    preflight_s: float = 0.0  # the CLI's pre-flight pass before the run (run.schedule.actual)
     # Interference check: sample max(minimum, fraction of paths); minimum 0 skips it.
     interference_fraction: float = interference.DEFAULT_FRACTION
     interference_minimum: int = interference.DEFAULT_MINIMUM
@@ -260,7 +261,9 @@ def run(
         raise NoAgentsError("the inventory needs at least two nodes")
     done = resume.done if resume else {}
     started = (resume.started_at if resume else "") or now_iso()
+    checked_at = time.monotonic()
     down = check_agents(cfg.nodes, cfg.token)
+    preflight_s = cfg.preflight_s + time.monotonic() - checked_at
     if len(down) == len(cfg.nodes):
         # Each problem already names its node ("gpu01 unreachable: ..."); don't repeat it.
         detail = "; ".join(v if v.startswith(k) else f"{k}: {v}" for k, v in down.items())
@@ -273,6 +276,10 @@ def run(
     for path in paths:
         observer.pair_finished(path)
     budget = phases.resolve(cfg.schedule, cfg.plan, cfg.nodes, cfg.fabric)
+    estimated, *_ = estimate.estimate_phases(
+        plan, cfg.transport.value, cfg.plan, cfg.parallel, cfg.schedule, cfg.fabric,
+        cfg.interference_fraction, cfg.interference_minimum,
+    )  # fmt: skip
     tally = phases.Tally()
     complete = True
     try:
@@ -309,8 +316,8 @@ def run(
         # Ctrl-C or SIGTERM: what finished is on disk; finalise it as an incomplete run.
         complete = False
     sched = phases.describe(cfg.schedule, budget, cfg.plan.bulk)
-    sched["actual"] = tally.to_dict()
     inter = None
+    inter_at = time.monotonic()
     if not complete:
         sched["interference"] = "skipped (run interrupted)"
     elif cfg.interference_minimum > 0:
@@ -318,6 +325,12 @@ def run(
         sched["interference"] = "checked" if inter.sample else "no measured paths to sample"
     else:
         sched["interference"] = "skipped (--interference-sample 0)"
+    sched["estimate"] = estimate.phases_to_dict(estimated)
+    sched["actual"] = {
+        "preflight_s": round(preflight_s, 3),
+        **tally.to_dict(),
+        "interference_s": round(time.monotonic() - inter_at, 3),
+    }
     meta = RunMeta(
         started_at=started,
         finished_at=now_iso(),

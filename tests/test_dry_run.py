@@ -33,10 +33,50 @@ def test_a_thousand_nodes_plan_without_agents(
     d = json.loads(r.stdout)
     assert (d["nodes"], d["rounds"], d["pairs"]) == (1024, 1023, 523_776)
     assert d["mode"] == "full-mesh" and d["max_pairs_per_round"] == 512
-    pair_s = DurationModel().pair_s(ProbePlan(), "tcp")
-    assert d["estimate"]["duration_s"] == pytest.approx(1023 * pair_s, rel=1e-6)
+    # default coverage (all) on the default non-blocking fabric: one bulk wave per round
+    assert (d["bulk_pairs"], d["bulk_waves"]) == (523_776, 1023)
+    assert d["fabric"].startswith("non-blocking")
+    model, plan = DurationModel(), ProbePlan()
+    est = d["estimate"]["phases"]
+    assert est["pingpong"]["seconds"] == pytest.approx(
+        1023 * model.pingpong_s(plan, "tcp"), rel=1e-6
+    )
+    assert est["bulk"]["seconds"] == pytest.approx(1023 * model.bulk_s(plan, "tcp"), rel=1e-6)
+    assert est["interference"]["count"] == 64  # 2% of the paths, capped at 64
+    assert est["preflight"]["count"] == 1024
+    total = sum(est[k]["seconds"] for k in ("preflight", "pingpong", "bulk", "interference"))
+    assert d["estimate"]["duration_s"] == pytest.approx(total, abs=0.01)
+    assert total < 10 * 3600  # the default plan fits a working day
     assert d["preview"][0][0] == ["n0000", "n1023"]
     assert not (tmp_path / "netqual-out").exists()
+
+
+def test_bulk_waves_follow_the_fabric_and_the_coverage(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    inv = tmp_path / "racks.toml"
+    inv.write_text(
+        "".join(
+            f'[[node]]\nname = "n{i:02d}"\naddress = "198.18.0.{i + 1}"\nrack = "r{1 + i // 32}"\n'
+            for i in range(64)
+        )
+    )
+
+    def dry(*extra: str) -> dict[str, object]:
+        args = ["run", str(inv), "--dry-run", "--json", *extra]
+        r = run_in_process(args, tmp_path, monkeypatch, capsys)
+        assert r.returncode == 0, r.stderr
+        return dict(json.loads(r.stdout))
+
+    assert dry()["bulk_waves"] == 63
+    one = dry("--bulk-pairs", "per-node:1")
+    # round 1 pairs r1 with r2 only: r1-r1 and r2-r2 get one pair each on top
+    assert one["bulk_pairs"] == 32 + 2 and one["bulk_waves"] == 2
+    inv.write_text(inv.read_text() + "[rack.r1]\noversubscription = 4\n")
+    oversubscribed = dry()
+    assert "1 rack stated" in str(oversubscribed["fabric"])
+    assert int(str(oversubscribed["bulk_waves"])) > 63
+    assert dry("--no-bulk")["bulk_waves"] == 0
 
 
 def test_text_names_rounds_pairs_plan_and_duration(
@@ -50,6 +90,8 @@ def test_text_names_rounds_pairs_plan_and_duration(
     assert "rounds 5  pairs 15" in r.stdout
     assert "2,000 iterations" in r.stdout and "no bulk" in r.stdout
     assert "estimated duration:" in r.stdout
+    assert "preflight" in r.stdout and "interference" in r.stdout and "  bulk" not in r.stdout
+    assert "fabric: non-blocking" in r.stdout
     assert "round 1: n0000<->n0005" in r.stdout
 
 

@@ -94,6 +94,13 @@ def test_bipartite_storage_node_never_has_more_bulk_readers_than_the_cap(
     assert schedule["name"] == "aligned" and schedule["bulk_per_node"] == 2
     assert schedule["bulk"] == "budgeted" and schedule["interference"] == "checked"
     assert doc["interference"]["sample"] == 1
+    # estimated vs actual per phase: 6 pairs on one storage host, cap 2, in 3 bulk waves
+    est, actual = schedule["estimate"], schedule["actual"]
+    assert {"preflight", "pingpong", "bulk", "interference"} <= set(est)
+    assert est["bulk"]["count"] == actual["bulk_waves"] == 3 and actual["bulk_pairs"] == 6
+    assert est["interference"]["count"] == 1 and actual["bulk_not_selected"] == 0
+    assert all(actual[k] > 0 for k in ("preflight_s", "pingpong_s", "bulk_s", "interference_s"))
+    assert schedule["fabric"]["assumption"].startswith("non-blocking")
     again = load(out / "results.json")  # validates against the schema and reads back
     assert again.interference is not None and again.interference.sample == 1
     assert again.run.schedule["bulk_per_node"] == 2

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import time
 from pathlib import Path
 from typing import Annotated
 
@@ -220,6 +222,8 @@ def _dry_run(
     sample_k: int,
     as_json: bool,
     plan: ProbePlan,
+    cfg: ScheduleConfig,
+    interference: tuple[float, int],
 ) -> None:
     d = estimate.dry_run(
         inv.source,
@@ -229,6 +233,10 @@ def _dry_run(
         plan,
         parallel,
         sample_k,
+        cfg=cfg,
+        fabric=inv.fabric,
+        interference_fraction=interference[0],
+        interference_minimum=interference[1],
     )
     if as_json:
         print(json.dumps(estimate.dry_run_to_dict(d), indent=1))
@@ -352,16 +360,13 @@ def run(
     wl, plan = _workload(
         workload, _plan(inv.plan, iterations, warmup, size, chunk, depth, no_bulk, timeout)
     )
+    sched_cfg = _schedule(schedule, bulk_per_node, bulk_per_rack, incast, bulk_pairs)
     if dry_run:
-        _dry_run(
-            inv,
-            mode,
-            transport,
-            parallel,
-            sample_k,
-            as_json,
-            plan,
+        interference = (
+            _share(interference_fraction),
+            _non_negative(interference_sample, "--interference-sample"),
         )
+        _dry_run(inv, mode, transport, parallel, sample_k, as_json, plan, sched_cfg, interference)
         return
     _short_plan(pol, plan, allow_short_plan, err_console() if as_json else console())
     token = load_token(token_file or inv.token_file, insecure=insecure)
@@ -377,7 +382,7 @@ def run(
         inventory=str(inventory),
         transport_options=TransportOptions.from_flags(rdma_device, rdma_port, gid_index),
         workload=wl,
-        schedule=_schedule(schedule, bulk_per_node, bulk_per_rack, incast, bulk_pairs),
+        schedule=sched_cfg,
         fabric=inv.fabric,
         interference_minimum=_non_negative(interference_sample, "--interference-sample"),
         interference_tolerance=_tolerance(interference_tolerance),
@@ -389,6 +394,7 @@ def run(
     rundir.check_out(out, force, resume)
     previous = resume_mod.prepare(out, run_identity(cfg), force) if resume else None
     # Progress and notes go to stderr when stdout carries JSON.
+    checked_at = time.monotonic()
     preflight_or_stop(
         err_console() if as_json else console(),
         cfg.nodes,
@@ -397,6 +403,7 @@ def run(
         keep_going,
         check_timeout,
     )
+    cfg = dataclasses.replace(cfg, preflight_s=time.monotonic() - checked_at)
     with (
         rundir.sigterm_as_interrupt(),
         ProgressObserver(err_console() if as_json else console(), pol.metric) as progress,

@@ -37,12 +37,17 @@ def print_dry_run(console: Console, d: DryRun) -> None:
         f"probe plan: {p.iterations:,} iterations after {p.warmup:,} warm-up "
         f"of {format_size(p.size_bytes)}; {bulk}; timeout {p.timeout_s:g} s per pair"
     )
+    console.print(f"fabric: {d.fabric}", soft_wrap=True)
     console.print(f"estimated duration: {format_hours(d.estimated_s)}")
+    for phase in d.phases:
+        console.print(
+            f"  {phase.name:<12} {format_hours(phase.seconds):>10}  {phase.rule}", soft_wrap=True
+        )
     console.print(
-        f"  model: a pair takes {d.model.pair_setup_s:g} s set-up + "
-        f"{p.warmup + p.iterations:,} round trips x {rtt:g} us + bulk at {gbps:g} Gbit/s "
-        f"= {d.pair_s:.2f} s; a round takes its batches x that (pairs sharing a host or "
-        "over --parallel wait); time-outs make a real run longer",
+        f"  model: {d.model.request_s:g} s per request (connect, authenticate, hop probe); "
+        f"{p.warmup + p.iterations:,} round trips x {rtt:g} us per ping-pong; bulk at the "
+        f"lesser of {gbps:g} Gbit/s and what chunk x depth keeps in flight; "
+        f"{d.model.check_s:g} s per agent check. Time-outs make a real run longer.",
         style="dim",
     )
     for r, (pairs, size) in enumerate(zip(d.preview, d.preview_sizes, strict=True), start=1):

@@ -25,6 +25,7 @@ KIB = 1 << 10
 MIB = 1 << 20
 
 DEFAULT_PORT = 18515
+SCHEMA_VERSION = "1"  # the results file format (docs/results.md)
 
 
 class Verdict(str, enum.Enum):
@@ -450,7 +451,7 @@ class Results:
     interference: Interference | None = None
     tool_name: str = "netqual"
     tool_version: str = "0"
-    schema_version: str = "1"
+    schema_version: str = SCHEMA_VERSION
 
     @property
     def preliminary(self) -> bool:

@@ -15,6 +15,9 @@ def _error(source: str, problem: str, field: str | None) -> PolicyError:
     return PolicyError(source, problem, field)
 
 
+DEFAULT_POLICY = Policy()  # the one place defaults live is the dataclass
+
+
 def load_policy(path: Path) -> Policy:
     source = str(path)
     data = read_toml(path, _error)
@@ -25,14 +28,14 @@ def load_policy(path: Path) -> Policy:
         raise top.fail("policy", "missing [policy] table")
     f = Fields(source, table, "policy", _error)
     f.check_keys({"metric", "safe_max_us", "unsafe_above_us", "min_samples"})
-    metric_text = f.string("metric", "p99")
+    metric_text = f.string("metric", DEFAULT_POLICY.metric.value)
     try:
         metric = Metric(metric_text)
     except ValueError:
         raise f.fail("metric", f"unknown metric {metric_text!r} (p50, p90, p99 or p999)") from None
-    safe = f.number("safe_max_us", 200.0)
-    unsafe = f.number("unsafe_above_us", 500.0)
-    min_samples = f.integer("min_samples", 10_000, low=1)
+    safe = f.number("safe_max_us", DEFAULT_POLICY.safe_max_us)
+    unsafe = f.number("unsafe_above_us", DEFAULT_POLICY.unsafe_above_us)
+    min_samples = f.integer("min_samples", DEFAULT_POLICY.min_samples, low=1)
     try:
         return Policy(
             metric=metric, safe_max_us=safe, unsafe_above_us=unsafe, min_samples=min_samples

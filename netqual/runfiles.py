@@ -13,7 +13,7 @@ from typing import Any
 
 from netqual import __version__, localise
 from netqual.errors import ResultsFileError
-from netqual.models import Mode, Node, Results
+from netqual.models import SCHEMA_VERSION, Mode, Node, Results
 from netqual.results import load, results_from_dict
 from netqual.resume import IDENTITY_FILE
 from netqual.schedule import build
@@ -51,7 +51,7 @@ def load_partial(jsonl: Path) -> Results:
     ident = _identity(jsonl.parent / IDENTITY_FILE)
     nodes = ident.get("nodes") or _nodes_of(paths)
     doc = {
-        "schema_version": "1",
+        "schema_version": SCHEMA_VERSION,
         "tool": {"name": "netqual", "version": __version__},
         "run": {
             "started_at": ident.get("started_at", ""),

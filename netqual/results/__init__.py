@@ -3,9 +3,9 @@ written as a run goes), ``decode`` (JSON -> records, validated) and ``summary`` 
 verdict and the worst paths). Import from here; the submodules are the homes.
 """
 
+from netqual.models import SCHEMA_VERSION
 from netqual.results.decode import load, load_jsonl_paths, results_from_dict
 from netqual.results.encode import (
-    SCHEMA_VERSION,
     append_jsonl,
     bulk_to_dict,
     node_to_dict,

@@ -24,6 +24,8 @@ from netqual.errors import ResultsFileError
 from netqual.interference import from_dict as interference_from_dict
 from netqual.localise import suspect_from_dict
 from netqual.models import (
+    DEFAULT_PORT,
+    SCHEMA_VERSION,
     Metric,
     Mode,
     Node,
@@ -39,7 +41,6 @@ from netqual.models import (
 from netqual.pathtable import PathTable
 from netqual.plan_codec import plan_from_dict
 from netqual.plausible import mark_impossible
-from netqual.results.encode import SCHEMA_VERSION
 from netqual.results.summary import summarize
 from netqual.schema import validate
 from netqual.workload.model import Workload
@@ -219,6 +220,7 @@ class _Reader:
 
 
 _PATH_DECODER = msgspec.json.Decoder(_WirePath)
+_DEFAULT_POLICY = Policy()  # what a file written without a policy was judged by
 _AT = re.compile(r"^(?P<msg>.*?)(?: - at `\$(?P<at>[^`]*)`)?$", re.DOTALL)
 _MISSING = re.compile(r"^Object missing required field `(?P<key>[^`]+)`$")
 
@@ -299,10 +301,10 @@ def results_from_dict(
     pol = rd.get(run, "policy", "run")
     try:
         policy = Policy(
-            metric=Metric(pol.get("metric", "p99")),
-            safe_max_us=float(pol.get("safe_max_us", 200.0)),
-            unsafe_above_us=float(pol.get("unsafe_above_us", 500.0)),
-            min_samples=int(pol.get("min_samples", 10_000)),
+            metric=Metric(pol.get("metric", _DEFAULT_POLICY.metric.value)),
+            safe_max_us=float(pol.get("safe_max_us", _DEFAULT_POLICY.safe_max_us)),
+            unsafe_above_us=float(pol.get("unsafe_above_us", _DEFAULT_POLICY.unsafe_above_us)),
+            min_samples=int(pol.get("min_samples", _DEFAULT_POLICY.min_samples)),
         )
     except PolicyFieldError as err:
         raise rd.fail(f"run.policy.{err.field}", err.problem) from err
@@ -343,7 +345,7 @@ def results_from_dict(
             Node(
                 name=rd.string(n, "name", w),
                 address=rd.string(n, "address", w),
-                port=int(n.get("port") or 18515),
+                port=int(n.get("port") or DEFAULT_PORT),
                 role=role,
                 rack=rd.get(n, "rack", w),
                 labels=dict(rd.get(n, "labels", w) or {}),

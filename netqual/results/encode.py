@@ -28,8 +28,6 @@ from netqual.models import (
 from netqual.plan_codec import plan_to_dict
 from netqual.stats import BINS_PER_DECADE, bin_index
 
-SCHEMA_VERSION = "1"
-
 
 def _t(value_us: float) -> float:
     """Microseconds to the nanosecond: the clock's resolution, so nothing measured is lost."""

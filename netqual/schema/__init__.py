@@ -21,6 +21,7 @@ import jsonschema
 from jsonschema.exceptions import ValidationError, best_match
 
 from netqual.errors import ResultsFileError
+from netqual.models import SCHEMA_VERSION
 
 
 @functools.cache
@@ -86,10 +87,10 @@ def validate(data: Mapping[str, Any], source: str) -> None:
     version = data.get("schema_version")
     if version is None:
         raise ResultsFileError(source, "missing required key", field="schema_version")
-    if version != "1":
+    if version != SCHEMA_VERSION:
         raise ResultsFileError(
             source,
-            f"unsupported schema_version {version!r} (this netqual reads '1')",
+            f"unsupported schema_version {version!r} (this netqual reads {SCHEMA_VERSION!r})",
             field="schema_version",
         )
     err = best_match(_validator().iter_errors(data))

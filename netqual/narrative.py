@@ -42,7 +42,7 @@ def _counts_sentence(results: Results) -> str:
     counts = results.summary.counts
     safe = counts.get(Verdict.SAFE, 0)
     metric = results.run.policy.metric
-    text = f"{safe} of {total} paths offload-safe"
+    text = f"{safe:,} of {total:,} paths offload-safe"
     table = results.paths
     worst_rows = [i for i in table.rows_of(results.summary.worst) if i is not None]
     for verdict in (Verdict.UNSAFE, Verdict.MARGINAL):
@@ -50,7 +50,7 @@ def _counts_sentence(results: Results) -> str:
         if not n:
             continue
         row = next((i for i in worst_rows if table.verdict[i] == verdict.rank), None)
-        text += f"; {n} {verdict.value}"
+        text += f"; {n:,} {verdict.value}"
         if row is not None:
             worst = table.row(row)
             text += f" (worst {path_label(worst)}, " if n > 1 else f": {path_label(worst)}, "

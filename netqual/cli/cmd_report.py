@@ -69,6 +69,12 @@ def report(
         ),
     ] = None,
     workload: WorkloadOpt = None,
+    show_all: Annotated[
+        bool,
+        typer.Option(
+            "--all", help="Every rack pair and suspect (a large run shows the worst ones)."
+        ),
+    ] = False,
     as_json: JsonOpt = False,
 ) -> None:
     """Show a run again, optionally as HTML and CSV; --workload judges every path by a
@@ -90,7 +96,7 @@ def report(
         typer.echo(json.dumps(results_to_dict(res), indent=1))
         return
     out = console()
-    print_results(out, res, stat)
+    print_results(out, res, stat, show_all)
     print_workload_results(out, res)
     print_retest_before_after(out, res, results)
     prof = load_profile(profile) if profile else None

@@ -13,6 +13,7 @@ from netqual.interference import headline
 from netqual.matrix import (
     STATISTICS,
     Grouping,
+    GroupRow,
     Statistic,
     build_matrix,
     group_paths,
@@ -33,11 +34,14 @@ def verdict_text(v: Verdict) -> Text:
     return Text(v.value, style=STYLE[v])
 
 
-def print_results(console: Console, results: Results, stat: str | None = None) -> None:
+def print_results(
+    console: Console, results: Results, stat: str | None = None, show_all: bool = False
+) -> None:
     """Summary sentence, counts, matrix (per rack when large), per-hop table, worst paths.
 
     ``stat`` names the matrix's statistic (``netqual.matrix.STATISTICS``); default: the
-    policy metric."""
+    policy metric. A large run shows its worst rack pairs and first suspects only, so the
+    whole fits a screen or two (at most about 60 lines); ``show_all`` prints every one."""
     run = results.run
     pol = run.policy
     console.print(Text(verdict_sentence(results), style="bold"))
@@ -46,27 +50,31 @@ def print_results(console: Console, results: Results, stat: str | None = None) -
     ):
         console.print(Text(warning, style="bold red"))
     counts = Text("  ").join(
-        Text.assemble((v.value, STYLE[v]), f" {results.summary.counts.get(v, 0)}") for v in Verdict
+        Text.assemble((v.value, STYLE[v]), f" {results.summary.counts.get(v, 0):,}")
+        for v in Verdict
     )
     console.print(counts)
     console.print(
         f"policy: {pol.metric.value} <= {pol.safe_max_us:g} us safe, > {pol.unsafe_above_us:g} us "
         f"unsafe, min {pol.min_samples} samples | transport {run.transport} | {run.mode.value} | "
-        f"{len(results.nodes)} nodes | {run.started_at}",
+        f"{len(results.nodes):,} nodes | {run.started_at}",
         style="dim",
     )
     if len(results.nodes) <= MATRIX_MAX_NODES:
         print_matrix(console, results, STATISTICS[stat or results.run.policy.metric.value])
     else:
-        print_groups(console, results, "rack pair", rack_pair_groups(results.nodes, results.paths))
+        limit = None if show_all else RACK_PAIRS_SHOWN
+        groups = rack_pair_groups(results.nodes, results.paths)
+        print_groups(console, results, "rack pair", groups, limit)
     print_groups(console, results, "hops", hop_groups(results.paths))
     if (results.paths.tier != TIERS.index(Tier.UNKNOWN)).any():
         print_groups(console, results, "tier", tier_groups(results.paths))
     print_worst(console, results)
-    print_suspects(console, results)
+    print_suspects(console, results, None if show_all else SUSPECTS_SHOWN)
 
 
-SUSPECTS_SHOWN = 10
+SUSPECTS_SHOWN = 8
+RACK_PAIRS_SHOWN = 10  # the worst ones; --all for every rack pair
 
 
 def suspect_line(s: Suspect) -> str:
@@ -99,16 +107,20 @@ def suspect_line(s: Suspect) -> str:
     )
 
 
-def print_suspects(console: Console, results: Results) -> None:
+def print_suspects(console: Console, results: Results, limit: int | None = SUSPECTS_SHOWN) -> None:
     """Where the problem sits (netqual.localise): nodes, rack pairs, links, asymmetries."""
     found = localise.suspects(results)
     if not found:
         return
     console.print("suspects (where the problem sits)", style="bold")
-    for s in found[:SUSPECTS_SHOWN]:
+    shown = found if limit is None else found[:limit]
+    for s in shown:
         console.print(f"  {suspect_line(s)}", highlight=False)
-    if len(found) > SUSPECTS_SHOWN:
-        console.print(f"  ... and {len(found) - SUSPECTS_SHOWN} more in results.json", style="dim")
+    if len(found) > len(shown):
+        console.print(
+            f"  ... and {len(found) - len(shown):,} more in results.json (--all shows them)",
+            style="dim",
+        )
 
 
 def print_matrix(console: Console, results: Results, stat: Statistic) -> None:
@@ -141,8 +153,25 @@ def print_groups(
     results: Results,
     title: str,
     grouping: Grouping,
+    limit: int | None = None,
 ) -> None:
+    """One row per group; with ``limit``, only the worst groups (largest share of paths
+    not offload-safe, then most unsafe, then worst p99) in their usual order, and a line
+    for the rest."""
     rows = group_paths(results.paths, grouping)
+    hidden: list[GroupRow] = []
+    if limit is not None and len(rows) > limit:
+        ranked = sorted(
+            range(len(rows)),
+            key=lambda i: (
+                -(rows[i].marginal + rows[i].unsafe) / max(1, rows[i].paths),
+                -rows[i].unsafe,
+                -(rows[i].worst_p99_us or 0.0),
+            ),
+        )
+        keep = set(ranked[:limit])
+        hidden = [r for i, r in enumerate(rows) if i not in keep]
+        rows = [r for i, r in enumerate(rows) if i in keep]
     per_hop = title == "hops"
     # Short headers: the table fits 80 columns without wrapping one (us = microseconds).
     table = Table(title=f"by {title} (us)", title_justify="left")
@@ -157,15 +186,24 @@ def print_groups(
             extra = ["-"]
         table.add_row(
             r.key,
-            str(r.paths),
+            f"{r.paths:,}",
             format_us(r.median_p50_us),
             *extra,
             format_us(r.worst_p99_us),
-            Text(str(r.safe), style="green" if r.safe else "dim"),
-            Text(str(r.marginal), style="yellow" if r.marginal else "dim"),
-            Text(str(r.unsafe), style="bold red" if r.unsafe else "dim"),
+            Text(f"{r.safe:,}", style="green" if r.safe else "dim"),
+            Text(f"{r.marginal:,}", style="yellow" if r.marginal else "dim"),
+            Text(f"{r.unsafe:,}", style="bold red" if r.unsafe else "dim"),
         )
+    if hidden:
+        table.title = f"by {title} (us): the {len(rows)} worst of {len(rows) + len(hidden):,}"
     console.print(table)
+    if hidden:
+        clean = sum(1 for r in hidden if not r.marginal and not r.unsafe)
+        console.print(
+            f"  ... {len(hidden):,} more {title}s ({clean:,} of them all offload-safe); "
+            "--all shows every one",
+            style="dim",
+        )
 
 
 def print_worst(console: Console, results: Results, limit: int = 5) -> None:

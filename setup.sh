@@ -10,6 +10,7 @@ APT_PACKAGES=(
   sockperf iperf3 # reference tools for bench/ and their smoke tests
   chromium        # headless browser: the HTML report screenshot test
   python3-pyverbs rdma-core ibverbs-providers ibverbs-utils perftest  # RDMA transport, doctor, bench/rdma_vs_perftest
+  gcc libibverbs-dev  # compiles the RDMA ping-pong loop (netqual/transports/rdma/hotloop.c) at pip install
   qemu-system-x86 busybox-static cpio kmod  # the Soft-RoCE guest (tests/test_rxe_guest.py, netqual lab rdma-shell)
   slurmd slurmctld slurm-client munge  # tests/test_slurm_job.py: a single-host Slurm cluster
   prometheus      # tests/test_campaign_prometheus.py: a real server scrapes `campaign serve`

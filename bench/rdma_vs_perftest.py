@@ -4,9 +4,12 @@
 Runs, on the same device and port (loopback: server and client on this host):
   ib_write_lat  -> prints HALF the round trip (write ping-pong, polls the last byte)
   ib_read_lat   -> prints the FULL round trip of one RDMA READ
-  netqual       -> full round trip of its write ping-pong, timed in Python at the initiator
-and prints p50 / p99 of each as a full RTT, and netqual's ratio to each. The difference to
-2 x ib_write_lat is netqual's Python overhead per round trip (a few microseconds).
+  netqual       -> full round trip of its write ping-pong, timed at the initiator by the
+                   loop netqual uses (the compiled one, hotloop.c, where it is built)
+  netqual-python -> the same with NETQUAL_RDMA_LOOP=python (the pyverbs fallback loop)
+and prints p50 / p99 of each as a full RTT, and netqual's ratio to each; then, per netqual
+loop, its ratio to 2 x ib_write_lat at p50 (target <= 1.2) and the initiator thread's user
+and system CPU time per round trip (both ends busy-poll, as perftest does).
 
 Usage: bench/rdma_vs_perftest [--device mlx5_0] [--port 1] [--gid-index 3] [--iterations N]
 Without an RDMA device it says so and exits 1.
@@ -23,13 +26,14 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import numpy as np
 
 from netqual.errors import NetqualError
-from netqual.transports.rdma import RdmaOptions, RdmaTransport, devices, verbs
+from netqual.transports.rdma import RdmaOptions, RdmaTransport, devices, hotloop, verbs
 from netqual.transports.rdma.gid import Family, GidType, LinkLayer
 
 
@@ -140,7 +144,25 @@ def pick_port(options: RdmaOptions) -> tuple[str, int, int | None, str]:
     raise SystemExit("no ACTIVE port with a RoCE v2 IPv4 GID or an InfiniBand LID")
 
 
-def run_netqual(options: RdmaOptions, host: str, iters: int, size: int) -> np.ndarray:
+def run_netqual(
+    options: RdmaOptions, host: str, iters: int, size: int, loop: str | None
+) -> tuple[np.ndarray, dict[str, Any]]:
+    """One probe through a fresh responder agent; ``loop`` "python" forces the Python loop
+    on both ends (the agent inherits the environment)."""
+    saved = os.environ.get(hotloop.LOOP_ENV)
+    os.environ[hotloop.LOOP_ENV] = loop or ""
+    try:
+        return _run_netqual(options, host, iters, size)
+    finally:
+        if saved is None:
+            os.environ.pop(hotloop.LOOP_ENV, None)
+        else:
+            os.environ[hotloop.LOOP_ENV] = saved
+
+
+def _run_netqual(
+    options: RdmaOptions, host: str, iters: int, size: int
+) -> tuple[np.ndarray, dict[str, Any]]:
     from netqual.auth import load_token, write_token
     from netqual.localagents import start_agent, stop_agents
     from netqual.models import ProbePlan
@@ -170,7 +192,7 @@ def run_netqual(options: RdmaOptions, host: str, iters: int, size: int) -> np.nd
                 )
         finally:
             stop_agents([proc])
-    return raw.rtt_ns
+    return raw.rtt_ns, dict(raw.details)
 
 
 def main() -> int:
@@ -198,26 +220,40 @@ def main() -> int:
     rows.append(Latency("ib_write_lat", "half RTT (write ping-pong)", *write, full_rtt_factor=2.0))
     read = measure_perftest("ib_read_lat", device, port, gid, host, args.iterations, args.size)
     rows.append(Latency("ib_read_lat", "full RTT (one RDMA READ)", *read, full_rtt_factor=1.0))
-    rtt_us = run_netqual(options, host, args.iterations, args.size) / 1e3
-    ours = Latency(
-        "netqual",
-        "full RTT (write ping-pong, Python)",
-        float(np.percentile(rtt_us, 50)),
-        float(np.percentile(rtt_us, 99)),
-        1.0,
-    )
+    ours: list[tuple[Latency, dict[str, Any]]] = []
+    for tool, loop in (("netqual", None), ("netqual-python", "python")):
+        rtt_ns, details = run_netqual(options, host, args.iterations, args.size, loop)
+        rtt_us = rtt_ns / 1e3
+        kind = str(details.get("pingpong_loop", "?")).split(" ", 1)[0]
+        measured = Latency(
+            tool,
+            f"full RTT (write ping-pong, {kind})",
+            float(np.percentile(rtt_us, 50)),
+            float(np.percentile(rtt_us, 99)),
+            1.0,
+        )
+        ours.append((measured, details))
     print(
         f"{'tool':14} {'measures':36} {'p50 us':>8} {'p99 us':>8} {'RTT p50':>8} "
         f"{'RTT p99':>8} {'netqual/tool p50':>17}"
     )
-    for row in [*rows, ours]:
-        ratio = ours.rtt_p50_us / row.rtt_p50_us if row.rtt_p50_us else float("nan")
+    first = ours[0][0]
+    for row in [*rows, *(m for m, _ in ours)]:
+        ratio = first.rtt_p50_us / row.rtt_p50_us if row.rtt_p50_us else float("nan")
         print(
             f"{row.tool:14} {row.measures:36} {row.p50_us:8.2f} {row.p99_us:8.2f} "
             f"{row.rtt_p50_us:8.2f} {row.rtt_p99_us:8.2f} {ratio:17.2f}"
         )
-    overhead = ours.rtt_p50_us - rows[0].rtt_p50_us
-    print(f"netqual - 2 x ib_write_lat at p50: {overhead:+.2f} us (Python per round trip)")
+    write_rtt = rows[0].rtt_p50_us
+    for measured, details in ours:
+        print(
+            f"{measured.tool}: p50 {measured.rtt_p50_us / write_rtt:.2f} x 2 x ib_write_lat "
+            f"({measured.rtt_p50_us - write_rtt:+.2f} us); CPU per round trip: user "
+            f"{details.get('pingpong_user_cpu_ns_per_round', 0) / 1e3:.2f} us, system "
+            f"{details.get('pingpong_sys_cpu_ns_per_round', 0) / 1e3:.2f} us; loop: "
+            f"{details.get('pingpong_loop', '?')}; responder loop: "
+            f"{details.get('peer', {}).get('pingpong_loop', '?')}"
+        )
     return 0
 
 

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from netqual.errors import NetqualError, TransportUnavailableError
-from netqual.transports.rdma import devices, verbs
+from netqual.transports.rdma import devices, hotloop, verbs
 from netqual.transports.rdma.gid import GidType, LinkLayer
 
 ERROR = "error"
@@ -53,13 +53,23 @@ def local_report(node: str | None = None) -> dict[str, Any]:
         "location": pv.location,
         "route": pv.route,
     }
+    compiled, loop = hotloop.status(getattr(pv.qp, "QP", None))
+    report["pingpong_loop"] = {"compiled": compiled, "text": loop}
+    if not compiled and not hotloop.forced_python():
+        report["problems"].append(
+            problem(
+                WARNING,
+                f"the RDMA ping-pong runs its {loop}: per-round Python cost in every RTT "
+                f"({hotloop.NOT_BUILT_HINT})",
+            )
+        )
     try:
         found = devices.scan(pv)
     except TransportUnavailableError as err:
         report["problems"].append(problem(ERROR, f"{err.problem}; {err.hint}"))
         return report
     report["devices"] = [_device_json(d) for d in found]
-    report["problems"] = check_devices(report["devices"])
+    report["problems"] += check_devices(report["devices"])
     return report
 
 

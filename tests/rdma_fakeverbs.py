@@ -69,6 +69,9 @@ class Fabric:
         self.fail_transition: tuple[str, int] | None = None
         self.fail_transition_skip = 0  # let this many matching transitions succeed first
         self.on_write: Callable[[int, int], None] | None = None  # (remote_addr, length)
+        # Give QPs a C-level twin (rdma_fakeverbs_c) so the compiled ping-pong loop runs on
+        # them; False: the transport finds no ibv_qp and runs its Python loop.
+        self.compiled = False
         self.closed: list[str] = []
         self.max_sq_seen = 0
         self.moved = threading.Condition()  # notified whenever a WRITE or READ moved bytes
@@ -344,6 +347,13 @@ def module(fabric: Fabric) -> verbs.Pyverbs:
     def get_device_list() -> list[Device]:
         return [Device(b"fake0")]
 
+    def qp_address(qp: QP) -> int | None:
+        if not f.compiled:
+            return None
+        from rdma_fakeverbs_c import twin_address
+
+        return twin_address(qp, SendWR, SGE)
+
     ns = SimpleNamespace
     return verbs.Pyverbs(
         device=ns(
@@ -363,4 +373,5 @@ def module(fabric: Fabric) -> verbs.Pyverbs:
         location="(fake)",
         version="fake",
         route="test",
+        qp_address=qp_address,
     )

@@ -8,6 +8,7 @@ control-channel session; what they cannot show is timing on a NIC (test_rdma_hw.
 from __future__ import annotations
 
 import ctypes
+import dataclasses
 import socket
 import sys
 import threading
@@ -20,7 +21,15 @@ from netqual.errors import ProbeError
 from netqual.models import KIB, ProbePlan
 from netqual.protocol import connect
 from netqual.transports.interface import AgentLimits
-from netqual.transports.rdma import RdmaOptions, RdmaTransport, bulk, devices, pingpong, verbs
+from netqual.transports.rdma import (
+    RdmaOptions,
+    RdmaTransport,
+    bulk,
+    devices,
+    hotloop,
+    pingpong,
+    verbs,
+)
 from netqual.transports.rdma.endpoint import Endpoint
 
 sys.path.insert(0, __file__.rsplit("/", 1)[0])
@@ -41,9 +50,21 @@ def _byte(ep: Endpoint, size: int = 64) -> ctypes.c_uint8:
     return ctypes.c_uint8.from_address(ep.buf + ep.recv_offset + size - 1)
 
 
-@pytest.fixture
-def fabric() -> Fabric:
-    return Fabric()
+@pytest.fixture(params=["python", "compiled"])
+def fabric(request: pytest.FixtureRequest) -> Fabric:
+    """Every test runs both ping-pong loops: the Python one and hotloop.c (where built),
+    the latter on the fake verbs' C-level twins (tests/rdma_fakeverbs_c.py)."""
+    fab = Fabric()
+    if request.param == "compiled":
+        lib = hotloop.library()
+        if isinstance(lib, str):
+            pytest.skip(lib)
+        fab.compiled = True
+    return fab
+
+
+def _loop(fabric: Fabric) -> str:
+    return "compiled" if fabric.compiled else "python"
 
 
 def test_initiator_pingpong_against_an_echoing_peer(fabric: Fabric) -> None:
@@ -55,9 +76,18 @@ def test_initiator_pingpong_against_an_echoing_peer(fabric: Fabric) -> None:
             _byte(a).value = _byte(b).value
 
     fabric.on_write = echo
+    ran: dict[str, object] = {}
     rtt = pingpong.initiate(
-        a, b.conninfo(), iterations=1000, warmup=100, size=64, deadline=time.monotonic() + 30
+        a,
+        b.conninfo(),
+        iterations=1000,
+        warmup=100,
+        size=64,
+        deadline=time.monotonic() + 30,
+        info=ran,
     )
+    assert str(ran["pingpong_loop"]).startswith(_loop(fabric)), ran
+    assert isinstance(ran["pingpong_user_cpu_ns_per_round"], int)
     assert rtt.shape == (1000,)
     assert (rtt > 0).all()
     assert _byte(a).value == 1100 & 0xFF  # the sequence byte wrapped four times
@@ -260,6 +290,12 @@ def test_full_session_over_the_control_channel(fake_agent: int, fabric: Fabric) 
     assert raw.details["responder_rounds"] == 220
     assert raw.details["peer"]["device"] == "fake0"
     assert raw.details["bulk_depth_cap"] == 16
+    for loop in (raw.details["pingpong_loop"], raw.details["peer"]["pingpong_loop"]):
+        assert loop.startswith(_loop(fabric)), loop
+    if not fabric.compiled:
+        assert raw.details["pingpong_loop"] == (
+            "python (pyverbs; this pyverbs does not give the compiled loop its QP)"
+        )
 
 
 def test_full_session_checks_the_channel_on_every_poll(
@@ -357,3 +393,25 @@ def test_failed_bulk_cell_keeps_the_rtt_and_skips_later_cells(
     )
     assert second.error == "not run: an earlier bulk cell failed"
     assert len(second.completion_ns) == 0
+
+
+def test_a_qp_handle_that_fails_its_check_runs_the_python_loop_and_says_why() -> None:
+    if isinstance(lib := hotloop.library(), str):
+        pytest.skip(lib)
+    fabric = Fabric()
+    fabric.compiled = True
+    a, b = _pair(fabric)
+    a.pv = dataclasses.replace(a.pv, qp_address=lambda qp: 8)
+    ran: dict[str, object] = {}
+    _byte(a).value = 0
+
+    def echo(addr: int, n: int) -> None:
+        _byte(a).value = _byte(b).value
+
+    fabric.on_write = echo
+    pingpong.initiate(
+        a, b.conninfo(), iterations=20, warmup=0, size=64, deadline=time.monotonic() + 30, info=ran
+    )
+    assert ran["pingpong_loop"] == (
+        "python (pyverbs; the QP handle found at 0x8 is not readable memory)"
+    )

@@ -23,6 +23,7 @@ from typing import Any
 import pytest
 
 from netqual.errors import GuestError
+from netqual.transports.rdma import hotloop
 from netqual.vm import GuestRun, cached_kernel, fetch_kernel, qemu_unavailable, run_in_guest
 
 pytestmark = [pytest.mark.rxe, pytest.mark.slow]
@@ -58,6 +59,12 @@ class GuestResults:
         except json.JSONDecodeError:
             pytest.fail(f"{name}: no JSON on stdout:\n{_shown(record)}")
         return doc
+
+
+def _loop_kind() -> str:
+    """The loop the guest must run: the guest sees this host's files, so the compiled one
+    wherever this install built it (setup.sh installs gcc and libibverbs-dev for that)."""
+    return "python" if isinstance(hotloop.library(), str) else "compiled"
 
 
 def _shown(record: dict[str, Any]) -> str:
@@ -112,6 +119,7 @@ def test_doctor_says_ready(guest: GuestResults) -> None:
     for device in ("rxe0", "rxe1"):
         assert device in record["stdout"]
     assert "198.18.0.1" in record["stdout"] and "198.18.0.2" in record["stdout"]
+    assert f"ping-pong   {_loop_kind()} loop" in record["stdout"], _shown(record)
 
 
 def test_default_plan_over_real_verbs(guest: GuestResults) -> None:
@@ -130,6 +138,10 @@ def test_default_plan_over_real_verbs(guest: GuestResults) -> None:
     assert details["gid_type"] == "RoCEv2" and details["link_layer"] == "Ethernet"
     assert details["path_mtu_bytes"] == 1024  # veth MTU 1500 on both ends
     assert details["responder_rounds"] == 11_000  # 1,000 warm-up + 10,000 kept
+    # The compiled loop took the real pyverbs QP (its handle passed the check) on both ends.
+    for loop in (details["pingpong_loop"], details["peer"]["pingpong_loop"]):
+        assert loop.startswith(_loop_kind()), loop
+    assert details["pingpong_user_cpu_ns_per_round"] > 0
 
 
 def test_responder_killed_mid_probe(guest: GuestResults) -> None:
@@ -186,10 +198,15 @@ def test_bench_next_to_perftest(guest: GuestResults, artefact: Callable[[str], N
     record = guest.case("bench")
     assert record["rc"] == 0, _shown(record)
     table = record["stdout"]
-    rows = {tool: _p50(table, tool) for tool in ("ib_write_lat", "ib_read_lat", "netqual")}
+    tools = ("ib_write_lat", "ib_read_lat", "netqual", "netqual-python")
+    rows = {tool: _p50(table, tool) for tool in tools}
     line = "rxe guest, RTT p50 us (TCG, functional only): " + ", ".join(
         f"{tool} {value:.1f}" for tool, value in rows.items()
     )
+    line += f"; netqual ({_loop_kind()}) / 2 x ib_write_lat p50 "
+    line += f"{rows['netqual'] / rows['ib_write_lat']:.2f}"
     artefact(line)
     print(table)
     assert all(math.isfinite(v) and v > 0 for v in rows.values()), table
+    assert f"full RTT (write ping-pong, {_loop_kind()})" in table, table
+    assert "full RTT (write ping-pong, python)" in table, table

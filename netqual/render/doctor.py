@@ -49,6 +49,8 @@ def _node(console: Console, name: str, report: Mapping[str, Any]) -> None:
         line = f"not importable: {pv.get('error', 'unknown')}"
     console.print(f"  pyverbs     {line}")
     console.print(f"  libibverbs  {report.get('libibverbs') or 'not found'}")
+    if (loop := report.get("pingpong_loop")) is not None:
+        console.print(f"  ping-pong   {loop.get('text', 'unknown')}")
     sysfs = report.get("sysfs_devices", [])
     console.print(
         f"  sysfs       {', '.join(sysfs) if sysfs else 'no /sys/class/infiniband devices'}"

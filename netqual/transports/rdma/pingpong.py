@@ -16,7 +16,9 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import errno
 import gc
+import resource
 import select
 import socket
 import time
@@ -27,7 +29,7 @@ import numpy as np
 import numpy.typing as npt
 
 from netqual.errors import ProbeError
-from netqual.transports.rdma import verbs
+from netqual.transports.rdma import hotloop, verbs
 from netqual.transports.rdma.conninfo import ConnInfo
 from netqual.transports.rdma.endpoint import Endpoint
 from netqual.transports.rdma.errors import completion_error
@@ -48,6 +50,8 @@ class _Writer:
         flags = verbs.SEND_INLINE if ep.inline_bytes >= size else 0
         self.inline = bool(flags)
         lkey = int(ep.mr.lkey)
+        self.flags, self.lkey, self.size = flags, lkey, size
+        self.remote_addr, self.rkey = peer.addr + peer.recv_offset, peer.rkey
         sg = verbs.sge(pv, ep.buf + ep.send_offset, size, lkey)
         self.plain = verbs.send_wr(pv, PINGPONG_WR_ID, verbs.WR_RDMA_WRITE, sg, flags)
         self.signalled = verbs.send_wr(
@@ -135,6 +139,161 @@ def _confirm_peer_gone(w: _Writer, deadline: float) -> str:
     return f"{gone}, yet a write to its QP still completes"
 
 
+class _PythonRounds:
+    """The timed rounds in Python over pyverbs: the fallback, and the reference semantics."""
+
+    name = "python"
+
+    def __init__(self, w: _Writer, why: str) -> None:
+        self.w, self.why, self.done = w, why, 0
+
+    def initiate(
+        self,
+        warmup: int,
+        samples: npt.NDArray[np.int64],
+        deadline: float,
+        channel: socket.socket | None,
+    ) -> None:
+        w, clock = self.w, time.perf_counter_ns
+        for i in range(warmup + len(samples)):
+            seq = (i + 1) & 0xFF  # consecutive rounds always differ, so wrap-around is safe
+            w.send_byte.value = seq
+            t0 = clock()
+            w.post()
+            w.wait(seq, deadline, channel)
+            t1 = clock()
+            if i >= warmup:
+                samples[i - warmup] = t1 - t0
+            if w.unreaped:
+                w.reap()
+            self.done = i + 1
+
+    def respond(self, rounds: int, deadline: float, abort: socket.socket) -> None:
+        w = self.w
+        for i in range(rounds):
+            seq = (i + 1) & 0xFF
+            w.wait(seq, deadline, abort)
+            w.send_byte.value = seq
+            w.post()
+            if w.unreaped:
+                w.reap()
+            self.done = i + 1
+
+
+class _CompiledRounds:
+    """The same rounds in hotloop.c, GIL released; its status codes become the exceptions
+    the Python loop raises, so both share every line of error handling below."""
+
+    name = "compiled"
+
+    def __init__(self, w: _Writer, lib: hotloop.Library, qp_address: int) -> None:
+        self.w, self.lib, self.done = w, lib, 0
+        ep = w.ep
+        self.state = hotloop.LoopState(
+            qp=qp_address,
+            send_addr=ep.buf + ep.send_offset,
+            recv_addr=ep.buf + ep.recv_offset,
+            remote_addr=w.remote_addr,
+            lkey=w.lkey,
+            rkey=w.rkey,
+            size=w.size,
+            send_flags=w.flags,
+            wr_id=PINGPONG_WR_ID,
+            abort_fd=-1,
+        )
+
+    def _run(self, abort: socket.socket | None, call: Callable[[], tuple[int, int]]) -> None:
+        st, w = self.state, self.w
+        st.abort_fd = abort.fileno() if abort is not None else -1
+        st.posted, st.unreaped = w.posted, w.unreaped
+        status, done = call()
+        w.posted, w.unreaped = int(st.posted), int(st.unreaped)  # the confirming write goes on
+        self.done += done
+        if status == hotloop.TIMEOUT:
+            raise TimeoutError("no reply from the peer")
+        if status == hotloop.ABORTED:
+            raise _Aborted()
+        if status == hotloop.WC_ERROR:
+            raise completion_error("RDMA WRITE", int(st.wc_status), int(st.vendor_err))
+        if status == hotloop.POST_ERROR:
+            code = abs(int(st.post_errno))
+            raise ProbeError(f"rdma post_send failed: {errno.errorcode.get(code, code)}")
+
+    def initiate(
+        self,
+        warmup: int,
+        samples: npt.NDArray[np.int64],
+        deadline: float,
+        channel: socket.socket | None,
+    ) -> None:
+        self._run(
+            channel,
+            lambda: hotloop.initiate(
+                self.lib,
+                self.state,
+                warmup=warmup,
+                iterations=len(samples),
+                deadline_ns=_ns(deadline),
+                samples_address=samples.ctypes.data,
+            ),
+        )
+
+    def respond(self, rounds: int, deadline: float, abort: socket.socket) -> None:
+        self._run(
+            abort,
+            lambda: hotloop.respond(self.lib, self.state, rounds=rounds, deadline_ns=_ns(deadline)),
+        )
+
+
+def _cpu_per_round(before: resource.struct_rusage, rounds: int) -> dict[str, int]:
+    """This thread's CPU time per round trip (both ends busy-poll, as perftest does: user
+    time is about the RTT; system time counts the loop's syscalls, the abort checks)."""
+    after = resource.getrusage(resource.RUSAGE_THREAD)
+    per = 1e9 / max(1, rounds)
+    return {
+        "pingpong_user_cpu_ns_per_round": round((after.ru_utime - before.ru_utime) * per),
+        "pingpong_sys_cpu_ns_per_round": round((after.ru_stime - before.ru_stime) * per),
+    }
+
+
+def _ns(deadline: float) -> int:
+    """time.monotonic() seconds -> CLOCK_MONOTONIC ns, what the C loop reads."""
+    return min(int(deadline * 1e9), 2**63 - 1)
+
+
+Rounds = _PythonRounds | _CompiledRounds
+
+
+def compiled_loop(ep: Endpoint) -> tuple[hotloop.Library, int] | str:
+    """The compiled loop and the address of ``ep``'s ibv_qp, or why the Python loop runs."""
+    if hotloop.forced_python():
+        return f"{hotloop.LOOP_ENV}=python"
+    lib = hotloop.library()
+    if isinstance(lib, str):
+        return lib
+    address = ep.pv.qp_address(ep.qp)
+    if address is None:
+        return "this pyverbs does not give the compiled loop its QP"
+    problem = hotloop.check_qp(lib, address, int(ep.qp.qp_num))
+    return problem if problem is not None else (lib, address)
+
+
+def loop_name(ep: Endpoint) -> str:
+    """Which loop a ping-pong on ``ep`` runs, in words (results' details, doctor)."""
+    found = compiled_loop(ep)
+    return COMPILED_NAME if not isinstance(found, str) else f"python (pyverbs; {found})"
+
+
+COMPILED_NAME = "compiled (hotloop.c, GIL released, CLOCK_MONOTONIC)"
+
+
+def _rounds(w: _Writer) -> Rounds:
+    found = compiled_loop(w.ep)
+    if isinstance(found, str):
+        return _PythonRounds(w, found)
+    return _CompiledRounds(w, *found)
+
+
 def initiate(
     ep: Endpoint,
     peer: ConnInfo,
@@ -145,42 +304,37 @@ def initiate(
     deadline: float,
     channel: socket.socket | None = None,
     notice: PeerNotice | None = None,
+    info: dict[str, Any] | None = None,
 ) -> npt.NDArray[np.int64]:
     """Run warmup + iterations round trips; return the kept full-RTT samples (ns).
     ``channel``: the control socket. The responder says nothing on it during the ping-pong
     unless it stops early, so it turning readable means the responder stopped (``notice``
-    reads why) or is gone (closed: a confirming write tells what became of its QP)."""
+    reads why) or is gone (closed: a confirming write tells what became of its QP).
+    ``info`` (when given) receives which loop ran and the CPU time it took per round."""
     w = _Writer(ep, peer, size)
+    rounds = _rounds(w)
+    if info is not None:
+        info["pingpong_loop"] = loop_description(rounds)
     samples = np.empty(iterations, dtype=np.int64)
-    clock = time.perf_counter_ns
     total = warmup + iterations
-    done = 0
     with _no_gc():
         try:
-            for i in range(total):
-                seq = (i + 1) & 0xFF  # consecutive rounds always differ, so wrap-around is safe
-                w.send_byte.value = seq
-                t0 = clock()
-                w.post()
-                w.wait(seq, deadline, channel)
-                t1 = clock()
-                if i >= warmup:
-                    samples[i - warmup] = t1 - t0
-                if w.unreaped:
-                    w.reap()
-                done = i + 1
+            before = resource.getrusage(resource.RUSAGE_THREAD)
+            rounds.initiate(warmup, samples, deadline, channel)
+            if info is not None:
+                info.update(_cpu_per_round(before, total))
         except _Aborted:
             said = notice() if notice is not None else None
             why = said if said is not None else _confirm_peer_gone(w, deadline)
             raise ProbeError(
-                f"rdma ping-pong: {why} (after {done} of {total} round trips)"
+                f"rdma ping-pong: {why} (after {rounds.done} of {total} round trips)"
             ) from None
         except TimeoutError as err:
             raise ProbeError(
-                f"rdma ping-pong timed out after {done} of {total} round trips: {err}"
+                f"rdma ping-pong timed out after {rounds.done} of {total} round trips: {err}"
             ) from err
         except ProbeError as err:
-            raise ProbeError(f"{err.problem} (after {done} of {total} round trips)") from err
+            raise ProbeError(f"{err.problem} (after {rounds.done} of {total} round trips)") from err
     return samples
 
 
@@ -194,25 +348,23 @@ def respond(
     abort: socket.socket,
 ) -> int:
     """Answer ``rounds`` pings. Returns the rounds completed; stops early if aborted."""
-    w = _Writer(ep, peer, size)
-    done = 0
+    loop = _rounds(_Writer(ep, peer, size))
     with _no_gc():
         try:
-            for i in range(rounds):
-                seq = (i + 1) & 0xFF
-                w.wait(seq, deadline, abort)
-                w.send_byte.value = seq
-                w.post()
-                if w.unreaped:
-                    w.reap()
-                done = i + 1
+            loop.respond(rounds, deadline, abort)
         except _Aborted:
-            return done
+            return loop.done
         except TimeoutError as err:
             raise ProbeError(
-                f"rdma ping-pong responder timed out after {done} of {rounds} rounds: {err}"
+                f"rdma ping-pong responder timed out after {loop.done} of {rounds} rounds: {err}"
             ) from err
-    return done
+    return loop.done
+
+
+def loop_description(rounds: Rounds) -> str:
+    if isinstance(rounds, _CompiledRounds):
+        return COMPILED_NAME
+    return f"python (pyverbs; {rounds.why})"
 
 
 def pingpong_details(ep: Endpoint, size: int) -> dict[str, Any]:

@@ -134,6 +134,7 @@ class RdmaTransport(Transport):
                 raise
             peer = ConnInfo.from_json(reply.get("conninfo", {}), channel.peer)
             ep.connect(peer)
+            loop: dict[str, Any] = {}
             rtt = pingpong.initiate(
                 ep,
                 peer,
@@ -143,6 +144,7 @@ class RdmaTransport(Transport):
                 deadline=deadline,
                 channel=channel.sock,
                 notice=lambda: _responder_stopped(channel),
+                info=loop,
             )
             cells_out = self._bulk(pv, ep, peer, cells, deadline)
             rounds = self._close(channel, deadline)
@@ -155,6 +157,7 @@ class RdmaTransport(Transport):
                 plan=plan,
                 cells=cells_out,
             )
+            details.update(loop)
             details["responder_rounds"] = rounds
             return RawProbe(
                 rtt_ns=rtt, warmup_discarded=plan.warmup, bulk=cells_out, details=details
@@ -331,6 +334,7 @@ class RdmaTransport(Transport):
                         "gid_index": sel.gid.entry.index,
                         "gid_type": sel.gid.entry.gid_type.value,
                         "active_mtu_bytes": sel.port.mtu_bytes,
+                        "pingpong_loop": pingpong.loop_name(ep),
                     },
                 },
             )

@@ -14,11 +14,13 @@ spares us its enum module (``pyverbs.enums`` up to v58, ``pyverbs.libibverbs_enu
 
 from __future__ import annotations
 
+import ctypes
 import glob
 import importlib
 import logging
 import os
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
@@ -114,6 +116,32 @@ REQUIRED_API: dict[str, tuple[str, ...]] = {
 _SUBMODULES = ("device", "pd", "mr", "cq", "qp", "addr", "wr", "pyverbs_error")
 
 
+def pyverbs_qp_offset(cls: type) -> int | None:
+    """Where a pyverbs QP object holds its ``ibv_qp *``. pyverbs does not expose it, but
+    Cython fixes the layout: ``cdef class QP(PyverbsCM)`` declares ``cdef v.ibv_qp *qp``
+    first (rdma-core pyverbs/qp.pxd, v44 to v59), and a cdef class's first own field sits
+    right after its base's struct, at the base's ``__basicsize__``. None for a class that
+    is not pyverbs' QP (or a subclass of it)."""
+    qp_class = next(
+        (c for c in cls.__mro__ if c.__name__ == "QP" and c.__module__ == "pyverbs.qp"), None
+    )
+    if qp_class is None or len(qp_class.__mro__) < 2:
+        return None
+    offset = int(qp_class.__mro__[1].__basicsize__)
+    if offset % ctypes.sizeof(ctypes.c_void_p) or offset + 8 > qp_class.__basicsize__:
+        return None
+    return offset
+
+
+def pyverbs_qp_address(qp: Any) -> int | None:
+    """The ``ibv_qp *`` a pyverbs QP wraps (see pyverbs_qp_offset). The caller still checks
+    what it finds before use (hotloop.check_qp: readable, an RC QP of this QP number)."""
+    offset = pyverbs_qp_offset(type(qp))
+    if offset is None:
+        return None
+    return int(ctypes.c_uint64.from_address(id(qp) + offset).value)
+
+
 @dataclass(frozen=True)
 class Pyverbs:
     """The imported pyverbs submodules, and where they came from."""
@@ -129,6 +157,8 @@ class Pyverbs:
     location: str  # directory of the pyverbs package
     version: str | None  # distribution version when it can be told
     route: str  # "sys.path", "debian dist-packages", or "NETQUAL_PYVERBS_PATH"
+    # The address of the ``struct ibv_qp`` behind a QP object (for the compiled loop), or None.
+    qp_address: Callable[[Any], int | None] = pyverbs_qp_address
 
     @property
     def error(self) -> type[Exception]:
@@ -196,7 +226,12 @@ def load() -> Pyverbs:
         except ImportError as second:
             raise _unavailable(second) from second
     location = str(Path(mods["device"].__file__ or ".").parent)
-    pv = Pyverbs(**mods, location=location, version=_version(location), route=route)
+    pv = Pyverbs(
+        **{name: mods[name] for name in _SUBMODULES},  # type: ignore[arg-type]
+        location=location,
+        version=_version(location),
+        route=route,
+    )
     missing = missing_api(pv)
     if missing:
         raise TransportUnavailableError(

@@ -232,6 +232,7 @@ def main() -> int:
             float(np.percentile(rtt_us, 99)),
             1.0,
         )
+        details["rtt_mean_us"] = float(np.mean(rtt_us))
         ours.append((measured, details))
     print(
         f"{'tool':14} {'measures':36} {'p50 us':>8} {'p99 us':>8} {'RTT p50':>8} "
@@ -248,7 +249,8 @@ def main() -> int:
     for measured, details in ours:
         print(
             f"{measured.tool}: p50 {measured.rtt_p50_us / write_rtt:.2f} x 2 x ib_write_lat "
-            f"({measured.rtt_p50_us - write_rtt:+.2f} us); CPU per round trip: user "
+            f"({measured.rtt_p50_us - write_rtt:+.2f} us); mean RTT "
+            f"{details['rtt_mean_us']:.2f} us; CPU per round trip: user "
             f"{details.get('pingpong_user_cpu_ns_per_round', 0) / 1e3:.2f} us, system "
             f"{details.get('pingpong_sys_cpu_ns_per_round', 0) / 1e3:.2f} us; loop: "
             f"{details.get('pingpong_loop', '?')}; responder loop: "

@@ -23,8 +23,11 @@ from netqual.campaign.store import WEEK_PATHS, RunRow, Store
 from netqual.diff import p99_rises
 from netqual.errors import CampaignError
 from netqual.gate import Finding, GateReport, Outcome, Profile, Status, evaluate
+from netqual.gate.regression import MaxP99IncreasePct, NoClassDrop, NoMissingPaths
 from netqual.models import Results, Waiver
 from netqual.units import format_us
+
+BASELINE_RULES = (MaxP99IncreasePct, NoClassDrop, NoMissingPaths)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -50,6 +53,11 @@ def runs_to_judge(store: Store, milestone: Milestone) -> tuple[RunRow, RunRow | 
     target = upto[-1]
     earlier = [r for r in runs if r.week < target.week]
     return target, (earlier[-1] if earlier else None)
+
+
+def compares(profile: Profile) -> bool:
+    """Whether the profile has a rule against a baseline run."""
+    return profile.baseline_required or any(isinstance(r, BASELINE_RULES) for r in profile.rules)
 
 
 def judge(

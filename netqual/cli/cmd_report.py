@@ -29,6 +29,11 @@ from netqual.runfiles import load_run
 from netqual.workload import load_workload
 from netqual.workload.judge import apply as apply_workload
 
+BaselineOpt = Annotated[
+    Path | None,
+    typer.Option("--baseline", help="An earlier run, for the profile's regression rules."),
+]
+
 
 def print_retest_before_after(out: Console, res: Results, source: Path) -> None:
     """A re-test run: each re-tested path before (the run it re-tests) and after."""
@@ -57,8 +62,12 @@ def report(
     ] = None,
     profile: Annotated[
         Path | None,
-        typer.Option("--profile", help="Gate profile whose waivers the HTML report shows."),
+        typer.Option(
+            "--profile",
+            help="Gate profile: the HTML report shows its verdict and its waivers.",
+        ),
     ] = None,
+    baseline: BaselineOpt = None,
     stat: Annotated[
         str | None,
         typer.Option(
@@ -100,12 +109,13 @@ def report(
     print_workload_results(out, res)
     print_retest_before_after(out, res, results)
     prof = load_profile(profile) if profile else None
+    banner = gate_banner(res, prof, baseline)
     if html:
         write_html(
             res,
             html,
             waivers=prof.waivers if prof else (),
-            gate=_banner(res, prof),
+            gate=banner,
             source=str(results),
         )
         out.print(f"wrote {html}")
@@ -114,12 +124,25 @@ def report(
         out.print(f"wrote {csv}")
 
 
-def _banner(res: Results, prof: Profile | None) -> GateBanner | None:
-    """The gate's decision under --profile, for the report's first screen."""
-    if prof is None or prof.baseline_required:
-        return None  # a regression profile needs --baseline: judge it with `netqual gate`
+def check_gate_options(prof: Profile | None, baseline: Path | None) -> None:
+    """--profile and --baseline fit together: a profile that compares with an earlier run
+    and has none is an error, not a silently missing verdict."""
+    if prof is None and baseline is not None:
+        raise UsageError("--baseline", "a baseline is only used with --profile")
+    if prof is not None and prof.baseline_required and baseline is None:
+        raise UsageError(
+            "--baseline", f"profile {prof.name!r} compares with an earlier run: give --baseline RUN"
+        )
+
+
+def gate_banner(res: Results, prof: Profile | None, baseline: Path | None) -> GateBanner | None:
+    """The gate's decision under --profile (and --baseline), for the report's first screen."""
+    check_gate_options(prof, baseline)
+    if prof is None:
+        return None
     today = dt.datetime.now(dt.timezone.utc).date()
-    decision = evaluate(res, prof, today=today)
+    base = load_run(baseline) if baseline is not None else None
+    decision = evaluate(res, prof, today=today, baseline=base)
     return GateBanner(prof.name, decision.passed, tuple(o.rule for o in decision.failed))
 
 

@@ -39,9 +39,11 @@ from netqual.cli.app import (
     probe_node,
 )
 from netqual.cli.cmd_check import CheckTimeoutOpt, preflight_or_stop
+from netqual.cli.cmd_report import BaselineOpt, check_gate_options, gate_banner
 from netqual.coordinator import RunConfig, measure_pair, run_identity
 from netqual.coordinator import run as run_coordinator
 from netqual.errors import EXIT_RUNTIME, UsageError
+from netqual.gate import load_profile
 from netqual.interference import DEFAULT_FRACTION, DEFAULT_MINIMUM, TOLERANCE
 from netqual.inventory import Inventory, load_inventory
 from netqual.models import Mode, Policy, ProbePlan, Results
@@ -53,7 +55,9 @@ from netqual.render.progress import ProgressObserver
 from netqual.render.terminal import print_probe, print_results
 from netqual.render.workload import print_workload_path, print_workload_results
 from netqual.report import write_html
+from netqual.report.view import GateBanner
 from netqual.results import path_to_dict, results_to_dict
+from netqual.runfiles import load_run
 from netqual.transports import TransportKind, TransportOptions
 from netqual.workload import Workload, load_workload
 from netqual.workload.judge import add_to_plan
@@ -204,8 +208,8 @@ def _non_negative(value: int, option: str) -> int:
     return value
 
 
-def _finish(results: Results, out: Path, as_json: bool) -> None:
-    write_html(results, out / "report.html")
+def _finish(results: Results, out: Path, as_json: bool, gate: GateBanner | None = None) -> None:
+    write_html(results, out / "report.html", gate=gate)
     if as_json:
         print(json.dumps(results_to_dict(results), indent=1))
         return
@@ -342,6 +346,11 @@ def run(
         bool,
         typer.Option("--dry-run", help="Print the plan and its estimated duration; no agent."),
     ] = False,
+    profile: Annotated[
+        Path | None,
+        typer.Option("--profile", help="Gate profile: report.html shows its verdict first."),
+    ] = None,
+    baseline: BaselineOpt = None,
 ) -> None:
     """Qualify every path of an inventory.
 
@@ -357,6 +366,10 @@ def run(
     """
     inv = load_inventory(inventory)
     pol = load_policy(policy) if policy else Policy()
+    prof = load_profile(profile) if profile else None  # bad input stops before measuring
+    check_gate_options(prof, baseline)
+    if baseline is not None:
+        load_run(baseline)  # readable now, not only after the run
     wl, plan = _workload(
         workload, _plan(inv.plan, iterations, warmup, size, chunk, depth, no_bulk, timeout)
     )
@@ -409,7 +422,7 @@ def run(
         ProgressObserver(err_console() if as_json else console(), pol.metric) as progress,
     ):
         results = run_coordinator(cfg, out, progress, previous)
-    _finish(results, out, as_json)
+    _finish(results, out, as_json, gate_banner(results, prof, baseline))
     if not results.run.complete:
         raise rundir.RunInterrupted(results, out, rundir.resume_command(out))
 

@@ -188,3 +188,27 @@ def test_suspect_open_too_long_fails_the_milestone(
         age["failing"][0]["src"] == "node gpu03"
         and "since week 1 (3 weeks)" in age["failing"][0]["detail"]
     )
+
+
+def test_a_version_1_store_is_upgraded_and_read(
+    cli: Callable[..., Run], tmp_path: Path, weeks: dict[str, Path]
+) -> None:
+    """A store as version 1 left it (no week_paths table) reads with this netqual."""
+    cli("campaign", "init", "joint", "--start", "2027-01-04")
+    cli("campaign", "add", "joint", str(weeks["w1"]))
+    cli("campaign", "add", "joint", str(weeks["w2"]))
+    before = json.loads(cli("campaign", "report", "joint", "--json").stdout)
+    store = open_store(tmp_path / "joint" / "history.duckdb")
+    store.con.execute("DROP TABLE week_paths")
+    store.con.execute("UPDATE meta SET value = '1' WHERE key = 'schema_version'")
+    store.close()
+    after = cli("campaign", "report", "joint", "--json")
+    assert after.returncode == 0, after.stderr
+    assert json.loads(after.stdout) == before
+    store = open_store(tmp_path / "joint" / "history.duckdb", read_only=True)
+    try:
+        version = store.con.execute("SELECT value FROM meta WHERE key = 'schema_version'")
+        assert version.fetchone() == (str(SCHEMA_VERSION),)
+        assert store.con.execute("SELECT count(*) FROM week_paths").fetchone() == (56,)
+    finally:
+        store.close()

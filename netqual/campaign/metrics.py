@@ -191,7 +191,7 @@ class CampaignCollector(Collector):
             "SELECT src, dst, coalesce(src_rack, '') AS src_rack,"
             " coalesce(dst_rack, '') AS dst_rack, tier, verdict,"
             " coalesce(p50_us, 'NaN') AS p50_us, coalesce(p99_us, 'NaN') AS p99_us"
-            f" FROM ({WEEK_PATHS}) WHERE week = ? ORDER BY src, dst",
+            f" FROM {WEEK_PATHS} WHERE week = ? ORDER BY src, dst",
             [week],
         ).fetchnumpy()
         yield from _path_families({k: np.asarray(v) for k, v in cols.items()}, con)

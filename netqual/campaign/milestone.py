@@ -94,7 +94,7 @@ def _worse_than_best(
     rows = store.con.execute(
         f"""WITH best AS (
                 SELECT a, b, min(p99_us) AS best_us, arg_min(week, p99_us) AS best_week
-                FROM ({WEEK_PATHS}) WHERE week < ? AND p99_us IS NOT NULL GROUP BY a, b)
+                FROM {WEEK_PATHS} WHERE week < ? AND p99_us IS NOT NULL GROUP BY a, b)
             SELECT n.src, n.dst, best.best_us, best.best_week, n.p99_us
             FROM paths n JOIN best USING (a, b) WHERE n.seq = ? AND n.p99_us IS NOT NULL
             ORDER BY n.src, n.dst""",

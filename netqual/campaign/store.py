@@ -28,9 +28,25 @@ from netqual.models import Results, Waiver
 from netqual.pathtable import TIERS, VERDICTS
 from netqual.results import policy_to_dict
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+
+# The state of a path in a week: its last measurement that week (a retest overrides the
+# run it re-measured). ``a``/``b`` is the pair in name order: a re-run that measured the
+# pair from the other end lines up. Kept as a table (``week_paths``), refreshed for the
+# week a run is added to, so that the report, the gate and the exporter read one row per
+# path and week instead of ranking every row of every run each time.
+WEEK_PATHS = "week_paths"
+_LATEST_OF_WEEKS = """
+    SELECT * EXCLUDE (rn) FROM (
+        SELECT p.*, r.week,
+               row_number() OVER (PARTITION BY r.week, p.a, p.b ORDER BY p.seq DESC) AS rn
+        FROM paths p JOIN runs r USING (seq) {where})
+    WHERE rn = 1"""
 # Each older version's upgrade to the next, in order: a newer netqual reads an older store.
-MIGRATIONS: dict[int, tuple[str, ...]] = {}
+MIGRATIONS: dict[int, tuple[str, ...]] = {
+    # 1 -> 2: the week view became a table, built here from the runs already stored
+    1: (f"CREATE TABLE week_paths AS {_LATEST_OF_WEEKS.format(where='')} ORDER BY week",),
+}
 
 _SCHEMA = (
     "CREATE TABLE meta (key VARCHAR PRIMARY KEY, value VARCHAR NOT NULL)",
@@ -58,16 +74,6 @@ _SCHEMA = (
         milestone VARCHAR NOT NULL, src VARCHAR NOT NULL, dst VARCHAR NOT NULL,
         until DATE NOT NULL, owner VARCHAR NOT NULL, reason VARCHAR NOT NULL)""",
 )
-
-# The state of a path in a week: its last measurement that week (a retest overrides the
-# run it re-measured). ``a``/``b`` is the pair in name order: a re-run that measured the
-# pair from the other end lines up.
-WEEK_PATHS = """
-    SELECT * EXCLUDE (rn) FROM (
-        SELECT p.*, r.week,
-               row_number() OVER (PARTITION BY r.week, p.a, p.b ORDER BY p.seq DESC) AS rn
-        FROM paths p JOIN runs r USING (seq))
-    WHERE rn = 1"""
 
 
 @dataclass(frozen=True)
@@ -161,6 +167,11 @@ class Store:
                 ],
             )  # fmt: skip
             self._insert_paths(seq, results)
+            self.con.execute("DELETE FROM week_paths WHERE week = ?", [week])
+            self.con.execute(
+                f"INSERT INTO week_paths {_LATEST_OF_WEEKS.format(where='WHERE r.week = ?')}",
+                [week],
+            )
             if results.suspects:
                 self.con.executemany(
                     "INSERT INTO suspects VALUES (?, ?, ?)",
@@ -308,7 +319,8 @@ def open_store(path: Path, *, create: bool = False, read_only: bool = False) -> 
     if not exists:
         for statement in _SCHEMA:
             con.execute(statement)
-        con.execute("INSERT INTO meta VALUES ('schema_version', ?)", [str(SCHEMA_VERSION)])
+        con.execute("INSERT INTO meta VALUES ('schema_version', '1')")
+        _upgrade(con, 1)
         return Store(con, path)
     try:
         row = con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
@@ -323,9 +335,21 @@ def open_store(path: Path, *, create: bool = False, read_only: bool = False) -> 
             f"written by a newer netqual (store schema {version},"
             f" this one reads up to {SCHEMA_VERSION})",
         )
-    while version < SCHEMA_VERSION and not read_only:
+    if version < SCHEMA_VERSION:
+        if read_only:  # upgrade first: a read-only connection cannot, and a reader needs it
+            con.close()
+            open_store(path).close()
+            return open_store(path, read_only=True)
+        _upgrade(con, version)
+    return Store(con, path)
+
+
+def _upgrade(con: duckdb.DuckDBPyConnection, version: int) -> None:
+    """Apply MIGRATIONS from ``version`` up to SCHEMA_VERSION, in one transaction."""
+    con.execute("BEGIN TRANSACTION")
+    while version < SCHEMA_VERSION:
         for statement in MIGRATIONS[version]:
             con.execute(statement)
         version += 1
-        con.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", [str(version)])
-    return Store(con, path)
+    con.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", [str(version)])
+    con.execute("COMMIT")

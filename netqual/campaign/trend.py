@@ -126,7 +126,7 @@ def week_counts(store: Store) -> tuple[WeekCounts, ...]:
                    count(*) FILTER (verdict = 2), count(workload_verdict),
                    count(*) FILTER (workload_verdict = 0), count(*) FILTER (workload_verdict = 1),
                    count(*) FILTER (workload_verdict = 2)
-            FROM ({WEEK_PATHS}) GROUP BY week ORDER BY week"""
+            FROM {WEEK_PATHS} GROUP BY week ORDER BY week"""
     ).fetchall()
     runs = dict(store.con.execute("SELECT week, count(*) FROM runs GROUP BY week").fetchall())
     return tuple(
@@ -142,7 +142,7 @@ def movement(
     store: Store, old_week: int, new_week: int, pct: float, min_delta_us: float
 ) -> Movement:
     rows = store.con.execute(
-        f"""WITH wp AS ({WEEK_PATHS})
+        f"""WITH wp AS (SELECT * FROM {WEEK_PATHS})
             SELECT n.src, n.dst, n.tier, o.p99_us AS old_p99, n.p99_us AS new_p99,
                    o.verdict AS old_v, n.verdict AS new_v
             FROM wp n JOIN wp o ON n.a = o.a AND n.b = o.b AND o.week = ?
@@ -225,7 +225,7 @@ def distributions(
     rows = store.con.execute(
         f"""SELECT {key} AS g, week, count(*), median(p50_us), median(p99_us),
                    quantile_cont(p99_us, 0.9), max(p99_us), count(*) FILTER (verdict = 2)
-            FROM ({WEEK_PATHS}) GROUP BY g, week ORDER BY g, week"""
+            FROM {WEEK_PATHS} GROUP BY g, week ORDER BY g, week"""
     ).fetchall()
     dists = tuple(Distribution(*r) for r in rows)
     if limit is None:

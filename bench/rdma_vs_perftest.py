@@ -12,6 +12,9 @@ loop, its ratio to 2 x ib_write_lat at p50 (target <= 1.2) and the initiator thr
 and system CPU time per round trip (both ends busy-poll, as perftest does).
 
 Usage: bench/rdma_vs_perftest [--device mlx5_0] [--port 1] [--gid-index 3] [--iterations N]
+                              [--rounds R]
+With --rounds R > 1 each round runs all four (order reversed every other round) and the
+table shows medians over rounds; the ratio lines are medians of per-round ratios.
 Without an RDMA device it says so and exits 1.
 """
 
@@ -204,6 +207,9 @@ def main() -> int:
     ap.add_argument("--gid-index", type=int)
     ap.add_argument("--iterations", type=int, default=10_000)
     ap.add_argument("--size", type=int, default=64)
+    ap.add_argument(
+        "--rounds", type=int, default=1, help="repeat all four, order flipped every round"
+    )
     args = ap.parse_args()
     try:
         RdmaTransport().check_available()
@@ -215,16 +221,83 @@ def main() -> int:
     print(
         f"device {device} port {port} gid index {gid} via {host}; {args.iterations} x {args.size} B"
     )
-    rows = []
-    write = measure_perftest("ib_write_lat", device, port, gid, host, args.iterations, args.size)
-    rows.append(Latency("ib_write_lat", "half RTT (write ping-pong)", *write, full_rtt_factor=2.0))
-    read = measure_perftest("ib_read_lat", device, port, gid, host, args.iterations, args.size)
-    rows.append(Latency("ib_read_lat", "full RTT (one RDMA READ)", *read, full_rtt_factor=1.0))
-    ours: list[tuple[Latency, dict[str, Any]]] = []
-    for tool, loop in (("netqual", None), ("netqual-python", "python")):
-        rtt_ns, details = run_netqual(options, host, args.iterations, args.size, loop)
+    per_round = [
+        one_round(options, device, port, gid, host, args.iterations, args.size, flip=r % 2 == 1)
+        for r in range(args.rounds)
+    ]
+    if args.rounds > 1:
+        for r, results in enumerate(per_round, 1):
+            ratio = results[2][0].rtt_p50_us / results[0][0].rtt_p50_us
+            print(
+                f"round {r}: RTT p50 us "
+                + ", ".join(f"{m.tool} {m.rtt_p50_us:.2f}" for m, _ in results)
+                + f"; netqual / 2 x ib_write_lat {ratio:.2f}"
+            )
+        print(f"medians over {args.rounds} rounds:")
+    rows = [_median_row([rnd[i] for rnd in per_round]) for i in range(len(per_round[0]))]
+    print(
+        f"{'tool':14} {'measures':36} {'p50 us':>8} {'p99 us':>8} {'RTT p50':>8} "
+        f"{'RTT p99':>8} {'netqual/tool p50':>17}"
+    )
+    first = rows[2][0]
+    for row, _ in rows:
+        ratio = first.rtt_p50_us / row.rtt_p50_us if row.rtt_p50_us else float("nan")
+        print(
+            f"{row.tool:14} {row.measures:36} {row.p50_us:8.2f} {row.p99_us:8.2f} "
+            f"{row.rtt_p50_us:8.2f} {row.rtt_p99_us:8.2f} {ratio:17.2f}"
+        )
+    for i in (2, 3):
+        measured, details = rows[i]
+        ratios = [rnd[i][0].rtt_p50_us / rnd[0][0].rtt_p50_us for rnd in per_round]
+        print(
+            f"{measured.tool}: p50 {float(np.median(ratios)):.2f} x 2 x ib_write_lat (median of "
+            f"per-round ratios); mean RTT {details['rtt_mean_us']:.2f} us; CPU per round "
+            f"trip: user {details['pingpong_user_cpu_ns_per_round'] / 1e3:.2f} us, system "
+            f"{details['pingpong_sys_cpu_ns_per_round'] / 1e3:.2f} us; loop: "
+            f"{details['pingpong_loop']}; responder loop: {details['peer_loop']}"
+        )
+    return 0
+
+
+Measured = tuple[Latency, dict[str, Any]]
+
+
+def one_round(
+    options: RdmaOptions,
+    device: str,
+    port: int,
+    gid: int | None,
+    host: str,
+    iters: int,
+    size: int,
+    *,
+    flip: bool,
+) -> list[Measured]:
+    """ib_write_lat, ib_read_lat, netqual (its own loop), netqual-python: always in that
+    order in the result; run in reverse order when ``flip`` (alternate rounds)."""
+    jobs = ["ib_write_lat", "ib_read_lat", "netqual", "netqual-python"]
+    done: dict[str, Measured] = {}
+    for tool in reversed(jobs) if flip else jobs:
+        if tool.startswith("ib_"):
+            factor, what = (
+                (2.0, "half RTT (write ping-pong)")
+                if tool == "ib_write_lat"
+                else (1.0, "full RTT (one RDMA READ)")
+            )
+            p50, p99 = measure_perftest(tool, device, port, gid, host, iters, size)
+            done[tool] = (Latency(tool, what, p50, p99, full_rtt_factor=factor), {})
+            continue
+        loop = "python" if tool == "netqual-python" else None
+        rtt_ns, details = run_netqual(options, host, iters, size, loop)
         rtt_us = rtt_ns / 1e3
         kind = str(details.get("pingpong_loop", "?")).split(" ", 1)[0]
+        summary = {
+            "rtt_mean_us": float(np.mean(rtt_us)),
+            "pingpong_user_cpu_ns_per_round": details.get("pingpong_user_cpu_ns_per_round", 0),
+            "pingpong_sys_cpu_ns_per_round": details.get("pingpong_sys_cpu_ns_per_round", 0),
+            "pingpong_loop": details.get("pingpong_loop", "?"),
+            "peer_loop": details.get("peer", {}).get("pingpong_loop", "?"),
+        }
         measured = Latency(
             tool,
             f"full RTT (write ping-pong, {kind})",
@@ -232,31 +305,25 @@ def main() -> int:
             float(np.percentile(rtt_us, 99)),
             1.0,
         )
-        details["rtt_mean_us"] = float(np.mean(rtt_us))
-        ours.append((measured, details))
-    print(
-        f"{'tool':14} {'measures':36} {'p50 us':>8} {'p99 us':>8} {'RTT p50':>8} "
-        f"{'RTT p99':>8} {'netqual/tool p50':>17}"
+        done[tool] = (measured, summary)
+    return [done[tool] for tool in jobs]
+
+
+def _median_row(values: list[Measured]) -> Measured:
+    """Per tool, the median over rounds of its p50, p99 and CPU figures."""
+    first, summary = values[0]
+    med = Latency(
+        first.tool,
+        first.measures,
+        float(np.median([m.p50_us for m, _ in values])),
+        float(np.median([m.p99_us for m, _ in values])),
+        first.full_rtt_factor,
     )
-    first = ours[0][0]
-    for row in [*rows, *(m for m, _ in ours)]:
-        ratio = first.rtt_p50_us / row.rtt_p50_us if row.rtt_p50_us else float("nan")
-        print(
-            f"{row.tool:14} {row.measures:36} {row.p50_us:8.2f} {row.p99_us:8.2f} "
-            f"{row.rtt_p50_us:8.2f} {row.rtt_p99_us:8.2f} {ratio:17.2f}"
-        )
-    write_rtt = rows[0].rtt_p50_us
-    for measured, details in ours:
-        print(
-            f"{measured.tool}: p50 {measured.rtt_p50_us / write_rtt:.2f} x 2 x ib_write_lat "
-            f"({measured.rtt_p50_us - write_rtt:+.2f} us); mean RTT "
-            f"{details['rtt_mean_us']:.2f} us; CPU per round trip: user "
-            f"{details.get('pingpong_user_cpu_ns_per_round', 0) / 1e3:.2f} us, system "
-            f"{details.get('pingpong_sys_cpu_ns_per_round', 0) / 1e3:.2f} us; loop: "
-            f"{details.get('pingpong_loop', '?')}; responder loop: "
-            f"{details.get('peer', {}).get('pingpong_loop', '?')}"
-        )
-    return 0
+    out = dict(summary)
+    for key in ("rtt_mean_us", "pingpong_user_cpu_ns_per_round", "pingpong_sys_cpu_ns_per_round"):
+        if key in summary:
+            out[key] = float(np.median([d[key] for _, d in values]))
+    return med, out
 
 
 if __name__ == "__main__":

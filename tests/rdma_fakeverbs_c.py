@@ -127,3 +127,26 @@ def twin_address(qp: Any, send_wr: Any, sge: Any) -> int | None:
     if twin is None:
         twin = qp.twin = Twin(qp, send_wr, sge, lib.layout)
     return int(twin.address)
+
+
+class SilentDevice:
+    """A device made of C alone, for what a Python callback would mask: ``post_send`` and
+    ``poll_cq`` are libc's ``sched_yield`` (returns 0; the extra arguments are ignored on
+    the x86-64 and AArch64 calling conventions): every write "succeeds" and goes nowhere,
+    no completion ever comes, and no Python runs inside the loop."""
+
+    def __init__(self, qp_num: int, layout: hotloop.Layout) -> None:
+        libc = ctypes.CDLL(None)
+        nothing = ctypes.cast(libc.sched_yield, ctypes.c_void_p).value
+        self.ctx = ctypes.create_string_buffer(layout.ctx_bytes)
+        self.cq = ctypes.create_string_buffer(layout.cq_bytes)
+        self.ibv_qp = ctypes.create_string_buffer(layout.qp_bytes)
+        ctx, cq, ibv_qp = (ctypes.addressof(b) for b in (self.ctx, self.cq, self.ibv_qp))
+        _put(ctx + layout.ctx_post_send, nothing)
+        _put(ctx + layout.ctx_poll_cq, nothing)
+        _put(cq, ctx)
+        _put(ibv_qp, ctx)
+        _put(ibv_qp + layout.qp_send_cq, cq)
+        ctypes.c_uint32.from_address(ibv_qp + layout.qp_qp_num).value = qp_num
+        ctypes.c_int.from_address(ibv_qp + layout.qp_qp_type).value = QPT_RC
+        self.address = ibv_qp

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import ctypes
 import dataclasses
+import os
+import signal
 import socket
 import sys
 import threading
@@ -34,6 +36,7 @@ from netqual.transports.rdma.endpoint import Endpoint
 
 sys.path.insert(0, __file__.rsplit("/", 1)[0])
 from rdma_fakeverbs import Fabric, module
+from rdma_fakeverbs_c import SilentDevice
 
 
 def _pair(fabric: Fabric, msg: int = 64, bulk_bytes: int = 1 << 20) -> tuple[Endpoint, Endpoint]:
@@ -415,3 +418,58 @@ def test_a_qp_handle_that_fails_its_check_runs_the_python_loop_and_says_why() ->
     assert ran["pingpong_loop"] == (
         "python (pyverbs; the QP handle found at 0x8 is not readable memory)"
     )
+
+
+class _Interrupted(Exception):
+    pass
+
+
+@pytest.mark.parametrize("raises", [True, False])
+def test_a_signal_reaches_its_handler_during_the_wait(fabric: Fabric, raises: bool) -> None:
+    """Ctrl-C (or any handled signal) while waiting on a silent peer: the handler runs at
+    once, also while the compiled loop holds no GIL (it watches Python's signal wakeup fd
+    and returns); a handler that raises ends the ping-pong, one that returns lets the
+    rounds resume, without a second write, until their own deadline. The compiled loop
+    runs on a device of C alone here: a Python callback inside the loop would let the
+    handler run without the wakeup."""
+    a, b = _pair(fabric)
+    if fabric.compiled:
+        lib = hotloop.library()
+        assert not isinstance(lib, str)
+        silent = SilentDevice(int(a.qp.qp_num), lib.layout)
+        a.pv = dataclasses.replace(a.pv, qp_address=lambda qp: silent.address)
+    seen: list[float] = []
+
+    def handler(signum: int, frame: object) -> None:
+        seen.append(time.monotonic())
+        if raises:
+            raise _Interrupted()
+
+    old = signal.signal(signal.SIGUSR1, handler)
+    timer = threading.Timer(0.3, os.kill, (os.getpid(), signal.SIGUSR1))
+    start = time.monotonic()
+    ran: dict[str, object] = {}
+    try:
+        timer.start()
+        expected = _Interrupted if raises else ProbeError
+        with pytest.raises(expected, match=None if raises else r"timed out after 0 of 20"):
+            pingpong.initiate(
+                a,
+                b.conninfo(),
+                iterations=10,
+                warmup=10,
+                size=64,
+                deadline=start + (60 if raises else 1.5),
+                info=ran,
+            )
+    finally:
+        timer.cancel()
+        signal.signal(signal.SIGUSR1, old)
+    assert str(ran["pingpong_loop"]).startswith(_loop(fabric))
+    assert len(seen) == 1 and seen[0] - start < 5
+    if raises:
+        assert time.monotonic() - start < 5  # not the 60 s deadline
+    else:
+        assert time.monotonic() - start >= 1.5
+    if not fabric.compiled:
+        assert a.qp.writes == 1  # the one ping: a resumed wait posts nothing again

@@ -24,11 +24,11 @@
 
 #include <infiniband/verbs.h>
 
-#define NQ_ABI 1
+#define NQ_ABI 2
 #define SIGNAL_EVERY 16
 #define SPINS_PER_CHECK (1u << 16) /* byte polls between deadline / CQ / control checks */
 
-enum { NQ_OK = 0, NQ_TIMEOUT = 1, NQ_ABORTED = 2, NQ_WC_ERROR = 3, NQ_POST_ERROR = 4 };
+enum { NQ_OK = 0, NQ_TIMEOUT = 1, NQ_ABORTED = 2, NQ_WC_ERROR = 3, NQ_POST_ERROR = 4, NQ_SIGNAL = 5 };
 
 /* Shared with Python (ctypes Structure in hotloop.py): keep the two in step, NQ_ABI too. */
 struct nq_loop {
@@ -39,11 +39,17 @@ struct nq_loop {
     uint32_t lkey, rkey, size, send_flags; /* send_flags: IBV_SEND_INLINE or 0 */
     uint64_t wr_id;
     int32_t abort_fd;     /* -1: none */
+    int32_t signal_fd;    /* Python's signal wakeup pipe (-1: none): return so handlers run */
     int32_t wc_status;    /* out: the failed completion's status */
     uint32_t vendor_err;  /* out */
     int32_t post_errno;   /* out: what ibv_post_send returned */
     uint64_t posted;      /* in/out: WRITEs posted (every SIGNAL_EVERY-th is signalled) */
     uint64_t unreaped;    /* in/out: signalled WRITEs not yet completed */
+    /* Where a loop stands, so that a call that returned NQ_SIGNAL resumes where it left:
+     * rounds done, whether this round's write is out (initiator), and its t0. */
+    uint32_t round;
+    int32_t waiting;
+    int64_t t0;
 };
 
 static inline int64_t now_ns(void)
@@ -118,6 +124,8 @@ static int wait_byte(struct nq_loop *l, volatile uint8_t *byte, uint8_t seq, int
                 return NQ_OK;
         if (now_ns() > deadline_ns)
             return NQ_TIMEOUT;
+        if (readable(l->signal_fd))
+            return NQ_SIGNAL;
         int rc = reap(l); /* a lost peer shows as IBV_WC_RETRY_EXC_ERR here */
         if (rc)
             return rc;
@@ -126,52 +134,58 @@ static int wait_byte(struct nq_loop *l, volatile uint8_t *byte, uint8_t seq, int
     }
 }
 
-/* warmup + iterations round trips; samples[iterations] gets the kept full RTTs (ns). */
+/* warmup + iterations round trips from l->round on; samples[iterations] gets the kept full
+ * RTTs (ns). *done: rounds completed (also l->round). */
 int nq_initiate(struct nq_loop *l, uint32_t warmup, uint32_t iterations, int64_t deadline_ns,
                 int64_t *samples, uint32_t *done)
 {
     volatile uint8_t *send_byte = (volatile uint8_t *)(uintptr_t)(l->send_addr + l->size - 1);
     volatile uint8_t *recv_byte = (volatile uint8_t *)(uintptr_t)(l->recv_addr + l->size - 1);
     uint32_t total = warmup + iterations;
-    *done = 0;
-    for (uint32_t i = 0; i < total; i++) {
+    int rc = NQ_OK;
+    for (uint32_t i = l->round; i < total; i++) {
         uint8_t seq = (uint8_t)(i + 1); /* consecutive rounds always differ: wrap-around is safe */
-        *send_byte = seq;
-        int64_t t0 = now_ns();
-        int rc = post(l);
-        if (!rc)
-            rc = wait_byte(l, recv_byte, seq, deadline_ns);
+        if (!l->waiting) {
+            *send_byte = seq;
+            l->t0 = now_ns();
+            if ((rc = post(l)))
+                break;
+            l->waiting = 1;
+        }
+        rc = wait_byte(l, recv_byte, seq, deadline_ns);
         int64_t t1 = now_ns();
         if (rc)
-            return rc;
+            break; /* NQ_SIGNAL: the write is out, the next call goes on waiting */
+        l->waiting = 0;
         if (i >= warmup)
-            samples[i - warmup] = t1 - t0;
+            samples[i - warmup] = t1 - l->t0;
         if (l->unreaped && (rc = reap(l)))
-            return rc;
-        *done = i + 1;
+            break;
+        l->round = i + 1;
     }
-    return NQ_OK;
+    *done = l->round;
+    return rc;
 }
 
-/* Answer rounds pings: wait for the ping's byte, then write ours back. */
+/* Answer pings from l->round on: wait for the ping's byte, then write ours back. */
 int nq_respond(struct nq_loop *l, uint32_t rounds, int64_t deadline_ns, uint32_t *done)
 {
     volatile uint8_t *send_byte = (volatile uint8_t *)(uintptr_t)(l->send_addr + l->size - 1);
     volatile uint8_t *recv_byte = (volatile uint8_t *)(uintptr_t)(l->recv_addr + l->size - 1);
-    *done = 0;
-    for (uint32_t i = 0; i < rounds; i++) {
+    int rc = NQ_OK;
+    for (uint32_t i = l->round; i < rounds; i++) {
         uint8_t seq = (uint8_t)(i + 1);
-        int rc = wait_byte(l, recv_byte, seq, deadline_ns);
-        if (rc)
-            return rc;
+        if ((rc = wait_byte(l, recv_byte, seq, deadline_ns)))
+            break;
         *send_byte = seq;
         if ((rc = post(l)))
-            return rc;
+            break;
         if (l->unreaped && (rc = reap(l)))
-            return rc;
-        *done = i + 1;
+            break;
+        l->round = i + 1;
     }
-    return NQ_OK;
+    *done = l->round;
+    return rc;
 }
 
 /* Read a struct ibv_qp at an address we were told about, without trusting it: a wrong

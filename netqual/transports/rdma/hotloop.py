@@ -8,14 +8,18 @@ file. ctypes releases the GIL for the length of each call: the whole timed loop.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import os
+import signal
+import threading
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 LIB_NAME = "_hotloop.so"
 LIB_PATH = Path(__file__).with_name(LIB_NAME)
-ABI = 1  # NQ_ABI in hotloop.c
+ABI = 2  # NQ_ABI in hotloop.c
 LOOP_ENV = "NETQUAL_RDMA_LOOP"  # "python" forces the Python loop (comparisons, debugging)
 NOT_BUILT_HINT = (
     "rebuild netqual with a C compiler and libibverbs-dev installed "
@@ -23,7 +27,7 @@ NOT_BUILT_HINT = (
 )
 
 # Status codes (enum in hotloop.c)
-OK, TIMEOUT, ABORTED, WC_ERROR, POST_ERROR = 0, 1, 2, 3, 4
+OK, TIMEOUT, ABORTED, WC_ERROR, POST_ERROR, SIGNAL = 0, 1, 2, 3, 4, 5
 
 
 class LoopState(ctypes.Structure):
@@ -40,11 +44,15 @@ class LoopState(ctypes.Structure):
         ("send_flags", ctypes.c_uint32),
         ("wr_id", ctypes.c_uint64),
         ("abort_fd", ctypes.c_int32),
+        ("signal_fd", ctypes.c_int32),
         ("wc_status", ctypes.c_int32),
         ("vendor_err", ctypes.c_uint32),
         ("post_errno", ctypes.c_int32),
         ("posted", ctypes.c_uint64),
         ("unreaped", ctypes.c_uint64),
+        ("round", ctypes.c_uint32),
+        ("waiting", ctypes.c_int32),
+        ("t0", ctypes.c_int64),
     ]
 
 
@@ -152,6 +160,38 @@ def check_qp(lib: Library, address: int, qp_num: int) -> str | None:
     if rc == 0:
         return None
     return f"the QP handle found at {address:#x} {_CHECK_PROBLEMS.get(rc, f'failed ({rc})')}"
+
+
+@contextlib.contextmanager
+def signal_wakeup() -> Iterator[int]:
+    """A pipe that Python's C-level signal handler writes to (signal.set_wakeup_fd), for the
+    loop to poll: with the GIL released no handler can run until the loop returns, so it
+    returns when a signal came and is called again. -1 off the main thread (handlers run
+    only there) or when someone else (asyncio) already owns the wakeup fd."""
+    if threading.current_thread() is not threading.main_thread():
+        yield -1
+        return
+    r, w = os.pipe()
+    os.set_blocking(r, False)
+    os.set_blocking(w, False)
+    old = signal.set_wakeup_fd(w, warn_on_full_buffer=False)
+    try:
+        if old != -1:
+            signal.set_wakeup_fd(old)
+            yield -1
+        else:
+            yield r
+    finally:
+        if old == -1:
+            signal.set_wakeup_fd(-1)
+        os.close(r)
+        os.close(w)
+
+
+def drain(fd: int) -> None:
+    with contextlib.suppress(BlockingIOError):
+        while os.read(fd, 512):
+            pass
 
 
 def initiate(

@@ -200,15 +200,23 @@ class _CompiledRounds:
             send_flags=w.flags,
             wr_id=PINGPONG_WR_ID,
             abort_fd=-1,
+            signal_fd=-1,
         )
 
     def _run(self, abort: socket.socket | None, call: Callable[[], tuple[int, int]]) -> None:
         st, w = self.state, self.w
         st.abort_fd = abort.fileno() if abort is not None else -1
         st.posted, st.unreaped = w.posted, w.unreaped
-        status, done = call()
+        with hotloop.signal_wakeup() as wakeup:
+            st.signal_fd = wakeup
+            status, done = call()
+            while status == hotloop.SIGNAL:
+                # Back in the interpreter, the signal's handler runs (Ctrl-C raises here,
+                # as in the Python loop); a handler that returns lets the rounds resume.
+                hotloop.drain(wakeup)
+                status, done = call()
         w.posted, w.unreaped = int(st.posted), int(st.unreaped)  # the confirming write goes on
-        self.done += done
+        self.done = done
         if status == hotloop.TIMEOUT:
             raise TimeoutError("no reply from the peer")
         if status == hotloop.ABORTED:

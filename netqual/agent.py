@@ -18,7 +18,7 @@ import signal
 import socket
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import asdict
 from types import FrameType
 from typing import Any
@@ -74,6 +74,7 @@ class Agent:
         self._threads: list[threading.Thread] = []
         self._conns: set[socket.socket] = set()
         self._conns_lock = threading.Lock()
+        self._measuring = 0  # probes and transport requests in progress (``info``)
         # stop() may run in a signal handler: it only sets a flag and pokes this pipe, which
         # wakes the accept loop at once instead of at its next select timeout.
         self._wake_r, self._wake_w = socket.socketpair()
@@ -247,10 +248,12 @@ class Agent:
         elif kind == "doctor":
             ch.send("doctor", _doctor_report())
         elif kind == "probe":
-            serve_probe(ch, body, self.name, self.token, self.limits, self.transport)
+            with self._measurement():
+                serve_probe(ch, body, self.name, self.token, self.limits, self.transport)
         elif "." in kind and kind.split(".", 1)[0] in TRANSPORT_NAMES:
             transport = self.transport(kind.split(".", 1)[0])
-            transport.respond(ch, kind, body, self.limits, self.buffers)
+            with self._measurement():
+                transport.respond(ch, kind, body, self.limits, self.buffers)
         else:
             raise BadRequestError(ch.peer, "kind", f"unknown request {kind[:40]!r}")
 
@@ -259,7 +262,19 @@ class Agent:
         (decoded from the probe request) over them."""
         return get_transport(name, node_name=self.name, options=self.transport_options, run=run)
 
+    @contextlib.contextmanager
+    def _measurement(self) -> Iterator[None]:
+        with self._conns_lock:
+            self._measuring += 1
+        try:
+            yield
+        finally:
+            with self._conns_lock:
+                self._measuring -= 1
+
     def info(self) -> dict[str, Any]:
+        with self._conns_lock:
+            measuring = self._measuring
         return {
             "name": self.name,
             "version": __version__,
@@ -268,6 +283,9 @@ class Agent:
             "transports": list(TRANSPORT_NAMES),
             "limits": asdict(self.limits),
             "time_ns": time.time_ns(),  # wall clock, for the pre-flight clock check
+            # probes and transport requests running now: ``run --resume`` waits for a
+            # killed coordinator's to end before measuring
+            "measuring": measuring,
         }
 
 

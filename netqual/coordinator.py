@@ -27,6 +27,7 @@ from netqual import resume as resume_mod
 from netqual.errors import NetqualError, NoAgentsError, PeerError
 from netqual.fabric import Fabric
 from netqual.matrix import tier_of
+from netqual.messages import Fields
 from netqual.models import (
     Interference,
     Mode,
@@ -42,7 +43,7 @@ from netqual.pathtable import PathTable
 from netqual.phases import Phase, ScheduleConfig
 from netqual.plausible import check_path
 from netqual.policy import judge
-from netqual.probe_request import request_probe
+from netqual.probe_request import SilentAgentError, request_probe
 from netqual.protocol import connect
 from netqual.results import append_jsonl, summarize, write_json
 from netqual.schedule import Pair
@@ -123,9 +124,17 @@ def host_info() -> dict[str, object]:
 
 
 def check_agents(
-    nodes: Sequence[Node], token: bytes | None, timeout_s: float = 5.0
+    nodes: Sequence[Node],
+    token: bytes | None,
+    timeout_s: float = 5.0,
+    idle_wait_s: float = 0.0,
+    busy: dict[str, int] | None = None,
 ) -> dict[str, str]:
-    """Ask every agent for ``info`` in parallel; returns {node name: problem} for failures."""
+    """Ask every agent for ``info`` in parallel; returns {node name: problem} for failures.
+
+    ``idle_wait_s``: ask again until the agent runs no probe (``measuring`` 0) for at
+    most that long (``--resume`` after a killed coordinator: its probes end within a
+    second). Agents still measuring then are noted in ``busy`` (node -> probes)."""
 
     def one(node: Node) -> str | None:
         try:
@@ -134,7 +143,15 @@ def check_agents(
             )
             with ch:
                 ch.set_timeout(timeout_s)
-                ch.request("info", reply="info")
+                end = time.monotonic() + idle_wait_s
+                while True:
+                    info = ch.request("info", reply="info")
+                    running = Fields(info, "info", node.name).integer("measuring", 0, 1 << 20, 0)
+                    if not running or time.monotonic() >= end:
+                        break
+                    time.sleep(IDLE_POLL_S)
+                if running and busy is not None:
+                    busy[node.name] = running
                 ch.send("bye")
         except (NetqualError, OSError) as err:
             return str(err)
@@ -143,6 +160,10 @@ def check_agents(
     with ThreadPoolExecutor(max_workers=min(32, max(1, len(nodes)))) as pool:
         results = dict(zip((n.name for n in nodes), pool.map(one, nodes), strict=True))
     return {name: problem for name, problem in results.items() if problem is not None}
+
+
+IDLE_POLL_S = 0.1
+RESUME_IDLE_WAIT_S = 10.0  # a killed coordinator's probes end within 1 s (CoordinatorWatch)
 
 
 def phase_plan(plan: ProbePlan, phase: Phase) -> ProbePlan:
@@ -155,7 +176,14 @@ def phase_plan(plan: ProbePlan, phase: Phase) -> ProbePlan:
     return plan
 
 
-def measure_pair(src: Node, dst: Node, cfg: RunConfig, phase: Phase = Phase.BOTH) -> PathResult:
+def measure_pair(
+    src: Node,
+    dst: Node,
+    cfg: RunConfig,
+    phase: Phase = Phase.BOTH,
+    silent: dict[str, str] | None = None,
+) -> PathResult:
+    """One path. ``silent``: where a source that never answers is noted (node -> why)."""
     started = now_iso()
     t0 = time.monotonic()
     plan = phase_plan(cfg.plan, phase)
@@ -172,6 +200,10 @@ def measure_pair(src: Node, dst: Node, cfg: RunConfig, phase: Phase = Phase.BOTH
     except PeerError as err:
         reason = err.message if err.code != "protocol" else str(err)
         return _failed(src, dst, cfg, reason, started, t0)
+    except SilentAgentError as err:
+        if silent is not None:
+            silent[src.name] = f"took an earlier probe of this run and never answered it ({err})"
+        return _failed(src, dst, cfg, str(err), started, t0)
     except (NetqualError, OSError) as err:
         return _failed(src, dst, cfg, str(err), started, t0)
     if len(out.raw.rtt_ns) == 0:
@@ -262,7 +294,10 @@ def run(
     done = resume.done if resume else {}
     started = (resume.started_at if resume else "") or now_iso()
     checked_at = time.monotonic()
-    down = check_agents(cfg.nodes, cfg.token)
+    busy: dict[str, int] = {}
+    down = check_agents(
+        cfg.nodes, cfg.token, idle_wait_s=RESUME_IDLE_WAIT_S if resume else 0.0, busy=busy
+    )
     preflight_s = cfg.preflight_s + time.monotonic() - checked_at
     if len(down) == len(cfg.nodes):
         # Each problem already names its node ("gpu01 unreachable: ..."); don't repeat it.
@@ -275,6 +310,9 @@ def run(
     paths: list[PathResult] = list(done.values())
     for path in paths:
         observer.pair_finished(path)
+    # Nodes that took a probe and never answered: their later pairs are marked, not tried
+    # (a full timeout each, every round).
+    silent: dict[str, str] = {}
     budget = phases.resolve(cfg.schedule, cfg.plan, cfg.nodes, cfg.fabric)
     estimated, *_ = estimate.estimate_phases(
         plan, cfg.transport.value, cfg.plan, cfg.parallel, cfg.schedule, cfg.fabric,
@@ -294,10 +332,14 @@ def run(
                 """Rounds as planned, less finished pairs; pairs with a dead agent fail here."""
                 for all_pairs in plan.rounds():
                     pairs = [(a, b) for a, b in all_pairs if (a.name, b.name) not in done]
+                    down.update(silent)  # a node silent in an earlier round stays out
                     for a, b in pairs:
                         if a.name in down or b.name in down:
                             dead = a if a.name in down else b
-                            reason = f"agent on {dead.name} not answering: {down[dead.name]}"
+                            why = down[dead.name]
+                            reason = f"agent on {dead.name} not answering: {why}"
+                            if dead.name in silent:
+                                reason = f"not measured: agent on {dead.name} {why}"
                             emit(_failed(a, b, cfg, reason, now_iso(), time.monotonic()))
                     yield [(a, b) for a, b in pairs if a.name not in down and b.name not in down]
 
@@ -307,7 +349,7 @@ def run(
                 budget,
                 bulk=cfg.plan.bulk,
                 parallel=cfg.parallel,
-                measure=lambda a, b, phase: measure_pair(a, b, cfg, phase),
+                measure=lambda a, b, phase: measure_pair(a, b, cfg, phase, silent),
                 combine=lambda pp, bk: combine_phases(pp, bk, cfg),
                 emit=emit,
                 tally=tally,
@@ -316,6 +358,8 @@ def run(
         # Ctrl-C or SIGTERM: what finished is on disk; finalise it as an incomplete run.
         complete = False
     sched = phases.describe(cfg.schedule, budget, cfg.plan.bulk)
+    if busy:  # --resume: these agents still ran someone's probes when measuring began
+        sched["busy_at_start"] = dict(busy)
     inter = None
     inter_at = time.monotonic()
     if not complete:

@@ -498,7 +498,11 @@ class AgentLimits:
     max_chunk_bytes: int = 64 << 20
     max_depth: int = 64
     max_bulk_bytes: int = 8 << 30  # per bulk request
-    max_reads: int = 1 << 20  # per bulk request: the initiator keeps 16 bytes per read
+    max_reads: int = 1 << 20  # per bulk request: the initiator keeps 40 bytes per read
+    # per probe: (chunk, depth) cells and reads over all cells (8 bytes of samples each
+    # are kept until the result is sent)
+    max_cells: int = 64
+    max_probe_reads: int = 1 << 22
     max_buffer_bytes: int = 1 << 30  # payload buffers of all sessions together
     max_duration_s: float = 600.0
     max_sessions: int = 64
@@ -513,6 +517,15 @@ class AgentLimits:
             return f"timeout {plan.timeout_s:g} s exceeds max_duration_s={self.max_duration_s:g}"
         problem = self.check_pingpong(plan.warmup + plan.iterations, plan.size_bytes)
         if problem is None and plan.bulk:
+            cells = len(plan.chunks_bytes) * len(plan.depths)
+            if cells > self.max_cells:
+                return f"{cells} bulk cells (chunks x depths) exceed max_cells={self.max_cells}"
+            reads = sum(plan.reads_for(c) for c in plan.chunks_bytes) * len(plan.depths)
+            if reads > self.max_probe_reads:
+                return (
+                    f"{reads} bulk reads over all cells exceed "
+                    f"max_probe_reads={self.max_probe_reads}"
+                )
             for chunk in plan.chunks_bytes:
                 for depth in plan.depths:
                     if (

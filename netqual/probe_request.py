@@ -11,6 +11,9 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import select
+import socket
+import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
@@ -57,6 +60,11 @@ class ProbeOutcome:
     forward_hops: int | None
     initiator: str
     responder_agent: str
+
+
+class SilentAgentError(ProbeError):
+    """The initiating agent took the probe but sent no result before the coordinator's
+    timeout: it will most likely do the same with every later probe of the run."""
 
 
 @dataclass(frozen=True)
@@ -198,6 +206,7 @@ def serve_probe(
     req = ProbeRequest.decode(body, limits, ch.peer)
     target = req.peer.name or req.peer.address
     phase = "setup"
+    watch = CoordinatorWatch(ch)
     try:
         transport = make_transport(req.transport, req.options)
         transport.check_available()
@@ -209,15 +218,26 @@ def serve_probe(
         )
         phase = "measure"
         with peer_ch:
+            watch.attach(peer_ch.sock)
             raw = transport.initiate(peer_ch, req.plan, deadline, req.peer.address)
+            watch.close()
             with contextlib.suppress(NetqualError, OSError):
                 peer_ch.set_timeout(2.0)
                 peer_ch.send("bye")
     except (NetqualError, TimeoutError) as err:
+        watch.close()
+        if watch.gone.is_set():
+            log.info(
+                "probe %s -> %s stopped: the coordinator %s left (%s)",
+                agent_name, req.peer.label, ch.peer, err,
+            )  # fmt: skip
+            return
         if isinstance(err, IntegrityFailure):
             log.warning("probe %s -> %s: %s", agent_name, req.peer.label, err.problem)
         ch.send_error(*_failure(err, phase, req.peer, agent_name))
         return
+    finally:
+        watch.close()
     bulk = tuple(
         BulkHeader(b.chunk_bytes, b.depth, len(b.completion_ns), b.elapsed_ns, b.error)
         for b in raw.bulk
@@ -234,6 +254,65 @@ def serve_probe(
     ch.send("probe.result", result.to_body())
     for samples in (raw.rtt_ns, *(b.completion_ns for b in raw.bulk)):
         ch.send_bytes(np.asarray(samples, dtype=_SAMPLE).tobytes())
+
+
+class CoordinatorWatch:
+    """Stops a probe within ``POLL_S`` once the coordinator's channel closes.
+
+    The coordinator says nothing while its probe runs, so the channel turning readable
+    means it closed (killed, or Ctrl-C): the probe's connection to the responder is then
+    shut down, which ends the initiator's loop (and the responder's) at once, instead of
+    measuring for a run that is gone, on top of the next run's probes.
+    """
+
+    POLL_S = 0.2
+
+    def __init__(self, ch: Channel) -> None:
+        self.ch = ch
+        self.gone = threading.Event()
+        self._closed = threading.Event()
+        self._lock = threading.Lock()
+        self._peer: socket.socket | None = None
+        self._thread = threading.Thread(target=self._run, name="coordinator-watch", daemon=True)
+        self._thread.start()
+
+    def attach(self, peer_sock: socket.socket) -> None:
+        """The probe's connection to the responder: shut down when the coordinator leaves."""
+        with self._lock:
+            self._peer = peer_sock
+        if self.gone.is_set():
+            self._shutdown()
+
+    def close(self) -> None:
+        """The probe is over: stop watching (the channel is the session's again)."""
+        self._closed.set()
+        self._thread.join(timeout=2 * self.POLL_S + 1)
+
+    def _shutdown(self) -> None:
+        with self._lock:
+            peer = self._peer
+        if peer is not None:
+            with contextlib.suppress(OSError):
+                peer.shutdown(socket.SHUT_RDWR)
+
+    def _run(self) -> None:
+        sock = self.ch.sock
+        while not self._closed.is_set():
+            try:
+                readable = select.select([sock], [], [], self.POLL_S)[0]
+                if self._closed.is_set():
+                    return
+                if not readable:
+                    continue
+                left = not sock.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT)
+            except BlockingIOError:
+                continue
+            except (OSError, ValueError):  # reset, or the socket is gone
+                left = True
+            if left:
+                self.gone.set()
+                self._shutdown()
+            return  # gone, or it spoke mid-probe (the next recv deals with that)
 
 
 def _failure(
@@ -295,7 +374,7 @@ def request_probe(
             with contextlib.suppress(NetqualError):
                 ch.send("bye")
         except TimeoutError as err:
-            raise ProbeError(f"no result from {src.name} within {timeout_s:g} s") from err
+            raise SilentAgentError(f"no result from {src.name} within {timeout_s:g} s") from err
         except BadRequestError as err:
             raise ProtocolError(src.name, f"malformed probe result: {err.problem}") from err
     return ProbeOutcome(

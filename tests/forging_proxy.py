@@ -27,6 +27,8 @@ import time
 
 HEADER_BYTES = 8
 TAG_BYTES = 32
+# The agent's answer that starts the raw traffic (the end-of-loop answers carry a body).
+ACCEPTED = b'{"kind":"ok","body":{}}'
 
 
 def recv_exact(sock: socket.socket, n: int) -> bytes:
@@ -68,9 +70,11 @@ class Session:
         frames = 0
         try:
             while True:
-                frame, _ = read_frame(self.up, tagged=frames >= 2)
+                frame, payload = read_frame(self.up, tagged=frames >= 2)
                 frames += 1
                 self.to_client(frame)
+                if payload != ACCEPTED:  # not the agent accepting a tcp.pingpong / tcp.bulk
+                    continue
                 n, self.raw_back = self.raw_back, 0
                 while n > 0:  # the agent's replies: dropped when forging, else relayed
                     data = self.up.recv(min(n, 1 << 20))

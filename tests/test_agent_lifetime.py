@@ -1,0 +1,149 @@
+"""Agent lifetime: a probe ends with its coordinator, a silent node costs one timeout, and a
+probe's size is capped. Real agent processes on 127.0.0.1 (a fake agent only for the
+silent node, which no real agent can be made to be)."""
+
+from __future__ import annotations
+
+import json
+import socket
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from conftest import AgentPool
+from test_trust import node, serving
+
+from netqual.coordinator import RESUME_IDLE_WAIT_S, RunConfig, check_agents, run
+from netqual.handshake import PROTOCOL_VERSION
+from netqual.models import AgentLimits, Node, ProbePlan
+from netqual.probe_request import PeerRef, ProbeRequest
+from netqual.protocol import Channel, connect, server_handshake
+
+LONG = ProbePlan(iterations=1_000_000, warmup=0, bulk=False, timeout_s=120)
+
+
+def measuring(agent: Node, token: bytes) -> int:
+    ch, _ = connect(agent.address, agent.port, token, agent.name, 5, expect_name=agent.name)
+    with ch:
+        return int(ch.request("info", reply="info")["measuring"])
+
+
+def wait_until(check: object, within_s: float) -> float:
+    """Seconds until ``check()`` held (polled every 20 ms); fails after ``within_s``."""
+    start = time.monotonic()
+    while time.monotonic() - start < within_s:
+        if check():  # type: ignore[operator]
+            return time.monotonic() - start
+        time.sleep(0.02)
+    raise AssertionError(f"not within {within_s} s")
+
+
+def test_a_probe_stops_within_a_second_when_its_coordinator_leaves(
+    agents: AgentPool, token: bytes
+) -> None:
+    a, b = (node(x) for x in agents.start_many([("gpu01", "-v"), ("gpu02", "-v")]))
+    ch, _ = connect(a.address, a.port, token, a.name, 5, expect_name=a.name)
+    request = ProbeRequest(PeerRef(b.name, b.address, b.port), "tcp", LONG, hops=False)
+    ch.send("probe", request.to_body())
+    # Both ends are in the timed loop (a million round trips: far longer than this test).
+    wait_until(lambda: measuring(a, token) and measuring(b, token), 20)
+    ch.close()  # what the kernel does for a coordinator killed with -9
+    took = wait_until(lambda: measuring(a, token) == 0 and measuring(b, token) == 0, 10)
+    assert took < 1.0, f"the probe outlived its coordinator by {took:.2f} s"
+    log = agents.agents[0].stderr()
+    assert "stopped: the coordinator" in log and "left" in log, log
+
+
+def test_resume_waits_for_probes_still_running_on_the_agents(
+    agents: AgentPool, token: bytes
+) -> None:
+    """``run --resume`` asks the agents (``check_agents`` with an idle wait) until no probe
+    runs there: a dead run's probe is waited for, one that goes on is detected."""
+    a, b = (node(x) for x in agents.start_many([("gpu01",), ("gpu02",)]))
+    ch, _ = connect(a.address, a.port, token, a.name, 5, expect_name=a.name)
+    request = ProbeRequest(PeerRef(b.name, b.address, b.port), "tcp", LONG, hops=False)
+    ch.send("probe", request.to_body())
+    wait_until(lambda: measuring(a, token) and measuring(b, token), 20)
+    busy: dict[str, int] = {}
+    assert check_agents((a, b), token, idle_wait_s=0.3, busy=busy) == {}
+    assert busy == {"gpu01": 1, "gpu02": 1}  # detected: still measuring after the wait
+    threading.Timer(0.5, ch.close).start()  # the old run's coordinator goes away
+    busy.clear()
+    start = time.monotonic()
+    assert check_agents((a, b), token, idle_wait_s=RESUME_IDLE_WAIT_S, busy=busy) == {}
+    assert busy == {}  # waited for: both ended while asked
+    assert 0.4 < time.monotonic() - start < 3.0
+
+
+class SilentAgent:
+    """Answers the handshake and ``info`` like an agent, then sits on every probe."""
+
+    def __init__(self, name: str, token: bytes) -> None:
+        self.name, self.token = name, token
+        self.probes = 0
+
+    def handle(self, conn: socket.socket) -> None:
+        conn.settimeout(60)
+        ch = Channel(conn, "peer")
+        server_handshake(ch, self.token, self.name, "0")
+        while (msg := ch.recv()).kind != "bye":
+            if msg.kind == "info":
+                ch.send("info", {"name": self.name, "measuring": 0})
+            elif msg.kind == "probe":
+                self.probes += 1
+                conn.recv(1)  # until the coordinator gives up and closes
+                return
+            else:
+                return  # a peer's tcp.* request: never answered either
+
+
+def test_a_silent_node_costs_one_timeout_then_its_pairs_are_marked(
+    agents: AgentPool, token: bytes, tmp_path: Path
+) -> None:
+    assert PROTOCOL_VERSION >= 2
+    real = [node(x) for x in agents.start_many([("gpu01",), ("gpu02",)])]
+    silent = SilentAgent("gpu03", token)
+    plan = ProbePlan(iterations=200, warmup=10, bulk=False, timeout_s=1.0)
+    with serving(silent.handle) as server:
+        # listed first: the source of its pairs (the mesh measures each pair one way)
+        nodes = (Node(name="gpu03", address="127.0.0.1", port=server.port), *real)
+        start = time.monotonic()
+        results = run(RunConfig(nodes=nodes, plan=plan, token=token), tmp_path / "out")
+        took = time.monotonic() - start
+    assert results.run.complete
+    paths = json.loads((tmp_path / "out/results.json").read_text())["paths"]
+    assert len(paths) == 3
+    errors = {(p["src"], p["dst"]): p["error"] or "" for p in paths}
+    from_silent = [e for (src, _), e in errors.items() if src == "gpu03"]
+    assert len(from_silent) == 2 and silent.probes == 1, errors
+    assert sum(e.startswith("no result from gpu03") for e in from_silent) == 1, from_silent
+    marked = [
+        p
+        for p in paths
+        if "not measured: agent on gpu03 took an earlier" in errors[p["src"], p["dst"]]
+    ]
+    assert marked and all(p["verdict"] == "unsafe" for p in marked), errors
+    # one coordinator timeout (plan 1 s + 15 s), not one per round
+    assert took < 2 * (plan.timeout_s + 15.0), took
+    assert all(not e for (src, dst), e in errors.items() if "gpu03" not in (src, dst)), errors
+
+
+@pytest.mark.parametrize(
+    ("plan", "problem"),
+    [
+        (
+            ProbePlan(
+                chunks_bytes=tuple(range(4096, 4096 + 64)), depths=(1, 2), bulk_bytes=1 << 20
+            ),
+            "128 bulk cells (chunks x depths) exceed max_cells=64",
+        ),
+        (
+            ProbePlan(chunks_bytes=(1, 2), depths=(1, 2, 3), bulk_bytes=1 << 20, min_reads=1),
+            "4718592 bulk reads over all cells exceed max_probe_reads=4194304",
+        ),
+    ],
+)
+def test_a_probe_is_capped_in_cells_and_reads_over_all_cells(plan: ProbePlan, problem: str) -> None:
+    assert AgentLimits().check(plan) == problem
+    assert AgentLimits().check(ProbePlan()) is None

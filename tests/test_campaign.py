@@ -9,6 +9,7 @@ import xml.etree.ElementTree as ET
 from collections.abc import Callable
 from pathlib import Path
 
+import numpy as np
 import pytest
 from cli_helpers import Run, run_in_process
 from factories import make_results, write_results
@@ -16,6 +17,7 @@ from factories import make_results, write_results
 from netqual import localise
 from netqual.campaign.store import SCHEMA_VERSION, open_store
 from netqual.models import Policy, Results
+from netqual.results import path_to_dict
 
 WEEK1 = "2027-01-05T10:00:00+00:00"
 WEEK2 = "2027-01-12T10:00:00+00:00"
@@ -212,3 +214,65 @@ def test_a_version_1_store_is_upgraded_and_read(
         assert store.con.execute("SELECT count(*) FROM week_paths").fetchone() == (56,)
     finally:
         store.close()
+
+
+def test_a_retest_joins_its_run_and_overrides_its_paths(
+    cli: Callable[..., Run], tmp_path: Path, weeks: dict[str, Path]
+) -> None:
+    """A retest of week 2 (3 of gpu03's paths re-measured, fine now) is recorded as a retest
+    of that run, in its week; the week's state of those paths is the retest's."""
+    cli("campaign", "init", "joint", "--start", "2027-01-04")
+    cli("campaign", "add", "joint", str(weeks["w1"]))
+    cli("campaign", "add", "joint", str(weeks["w2"]))
+    fine = make_results(8, started_at="2027-01-20T10:00:00+00:00")  # a date in week 3
+    keep = np.flatnonzero(fine.paths.src == fine.paths.names.index("gpu03"))[:3]
+    retest = dataclasses.replace(fine, paths=fine.paths.take(keep), retest_of="w2")
+    r = cli("campaign", "add", "joint", str(_run(tmp_path, "w2-retest", retest)))
+    assert r.returncode == 0, r.stderr
+    assert "added retest" in r.stdout and "as week 2: 3 paths" in r.stdout
+    assert "retest of run" in r.stdout
+    doc = json.loads(cli("campaign", "report", "joint", "--json").stdout)
+    assert [(w["week"], w["runs"], w["unsafe"]) for w in doc["weeks"]] == [(1, 1, 0), (2, 2, 4)]
+
+
+def test_an_interrupted_run_is_added_as_incomplete(cli: Callable[..., Run], tmp_path: Path) -> None:
+    full = make_results(6, started_at=WEEK1)
+    out = tmp_path / "cut"
+    out.mkdir()
+    with (out / "results.jsonl").open("w") as f:
+        for p in list(full.paths)[:5]:
+            f.write(json.dumps(path_to_dict(p)) + "\n")
+    cli("campaign", "init", "joint")
+    r = cli("campaign", "add", "joint", str(out / "results.jsonl"), "--week", "1")
+    assert r.returncode == 0, r.stderr
+    assert "as week 1: 5 paths" in r.stdout and "incomplete run" in r.stdout
+
+
+def test_the_stored_baseline_judges_as_the_file_does(
+    cli: Callable[..., Run], tmp_path: Path, weeks: dict[str, Path]
+) -> None:
+    """campaign gate compares with the baseline run as the store keeps it: the regression
+    rules find the same paths as `netqual gate --baseline FILE` does."""
+    import datetime as dt
+
+    from netqual.campaign.milestone import stored_baseline
+    from netqual.gate import evaluate, load_profile
+    from netqual.runfiles import load_run
+
+    cli("campaign", "init", "joint", "--start", "2027-01-04")
+    cli("campaign", "add", "joint", str(weeks["w1"]))
+    cli("campaign", "add", "joint", str(weeks["w2"]))
+    profile = load_profile(tmp_path / "joint" / "profiles" / "requalify.toml")
+    new, old = load_run(weeks["w2"]), load_run(weeks["w1"])
+    store = open_store(tmp_path / "joint" / "history.duckdb", read_only=True)
+    try:
+        base = store.runs()[0]
+        from_store = evaluate(new, profile, today=dt.date(2027, 1, 12),
+                              baseline=stored_baseline(store, base, new))  # fmt: skip
+    finally:
+        store.close()
+    from_file = evaluate(new, profile, today=dt.date(2027, 1, 12), baseline=old)
+    assert [(o.rule, o.status, o.failing) for o in from_store.outcomes] == [
+        (o.rule, o.status, o.failing) for o in from_file.outcomes
+    ]
+    assert any(o.rule == "no_class_drop" and o.failing for o in from_file.outcomes)

@@ -20,6 +20,7 @@ import numpy as np
 
 from netqual.campaign.config import Campaign, Milestone
 from netqual.campaign.store import WEEK_PATHS, RunRow, Store
+from netqual.campaign.stored import stored_paths
 from netqual.diff import p99_rises
 from netqual.errors import CampaignError
 from netqual.gate import Finding, GateReport, Outcome, Profile, Status, evaluate
@@ -58,6 +59,13 @@ def runs_to_judge(store: Store, milestone: Milestone) -> tuple[RunRow, RunRow | 
 def compares(profile: Profile) -> bool:
     """Whether the profile has a rule against a baseline run."""
     return profile.baseline_required or any(isinstance(r, BASELINE_RULES) for r in profile.rules)
+
+
+def stored_baseline(store: Store, base: RunRow, results: Results) -> Results:
+    """The baseline run as the store keeps it (``stored.stored_paths``): the baseline rules
+    read its paths' names, verdicts and p99; its nodes are the campaign's (every run of a
+    campaign has them, ``campaign add`` refuses others), taken from the judged run."""
+    return dataclasses.replace(results, paths=stored_paths(store, base.seq), interference=None)
 
 
 def judge(

@@ -167,17 +167,31 @@ class Store:
                 ],
             )  # fmt: skip
             self._insert_paths(seq, results)
-            self.con.execute("DELETE FROM week_paths WHERE week = ?", [week])
-            self.con.execute(
-                f"INSERT INTO week_paths {_LATEST_OF_WEEKS.format(where='WHERE r.week = ?')}",
-                [week],
-            )
+            self._refresh_week(seq, week)
             if results.suspects:
                 self.con.executemany(
                     "INSERT INTO suspects VALUES (?, ?, ?)",
                     [[seq, s.kind.value, s.subject] for s in results.suspects],
                 )
         return Added(next(r for r in self.runs() if r.seq == seq), new=True)
+
+    def _refresh_week(self, seq: int, week: int) -> None:
+        """week_paths of ``week`` after run ``seq`` was added to it. The first run of a week
+        is its state as it is; a later one (a retest, a second run) overrides per pair."""
+        alone = self.con.execute("SELECT count(*) FROM runs WHERE week = ?", [week]).fetchone()
+        # a run that measured a pair from both ends holds two rows of it: rank those
+        twice = self.con.execute(
+            "SELECT count(*) > count(DISTINCT (a, b)) FROM paths WHERE seq = ?", [seq]
+        ).fetchone()
+        if alone == (1,) and twice == (False,):
+            self.con.execute(
+                "INSERT INTO week_paths SELECT *, ? FROM paths WHERE seq = ?", [week, seq]
+            )
+            return
+        self.con.execute("DELETE FROM week_paths WHERE week = ?", [week])
+        self.con.execute(
+            f"INSERT INTO week_paths {_LATEST_OF_WEEKS.format(where='WHERE r.week = ?')}", [week]
+        )
 
     def _check_belongs(self, source: str, policy: str, nodes: list[str], *, retest: bool) -> None:
         first = self.con.execute("SELECT policy, nodes FROM runs ORDER BY seq LIMIT 1").fetchone()
@@ -207,25 +221,22 @@ class Store:
             )
 
     def _insert_paths(self, seq: int, results: Results) -> None:
+        """The run's columns go in as integer codes and numbers; node names, racks and
+        tiers are joined in from two small tables (strings made per path in numpy would
+        be millions of Python objects)."""
         t = results.paths
         n = len(t)
-        names = np.array(t.names, dtype=object)
         racks = {node.name: node.rack for node in results.nodes}
-        rack_of = np.array([racks.get(name) for name in t.names], dtype=object)
-        src, dst = names[t.src], names[t.dst]
-        order = np.empty(len(names), dtype=np.int64)  # each name's place in name order
-        order[np.argsort(names.astype(str), kind="stable")] = np.arange(len(names))
+        order = np.empty(len(t.names), dtype=np.int64)  # each name's place in name order
+        order[np.argsort(np.array(t.names, dtype=str), kind="stable")] = np.arange(len(t.names))
         swap = order[t.src] > order[t.dst]
         wl = t.workload
         cols: dict[str, Any] = {
-            "seq": np.full(n, seq, dtype=np.int32),
-            "a": np.where(swap, dst, src),
-            "b": np.where(swap, src, dst),
-            "src": src,
-            "dst": dst,
-            "src_rack": rack_of[t.src],
-            "dst_rack": rack_of[t.dst],
-            "tier": np.array([x.value for x in TIERS], dtype=object)[t.tier],
+            "s": t.src.astype(np.int32),
+            "d": t.dst.astype(np.int32),
+            "a": np.where(swap, t.dst, t.src).astype(np.int32),
+            "b": np.where(swap, t.src, t.dst).astype(np.int32),
+            "tier": t.tier.astype(np.int8),
             "verdict": t.verdict.astype(np.int8),
             "workload_verdict": (wl.verdict if wl is not None else np.full(n, -1)).astype(np.int8),
             "samples": t.samples,
@@ -235,17 +246,33 @@ class Store:
             "goodput_gbps": _best_goodput(t.bulk.offsets, t.bulk.goodput_gbps, n),
             "error": np.array([e is not None for e in t.error], dtype=np.bool_),
         }
+        nodes = {
+            "code": np.arange(len(t.names), dtype=np.int32),
+            "name": np.array(t.names, dtype=object),
+            "rack": np.array([racks.get(name) for name in t.names], dtype=object),
+        }
+        tiers = {
+            "code": np.arange(len(TIERS), dtype=np.int8),
+            "name": np.array([x.value for x in TIERS], dtype=object),
+        }
         self.con.register("_new_paths", cols)
+        self.con.register("_nodes", nodes)
+        self.con.register("_tiers", tiers)
         try:
             # NaN is the columns' "absent" (netqual.pathtable); the store says NULL
             self.con.execute(
-                "INSERT INTO paths SELECT seq, a, b, src, dst, src_rack, dst_rack, tier, verdict,"
-                " nullif(workload_verdict, -1),"
-                " samples, nullif(p50_us, 'NaN'), nullif(p99_us, 'NaN'), nullif(p999_us, 'NaN'),"
-                " nullif(goodput_gbps, 'NaN'), error FROM _new_paths"
+                "INSERT INTO paths SELECT ?, na.name, nb.name, ns.name, nd.name, ns.rack, nd.rack,"
+                " tr.name, p.verdict, nullif(p.workload_verdict, -1), p.samples,"
+                " nullif(p.p50_us, 'NaN'), nullif(p.p99_us, 'NaN'), nullif(p.p999_us, 'NaN'),"
+                " nullif(p.goodput_gbps, 'NaN'), p.error"
+                " FROM _new_paths p JOIN _nodes ns ON ns.code = p.s JOIN _nodes nd ON nd.code = p.d"
+                " JOIN _nodes na ON na.code = p.a JOIN _nodes nb ON nb.code = p.b"
+                " JOIN _tiers tr ON tr.code = p.tier",
+                [seq],
             )
         finally:
-            self.con.unregister("_new_paths")
+            for name in ("_new_paths", "_nodes", "_tiers"):
+                self.con.unregister(name)
 
     # -- gate outcomes and waivers ----------------------------------------------------
 

@@ -199,10 +199,10 @@ def gate(
         if stone.workload is not None:
             results = apply_workload(results, load_workload(stone.workload))
         if not milestone.compares(profile):
-            base = None  # no baseline rule: do not read a second half-million-path file
+            base = None  # no baseline rule: no baseline
         report = milestone.judge(
             camp, store, stone, profile, target, results,
-            baseline=load_run(Path(base.source)) if base else None,
+            baseline=milestone.stored_baseline(store, base, results) if base else None,
             baseline_source=base.source if base else None, today=day,
         )  # fmt: skip
         store.record_gate(

@@ -1,0 +1,428 @@
+#!/usr/bin/env python3
+"""Simulated agents: many lightweight asyncio servers in one process that speak the real
+control protocol (framing, the token handshake, MAC'd frames: netqual.protocol and
+netqual.handshake) and answer ``info`` and ``probe`` like an agent, with synthetic samples
+after a modelled delay instead of measuring. The real coordinator runs against them, so
+what this exercises is the coordinator: scheduling, connections, threads, results files,
+resume. Nothing here measures a network; netqual never uses it outside bench/ and tests.
+
+Each agent listens on its own loopback address (127.0.x.y, ``address``) so the scheduler
+sees one host per agent, as on a cluster.
+
+    PYTHONPATH=$PWD python3 bench/simagents.py --agents 1024 --out DIR [--delay-ms 1]
+        [--kill-after S] [--limit-s S]
+
+runs ``netqual run`` (the CLI, a child process) over them: full mesh, bulk on, a tiny plan;
+``--kill-after S`` sends SIGKILL to the coordinator after S seconds and resumes with
+``--resume``. Prints wall time, modelled probe time, coordinator overhead per pair, peak RSS,
+threads and file descriptors (sampled from /proc), results.jsonl growth, the load average,
+and whether every pair is in results.json exactly once.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import hashlib
+import hmac
+import json
+import os
+import signal
+import struct
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from netqual import __version__
+from netqual.auth import load_token, write_token
+from netqual.handshake import PROTOCOL_VERSION, ServerHandshake, SessionKeys
+from netqual.plan_codec import plan_from_dict
+from netqual.protocol import (
+    FRAME_BYTES,
+    FRAME_JSON,
+    HEADER,
+    MAGIC,
+    TAG_BYTES,
+    check_header,
+    decode_message,
+    encode_message,
+)
+from netqual.transports import AgentLimits
+
+SEQ = struct.Struct("!Q")
+
+
+def address(i: int) -> str:
+    return f"127.{10 + i // 62500}.{i // 250 % 250}.{1 + i % 250}"
+
+
+def _tag(key: bytes, seq: int, header: bytes, payload: bytes) -> bytes:
+    # The frame tag of netqual.protocol: HMAC-SHA256 over sequence | header | payload.
+    mac = hmac.new(key, SEQ.pack(seq), hashlib.sha256)
+    mac.update(header)
+    mac.update(payload)
+    return mac.digest()
+
+
+class _Frames:
+    """One session's framing on asyncio streams, with the session keys once agreed."""
+
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.reader, self.writer = reader, writer
+        self.keys: SessionKeys | None = None
+        self.sent = self.received = 0
+
+    def send(self, frame_type: int, payload: bytes) -> None:
+        header = HEADER.pack(MAGIC, PROTOCOL_VERSION, frame_type, len(payload))
+        tag = b""
+        if self.keys is not None:
+            tag = _tag(self.keys.send, self.sent, header, payload)
+            self.sent += 1
+        self.writer.write(header + payload + tag)
+
+    def message(self, kind: str, body: dict[str, Any]) -> None:
+        self.send(FRAME_JSON, encode_message(kind, body))
+
+    async def recv(self, peer: str) -> tuple[str, dict[str, Any]]:
+        header = await self.reader.readexactly(HEADER.size)
+        frame_type, length = check_header(header, 1 << 20, peer)
+        payload = await self.reader.readexactly(length)
+        if self.keys is not None:
+            tag = await self.reader.readexactly(TAG_BYTES)
+            if not hmac.compare_digest(tag, _tag(self.keys.recv, self.received, header, payload)):
+                raise ConnectionError("frame failed its integrity check")
+            self.received += 1
+        if frame_type != FRAME_JSON:
+            raise ConnectionError("expected a message frame")
+        msg = decode_message(payload, peer)
+        return msg.kind, msg.body
+
+
+class SimAgents:
+    """``count`` simulated agents a0000.. on their own loopback addresses, served by one
+    asyncio loop in a background thread; ``delay_s`` models each probe phase's duration."""
+
+    def __init__(
+        self, count: int, token: bytes | None, delay_s: float = 0.001, seed: int = 1
+    ) -> None:
+        self.count, self.token, self.delay_s = count, token, delay_s
+        self.rng = np.random.default_rng(seed)
+        self.ports: list[int] = []
+        self.probes = 0
+        self.loop = asyncio.new_event_loop()
+        self._ready = threading.Event()
+        self._stop: asyncio.Event | None = None
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def name(self, i: int) -> str:
+        return f"a{i:04d}"
+
+    def start(self, timeout_s: float = 60.0) -> None:
+        self._thread.start()
+        if not self._ready.wait(timeout_s):
+            raise RuntimeError("simulated agents did not start")
+
+    def stop(self) -> None:
+        if self._stop is not None:
+            self.loop.call_soon_threadsafe(self._stop.set)
+        self._thread.join(30)
+
+    def inventory(self, path: Path, token_file: Path, rack_size: int = 32) -> Path:
+        lines = ["[defaults]", f'token_file = "{token_file}"', ""]
+        for i, port in enumerate(self.ports):
+            lines += ["[[node]]", f'name = "{self.name(i)}"', f'address = "{address(i)}"']
+            lines += [f"port = {port}", f'rack = "r{i // rack_size:03d}"', ""]
+        path.write_text("\n".join(lines))
+        return path
+
+    def _run(self) -> None:
+        asyncio.set_event_loop(self.loop)
+        self.loop.run_until_complete(self._main())
+
+    async def _main(self) -> None:
+        self._stop = asyncio.Event()
+        servers = []
+        for i in range(self.count):
+
+            async def handle(r: asyncio.StreamReader, w: asyncio.StreamWriter, i: int = i) -> None:
+                await self._session(r, w, self.name(i))
+
+            server = await asyncio.start_server(handle, address(i), 0, backlog=64)
+            servers.append(server)
+            self.ports.append(server.sockets[0].getsockname()[1])
+        self._ready.set()
+        await self._stop.wait()
+        for s in servers:
+            s.close()
+
+    async def _session(self, r: asyncio.StreamReader, w: asyncio.StreamWriter, name: str) -> None:
+        f, peer = _Frames(r, w), name
+        try:
+            hs = ServerHandshake(self.token, name, __version__)
+            f.message("hello", hs.hello.to_body())
+            kind, body = await asyncio.wait_for(f.recv(peer), 10)
+            welcome, keys = hs.answer(kind, body, peer)
+            f.message("welcome", welcome)
+            f.keys = keys
+            while True:
+                kind, body = await asyncio.wait_for(f.recv(peer), 60)
+                if kind == "bye":
+                    break
+                if kind == "info":
+                    f.message(
+                        "info",
+                        {
+                            "name": name,
+                            "version": __version__,
+                            "pid": os.getpid(),
+                            "host": "sim",
+                            "transports": ["tcp"],
+                            "limits": asdict(AgentLimits()),
+                            "time_ns": time.time_ns(),
+                        },
+                    )
+                elif kind == "probe":
+                    await self._probe(f, name, body)
+                else:
+                    f.message("error", {"code": "bad-request", "message": f"unknown {kind[:40]!r}"})
+                await w.drain()
+        except (asyncio.IncompleteReadError, asyncio.TimeoutError, ConnectionError, Exception):
+            pass  # a simulated agent drops a broken session, as the real one does
+        finally:
+            w.close()
+
+    async def _probe(self, f: _Frames, name: str, body: dict[str, Any]) -> None:
+        """Synthetic result after the modelled delay: RTT samples around 20 us, bulk cells
+        at a modelled 80 Gbit/s."""
+        plan = plan_from_dict(body.get("plan", {}))
+        self.probes += 1
+        await asyncio.sleep(self.delay_s)
+        rtt = (20_000 + self.rng.integers(0, 5_000, plan.iterations)).astype("<i8")
+        cells, frames = [], [rtt.tobytes()]
+        if plan.bulk:
+            for chunk in plan.chunks_bytes:
+                for depth in plan.depths:
+                    reads = plan.reads_for(chunk)
+                    each_ns = int(chunk * 8 / 80.0) + 10_000
+                    completion = np.full(reads, each_ns, dtype="<i8")
+                    cells.append(
+                        {
+                            "chunk_bytes": chunk,
+                            "depth": depth,
+                            "reads": reads,
+                            "elapsed_ns": each_ns * reads // depth,
+                            "error": None,
+                        }
+                    )
+                    frames.append(completion.tobytes())
+        f.message(
+            "probe.result",
+            {
+                "responder_agent": str(body.get("peer", {}).get("name")),
+                "warmup_discarded": plan.warmup,
+                "rtt_count": plan.iterations,
+                "hops": 2,
+                "forward_hops": 2,
+                "bulk": cells,
+                "details": {"simulated": True, "initiator_agent": name},
+            },
+        )
+        for data in frames:
+            f.send(FRAME_BYTES, data)
+
+
+@contextmanager
+def simulated(count: int, work: Path, delay_s: float = 0.001) -> Iterator[tuple[SimAgents, Path]]:
+    """Started agents and their inventory (token in ``work``); stopped on exit."""
+    token_file = work / "token"
+    write_token(token_file)
+    agents = SimAgents(count, load_token(token_file), delay_s)
+    agents.start()
+    try:
+        yield agents, agents.inventory(work / "inventory.toml", token_file)
+    finally:
+        agents.stop()
+
+
+def proc_figures(pid: int) -> tuple[int, int, int]:
+    """(VmHWM KiB, threads, open fds) of a live process; zeros once it is gone."""
+    try:
+        text = Path(f"/proc/{pid}/status").read_text()
+        fds = len(os.listdir(f"/proc/{pid}/fd"))
+    except OSError:
+        return 0, 0, 0
+    fields = dict(line.split(":", 1) for line in text.splitlines() if ":" in line)
+    if "VmHWM" not in fields:
+        return 0, 0, 0
+    return int(fields["VmHWM"].split()[0]), int(fields["Threads"]), fds
+
+
+RUN_ARGS = [
+    "--iterations",
+    "20",
+    "--warmup",
+    "0",
+    "--chunk",
+    "64KiB",
+    "--depth",
+    "1",
+    "--allow-short-plan",
+    "--interference-sample",
+    "8",
+]
+
+
+def coordinator(
+    inventory: Path,
+    out: Path,
+    resume: bool,
+    kill_after: float | None,
+    limit_s: float,
+    kill_at_lines: int | None = None,
+    extra: tuple[str, ...] = (),
+) -> dict[str, Any]:
+    """One ``netqual run`` over the simulated agents, watched from /proc every 0.5 s;
+    SIGKILL after ``kill_after`` s, at ``kill_at_lines`` lines of results.jsonl, or at
+    ``limit_s``."""
+    cmd = [sys.executable, "-m", "netqual", "run", str(inventory), "--out", str(out), *RUN_ARGS]
+    cmd += [*extra, *(["--resume"] if resume else [])]
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(
+        cmd,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "NETQUAL_WIDTH": "100"},
+    )
+    peak = {"rss_kib": 0, "threads": 0, "fds": 0}
+    samples: list[tuple[float, int, int, int]] = []  # (s, lines in results.jsonl, threads, fds)
+    jsonl = out / "results.jsonl"
+    killed = False
+    while proc.poll() is None:
+        elapsed = time.perf_counter() - t0
+        hwm, th, fds = proc_figures(proc.pid)
+        peak = {
+            "rss_kib": max(peak["rss_kib"], hwm),
+            "threads": max(peak["threads"], th),
+            "fds": max(peak["fds"], fds),
+        }
+        lines = jsonl.read_bytes().count(b"\n") if jsonl.exists() else 0
+        samples.append((round(elapsed, 1), lines, th, fds))
+        due = kill_after is not None and elapsed > kill_after
+        due = due or (kill_at_lines is not None and lines >= kill_at_lines)
+        if due or elapsed > limit_s:
+            proc.send_signal(signal.SIGKILL)
+            killed = True
+            proc.wait()
+            break
+        time.sleep(0.2 if kill_at_lines is not None else 0.5)
+    stderr = proc.stderr.read() if proc.stderr else ""
+    return {
+        "wall_s": time.perf_counter() - t0,
+        "rc": proc.returncode,
+        "killed": killed,
+        **peak,
+        "samples": samples,
+        "stderr": stderr[-1500:],
+    }
+
+
+def check_once(out: Path, pairs: int) -> tuple[bool, int, int]:
+    """(every pair exactly once in results.json and results.jsonl, paths, jsonl lines)."""
+    doc = json.loads((out / "results.json").read_text())
+    keys = [(p["src"], p["dst"]) for p in doc["paths"]]
+    lines = [ln for ln in (out / "results.jsonl").read_text().splitlines() if ln.strip()]
+    jl = [tuple(json.loads(ln)[k] for k in ("src", "dst")) for ln in lines]
+    once = len(keys) == len(set(keys)) == pairs and len(jl) == len(set(jl)) == pairs
+    return once, len(keys), len(jl)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    ap.add_argument("--agents", type=int, default=64)
+    ap.add_argument("--delay-ms", type=float, default=1.0, help="modelled time of one probe phase")
+    ap.add_argument(
+        "--kill-after", type=float, default=None, help="SIGKILL the coordinator, then --resume"
+    )
+    ap.add_argument(
+        "--kill-at-lines",
+        type=int,
+        default=None,
+        help="SIGKILL the coordinator once results.jsonl has this many lines",
+    )
+    ap.add_argument(
+        "--limit-s", type=float, default=3600.0, help="stop (SIGKILL) any run after this"
+    )
+    ap.add_argument("--out", type=Path, default=None)
+    ap.add_argument("--run-arg", action="append", default=[], help="extra `netqual run` argument")
+    args = ap.parse_args()
+    n, pairs = args.agents, args.agents * (args.agents - 1) // 2
+    work = Path(tempfile.mkdtemp(prefix="netqual-sim-"))
+    out = args.out or work / "run"
+    load_before = os.getloadavg()
+    with simulated(n, work, args.delay_ms / 1000) as (agents, inventory):
+        runs = [
+            coordinator(
+                inventory,
+                out,
+                False,
+                args.kill_after,
+                args.limit_s,
+                args.kill_at_lines,
+                tuple(args.run_arg),
+            )
+        ]
+        if runs[0]["killed"] and (args.kill_after is not None or args.kill_at_lines is not None):
+            runs.append(
+                coordinator(inventory, out, True, None, args.limit_s, None, tuple(args.run_arg))
+            )
+        probes = agents.probes
+    load_after = os.getloadavg()
+    wall = sum(r["wall_s"] for r in runs)
+    modelled = probes * args.delay_ms / 1000
+    print(
+        f"simulated agents {n}  pairs {pairs}  probe requests {probes}  delay {args.delay_ms:g} ms"
+    )
+    for i, r in enumerate(runs):
+        what = "killed (SIGKILL)" if r["killed"] else f"exit {r['rc']}"
+        print(
+            f"run {i + 1}: {r['wall_s']:.1f} s, {what}; peak RSS {r['rss_kib'] / 1024:.0f} MiB, "
+            f"threads {r['threads']}, fds {r['fds']}"
+        )
+        if r["rc"] not in (0, None) and not r["killed"]:
+            print(r["stderr"])
+        growth = r["samples"][:: max(1, len(r["samples"]) // 6)]
+        print("  (s, results.jsonl lines, threads, fds): " + ", ".join(map(str, growth)))
+    done = (out / "results.json").exists()
+    once, paths, lines = check_once(out, pairs) if done else (False, 0, 0)
+    # The modelled probe time runs concurrently (a round's pairs at once): per pair, the
+    # coordinator's share is the wall time over pairs; the modelled part is bounded above
+    # by one delay per probe phase per round.
+    print(
+        f"wall {wall:.1f} s for {paths} paths: {1000 * wall / max(1, paths):.2f} ms per pair "
+        f"(modelled probe time in sequence {modelled:.1f} s)"
+    )
+    print(f"every pair exactly once in results.json and results.jsonl: {once} ({paths}, {lines})")
+    print(
+        "load average before "
+        + " ".join(f"{x:.1f}" for x in load_before)
+        + ", after "
+        + " ".join(f"{x:.1f}" for x in load_after)
+    )
+    print(f"run directory: {out}")
+    return 0 if once else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

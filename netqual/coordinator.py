@@ -24,7 +24,7 @@ import numpy as np
 
 from netqual import __version__, estimate, interference, localise, phases, schedule
 from netqual import resume as resume_mod
-from netqual.errors import NetqualError, NoAgentsError, PeerError
+from netqual.errors import ErrorCode, NetqualError, NoAgentsError, PeerError
 from netqual.fabric import Fabric
 from netqual.matrix import tier_of
 from netqual.messages import Fields
@@ -32,8 +32,10 @@ from netqual.models import (
     Interference,
     Mode,
     Node,
+    NotMeasured,
     PathResult,
     Policy,
+    PreflightReport,
     ProbePlan,
     Results,
     RunMeta,
@@ -199,12 +201,14 @@ def measure_pair(
         )
     except PeerError as err:
         reason = err.message if err.code != "protocol" else str(err)
-        return _failed(src, dst, cfg, reason, started, t0)
+        return _failed(src, dst, cfg, reason, started, t0, err.code in CONFIGURATION_CODES)
     except SilentAgentError as err:
         if silent is not None:
             silent[src.name] = f"took an earlier probe of this run and never answered it ({err})"
         return _failed(src, dst, cfg, str(err), started, t0)
-    except (NetqualError, OSError) as err:
+    except NetqualError as err:
+        return _failed(src, dst, cfg, str(err), started, t0, err.code in CONFIGURATION_CODES)
+    except OSError as err:
         return _failed(src, dst, cfg, str(err), started, t0)
     if len(out.raw.rtt_ns) == 0:
         return _failed(src, dst, cfg, f"{src.name} returned no samples", started, t0)
@@ -237,6 +241,8 @@ def combine_phases(pingpong: PathResult, bulk: PathResult, cfg: RunConfig) -> Pa
     """One path from its ping-pong request and its bulk-only request (judged on both)."""
     details = phases.merged_details(pingpong, bulk)
     duration = (pingpong.duration_s or 0.0) + (bulk.duration_s or 0.0)
+    if is_configuration(bulk):
+        return dataclasses.replace(bulk, error=f"bulk phase: {bulk.error}")
     if bulk.error is not None:
         reason = f"bulk phase: {bulk.error}"
         verdict, reasons = judge(cfg.policy, None, error=reason)
@@ -253,8 +259,29 @@ def combine_phases(pingpong: PathResult, bulk: PathResult, cfg: RunConfig) -> Pa
     return judged(check_path(path), cfg.workload)
 
 
+# A refusal for these reasons is the set-up's (token, identity, device, limits), not the
+# network's: the pair is "not measured (configuration)", never an unsafe path.
+CONFIGURATION_CODES = frozenset({ErrorCode.AUTH, ErrorCode.LIMIT, ErrorCode.UNAVAILABLE})
+CONFIGURATION = "configuration"
+
+
+def is_configuration(path: PathResult) -> bool:
+    """The pair failed for a configuration reason: ``path`` carries no network verdict."""
+    return path.details.get("not_measured") == CONFIGURATION
+
+
+def not_measured(path: PathResult) -> NotMeasured:
+    return NotMeasured(path.src, path.dst, path.error or "configuration failure", CONFIGURATION)
+
+
 def _failed(
-    src: Node, dst: Node, cfg: RunConfig, reason: str, started: str, t0: float
+    src: Node,
+    dst: Node,
+    cfg: RunConfig,
+    reason: str,
+    started: str,
+    t0: float,
+    configuration: bool = False,
 ) -> PathResult:
     verdict, reasons = judge(cfg.policy, None, error=reason)
     path = PathResult(
@@ -267,6 +294,7 @@ def _failed(
         error=reason,
         started_at=started,
         duration_s=time.monotonic() - t0,
+        details={"not_measured": CONFIGURATION} if configuration else {},
     )
     return judged(path, cfg.workload)
 
@@ -286,8 +314,13 @@ def run(
     out_dir: Path,
     observer: RunObserver | None = None,
     resume: resume_mod.Resume | None = None,
+    preflight: PreflightReport | None = None,
 ) -> Results:
-    """Measure every planned pair; with ``resume``, only those it has not finished."""
+    """Measure every planned pair; with ``resume``, only those it has not finished.
+
+    ``preflight``: the pre-flight check the caller ran (``netqual run`` with
+    --keep-going); its failed agents are not asked again and their pairs are listed as
+    not measured (configuration). Without it, the agents are asked here."""
     observer = observer or NullObserver()
     if len(cfg.nodes) < 2:
         raise NoAgentsError("the inventory needs at least two nodes")
@@ -295,9 +328,16 @@ def run(
     started = (resume.started_at if resume else "") or now_iso()
     checked_at = time.monotonic()
     busy: dict[str, int] = {}
+    # Agents that failed the caller's pre-flight check are not asked again: their pairs
+    # are not measured (configuration). The others are, for --resume's wait on busy agents.
+    refused = {n.node: "; ".join(n.problems) for n in preflight.failed} if preflight else {}
     down = check_agents(
-        cfg.nodes, cfg.token, idle_wait_s=RESUME_IDLE_WAIT_S if resume else 0.0, busy=busy
+        [n for n in cfg.nodes if n.name not in refused],
+        cfg.token,
+        idle_wait_s=RESUME_IDLE_WAIT_S if resume else 0.0,
+        busy=busy,
     )
+    down.update(refused)
     preflight_s = cfg.preflight_s + time.monotonic() - checked_at
     if len(down) == len(cfg.nodes):
         # Each problem already names its node ("gpu01 unreachable: ..."); don't repeat it.
@@ -308,6 +348,7 @@ def run(
     out_dir.mkdir(parents=True, exist_ok=True)
     resume_mod.write_identity(out_dir, run_identity(cfg), started)
     paths: list[PathResult] = list(done.values())
+    skipped: list[NotMeasured] = []
     for path in paths:
         observer.pair_finished(path)
     # Nodes that took a probe and never answered: their later pairs are marked, not tried
@@ -324,8 +365,11 @@ def run(
         with (out_dir / "results.jsonl").open("a" if resume else "w", encoding="utf-8") as jsonl:
 
             def emit(path: PathResult) -> None:
-                append_jsonl(jsonl, path)
-                paths.append(path)
+                if is_configuration(path):  # not a measurement: --resume measures it again
+                    skipped.append(not_measured(path))
+                else:
+                    append_jsonl(jsonl, path)
+                    paths.append(path)
                 observer.pair_finished(path)
 
             def live_rounds() -> Iterator[list[Pair]]:
@@ -337,6 +381,11 @@ def run(
                         if a.name in down or b.name in down:
                             dead = a if a.name in down else b
                             why = down[dead.name]
+                            if dead.name in refused:
+                                why = f"{dead.name} failed the pre-flight check: {why}"
+                                skipped.append(NotMeasured(a.name, b.name, why, CONFIGURATION))
+                                observer.pair_finished(_failed(a, b, cfg, why, "", 0.0, True))
+                                continue
                             reason = f"agent on {dead.name} not answering: {why}"
                             if dead.name in silent:
                                 reason = f"not measured: agent on {dead.name} {why}"
@@ -399,7 +448,10 @@ def run(
         workload=cfg.workload,
     )
     results = dataclasses.replace(
-        results, suspects=localise.suspects(results), retest_of=cfg.retest_of
+        results,
+        suspects=localise.suspects(results),
+        retest_of=cfg.retest_of,
+        not_measured=tuple(skipped),
     )
     write_json(out_dir / "results.json", results)
     return results

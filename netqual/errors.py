@@ -225,6 +225,14 @@ class ProbeError(NetqualError):
         super().__init__(problem)
 
 
+class NotMeasuredError(NetqualError):
+    """A probe was refused for a configuration reason (token, identity, device, limits):
+    nothing was measured, so there is no verdict. Exit code 3."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(f"not measured (configuration): {reason}")
+
+
 class NoAgentsError(NetqualError):
     """Not a single agent of the inventory answered: nothing can be measured."""
 

@@ -360,7 +360,7 @@ class RunMeta:
     # How probes were laid out in time (netqual.phases.describe); empty for older files.
     schedule: Mapping[str, object] = field(default_factory=dict)
     complete: bool = True  # False: interrupted (Ctrl-C, SIGTERM) or read from results.jsonl
-    pairs_planned: int | None = None  # the pairs the schedule had; known when incomplete
+    pairs_planned: int | None = None  # the pairs the schedule had (None in older files)
 
 
 @dataclass(frozen=True)
@@ -420,6 +420,21 @@ class Interference:
 
 
 @dataclass(frozen=True)
+class NotMeasured:
+    """A scheduled pair the run did not measure because of a configuration failure (the
+    token, a missing device, a limit): not a network verdict, so never a path row."""
+
+    src: str
+    dst: str
+    reason: str
+    kind: str = "configuration"
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return (self.src, self.dst)
+
+
+@dataclass(frozen=True)
 class Summary:
     counts: Mapping[Verdict, int]
     worst: tuple[tuple[str, str], ...]  # (src, dst) keys, worst first
@@ -461,6 +476,21 @@ class Results:
     workload: Workload | None = None  # the workload the paths were judged by, if any
     suspects: tuple[Suspect, ...] = ()
     retest_of: str | None = None  # the run directory this run re-measured
+    not_measured: tuple[NotMeasured, ...] = ()  # configuration failures, not paths
+
+    @property
+    def unmeasured(self) -> int | None:
+        """Scheduled pairs without a path row; None when the file does not say how many
+        were scheduled (an older results file of a run that completed)."""
+        planned = self.run.pairs_planned
+        if planned is None:
+            return len(self.not_measured) if self.not_measured or self.run.complete else None
+        return max(0, planned - len(self.paths))
+
+    @property
+    def incomplete(self) -> bool:
+        """Interrupted, or some scheduled pair has no measurement: no go-live decision."""
+        return not self.run.complete or bool(self.unmeasured) or not len(self.paths)
 
 
 @dataclass(frozen=True)

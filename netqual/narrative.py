@@ -19,15 +19,37 @@ def verdict_sentence(results: Results) -> str:
     text = _counts_sentence(results) if results.paths else "No paths were measured."
     if results.preliminary:
         text = f"{preliminary_note(results)}: {text}"
-    if not results.run.complete:
+    if results.incomplete:
         text = f"{incomplete_note(results)}: {text}"
     return text
 
 
 def incomplete_note(results: Results) -> str:
+    """E.g. 'INCOMPLETE (run interrupted, 5 of 28 pairs measured)'."""
     planned = results.run.pairs_planned
     of = f" of {planned:,}" if planned else ""
-    return f"INCOMPLETE (run interrupted, {len(results.paths):,}{of} pairs measured)"
+    parts = ["run interrupted"] if not results.run.complete else []
+    parts.append(f"{len(results.paths):,}{of} pairs measured")
+    if results.not_measured:
+        parts.append(f"{len(results.not_measured):,} not measured (configuration)")
+    return f"INCOMPLETE ({', '.join(parts)})"
+
+
+def unmeasured_sentence(results: Results) -> str | None:
+    """E.g. '23 of 28 pairs not measured: finish the run with --resume'; None when complete."""
+    missing = results.unmeasured
+    if not results.incomplete:
+        return None
+    planned = results.run.pairs_planned
+    of = f" of {planned:,}" if planned else ""
+    head = "pairs not measured" if missing is None else f"{missing:,}{of} pairs not measured"
+    if missing == 1:
+        head = f"1{of} pair not measured"
+    if not len(results.paths):
+        head = f"no pair measured ({len(results.paths)}{of})"
+    if results.not_measured and results.run.complete:
+        return f"{head}: fix the configuration (netqual check), then measure them with --resume"
+    return f"{head}: finish the run with the same command plus --resume"
 
 
 def preliminary_note(results: Results) -> str:

@@ -25,19 +25,25 @@ from netqual.errors import (
     PeerUnreachableError,
 )
 from netqual.messages import Fields
-from netqual.models import AgentCheck, Node, PreflightReport
+from netqual.models import AgentCheck, Node, PreflightReport, ProbePlan
+from netqual.plan_check import limit_problem, limits_differ, reported_limits
 from netqual.protocol import connect
 
 CLOCK_WARN_S = 1.0  # wall clocks further apart than this make timestamps misleading
 
 
 def check(
-    nodes: Sequence[Node], token: bytes | None, transport: str = "tcp", timeout_s: float = 5.0
+    nodes: Sequence[Node],
+    token: bytes | None,
+    transport: str = "tcp",
+    timeout_s: float = 5.0,
+    plan: ProbePlan | None = None,
 ) -> PreflightReport:
-    """Ask every node's agent in parallel; never raises for a node's failure."""
+    """Ask every node's agent in parallel; never raises for a node's failure. With
+    ``plan``: an agent whose reported limits refuse it fails the check."""
     t0 = time.monotonic()
     with ThreadPoolExecutor(max_workers=min(64, max(1, len(nodes)))) as pool:
-        found = tuple(pool.map(lambda n: check_node(n, token, transport, timeout_s), nodes))
+        found = tuple(pool.map(lambda n: check_node(n, token, transport, timeout_s, plan), nodes))
     return PreflightReport(
         transport=transport,
         coordinator_version=__version__,
@@ -46,7 +52,13 @@ def check(
     )
 
 
-def check_node(node: Node, token: bytes | None, transport: str, timeout_s: float) -> AgentCheck:
+def check_node(
+    node: Node,
+    token: bytes | None,
+    transport: str,
+    timeout_s: float,
+    plan: ProbePlan | None = None,
+) -> AgentCheck:
     base = AgentCheck(node=node.name, endpoint=node.endpoint, transport=transport)
     t0 = time.monotonic()
     try:
@@ -83,6 +95,9 @@ def check_node(node: Node, token: bytes | None, transport: str, timeout_s: float
             transport_ok, why = _transport_ok(ch, info, transport)
             if why:
                 problems.append(why)
+            refused, differ = _limits(info, plan)
+            problems += [refused] if refused else []
+            warnings += [differ] if differ else []
             ch.send("bye")
     except (NetqualError, OSError) as err:
         problems.append(f"agent stopped answering: {err}")
@@ -100,6 +115,20 @@ def check_node(node: Node, token: bytes | None, transport: str, timeout_s: float
         problems=tuple(problems),
         warnings=tuple(warnings),
     )
+
+
+def _limits(info: dict[str, Any], plan: ProbePlan | None) -> tuple[str | None, str | None]:
+    """(problem, warning): the agent's limits refuse the plan; they differ from this
+    coordinator's (the plan fits them, but its checks before the run assumed others)."""
+    limits = reported_limits(info)
+    if limits is None or plan is None:
+        return None, None
+    found = limit_problem(plan, limits)
+    if found is not None:
+        option, problem = found
+        return f"agent limits refuse the plan ({option}): {problem}", None
+    differ = limits_differ(limits)
+    return None, (f"agent limits differ: {', '.join(differ)}" if differ else None)
 
 
 def _unreachable(err: PeerUnreachableError) -> str:
@@ -162,5 +191,5 @@ class PreflightFailed(NetqualError):
         super().__init__(
             f"pre-flight check failed on {len(bad)} of {len(report.nodes)} nodes ({names}); "
             "nothing was measured. Fix the inventory or the agents (netqual check), or run "
-            "with --keep-going to measure the rest and report these paths as unsafe"
+            "with --keep-going to measure the rest (their pairs: not measured, configuration)"
         )

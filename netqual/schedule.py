@@ -26,6 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+from netqual.errors import UsageError
 from netqual.models import Mode, Node, Role
 
 Pair = tuple[Node, Node]
@@ -193,6 +194,22 @@ def build(nodes: Sequence[Node], mode: Mode, sample_k: int = 2) -> Schedule:
     if mode is Mode.BIPARTITE:
         return bipartite(nodes)
     return sampled(nodes, sample_k)
+
+
+def require_pairs(sched: Schedule, nodes: Sequence[Node], option: str = "--mode") -> Schedule:
+    """``sched`` when it has a pair to measure; else a usage error that says why not."""
+    if sched.pair_count:
+        return sched
+    if len(nodes) < 2:
+        n = len(nodes)
+        why = f"the inventory has {n} node{'' if n == 1 else 's'}; a pair needs two"
+    elif sched.mode is Mode.BIPARTITE:
+        roles = {n.role for n in nodes}
+        missing = "storage" if Role.STORAGE not in roles else "compute (or any)"
+        why = f"bipartite pairs compute with storage nodes and the inventory has no {missing} node"
+    else:
+        why = "no pair to measure"
+    raise UsageError(option, f"the plan schedules 0 pairs: {why}; nothing was contacted")
 
 
 # -- list views, for callers that want Node pairs --------------------------------------

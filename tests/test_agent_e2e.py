@@ -235,16 +235,14 @@ def test_agent_down_from_the_start(agents: AgentPool, tmp_path: Path) -> None:
     stopped = netqual_cli("run", str(inventory), "--out", str(out), *plan)
     assert stopped.returncode == 3, stopped.stderr
     assert not out.exists()
-    # ...unless asked to keep going: then its paths are measured as unsafe, with the reason.
+    # ...unless asked to keep going: then its pairs are not measured (configuration), with
+    # the reason, and never an unsafe path.
     done = netqual_cli("run", str(inventory), "--out", str(out), "--keep-going", *plan)
     assert done.returncode == 0, done.stderr
     doc = json.loads((out / "results.json").read_text())
     check_schema(doc)
-    assert len(doc["paths"]) == 3
-    for p in doc["paths"]:
-        if "down" in (p["src"], p["dst"]):
-            assert p["verdict"] == "unsafe"
-            assert "agent on down not answering" in p["error"]
-            assert "connection refused" in p["error"].lower()
-        else:
-            assert p["error"] is None
+    assert [(p["src"], p["dst"], p["error"]) for p in doc["paths"]] == [("up1", "up2", None)]
+    assert len(doc["not_measured"]) == 2
+    for m in doc["not_measured"]:
+        assert "down" in (m["src"], m["dst"]) and m["kind"] == "configuration"
+        assert m["reason"].startswith("down failed the pre-flight check: connection refused")

@@ -33,14 +33,14 @@ def test_mixed_results_fail_and_name_rules_and_paths_end_to_end(tmp_path: Path) 
     assert r.returncode == 1
     assert "max_unsafe   │ FAIL" in r.stdout
     assert "gpu03 -> stor01  unsafe, p99 812.0 us" in r.stdout
-    assert "GATE FAILED: 1 of 3 rules failed (max_unsafe)" in r.stdout
+    assert "GATE FAILED: 1 of 4 rules failed (max_unsafe)" in r.stdout
 
 
 def test_all_safe_passes_end_to_end(tmp_path: Path) -> None:
     write_results(tmp_path / "r.json", make_results(8, all_safe=True))
     r = netqual("gate", "r.json", cwd=tmp_path)
     assert r.returncode == 0, r.stdout + r.stderr
-    assert "GATE PASSED: all 3 rules hold" in r.stdout
+    assert "GATE PASSED: all 4 rules hold" in r.stdout
 
 
 def test_truncated_file_exits_2_end_to_end(tmp_path: Path) -> None:
@@ -108,7 +108,7 @@ def test_junit_is_valid_and_counts_match(tmp_path: Path, cli: Callable[..., Run]
     (suite,) = root.findall("testsuite")
     cases = suite.findall("testcase")
     assert suite.get("name") == "netqual gate: signoff-test"
-    assert int(suite.get("tests", "-1")) == len(cases) == 12
+    assert int(suite.get("tests", "-1")) == len(cases) == 13  # complete, then the profile's
     failed = [c for c in cases if c.find("failure") is not None]
     skipped = [c for c in cases if c.find("skipped") is not None]
     assert int(suite.get("failures", "-1")) == len(failed) == 5
@@ -140,7 +140,7 @@ def test_junit_reads_back_with_junitparser(tmp_path: Path, cli: Callable[..., Ru
     suites = list(xml)
     assert len(suites) == 1
     suite = suites[0]
-    assert suite.tests == 12
+    assert suite.tests == 13
     assert suite.failures == 5
     results = {case.name: [type(x).__name__ for x in case.result] for case in suite}
     assert results["max_unsafe"] == ["Failure"]
@@ -205,6 +205,7 @@ max_unsafe = 0
     report = evaluate(res, parse_profile_text(text, "p.toml"), today=TODAY)
     status = {o.rule: o.status for o in report.outcomes}
     assert status == {
+        "complete": Status.PASS,
         "max_unsafe": Status.PASS,
         "rack r01: max_unsafe": Status.PASS,
         "compute: max_unsafe": Status.PASS,
@@ -280,4 +281,4 @@ def test_documented_example_profiles_load(name: str) -> None:
 
 def test_default_profile_is_every_path_safe() -> None:
     p = default_profile()
-    assert [r.name for r in p.rules] == ["max_unsafe", "max_marginal", "no_errors"]
+    assert [r.name for r in p.rules] == ["complete", "max_unsafe", "max_marginal", "no_errors"]

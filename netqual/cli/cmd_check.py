@@ -17,7 +17,7 @@ from netqual.auth import load_token
 from netqual.cli.app import JsonOpt, TokenFileOpt, TransportOpt, app, console, err_console
 from netqual.errors import EXIT_FAIL, EXIT_OK
 from netqual.inventory import load_inventory
-from netqual.models import Node, PreflightReport
+from netqual.models import Node, PreflightReport, ProbePlan
 from netqual.render.check import print_check
 from netqual.transports import TransportKind
 
@@ -92,22 +92,28 @@ def preflight_or_stop(
     transport: str,
     keep_going: bool,
     timeout_s: float = 5.0,
-) -> None:
+    plan: ProbePlan | None = None,
+) -> PreflightReport:
     """``run``'s first step: the check table, then stop (exit 3) on any configuration error
-    unless ``keep_going``, in which case those nodes' paths are measured as unsafe."""
-    report = preflight.check(nodes, token, transport, timeout_s)
+    unless ``keep_going``, in which case the run measures the other nodes and lists the
+    pairs of these as not measured (configuration). The report goes to the coordinator,
+    which checks nothing again."""
+    report = preflight.check(nodes, token, transport, timeout_s, plan)
     if report.ok:
         out.print(
             f"pre-flight: all {len(nodes)} agents ready for {transport} probes "
             f"({report.duration_s:.1f} s)",
             style="dim",
         )
-        return
+        return report
     print_check(err_console(), report)
     if not keep_going:
         raise preflight.PreflightFailed(report)
+    failed = len(report.failed)
     err_console().print(
-        f"warning: --keep-going: paths of {len(report.failed)} nodes that failed the "
-        "pre-flight check will be reported as unsafe",
+        f"warning: --keep-going: the pairs of {failed} {'node' if failed == 1 else 'nodes'} "
+        "that failed the pre-flight check will be listed as not measured (configuration)",
         style="yellow",
+        soft_wrap=True,
     )
+    return report

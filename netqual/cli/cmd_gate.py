@@ -10,7 +10,7 @@ from typing import Annotated
 import typer
 
 from netqual.cli.app import JsonOpt, WorkloadOpt, app, console
-from netqual.errors import EXIT_FAIL, EXIT_OK, UsageError
+from netqual.errors import EXIT_FAIL, EXIT_OK, ResultsFileError, UsageError
 from netqual.gate import default_profile, evaluate, junit_xml, load_profile, report_to_dict
 from netqual.render.gate import print_gate
 from netqual.runfiles import load_run
@@ -59,10 +59,20 @@ def gate(
         ),
     ] = None,
     workload: WorkloadOpt = None,
+    allow_incomplete: Annotated[
+        bool,
+        typer.Option(
+            "--allow-incomplete",
+            help="Judge the measured paths of a run that left scheduled pairs unmeasured; "
+            "the complete rule then reports them without failing (a run that measured "
+            "nothing still fails).",
+        ),
+    ] = False,
 ) -> int:
     """Judge a run against a gate profile.
 
-    Exit 0 pass, 1 fail, 2 bad input, 3 runtime error.
+    Exit 0 pass, 1 fail, 2 bad input, 3 runtime error. A run that did not measure every
+    scheduled pair fails the complete rule (unless --allow-incomplete).
 
     \b
     Examples:
@@ -71,6 +81,8 @@ def gate(
     """
     prof = load_profile(profile) if profile else default_profile()
     res = load_run(results)
+    if res.run.pairs_planned == 0:
+        raise ResultsFileError(str(results), "the run scheduled 0 pairs: there is nothing to judge")
     if workload is not None:
         res = apply_workload(res, load_workload(workload))
     report = evaluate(
@@ -80,6 +92,7 @@ def gate(
         baseline=load_run(baseline) if baseline else None,
         results_source=str(results),
         baseline_source=str(baseline) if baseline else None,
+        allow_incomplete=allow_incomplete,
     )
     if junit:
         junit.write_text(junit_xml(report), encoding="utf-8")

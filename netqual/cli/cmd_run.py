@@ -15,6 +15,7 @@ from netqual import demo as demo_mod
 from netqual import estimate
 from netqual import plan_options as plan_mod
 from netqual import resume as resume_mod
+from netqual import schedule as schedule_mod
 from netqual.auth import load_token
 from netqual.cli import rundir
 from netqual.cli.app import (
@@ -40,15 +41,16 @@ from netqual.cli.app import (
 )
 from netqual.cli.cmd_check import CheckTimeoutOpt, preflight_or_stop
 from netqual.cli.cmd_report import BaselineOpt, check_gate_options, gate_banner
-from netqual.coordinator import RunConfig, measure_pair, run_identity
+from netqual.coordinator import RunConfig, is_configuration, measure_pair, run_identity
 from netqual.coordinator import run as run_coordinator
-from netqual.errors import EXIT_RUNTIME, UsageError
+from netqual.errors import EXIT_RUNTIME, NotMeasuredError, UsageError
 from netqual.gate import load_profile
 from netqual.interference import DEFAULT_FRACTION, DEFAULT_MINIMUM, TOLERANCE
 from netqual.inventory import Inventory, load_inventory
 from netqual.models import Mode, Policy, ProbePlan, Results
 from netqual.packing import Coverage
 from netqual.phases import Schedule, ScheduleConfig
+from netqual.plan_check import check_limits
 from netqual.policy import load_policy, short_plan_problem
 from netqual.render.dryrun import print_dry_run
 from netqual.render.progress import ProgressObserver
@@ -374,6 +376,10 @@ def run(
         workload, _plan(inv.plan, iterations, warmup, size, chunk, depth, no_bulk, timeout)
     )
     sched_cfg = _schedule(schedule, bulk_per_node, bulk_per_rack, incast, bulk_pairs)
+    run_mode = _mode(mode) if mode else (inv.mode or Mode.FULL_MESH)
+    # Nothing to measure, or a plan every agent refuses: usage errors, before any agent.
+    schedule_mod.require_pairs(schedule_mod.build(inv.nodes, run_mode, sample_k), inv.nodes)
+    check_limits(plan)
     if dry_run:
         interference = (
             _share(interference_fraction),
@@ -386,7 +392,7 @@ def run(
     cfg = RunConfig(
         nodes=inv.nodes,
         transport=TransportKind.parse(transport),
-        mode=_mode(mode) if mode else (inv.mode or Mode.FULL_MESH),
+        mode=run_mode,
         policy=pol,
         plan=plan,
         token=token,
@@ -408,20 +414,21 @@ def run(
     previous = resume_mod.prepare(out, run_identity(cfg), force) if resume else None
     # Progress and notes go to stderr when stdout carries JSON.
     checked_at = time.monotonic()
-    preflight_or_stop(
+    checked = preflight_or_stop(
         err_console() if as_json else console(),
         cfg.nodes,
         token,
-        cfg.transport,
+        cfg.transport.value,
         keep_going,
         check_timeout,
+        plan,
     )
     cfg = dataclasses.replace(cfg, preflight_s=time.monotonic() - checked_at)
     with (
         rundir.sigterm_as_interrupt(),
         ProgressObserver(err_console() if as_json else console(), pol.metric) as progress,
     ):
-        results = run_coordinator(cfg, out, progress, previous)
+        results = run_coordinator(cfg, out, progress, previous, checked)
     _finish(results, out, as_json, gate_banner(results, prof, baseline))
     if not results.run.complete:
         raise rundir.RunInterrupted(results, out, rundir.resume_command(out))
@@ -463,6 +470,7 @@ def probe(
     wl, plan = _workload(
         workload, _plan(ProbePlan(), iterations, warmup, size, chunk, depth, no_bulk, timeout)
     )
+    check_limits(plan)
     nodes = [probe_node(text, option) for text, option in ((src, "SRC"), (dst, "DST"))]
     cfg = RunConfig(
         nodes=tuple(nodes),
@@ -474,6 +482,8 @@ def probe(
         workload=wl,
     )
     path = measure_pair(nodes[0], nodes[1], cfg)
+    if is_configuration(path):  # the set-up refused it: no measurement, no verdict
+        raise NotMeasuredError(path.error or "configuration failure")
     if as_json:
         print(json.dumps(path_to_dict(path), indent=1))
     else:

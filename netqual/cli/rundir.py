@@ -24,9 +24,27 @@ def default_out() -> Path:
     return Path(dt.datetime.now(dt.timezone.utc).strftime("netqual-run-%Y%m%d-%H%M%S"))
 
 
-def check_out(out: Path, force: bool, resume: bool) -> None:
-    """Refuse to write a new run over the results of another (exit 2) unless forced."""
-    if resume or force:
+def _writable(path: Path, option: str) -> None:
+    """A usage error unless ``path`` can be created: its nearest existing ancestor is a
+    directory this user may write (checked before any agent is contacted)."""
+    parent = path.parent if path.parent != path else path
+    while not parent.exists() and parent.parent != parent:
+        parent = parent.parent
+    if not parent.is_dir():
+        raise UsageError(option, f"cannot create {path}: {parent} is a file, not a directory")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise UsageError(option, f"cannot create {path}: {parent} is not writable")
+
+
+def check_out(out: Path, force: bool, resume: bool, demo_ok: bool = False) -> None:
+    """Refuse an --out that cannot hold a run, and a new run over the results of another
+    (exit 2) unless forced. ``demo_ok``: a previous demo there may be replaced."""
+    if out.exists() and not out.is_dir():
+        raise UsageError("--out", f"{out} is a file, not a directory: choose another --out")
+    if out.is_dir() and not os.access(out, os.W_OK | os.X_OK):
+        raise UsageError("--out", f"{out} is not writable")
+    _writable(out, "--out")
+    if resume or force or (demo_ok and holds_demo(out)):
         return
     held = [name for name in RESULT_FILES if (out / name).exists()]
     if held:
@@ -35,6 +53,31 @@ def check_out(out: Path, force: bool, resume: bool) -> None:
             f"{out} already holds a run ({', '.join(held)}): choose another --out, "
             "--resume to continue it, or --force to replace it",
         )
+
+
+def check_file_out(path: Path, force: bool, option: str) -> None:
+    """Refuse to replace an existing file (exit 2) unless forced, and a path that cannot
+    be written, before anything is computed."""
+    if path.is_dir():
+        raise UsageError(option, f"{path} is a directory: name a file")
+    if path.exists() and not force:
+        raise UsageError(option, f"{path} already exists: choose another file, or --force")
+    _writable(path, option)
+
+
+DEMO_MARK = '"inventory":"(demo '  # how a demo's results.json names its inventory
+_DEMO_READ_BYTES = 1 << 16  # the run block is at the start; a demo's file is small
+
+
+def holds_demo(out: Path) -> bool:
+    """``out`` holds a finished ``netqual demo`` (which the next demo may replace) and no
+    other run: its results.json names a demo inventory and there is nothing to resume."""
+    try:
+        with (out / "results.json").open("rb") as f:
+            head = f.read(_DEMO_READ_BYTES).decode("utf-8", "replace")
+    except OSError:
+        return False
+    return DEMO_MARK in head
 
 
 @contextlib.contextmanager

@@ -59,6 +59,7 @@ MODULE_LAYERS: Mapping[str, str] = {
     "netqual.names": "core",  # node name and address rules
     "netqual.auth": "inputs",
     "netqual.plan_options": "inputs",
+    "netqual.plan_check": "inputs",  # a plan against the agents' limits, before any agent
     "netqual.inventory": "inputs",
     "netqual.fabric": "inputs",  # stated NIC and uplink rates
     "netqual.launch": "inputs",  # inventories from hostfiles, Slurm, Kubernetes

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
+import shlex
+from pathlib import Path
 
 import numpy as np
 
 from netqual.errors import UsageError
+from netqual.gate.complete import Complete
 from netqual.gate.model import GateContext, GateReport, Outcome, Scope, WaiverState
 from netqual.gate.profile import Profile
 from netqual.models import Results
@@ -23,7 +27,9 @@ def evaluate(
     baseline: Results | None = None,
     results_source: str = "results",
     baseline_source: str | None = None,
+    allow_incomplete: bool = False,
 ) -> GateReport:
+    """``allow_incomplete``: the ``complete`` rule reports unmeasured pairs without failing."""
     if profile.baseline_required and baseline is None:
         raise UsageError("--baseline", f"profile {profile.name!r} requires a baseline results file")
     active = tuple(w for w in profile.waivers if not w.expired(today))
@@ -36,13 +42,24 @@ def evaluate(
         waivers=active,
         baseline=baseline.paths if baseline is not None else None,
         interference=results.interference,
+        pairs_planned=results.run.pairs_planned,
+        unmeasured=results.unmeasured,
+        interrupted=not results.run.complete,
+        not_measured=results.not_measured,
+        resume_command=resume_command(results, results_source),
     )
     # A stored verdict is a claim; the gate judges the values (an edited "offload-safe" with
     # a 1 s p99 fails), keeping the worse of the two.
     paths = rejudge(results.paths, results.run.policy)
     scoped: dict[Scope, IntArray] = {}  # a profile has a few scopes and many rules
     outcomes: list[Outcome] = []
-    for rule in profile.rules:
+    rules = [
+        dataclasses.replace(r, relaxed_by="--allow-incomplete")
+        if allow_incomplete and isinstance(r, Complete) and r.relaxed_by is None
+        else r
+        for r in profile.rules
+    ]
+    for rule in rules:
         if rule.scope not in scoped:
             scoped[rule.scope] = np.flatnonzero(rule.scope.mask(paths, nodes))
         outcomes.append(rule.check(paths, scoped[rule.scope], ctx))
@@ -69,6 +86,14 @@ def evaluate(
     )
 
 
+def resume_command(results: Results, source: str) -> str:
+    """The command that finishes this run: its inventory, its directory, --resume."""
+    path = Path(source)
+    run_dir = path.parent if path.suffix in (".json", ".jsonl") else path
+    inventory = results.run.inventory or "INVENTORY"
+    return f"netqual run {shlex.quote(inventory)} --out {shlex.quote(str(run_dir))} --resume"
+
+
 def _notes(results: Results, profile: Profile) -> tuple[str, ...]:
     """Warnings every output of the gate carries (terminal, JSON, JUnit)."""
     notes: list[str] = []
@@ -76,7 +101,7 @@ def _notes(results: Results, profile: Profile) -> tuple[str, ...]:
         problem = waiver_problem(results, w)
         if problem:
             notes.append(f"waiver {w.label} {problem}: it excuses nothing")
-    if not results.run.complete:
+    if results.incomplete:
         notes.append(f"{incomplete_note(results)}: unmeasured pairs are not judged")
     if results.preliminary:
         notes.append(f"{preliminary_note(results)}: no verdict of this run is final")

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from netqual.models import Interference, Metric, Node, Role, Tier, Waiver
+from netqual.models import Interference, Metric, Node, NotMeasured, Role, Tier, Waiver
 from netqual.pathtable import TIERS, BoolArray, IntArray, PathTable, union_names
 
 
@@ -108,6 +108,12 @@ class GateContext:
     waivers: tuple[Waiver, ...] = ()  # only the active ones
     baseline: PathTable | None = None
     interference: Interference | None = None  # the run's interference check, if it ran
+    # Completeness (the ``complete`` rule): what the run scheduled and did not measure.
+    pairs_planned: int | None = None  # None: an older file that does not say
+    unmeasured: int | None = 0  # scheduled pairs without a path row; None: unknown
+    interrupted: bool = False
+    not_measured: tuple[NotMeasured, ...] = ()  # configuration failures, with reasons
+    resume_command: str = "netqual run INVENTORY --out DIR --resume"
 
     def waived(self, table: PathTable, rows: IntArray) -> BoolArray:
         """Which of ``rows`` an active waiver excuses (``Waiver.covers``: either

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from netqual.errors import ProfileError
+from netqual.gate.complete import Complete
 from netqual.gate.interference import InterferenceClean, MaxInterferenceRatio
 from netqual.gate.model import Scope
 from netqual.gate.regression import MaxP99IncreasePct, NoClassDrop, NoMissingPaths
@@ -203,9 +204,8 @@ def parse_profile(data: Mapping[str, Any], source: str) -> Profile:
         metric = Metric(head.get("metric", "p99"))
     except ValueError as err:
         raise f.fail("profile.metric", f"{err} (use p50, p90, p99, p999)") from err
-    rules = _limit_rules(
-        f, f.table(data.get("limits", {}), "limits", LIMIT_KEYS), "limits", Scope(), metric
-    )
+    limits = f.table(data.get("limits", {}), "limits", (*LIMIT_KEYS, "complete"))
+    rules = _limit_rules(f, limits, "limits", Scope(), metric)
     scopes = data.get("scope", [])
     if not isinstance(scopes, list):
         raise f.fail("scope", "expected [[scope]] tables")
@@ -227,6 +227,9 @@ def parse_profile(data: Mapping[str, Any], source: str) -> Profile:
         raise f.fail("waiver", "expected [[waiver]] tables")
     if not rules:
         raise f.fail("limits", "the profile has no rules")
+    # On unless the profile relaxes it: a verdict covers only the pairs that were measured.
+    strict = f.flag(limits.get("complete", True), "limits.complete")
+    rules.insert(0, Complete(Scope(), relaxed_by=None if strict else "complete = false"))
     names = [r.name for r in rules]
     dup = next((n for n in names if names.count(n) > 1), None)
     if dup:

@@ -22,7 +22,7 @@ from netqual.matrix import (
     tier_groups,
 )
 from netqual.models import PathResult, Results, Suspect, SuspectKind, Tier, Verdict
-from netqual.narrative import verdict_sentence
+from netqual.narrative import unmeasured_sentence, verdict_sentence
 from netqual.pathtable import TIERS
 from netqual.units import format_size, format_us
 
@@ -45,6 +45,8 @@ def print_results(
     run = results.run
     pol = run.policy
     console.print(Text(verdict_sentence(results), style="bold"))
+    if (unmeasured := unmeasured_sentence(results)) is not None:
+        console.print(Text(unmeasured, style="bold red"), soft_wrap=True)
     if results.interference is not None and (
         warning := headline(results.interference, str(results.run.schedule.get("name")))
     ):

@@ -12,7 +12,7 @@ import numpy as np
 from netqual import __version__
 from netqual.interference import headline
 from netqual.models import PathResult, Results, Verdict, Waiver
-from netqual.narrative import verdict_sentence
+from netqual.narrative import unmeasured_sentence, verdict_sentence
 from netqual.pathtable import FloatArray, IntArray, worst_per_group
 from netqual.report import fmt
 from netqual.report.dist import distribution
@@ -398,4 +398,5 @@ def build_view(
         directional=directional(results),
         gate=gate,
         summarised=_summary_note(total, len(rows), source) if len(rows) < total else None,
+        incomplete=unmeasured_sentence(results),
     )

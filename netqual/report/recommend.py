@@ -24,6 +24,7 @@ import numpy as np
 
 from netqual import localise
 from netqual.models import Metric, Node, Results, Suspect, SuspectKind, Tier, Verdict
+from netqual.narrative import unmeasured_sentence
 from netqual.pathtable import NO_HOPS, TIERS, IntArray, PathTable
 from netqual.report import fmt
 
@@ -60,17 +61,19 @@ def _short(e: Mapping[str, Any], metric: Metric) -> str:
 
 def recommend(results: Results, expired_waivers: Sequence[str] = ()) -> list[Recommendation]:
     policy = results.run.policy
-    out: list[Recommendation] = _sample_notes(results) + _error_notes(results)
+    out: list[Recommendation] = _finish_notes(results) + _sample_notes(results)
+    out += _error_notes(results)
     any_bad = bool((results.paths.verdict != Verdict.SAFE.rank).any())
     if not results.paths:
-        return [
+        return out or [
             Recommendation(
                 "info",
                 "Nothing measured",
                 "No path was measured: check the inventory and agents, then re-run.",
             )
         ]
-    if not any_bad:
+    # An incomplete run has no go-live advice: the unmeasured pairs may be the bad ones.
+    if not any_bad and not results.incomplete:
         shaky = _unstable(results)
         # One sentence: "go live" and "re-test first" never stand side by side.
         title = (
@@ -239,6 +242,24 @@ def _rack_pair(s: Suspect, metric: Metric) -> Recommendation:
         f"{e['bad_paths']} of {e['paths']} paths are not offload-safe "
         f"(worst {_short(worst, metric)}). {hint}; then re-test.",
     )
+
+
+def _finish_notes(results: Results) -> list[Recommendation]:
+    """Cause 0: the run did not measure every scheduled pair; finishing it comes first."""
+    sentence = unmeasured_sentence(results)
+    if sentence is None:
+        return []
+    head, _, action = sentence.partition(": ")
+    examples = [f"{m.src} -> {m.dst}: {m.reason}" for m in results.not_measured]
+    why = f" Not measured (configuration): {_names(examples)}." if examples else ""
+    return [
+        Recommendation(
+            "unsafe",
+            f"Incomplete run: {head}",
+            f"{action[0].upper()}{action[1:]}.{why} No go-live decision until every "
+            "scheduled pair is measured: an unmeasured pair may be the one that fails.",
+        )
+    ]
 
 
 def _sample_notes(results: Results) -> list[Recommendation]:

@@ -118,6 +118,7 @@ class ReportView:
     directional: bool = False  # some pair measured both ways; else each cell pair mirrors one
     gate: GateBanner | None = None  # when the report was written with a gate profile
     summarised: str | None = None  # the note of a page that embeds only some paths
+    incomplete: str | None = None  # first-screen alert: pairs not measured, how to finish
 
 
 def report_nodes(results: Results) -> list[Node]:

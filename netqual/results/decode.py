@@ -29,6 +29,7 @@ from netqual.models import (
     Metric,
     Mode,
     Node,
+    NotMeasured,
     PathResult,
     Policy,
     PolicyFieldError,
@@ -375,6 +376,17 @@ def results_from_dict(
     retest_of = d.get("retest_of")
     if retest_of is not None and not isinstance(retest_of, str):
         raise rd.fail("retest_of", f"expected a string, got {retest_of!r}")
+    not_measured = []
+    for i, entry in enumerate(d.get("not_measured") or ()):
+        w = f"not_measured[{i}]"
+        not_measured.append(
+            NotMeasured(
+                src=rd.string(entry, "src", w),
+                dst=rd.string(entry, "dst", w),
+                reason=rd.string(entry, "reason", w),
+                kind=str(entry.get("kind") or "configuration"),
+            )
+        )
     return Results(
         run=meta,
         nodes=tuple(nodes),
@@ -391,6 +403,7 @@ def results_from_dict(
         workload=workload,
         suspects=tuple(suspects),
         retest_of=retest_of,
+        not_measured=tuple(not_measured),
     )
 
 
@@ -408,6 +421,7 @@ class _Document(msgspec.Struct):
     workload: Any = msgspec.UNSET
     suspects: Any = msgspec.UNSET
     retest_of: Any = msgspec.UNSET
+    not_measured: Any = msgspec.UNSET
 
 
 def _json_error(source: str, text: str) -> ResultsFileError:

@@ -166,7 +166,8 @@ def results_to_dict(r: Results, *, paths: bool = True) -> dict[str, Any]:
             "inventory": r.run.inventory,
             # Derived (plan.iterations < policy.min_samples); written for readers of the file.
             "preliminary": r.preliminary,
-            **({} if r.run.complete else {"complete": False, "pairs_planned": r.run.pairs_planned}),
+            **({} if r.run.complete else {"complete": False}),
+            **({} if r.run.pairs_planned is None else {"pairs_planned": r.run.pairs_planned}),
         },
         "nodes": [node_to_dict(n) for n in r.nodes],
         "paths": [path_to_dict(p) for p in r.paths] if paths else _PATHS_MARK,
@@ -181,6 +182,10 @@ def results_to_dict(r: Results, *, paths: bool = True) -> dict[str, Any]:
         doc["suspects"] = [suspect_to_dict(s) for s in r.suspects]
     if r.retest_of is not None:
         doc["retest_of"] = r.retest_of
+    if r.not_measured:
+        doc["not_measured"] = [
+            {"src": m.src, "dst": m.dst, "kind": m.kind, "reason": m.reason} for m in r.not_measured
+        ]
     # Optional keys: written when they apply, so older files stay as they were.
     if r.run.schedule:
         doc["run"]["schedule"] = dict(r.run.schedule)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -21,6 +22,43 @@ def tier_of(a: Node, b: Node) -> Tier:
     if a.rack is None or b.rack is None:
         return Tier.UNKNOWN
     return Tier.SAME_RACK if a.rack == b.rack else Tier.CROSS_RACK
+
+
+def fill_tiers(table: PathTable, nodes: Sequence[Node]) -> PathTable:
+    """``table`` with every ``unknown`` tier worked out from the node list (``tier_of``'s
+    rules): a results file without per-path tiers is judged by the inventory's racks and
+    sites, not as one undifferentiated mass (which would blame every node for distance).
+    Per-node codes compared as arrays: the cost is per node plus one pass over the rows."""
+    unknown_code = TIERS.index(Tier.UNKNOWN)
+    rows = np.flatnonzero(table.tier == unknown_code)
+    by_name = {n.name: n for n in nodes}
+    if not len(rows) or not by_name:
+        return table
+    ends = [by_name.get(name) for name in table.names]
+
+    def codes(key: Callable[[Node], str | None]) -> IntArray:
+        seen: dict[str, int] = {}
+        out = [-1 if n is None or key(n) is None else seen.setdefault(str(key(n)), len(seen))
+               for n in ends]  # fmt: skip
+        return np.array(out, dtype=np.int64)
+
+    address, site, rack = (
+        codes(lambda n: n.address),
+        codes(lambda n: n.labels.get("site")),
+        codes(lambda n: n.rack),
+    )
+    s, d = table.src[rows], table.dst[rows]
+    tier = np.full(len(rows), unknown_code, dtype=table.tier.dtype)
+    racked = (rack[s] >= 0) & (rack[d] >= 0)
+    tier[racked & (rack[s] == rack[d])] = TIERS.index(Tier.SAME_RACK)
+    tier[racked & (rack[s] != rack[d])] = TIERS.index(Tier.CROSS_RACK)
+    tier[(site[s] >= 0) & (site[d] >= 0) & (site[s] != site[d])] = TIERS.index(Tier.REMOTE)
+    tier[(address[s] >= 0) & (address[s] == address[d])] = TIERS.index(Tier.SAME_HOST)
+    if (tier == unknown_code).all():
+        return table
+    filled = table.tier.copy()
+    filled[rows] = tier
+    return dataclasses.replace(table, tier=filled)
 
 
 def order_nodes(nodes: Sequence[Node]) -> list[Node]:

@@ -76,8 +76,18 @@ def _keys_with(results: Results, verdicts: frozenset[Verdict]) -> list[tuple[str
     ]
 
 
-def larger_plan(old: ProbePlan, iterations: int | None) -> ProbePlan:
-    n = iterations if iterations is not None else old.iterations * ITERATIONS_FACTOR
+def larger_plan(
+    old: ProbePlan, iterations: int | None, min_samples: int = 0, max_rounds: int | None = None
+) -> ProbePlan:
+    """The re-test's plan: ``iterations``, else twice the run's and at least the policy's
+    ``min_samples`` (so a re-test of a preliminary run is final), within ``max_rounds``
+    (the agents' max_iterations, warm-up included)."""
+    if iterations is not None:
+        n = iterations
+    else:
+        n = max(old.iterations * ITERATIONS_FACTOR, min_samples)
+        if max_rounds is not None:
+            n = min(n, max_rounds - old.warmup)
     if n < 1:
         raise UsageError("--iterations", f"must be >= 1, got {n}")
     return dataclasses.replace(old, iterations=n)

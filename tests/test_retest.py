@@ -33,11 +33,13 @@ def test_retest_of_marginal_paths_and_of_one_path_both_ways(
     assert r.returncode == 0, r.stderr
     again = json.loads((tmp_path / "run1-retest" / "results.json").read_text())
     assert again["retest_of"] == str(run1.resolve())
-    assert again["run"]["plan"]["iterations"] == 800  # twice the run's
+    # Twice the run's would still be preliminary: the default reaches min_samples.
+    assert again["run"]["plan"]["iterations"] == 10_000
+    assert again["run"]["preliminary"] is False
     assert sorted((p["src"], p["dst"]) for p in again["paths"]) == sorted(
         (p["src"], p["dst"]) for p in first["paths"]
     )
-    assert all(p["rtt_us"]["samples"] == 800 for p in again["paths"])
+    assert all(p["rtt_us"]["samples"] == 10_000 for p in again["paths"])
 
     out2 = tmp_path / "one"
     args = ["retest", str(run1), "--path", "n0:n2", "--both-directions", "--iterations", "600"]

@@ -120,6 +120,7 @@ DepthOpt = Annotated[
     list[int] | None,
     typer.Option("--depth", help="Outstanding bulk reads, repeatable.  [default: 1, 8]"),
 ]
+ForceOpt = Annotated[bool, typer.Option("--force", help="Replace output files that already exist.")]
 NoBulkOpt = Annotated[bool, typer.Option("--no-bulk", help="Skip the bulk-read probes.")]
 TimeoutOpt = Annotated[
     float | None, typer.Option("--timeout", help="Per-pair timeout in seconds.  [default: 120]")

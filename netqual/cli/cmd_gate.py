@@ -9,7 +9,8 @@ from typing import Annotated
 
 import typer
 
-from netqual.cli.app import JsonOpt, WorkloadOpt, app, console
+from netqual.cli import rundir
+from netqual.cli.app import ForceOpt, JsonOpt, WorkloadOpt, app, console
 from netqual.errors import EXIT_FAIL, EXIT_OK, ResultsFileError, UsageError
 from netqual.gate import default_profile, evaluate, junit_xml, load_profile, report_to_dict
 from netqual.render.gate import print_gate
@@ -59,6 +60,7 @@ def gate(
         ),
     ] = None,
     workload: WorkloadOpt = None,
+    force: ForceOpt = False,
     allow_incomplete: Annotated[
         bool,
         typer.Option(
@@ -79,6 +81,8 @@ def gate(
       netqual gate run1
       netqual gate run2 --profile gate.toml --baseline run1 --junit gate.xml
     """
+    if junit is not None:
+        rundir.check_file_out(junit, force, "--junit")
     prof = load_profile(profile) if profile else default_profile()
     res = load_run(results)
     if res.run.pairs_planned == 0:

@@ -10,7 +10,8 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
-from netqual.cli.app import JsonOpt, WorkloadOpt, app, console
+from netqual.cli import rundir
+from netqual.cli.app import ForceOpt, JsonOpt, WorkloadOpt, app, console
 from netqual.diff import DEFAULT_INCREASE_PCT, DEFAULT_MIN_DELTA_US, diff_json, diff_runs
 from netqual.errors import NetqualError, UsageError
 from netqual.gate import evaluate, load_profile
@@ -85,6 +86,7 @@ def report(
         ),
     ] = False,
     as_json: JsonOpt = False,
+    force: ForceOpt = False,
 ) -> None:
     """Show a run again, optionally as HTML and CSV; --workload judges every path by a
     workload's KV chunk (interpolated from the nearest cells when the run did not
@@ -98,6 +100,9 @@ def report(
     """
     if stat is not None and stat not in STATISTICS:
         raise UsageError("--stat", f"unknown statistic {stat!r} (one of {', '.join(STATISTICS)})")
+    for target, option in ((html, "--html"), (csv, "--csv")):
+        if target is not None:
+            rundir.check_file_out(target, force, option)
     res = load_run(results)
     if workload is not None:
         res = apply_workload(res, load_workload(workload))
@@ -164,6 +169,7 @@ def diff(
         ),
     ] = None,
     as_json: JsonOpt = False,
+    force: ForceOpt = False,
 ) -> None:
     """Compare two runs: verdict changes and metric deltas.
 
@@ -174,6 +180,8 @@ def diff(
     Example:
       netqual diff run1 run2 --profile gate.toml --html diff.html
     """
+    if html is not None:
+        rundir.check_file_out(html, force, "--html")
     pct, floor = DEFAULT_INCREASE_PCT, DEFAULT_MIN_DELTA_US
     for rule in load_profile(profile).rules if profile else ():
         if isinstance(rule, MaxP99IncreasePct):

@@ -9,14 +9,17 @@ import typer
 
 from netqual import retest as retest_mod
 from netqual.auth import load_token
-from netqual.cli.app import IterationsOpt, JsonOpt, TokenFileOpt, app, console, err_console
+from netqual.cli import rundir
+from netqual.cli.app import JsonOpt, TokenFileOpt, app, console, err_console
 from netqual.cli.cmd_run import InsecureOpt, _finish
 from netqual.coordinator import RunConfig
 from netqual.coordinator import run as run_coordinator
 from netqual.diff import diff_runs
 from netqual.inventory import load_inventory
+from netqual.plan_check import DEFAULT_LIMITS, check_limits
 from netqual.render.diff import print_diff
 from netqual.render.progress import ProgressObserver
+from netqual.report.fmt import plural
 from netqual.results import load
 from netqual.transports import TransportKind
 
@@ -41,13 +44,28 @@ def retest(
         list[str] | None,
         typer.Option("--path", metavar="SRC:DST", help="Re-test this path (repeatable)."),
     ] = None,
-    iterations: IterationsOpt = None,
+    iterations: Annotated[
+        int | None,
+        typer.Option(
+            "--iterations",
+            help="Kept ping-pong samples.  [default: twice the run's, and at least the "
+            "policy's min_samples so the re-test is final]",
+        ),
+    ] = None,
     both_directions: Annotated[
         bool, typer.Option("--both-directions", help="Measure SRC->DST and DST->SRC.")
     ] = False,
     out: Annotated[
-        Path | None, typer.Option("--out", help="New run directory. [default: DIR-retest]")
+        Path | None,
+        typer.Option(
+            "--out",
+            help="New run directory; never one that holds a run unless --force.  "
+            "[default: DIR-retest]",
+        ),
     ] = None,
+    force: Annotated[
+        bool, typer.Option("--force", help="Replace the run already in --out.")
+    ] = False,
     token_file: TokenFileOpt = None,
     insecure: InsecureOpt = False,
     as_json: JsonOpt = False,
@@ -55,7 +73,8 @@ def retest(
     """Re-measure a run's unsafe and marginal paths (or --path ones) with a larger plan.
 
     The new run records which run it re-tests; its report and `netqual diff DIR NEW` show
-    each path before and after. --iterations defaults to twice the run's.
+    each path before and after. --iterations defaults to twice the run's, and at least the
+    policy's min_samples: a re-test of a preliminary run is final.
 
     \b
     Examples:
@@ -70,26 +89,38 @@ def retest(
     if not pairs:
         console().print(f"nothing to re-test: no {verdict} paths in {run_dir}")
         return
+    new_dir = out or retest_mod.default_out(run_dir)
+    rundir.check_out(new_dir, force, resume=False)
+    pol = before.run.policy
+    plan = retest_mod.larger_plan(
+        before.run.plan, iterations, pol.min_samples, DEFAULT_LIMITS.max_iterations
+    )
+    check_limits(plan)
     token = load_token(_token_file(before.run.inventory, token_file), insecure=insecure)
     cfg = RunConfig(
         nodes=before.nodes,
         transport=TransportKind.parse(before.run.transport, f"{run_dir}: run.transport"),
         mode=before.run.mode,
         policy=before.run.policy,
-        plan=retest_mod.larger_plan(before.run.plan, iterations),
+        plan=plan,
         token=token,
         inventory=before.run.inventory,
         workload=before.workload,
         pairs=pairs,
         retest_of=str(run_dir.resolve()),
     )
-    new_dir = out or retest_mod.default_out(run_dir)
     c = err_console() if as_json else console()
     c.print(
-        f"re-testing {len(pairs)} paths of {run_dir} with {cfg.plan.iterations:,} iterations "
-        f"into {new_dir}",
+        f"re-testing {plural(len(pairs), 'path')} of {run_dir} with "
+        f"{cfg.plan.iterations:,} iterations into {new_dir}",
         style="dim",
     )
+    if plan.iterations < pol.min_samples:
+        c.print(
+            f"preliminary: {plan.iterations:,} samples per path, the policy needs "
+            f"{pol.min_samples:,}: the re-test stays preliminary",
+            style="yellow",
+        )
     with ProgressObserver(c, cfg.policy.metric) as progress:
         after = run_coordinator(cfg, new_dir, progress)
     _finish(after, new_dir, as_json)

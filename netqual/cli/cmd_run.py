@@ -61,6 +61,7 @@ from netqual.report.view import GateBanner
 from netqual.results import path_to_dict, results_to_dict
 from netqual.runfiles import load_run
 from netqual.transports import TransportKind, TransportOptions
+from netqual.units import format_size
 from netqual.workload import Workload, load_workload
 from netqual.workload.judge import add_to_plan
 
@@ -493,9 +494,68 @@ def probe(
         raise typer.Exit(EXIT_RUNTIME)
 
 
+def _demo_default(field: str) -> str:
+    """A demo plan field's default in --help: the lab's (as root) and loopback's."""
+
+    def text(plan: ProbePlan) -> str:
+        v = getattr(plan, field)
+        if isinstance(v, tuple):
+            return ", ".join(format_size(x) if field == "chunks_bytes" else str(x) for x in v)
+        return format_size(v) if field == "size_bytes" and v >= 1024 else f"{v:g}"
+
+    lab, loop = text(demo_mod.LAB_PLAN), text(demo_mod.LOOPBACK_PLAN)
+    return (
+        f"  [default: {lab}]"
+        if lab == loop
+        else f"  [default: {lab} in the lab; {loop} on loopback]"
+    )
+
+
+DemoIterationsOpt = Annotated[
+    int | None,
+    typer.Option("--iterations", help="Kept ping-pong samples." + _demo_default("iterations")),
+]
+DemoWarmupOpt = Annotated[
+    int | None,
+    typer.Option("--warmup", help="Discarded warm-up iterations." + _demo_default("warmup")),
+]
+DemoSizeOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--size", metavar="BYTES", help="Ping-pong message size." + _demo_default("size_bytes")
+    ),
+]
+DemoChunkOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--chunk",
+        metavar="BYTES",
+        help="Bulk chunk size, repeatable." + _demo_default("chunks_bytes"),
+    ),
+]
+DemoDepthOpt = Annotated[
+    list[int] | None,
+    typer.Option("--depth", help="Outstanding bulk reads, repeatable." + _demo_default("depths")),
+]
+DemoTimeoutOpt = Annotated[
+    float | None,
+    typer.Option("--timeout", help="Per-pair timeout in seconds." + _demo_default("timeout_s")),
+]
+
+
 @app.command()
 def demo(
-    out: OutOpt = Path("netqual-demo"),
+    out: Annotated[
+        Path,
+        typer.Option(
+            "--out",
+            help="Directory for results.jsonl, results.json, report.html; replaces an earlier "
+            "demo there, never another run unless --force.",
+        ),
+    ] = Path("netqual-demo"),
+    force: Annotated[
+        bool, typer.Option("--force", help="Replace the run already in --out.")
+    ] = False,
     agents: Annotated[
         int, typer.Option("--agents", help="Loopback agents to start (not as root).")
     ] = 4,
@@ -503,13 +563,13 @@ def demo(
         bool, typer.Option("--loopback", help="Loopback agents even as root (no emulated fabric).")
     ] = False,
     policy: PolicyOpt = None,
-    iterations: IterationsOpt = None,
-    warmup: WarmupOpt = None,
-    size: SizeOpt = None,
-    chunk: ChunkOpt = None,
-    depth: DepthOpt = None,
+    iterations: DemoIterationsOpt = None,
+    warmup: DemoWarmupOpt = None,
+    size: DemoSizeOpt = None,
+    chunk: DemoChunkOpt = None,
+    depth: DemoDepthOpt = None,
     no_bulk: NoBulkOpt = False,
-    timeout: TimeoutOpt = None,
+    timeout: DemoTimeoutOpt = None,
     workload: WorkloadOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
@@ -524,6 +584,7 @@ def demo(
     """
     if agents < 2:
         raise UsageError("--agents", f"need at least 2, got {agents}")
+    rundir.check_out(out, force, resume=False, demo_ok=True)
     c = err_console() if as_json else console()
 
     def say(text: str) -> None:
@@ -536,6 +597,7 @@ def demo(
     )
     if wl is not None and not fallback:
         plan = demo_mod.lab_workload_plan(plan, say)
+    check_limits(plan)
     pol = demo_mod.demo_policy(load_policy(policy) if policy else None, plan, say)
     with ProgressObserver(c, pol.metric) as progress:
         if fallback:

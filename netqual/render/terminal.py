@@ -25,6 +25,7 @@ from netqual.models import PathResult, Results, Suspect, SuspectKind, Tier, Verd
 from netqual.narrative import unmeasured_sentence, verdict_sentence
 from netqual.pathtable import TIERS
 from netqual.units import format_size, format_us
+from netqual.workload.impact import two_verdicts_sentence
 
 STYLE = {Verdict.SAFE: "green", Verdict.MARGINAL: "yellow", Verdict.UNSAFE: "bold red"}
 MATRIX_MAX_NODES = 16
@@ -47,6 +48,8 @@ def print_results(
     console.print(Text(verdict_sentence(results), style="bold"))
     if (unmeasured := unmeasured_sentence(results)) is not None:
         console.print(Text(unmeasured, style="bold red"), soft_wrap=True)
+    if (both := two_verdicts_sentence(results)) is not None:
+        console.print(Text(both, style="bold"))
     if results.interference is not None and (
         warning := headline(results.interference, str(results.run.schedule.get("name")))
     ):

@@ -43,6 +43,7 @@ from netqual.report.view import (
 from netqual.report.waivers import WaiverNote, waiver_notes
 from netqual.report.workload import workload_view
 from netqual.units import format_size
+from netqual.workload.impact import two_verdicts_sentence
 
 
 def run_date(results: Results) -> str:
@@ -399,4 +400,5 @@ def build_view(
         gate=gate,
         summarised=_summary_note(total, len(rows), source) if len(rows) < total else None,
         incomplete=unmeasured_sentence(results),
+        two_verdicts=two_verdicts_sentence(results),
     )

@@ -119,6 +119,7 @@ class ReportView:
     gate: GateBanner | None = None  # when the report was written with a gate profile
     summarised: str | None = None  # the note of a page that embeds only some paths
     incomplete: str | None = None  # first-screen alert: pairs not measured, how to finish
+    two_verdicts: str | None = None  # with a workload: both counts, which one the gate uses
 
 
 def report_nodes(results: Results) -> list[Node]:

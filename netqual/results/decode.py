@@ -23,6 +23,7 @@ import msgspec
 from netqual.errors import ResultsFileError
 from netqual.interference import from_dict as interference_from_dict
 from netqual.localise import suspect_from_dict
+from netqual.matrix import fill_tiers
 from netqual.models import (
     DEFAULT_PORT,
     SCHEMA_VERSION,
@@ -357,7 +358,10 @@ def results_from_dict(
         if not isinstance(items, list):
             raise rd.fail("paths", "expected a list")
         wire_paths = [convert_path(p, source, f"paths[{i}]") for i, p in enumerate(items)]
-    paths = mark_impossible(PathTable.from_paths(wire_paths, [n.name for n in nodes]))
+    # A file without per-path tiers (older, or written by another tool) is judged by its
+    # node list's racks and sites, never as one tier that blames every node for distance.
+    table = fill_tiers(PathTable.from_paths(wire_paths, [n.name for n in nodes]), nodes)
+    paths = mark_impossible(table)
     del wire_paths
     rd.get(d, "summary", "")
     tool = rd.get(d, "tool", "")

@@ -121,6 +121,24 @@ def workload_counts(results: Results) -> dict[Verdict, int]:
     return {v: int(got[v.rank]) for v in Verdict}
 
 
+def two_verdicts_sentence(results: Results) -> str | None:
+    """With a workload, the first screen's answer to "which verdict counts?": both counts
+    side by side and which one the gate judges. None without a workload."""
+    w = results.workload
+    if w is None:
+        return None
+    total = len(results.paths)
+    rtt_safe = results.summary.counts.get(Verdict.SAFE, 0)
+    wl_safe = workload_counts(results)[Verdict.SAFE]
+    metric = results.run.policy.metric.value
+    return (
+        f"Two verdicts: RTT ({metric}) {rtt_safe} of {total} paths offload-safe; workload "
+        f"({w.model.name}, TP{w.tp}) {wl_safe} of {total}. `netqual gate` judges the RTT "
+        "verdict; a profile with min_workload_verdict also judges the workload verdict "
+        "(docs/gates.md)."
+    )
+
+
 def impact_sentence(results: Results, w: Workload) -> str:
     """The headline: the model, its chunk, the budget, and how many paths pay."""
     counts = workload_counts(results)

@@ -16,7 +16,7 @@ from conftest import AgentPool, new_token_file
 from factories import make_results, write_results
 from test_agent_e2e import write_inventory
 
-from netqual.models import ProbePlan
+from netqual.models import ProbePlan, Results
 from netqual.report.recommend import recommend
 from netqual.results import load
 from netqual.retest import larger_plan
@@ -47,8 +47,7 @@ def test_file_outputs_are_never_replaced_without_force(
     r = cli(*args, cwd=tmp_path)
     assert r.returncode == 2, r.stdout + r.stderr
     assert r.stderr == (
-        f"error: command line: {option}: {target} already exists: choose another file, "
-        "or --force\n"
+        f"error: command line: {option}: {target} already exists: choose another file, or --force\n"
     )
     assert (tmp_path / target).read_text() == "keep me"
     forced = cli(*args, "--force", cwd=tmp_path)
@@ -92,7 +91,7 @@ def test_demo_never_replaces_a_real_run(tmp_path: Path, cli: Callable[..., Run])
     assert (tmp_path / "run" / "results.json").read_bytes() == before
 
 
-def _mkdir_results(path: Path) -> object:
+def _mkdir_results(path: Path) -> Results:
     path.mkdir()
     return make_results(4, all_safe=True)
 
@@ -159,9 +158,7 @@ def test_with_a_workload_the_first_screen_shows_both_verdicts(
     tmp_path: Path, cli: Callable[..., Run]
 ) -> None:
     write_results(tmp_path / "r.json", make_results(4, all_safe=True))
-    r = cli(
-        "report", "r.json", "--workload", "llama-3.1-70b-tp8", "--html", "r.html", cwd=tmp_path
-    )
+    r = cli("report", "r.json", "--workload", "llama-3.1-70b-tp8", "--html", "r.html", cwd=tmp_path)
     assert r.returncode == 0, r.stderr
     head = " ".join(" ".join(r.stdout.splitlines()[:4]).split())
     assert "Two verdicts: RTT (p99) 6 of 6 paths offload-safe; workload (" in head

@@ -23,7 +23,13 @@ from test_trust import SMALL, node, run_cli, wait_for_log, write_inventory
 from netqual.coordinator import RunConfig, measure_pair
 from netqual.models import Node, ProbePlan
 from netqual.protocol import Channel
-from netqual.transports.integrity import IntegrityFailure, Rounds, reversed_blocks
+from netqual.transports.integrity import (
+    MAX_TAG_GAP,
+    IntegrityFailure,
+    Rounds,
+    reversed_blocks,
+    tagged_rounds,
+)
 from netqual.transports.interface import AgentLimits
 from netqual.transports.tcp import TcpTransport
 
@@ -113,6 +119,17 @@ def test_round_windows_reveal_only_past_rounds() -> None:
         later = {blocks[j * 8 : j * 8 + 8] for j in range(i + 1, 5)}
         assert not any(window[k : k + 8] in later for k in range(0, 24, 8))
     assert reversed_blocks(reversed_blocks(blocks, 8), 8) == blocks
+
+
+def test_tagged_rounds_are_keyed_bounded_and_never_none() -> None:
+    nonce = b"n" * 16
+    long = tagged_rounds(b"k1", nonce, 21_000, 64)
+    assert long == tagged_rounds(b"k1", nonce, 21_000, 64)  # both ends agree
+    assert long != tagged_rounds(b"k2", nonce, 21_000, 64)  # the key decides
+    gaps = [b - a for a, b in zip([-1, *long], long, strict=False)]
+    assert max(gaps) <= MAX_TAG_GAP and 120 < len(long) < 210
+    assert tagged_rounds(b"k1", nonce, 1, 64) == [0]
+    assert len(tagged_rounds(b"k1", nonce, 55, 64)) >= 6  # a short loop: several
 
 
 # -- a real forging proxy process in front of a node ---------------------------------------

@@ -6,20 +6,23 @@ relays the authenticated handshake) could answer the echoes itself and make a sl
 look fast. Everything here is computed before or after the timed loop, never inside it:
 
 * **Ping-pong.** Every ping starts with a fresh random *challenge* (the initiator's, ``w``
-  bytes); every reply starts with the responder's *tag* for that round, taken from a
-  keystream of the session key and a per-request nonce (SHAKE-256). After the loop the
-  initiator compares the tags it got with the ones it derives itself, and both ends compare
-  a digest of the challenges sent with one of those received, over the MAC'd channel. A
-  forger without the key cannot produce a tag; it cannot fetch tomorrow's tag early either,
-  since the responder would then have received challenges the initiator never sent.
+  bytes). The responder echoes it, except in *tagged* rounds (``tagged_rounds``: keyed,
+  one in about 128, at most 256 apart), whose reply starts with the responder's tag for
+  the round instead: a keystream of the session key and a per-request nonce (SHAKE-256).
+  Nothing without the key knows which rounds are tagged, so a forger answering the rounds
+  itself fails every tagged one. After the loop the initiator checks every reply (tags
+  and echoes), and both ends compare a digest of the tagged rounds' challenges as sent
+  with one as received, over the MAC'd channel: a forger that fetches tags early with
+  pings of its own is caught there. The responder's untagged rounds are the plain echo of
+  before: on one CPU everything the responder does per round is inside the round trip.
 * **Bulk.** Each read request is a random challenge; each chunk carries the responder's
   tag for its index in its first and its last ``w`` bytes, so a chunk is only complete
   once its last byte really came from the node. The same end-of-cell exchange compares
   the requests sent with those received.
 
-Messages are laid out in preallocated buffers (see ``Rounds``), so the loops only slice a
-buffer at a different offset per round. The bytes after a round's challenge or tag are
-the *previous* rounds' (already on the wire), never a later round's.
+The initiator lays its messages out in preallocated buffers (``Rounds``) and slices them
+outside its timed section. The bytes after a round's challenge are the *previous*
+rounds' (already on the wire), never a later round's.
 """
 
 from __future__ import annotations
@@ -62,6 +65,26 @@ def keystream(key: bytes, what: bytes, nonce: bytes, nbytes: int) -> bytes:
     for part in (_LABEL, key, what, nonce):
         h.update(struct.pack("!H", len(part)) + part)
     return h.digest(nbytes)
+
+
+MAX_TAG_GAP = 256
+
+
+def tagged_rounds(key: bytes, nonce: bytes, count: int, size: int) -> list[int]:
+    """The ping-pong rounds whose reply carries the responder's tag (the others echo).
+
+    Keyed, so nothing without the key knows which: a forger answering the rounds itself
+    fails every tagged one. Gaps are 1..span rounds, span = count/8 up to MAX_TAG_GAP
+    (one round in about 128 of a long loop; a short loop gets several)."""
+    span = max(1, min(MAX_TAG_GAP, count // 8))
+    marks: list[int] = []
+    r = -1
+    for g in keystream(key, b"tcp.pingpong.rounds", nonce + size.to_bytes(8, "big"), count):
+        r += 1 + g % span
+        if r >= count:
+            break
+        marks.append(r)
+    return marks
 
 
 def digest(data: bytes | bytearray | memoryview) -> str:

@@ -130,13 +130,17 @@ class TcpTransport(Transport):
             raise ProbeError(f"ping-pong: no echo from {ch.peer} within {timeout:.1f} s") from err
         except OSError as err:
             raise PeerUnreachableError(ch.peer, f"ping-pong failed: {err}") from err
-        tags = integrity.keystream(
-            _key(ch, responder=False), b"tcp.pingpong", nonce, len(challenges)
-        )
-        bad = integrity.mismatches(into.received(), tags, w)
-        integrity.check_end(
-            ch, "tcp.pingpong.end", deadline, challenges, bad, count, "ping-pong replies"
-        )
+        key = _key(ch, responder=False)
+        marks = integrity.tagged_rounds(key, nonce, count, size)
+        # Tagged rounds must carry the responder's tag, the others echo the challenge.
+        want = bytearray(challenges)
+        tags = integrity.keystream(key, b"tcp.pingpong", nonce, len(challenges))
+        for r in marks:
+            want[r * w : (r + 1) * w] = tags[r * w : (r + 1) * w]
+        bad = integrity.mismatches(into.received(), bytes(want), w)
+        asked = b"".join(challenges[r * w : (r + 1) * w] for r in marks)
+        end = "tcp.pingpong.end"
+        integrity.check_end(ch, end, deadline, asked, bad, count, "ping-pong replies")
         return np.asarray(samples[plan.warmup :], dtype=np.int64)
 
     def _bulk(self, ch: Channel, chunk: int, reads: int, depth: int, deadline: float) -> RawBulk:
@@ -213,7 +217,7 @@ class TcpTransport(Transport):
         budget = buffers or BufferBudget(limits.max_buffer_bytes)
         if kind == "tcp.pingpong":
             ping = PingpongRequest.decode(body, limits, channel.peer)
-            # Two round buffers: a tag per round and one message each (integrity.Rounds).
+            # A tag per round, and the tagged rounds' challenges.
             with budget.hold(
                 2 * (ping.size_bytes + ping.count * integrity.tag_width(ping.size_bytes))
             ):
@@ -231,34 +235,38 @@ class TcpTransport(Transport):
         size, count = req.size_bytes, req.count
         w = integrity.tag_width(size)
         key = _key(ch, responder=True)
-        tags = integrity.keystream(key, b"tcp.pingpong", req.nonce, count * w)
-        out, into = Rounds(count, size, tags), Rounds(count, size)
-        sview, rview, top = out.view, into.view, (count - 1) * w
+        tags = memoryview(integrity.keystream(key, b"tcp.pingpong", req.nonce, count * w))
+        marks = integrity.tagged_rounds(key, req.nonce, count, size)
+        received = bytearray(len(marks) * w)  # the challenges of the tagged rounds
+        marks.append(count)  # sentinel
         ch.send("ok")
         sock = ch.sock
         clock = _SendDeadline(sock, req.timeout_s)
+        view = memoryview(bytearray(size))
         recv_into = sock.recv_into
         send = sock.send
         waitall = socket.MSG_WAITALL
+        k, nxt = 0, marks[0]
         try:
             for i in range(count):
-                # Both windows are cut before the wait: between a ping's arrival and its
-                # reply there is no more work than a plain echo.
-                o = i * w
-                dst = rview[o : o + size]
-                o = top - o
-                msg = sview[o : o + size]
-                if (got := recv_into(dst, size, waitall)) != size:
-                    _recv_rest(sock, dst, got, ch.peer)
-                if (sent := send(msg)) != size:
-                    sock.sendall(msg[sent:])  # pragma: no cover
-                if i % _DEADLINE_CHECK_EVERY == 0:
+                if (got := recv_into(view, size, waitall)) != size:
+                    _recv_rest(sock, view, got, ch.peer)
+                # Untagged rounds are a plain echo (no more work than before); one in up to
+                # MAX_TAG_GAP, keyed, answers with this agent's tag instead.
+                if i == nxt:
+                    received[k * w : (k + 1) * w] = view[:w]
+                    view[:w] = tags[i * w : (i + 1) * w]
+                if (sent := send(view)) != size:
+                    sock.sendall(view[sent:])  # pragma: no cover
+                if i == nxt:  # also the deadline check, at least every MAX_TAG_GAP rounds
+                    k += 1
+                    nxt = marks[k]
                     clock.check("ping-pong exceeded its duration")
         except BlockingIOError as err:
             raise ProbeError(f"ping-pong: {ch.peer} went silent") from err
         finally:
             ch.set_timeout(limits.idle_timeout_s)
-        integrity.answer_end(ch, "tcp.pingpong.end", into.received(), "ping-pong")
+        integrity.answer_end(ch, "tcp.pingpong.end", bytes(received), "ping-pong")
 
     def _serve_bulk(self, ch: Channel, req: BulkRequest, limits: AgentLimits) -> None:
         chunk, reads = req.chunk_bytes, req.reads

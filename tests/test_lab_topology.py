@@ -55,6 +55,16 @@ def test_default_topology_hops_match_the_design() -> None:
     assert {n.role for n in hosts} == {Role.COMPUTE, Role.STORAGE}
 
 
+def test_injected_rtt_is_the_sum_of_the_delays_along_the_installed_routes() -> None:
+    plan = build_plan(load_default(), "nqltest")
+    assert plan.route_path("r1h1", "r2h1") == ("r1h1", "leaf1", "spine", "leaf2", "r2h1")
+    assert plan.link_delays_us("r1h1", "r2h1") == (0.0, 45.0, 45.0, 0.0)
+    assert plan.injected_rtt_us("r1h1", "r1h2") == 0.0
+    assert plan.injected_rtt_us("r1h1", "r2h1") == 180.0  # two leaf-spine links each way
+    assert plan.injected_rtt_us("st2", "r2h3") == 890.0  # leaf-spine and the WAN
+    assert plan.injected_rtt_us("st1", "st2") == 0.0
+
+
 def test_every_address_is_in_the_benchmark_range() -> None:
     plan = build_plan(load_default(), "nqltest")
     addresses = [i.address for i in plan.interfaces] + [r.dest for r in plan.routes]

@@ -38,9 +38,14 @@ class LabInfo:
     hops: tuple[tuple[str, str, int], ...]  # (host, host, expected hop count)
     topology_name: str
     control_netns: str  # run the coordinator here: `ip netns exec <it> netqual run ...`
+    rtts_us: tuple[tuple[str, str, float], ...] = ()  # (host, host, injected round trip)
 
     def expected_hops(self, a: str, b: str) -> int:
         return next(h for s, d, h in self.hops if {s, d} == {a, b})
+
+    def injected_rtt_us(self, a: str, b: str) -> float:
+        """The sum of the one-way delays along the path, both ways."""
+        return next(r for s, d, r in self.rtts_us if {s, d} == {a, b})
 
 
 @dataclass(frozen=True)
@@ -148,6 +153,7 @@ def up(
         plan.hops,
         topo.name,
         plan.control.netns,
+        tuple((s, d, plan.injected_rtt_us(s, d)) for s, d, _ in plan.hops),
     )
 
 

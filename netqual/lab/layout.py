@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import enum
 import hashlib
+import itertools
 from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
@@ -113,6 +114,34 @@ class LabPlan:
 
     def hop_count(self, src: str, dst: str) -> int:
         return next(h for s, d, h in self.hops if (s, d) in ((src, dst), (dst, src)))
+
+    def route_path(self, src: str, dst: str) -> tuple[str, ...]:
+        """The nodes a packet from ``src`` to ``dst`` visits, following the routes the lab
+        installs (not a recomputed shortest path)."""
+        dest = self.node(dst).address
+        path = [src]
+        while path[-1] != dst:
+            node = path[-1]
+            route = next(r for r in self.routes if r.node == node and r.dest == dest)
+            path.append(
+                next(i.peer for i in self.interfaces if i.node == node and i.ifname == route.ifname)
+            )
+            if path[-1] in path[:-1]:
+                raise ValueError(f"routing loop from {src} to {dst} at {path[-1]}")
+        return tuple(path)
+
+    def link_delays_us(self, src: str, dst: str) -> tuple[float, ...]:
+        """The one-way delay of each link from ``src`` to ``dst`` (0 for plain veths)."""
+        delays = {frozenset((ln.a, ln.b)): ln.delay_us for ln in self.topology.links}
+        path = self.route_path(src, dst)
+        return tuple(delays.get(frozenset(hop), 0.0) for hop in itertools.pairwise(path))
+
+    def one_way_delay_us(self, src: str, dst: str) -> float:
+        return sum(self.link_delays_us(src, dst))
+
+    def injected_rtt_us(self, a: str, b: str) -> float:
+        """The round trip the topology injects between two hosts: both one-way sums."""
+        return self.one_way_delay_us(a, b) + self.one_way_delay_us(b, a)
 
 
 def prefix_for(state_dir: Path) -> str:

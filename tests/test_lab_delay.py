@@ -2,9 +2,13 @@
 
 Every path's p50 round trip must be at least 0.9 x the injected round trip (the sum of
 the one-way delays along the lab's routes, both ways) and at most the zero-delay path of
-the same lab + 1.15 x injected, read by netqual's own probe and by sockperf alike. One
-round of measurements, and only when a path is out of bounds two more, judged on the
-median of the three: the machines these run on are shared.
+the same lab + 1.15 x injected, read by netqual's own probe and by sockperf alike.
+
+The machines these run on are shared, and other tenants' load only ever adds time: one
+round of measurements, and only when a path is out of bounds up to four more. The lower
+bound is judged on the median of the rounds (a relay that delivers too little does so in
+every round), the upper bound on the least disturbed round (a relay that adds too much
+does so in every round too; a round that another process stalled says nothing about it).
 """
 
 from __future__ import annotations
@@ -29,7 +33,7 @@ pytestmark = [
     pytest.mark.skipif(REASON is not None, reason=REASON or ""),
 ]
 
-MORE_ROUNDS = 2
+MORE_ROUNDS = 4
 SOCKPERF_PORT = 11111
 
 # s and z behind r0; r0 ==100us== r1 ==100us== r2 ==100us== r3; h<k> on r<k>
@@ -147,9 +151,10 @@ def check_paths(info: lab.LabInfo, pairs: list[tuple[str, str]]) -> list[str]:
                 samples.setdefault((tool, k), []).append(measure(info, nodes[a], nodes[b]))
 
     one_round()
-    if out_of_bounds(info, pairs, samples):
-        for _ in range(MORE_ROUNDS):
-            one_round()
+    for _ in range(MORE_ROUNDS):
+        if not out_of_bounds(info, pairs, samples):
+            break
+        one_round()
     return out_of_bounds(info, pairs, samples)
 
 
@@ -158,14 +163,14 @@ def out_of_bounds(
 ) -> list[str]:
     wrong = []
     for tool in TOOLS:
-        base = statistics.median(samples[(tool, 0)])
+        base = min(samples[(tool, 0)])
         for k, (a, b) in enumerate(pairs[1:], start=1):
             rtt = info.injected_rtt_us(a, b)
-            p50 = statistics.median(samples[(tool, k)])
-            if not 0.9 * rtt <= p50 <= base + 1.15 * rtt:
+            rounds = samples[(tool, k)]
+            if statistics.median(rounds) < 0.9 * rtt or min(rounds) > base + 1.15 * rtt:
                 wrong.append(
-                    f"{tool} {a}-{b}: p50 {p50:.0f} us, injected {rtt:.0f} us, "
-                    f"zero-delay path {base:.0f} us (rounds {samples[(tool, k)]})"
+                    f"{tool} {a}-{b}: p50 per round {rounds} us, injected {rtt:.0f} us, "
+                    f"zero-delay path {base:.0f} us"
                 )
     return wrong
 

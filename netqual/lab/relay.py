@@ -52,11 +52,11 @@ IFF_TUN = 0x0001
 IFF_NO_PI = 0x1000
 PR_SET_TIMERSLACK = 29
 
-SPIN_NS = 40_000  # spin instead of sleeping for the last 40 us before a deadline
+SPIN_NS = 25_000  # spin instead of sleeping for the last 25 us before a deadline
 SPIN_WINDOW_NS = 0  # poll this long after each packet (0: never; see run())
 READ_BUDGET = 64  # packets read from one device per wake-up, so one link cannot starve others
 QUEUE_LIMIT = 4096  # packets held per direction before tail drop (a full link drops, like tbf)
-DEFAULT_OVERHEAD_NS = 30_000  # per path and direction; measured, docs/lab.md "Precision"
+DEFAULT_OVERHEAD_NS = 20_000  # per path and direction; measured, docs/lab.md "Precision"
 KEY_BYTES = 96  # IPv4 header + transport header: enough to tell a packet from any other
 TRANSIT_LIMIT = 1024  # packets written recently, to recognise them on the next link
 TRANSIT_WINDOW_NS = 50_000_000  # a packet not seen again within 50 ms was delivered

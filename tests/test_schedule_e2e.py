@@ -140,3 +140,42 @@ def test_unaligned_schedule_is_kept_and_recorded(bipartite: Path, tmp_path: Path
     assert share.returncode == 2 and "--interference-fraction" in share.stderr
     zero = netqual_cli("run", str(inventory), "--bulk-per-node", "0")
     assert zero.returncode == 2 and "--bulk-per-node" in zero.stderr
+
+
+def test_bulk_pairs_per_node_leaves_the_rest_pingpong_only_and_says_so(tmp_path: Path) -> None:
+    """Four agents in two racks, --bulk-pairs per-node:1: the first round (both pairs cross
+    the racks) plus one pair inside each rack get bulk; the other two pairs are judged on
+    ping-pong and say why. The report names the fabric assumption and the coverage."""
+    agents = AgentPool(tmp_path, new_token_file(tmp_path))
+    try:
+        specs: list[tuple[str, ...]] = [
+            (f"n{i}", "--listen", f"127.0.0.{30 + i}:0") for i in range(4)
+        ]
+        started = agents.start_many(specs, timeout_s=90)
+        lines = [f'[defaults]\ntoken_file = "{agents.token_file}"\n']
+        for i, a in enumerate(started):
+            lines.append(
+                f'[[node]]\nname = "{a.name}"\naddress = "127.0.0.{30 + i}"\nport = {a.port}\n'
+                f'rack = "r{i // 2}"\n'
+            )
+        inventory = tmp_path / "inventory.toml"
+        inventory.write_text("\n".join(lines))
+        out = tmp_path / "run"
+        done = netqual_cli(
+            "run", str(inventory), "--out", str(out), "--bulk-pairs", "per-node:1",
+            "--interference-sample", "0", *SMALL,
+        )  # fmt: skip
+    finally:
+        agents.close()
+    assert done.returncode == 0, done.stderr
+    doc = json.loads((out / "results.json").read_text())
+    with_bulk = {(p["src"], p["dst"]) for p in doc["paths"] if p["bulk"]}
+    without = [p for p in doc["paths"] if not p["bulk"]]
+    assert with_bulk == {("n0", "n3"), ("n1", "n2"), ("n0", "n1"), ("n2", "n3")}
+    assert len(without) == 2 and all(p["error"] is None for p in without)
+    assert {p["details"]["bulk_pairs"] for p in without} == {"not selected (per-node:1)"}
+    schedule = doc["run"]["schedule"]
+    assert schedule["bulk_pairs"] == "per-node:1" and schedule["actual"]["bulk_not_selected"] == 2
+    assert schedule["estimate"]["bulk"]["count"] == schedule["actual"]["bulk_waves"] == 2
+    html = (out / "report.html").read_text()
+    assert "bulk pairs: per-node:1" in html and "fabric: non-blocking" in html

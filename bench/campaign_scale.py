@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -51,13 +52,27 @@ def week_file(out: Path, n: int, week: int) -> Path:
     return path
 
 
-def measure(cmd: list[str]) -> tuple[float, float, int]:
-    """Wall seconds, peak RSS (MiB) and exit status of ``cmd``, run from a fresh helper
-    process so that RUSAGE_CHILDREN is that command alone (bench/scale.py's helper)."""
-    helper = [sys.executable, str(Path(__file__).with_name("scale.py")), "--measure-one"]
-    row = subprocess.run([*helper, json.dumps(cmd)], capture_output=True, text=True, check=False)
-    wall, rss, rc = json.loads(row.stdout)
-    return float(wall), float(rss), int(rc)
+def measure(cmd: list[str]) -> tuple[float, float, float, int]:
+    """Wall seconds, CPU seconds (user + system), peak RSS (MiB) and exit status of
+    ``cmd``, run from a fresh helper process so that RUSAGE_CHILDREN is that command alone.
+    CPU seconds say what a command costs when the host is shared (wall grows with the
+    load; CPU time much less)."""
+    row = subprocess.run(
+        [sys.executable, __file__, "--measure-one", json.dumps(cmd)],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    wall, cpu, rss, rc = json.loads(row.stdout)
+    return float(wall), float(cpu), float(rss), int(rc)
+
+
+def _measure_one(cmd: list[str]) -> None:
+    t0 = time.perf_counter()
+    proc = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, check=False)
+    wall = time.perf_counter() - t0
+    use = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if proc.returncode not in (0, 1):
+        sys.stderr.write(proc.stderr.decode(errors="replace")[-2000:])
+    print(json.dumps([wall, use.ru_utime + use.ru_stime, use.ru_maxrss / 1024, proc.returncode]))
 
 
 def main() -> int:
@@ -69,7 +84,11 @@ def main() -> int:
     ap.add_argument("--milestone", default="week10", help="the milestone `campaign gate` judges")
     ap.add_argument("--repeat", type=int, default=3, help="report and gate timings, median of")
     ap.add_argument("--out", type=Path, default=None, help="keep the files here")
+    ap.add_argument("--measure-one", help=argparse.SUPPRESS)
     args = ap.parse_args()
+    if args.measure_one:
+        _measure_one(json.loads(args.measure_one))
+        return 0
     out = args.out or Path(tempfile.mkdtemp(prefix="netqual-campaign-"))
     out.mkdir(parents=True, exist_ok=True)
     netqual = [sys.executable, "-m", "netqual"]
@@ -79,16 +98,24 @@ def main() -> int:
             [*netqual, "campaign", "init", str(camp), "--start", "2027-01-04"], check=True
         )
     print(f"load average: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
-    print(f"{'command':>22} {'wall_s':>7} {'peak_rss_MiB':>13} {'exit':>5}")
+    print(f"{'command':>23} {'wall_s':>7} {'cpu_s':>6} {'peak_rss_MiB':>13} {'exit':>5}")
+    # the reference: reading one run's results file, which every add must do first
+    load_only = "from pathlib import Path; from netqual.runfiles import load_run; load_run(Path"
+    wall, cpu, rss, rc = measure(
+        [sys.executable, "-c", f"{load_only}({str(week_file(out, args.nodes, 1))!r}))"]
+    )
+    print(f"{'load week 1 (reference)':>23} {wall:>7.1f} {cpu:>6.1f} {rss:>13.0f} {rc:>5}")
     adds: list[float] = []
+    cpus: list[float] = []
     for week in range(1, args.runs + 1):
         t0 = time.perf_counter()
         rfile = week_file(out, args.nodes, week)
         made = time.perf_counter() - t0
-        wall, rss, rc = measure([*netqual, "campaign", "add", str(camp), str(rfile.parent)])
+        wall, cpu, rss, rc = measure([*netqual, "campaign", "add", str(camp), str(rfile.parent)])
         adds.append(wall)
+        cpus.append(cpu)
         print(
-            f"{f'add week {week}':>22} {wall:>7.1f} {rss:>13.0f} {rc:>5}"
+            f"{f'add week {week}':>23} {wall:>7.1f} {cpu:>6.1f} {rss:>13.0f} {rc:>5}"
             f"  (file made in {made:.0f} s)"
         )
     rows = {
@@ -99,17 +126,20 @@ def main() -> int:
         ],
     }  # fmt: skip
     for label, cmd in rows.items():
-        walls, rsss = [], []
+        walls, cpu_s, rsss = [], [], []
         for _ in range(args.repeat):
-            wall, rss, rc = measure(cmd)
+            wall, cpu, rss, rc = measure(cmd)
             walls.append(wall)
+            cpu_s.append(cpu)
             rsss.append(rss)
         print(
-            f"{label:>22} {statistics.median(walls):>7.1f} {max(rsss):>13.0f} {rc:>5}"
+            f"{label:>23} {statistics.median(walls):>7.1f} {statistics.median(cpu_s):>6.1f}"
+            f" {max(rsss):>13.0f} {rc:>5}"
             f"  (median of {args.repeat}: {', '.join(f'{w:.1f}' for w in walls)})"
         )
     print(
-        f"add: median {statistics.median(adds):.1f} s, max {max(adds):.1f} s over {len(adds)} runs"
+        f"add: median {statistics.median(adds):.1f} s wall ({statistics.median(cpus):.1f} s CPU),"
+        f" max {max(adds):.1f} s over {len(adds)} runs"
     )
     store = camp / "history.duckdb"
     print(f"history.duckdb: {store.stat().st_size / 1e6:.0f} MB")

@@ -24,4 +24,4 @@ def test_campaign_bench_adds_reports_and_gates(tmp_path: Path) -> None:
     assert "report --html" in r.stdout and "gate --milestone week2" in r.stdout
     assert (tmp_path / "c.html").is_file() and (tmp_path / "gate.xml").is_file()
     lines = [ln.split() for ln in r.stdout.splitlines() if ln.strip().startswith("add week")]
-    assert all(row[5] == "0" for row in lines), r.stdout  # every add exited 0
+    assert all(row[6] == "0" for row in lines), r.stdout  # every add exited 0

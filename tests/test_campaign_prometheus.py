@@ -128,3 +128,26 @@ def test_grafana_dashboard_queries_only_exported_series() -> None:
     used = {m for e in exprs for m in re.findall(r"netqual_\w+", e)}
     documented = set(re.findall(r"`(netqual_\w+)`", (ROOT / "docs" / "campaign.md").read_text()))
     assert used and used <= documented, used - documented
+
+
+def test_per_path_series_stop_above_the_limit_and_labels_are_literal() -> None:
+    """Up to PER_PATH_LIMIT paths: a series per path; above it only rack-pair aggregates.
+    A node name with an escape sequence is written escaped, never raw."""
+    from netqual.campaign.metrics import PER_PATH_LIMIT, RunCollector, openmetrics_text
+
+    small = openmetrics_text(RunCollector(make_results(8)))
+    assert small.count("netqual_path_rtt_p99_us{") == 28
+    assert "netqual_path_series_exported 1.0" in small
+    big_results = make_results(64, bulk=False, histogram=False)
+    assert len(big_results.paths) > PER_PATH_LIMIT
+    big = openmetrics_text(RunCollector(big_results))
+    assert "netqual_path_rtt_p99_us{" not in big and "netqual_path_series_exported 0.0" in big
+    assert "netqual_rack_pair_rtt_p99_max_us{" in big and big.endswith("# EOF\n")
+    hostile = dataclasses.replace(
+        small_results := make_results(4),
+        paths=dataclasses.replace(
+            small_results.paths, names=("gpu\x1b[2J01", *small_results.paths.names[1:])
+        ),
+    )
+    text = openmetrics_text(RunCollector(hostile))
+    assert "\x1b" not in text and "gpu\\\\x1b[2J01" in text

@@ -1,11 +1,13 @@
 """Metrics for Prometheus: a run or a campaign as OpenMetrics gauges (``netqual export
 --openmetrics``, ``netqual campaign serve``), through ``prometheus-client``.
 
-Cardinality is bounded (docs/campaign.md): per-path series (``netqual_path_*``, labels src,
-dst, src_rack, dst_rack, tier) only when the run has at most ``PER_PATH_LIMIT`` paths;
-rack-pair aggregates (``netqual_rack_pair_*``) always, whose count grows with racks², not
-nodes². A campaign exports its latest week (each path's last measurement that week) plus
-its per-week verdict counts, milestone outcomes, open suspects and waiver expiries.
+Label values come from results files and profiles: control and bidi characters are written
+as escapes (``names.visible``), as on the terminal. Cardinality is bounded
+(docs/campaign.md): per-path series (``netqual_path_*``, labels src, dst, src_rack,
+dst_rack, tier) only when the run has at most ``PER_PATH_LIMIT`` paths; rack-pair
+aggregates (``netqual_rack_pair_*``) always, whose count grows with racks², not nodes².
+A campaign exports its latest week (each path's last measurement that week) plus its
+per-week verdict counts, milestone outcomes, open suspects and waiver expiries.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from prometheus_client.registry import Collector, CollectorRegistry
 from netqual.campaign.store import WEEK_PATHS, open_store
 from netqual.campaign.trend import gate_rows, suspect_ages, week_counts
 from netqual.models import Results
+from netqual.names import visible
 from netqual.pathtable import TIERS, VERDICTS
 
 PER_PATH_LIMIT = 2_000  # paths; above it only rack-pair aggregates (a Prometheus series each)
@@ -90,7 +93,7 @@ def _path_families(cols: Mapping[str, Any], con: duckdb.DuckDBPyConnection) -> I
             labels=_PATH_LABELS,
         )
         for i in range(n):
-            labels = [str(cols[k][i] or "") for k in _PATH_LABELS]
+            labels = [visible(str(cols[k][i] or "")) for k in _PATH_LABELS]
             verdict.add_metric(labels, int(cols["verdict"][i]))
             if not np.isnan(cols["p99_us"][i]):
                 p50.add_metric(labels, float(cols["p50_us"][i]))
@@ -115,7 +118,7 @@ def _path_families(cols: Mapping[str, Any], con: duckdb.DuckDBPyConnection) -> I
         "netqual_rack_pair_unsafe_paths", "Unsafe paths between two racks", labels=labels
     )
     for a, b, count, med, mx, bad in racks:
-        pair = [a or "", b or ""]
+        pair = [visible(a or ""), visible(b or "")]
         paths.add_metric(pair, count)
         unsafe.add_metric(pair, bad)
         if med is not None:
@@ -131,7 +134,7 @@ def _gate_family(gates: Sequence[GateMetric]) -> Iterator[Metric]:
         "netqual_gate_passed", "1 when the gate passed, 0 when it failed", labels=["gate", "week"]
     )
     for g in gates:
-        fam.add_metric([g.name, "" if g.week is None else str(g.week)], 1 if g.passed else 0)
+        fam.add_metric([visible(g.name), "" if g.week is None else str(g.week)], int(g.passed))
     yield fam
 
 
@@ -224,7 +227,7 @@ class CampaignCollector(Collector):
             "SELECT milestone, src, dst, until, owner FROM waivers"
         ).fetchall():
             end = dt.datetime.combine(until + dt.timedelta(days=1), dt.time(), dt.timezone.utc)
-            due.add_metric([m, src, dst, owner], end.timestamp())
+            due.add_metric([visible(x) for x in (m, src, dst, owner)], end.timestamp())
         yield due
 
 

@@ -27,6 +27,7 @@ import hashlib
 import hmac
 import json
 import os
+import resource
 import signal
 import struct
 import subprocess
@@ -295,6 +296,11 @@ def coordinator(
     ``limit_s``."""
     cmd = [sys.executable, "-m", "netqual", "run", str(inventory), "--out", str(out), *RUN_ARGS]
     cmd += [*extra, *(["--resume"] if resume else [])]
+    jsonl = out / "results.jsonl"
+    lines_before = jsonl.read_bytes().count(b"\n") if jsonl.exists() else 0
+    # CPU of the coordinator alone (the agents are threads of this process): the children's
+    # rusage grows by the coordinator's once it is reaped.
+    cpu0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
     proc = subprocess.Popen(
         cmd,
@@ -305,7 +311,6 @@ def coordinator(
     )
     peak = {"rss_kib": 0, "threads": 0, "fds": 0}
     samples: list[tuple[float, int, int, int]] = []  # (s, lines in results.jsonl, threads, fds)
-    jsonl = out / "results.jsonl"
     killed = False
     while proc.poll() is None:
         elapsed = time.perf_counter() - t0
@@ -326,7 +331,11 @@ def coordinator(
             break
         time.sleep(0.2 if kill_at_lines is not None else 0.5)
     stderr = proc.stderr.read() if proc.stderr else ""
+    cpu1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu_s = cpu1.ru_utime + cpu1.ru_stime - cpu0.ru_utime - cpu0.ru_stime
     return {
+        "cpu_s": cpu_s,
+        "pairs_written": (jsonl.read_bytes().count(b"\n") if jsonl.exists() else 0) - lines_before,
         "wall_s": time.perf_counter() - t0,
         "rc": proc.returncode,
         "killed": killed,
@@ -383,10 +392,12 @@ def main() -> int:
                 tuple(args.run_arg),
             )
         ]
+        runs[0]["requests"] = agents.probes
         if runs[0]["killed"] and (args.kill_after is not None or args.kill_at_lines is not None):
             runs.append(
                 coordinator(inventory, out, True, None, args.limit_s, None, tuple(args.run_arg))
             )
+            runs[1]["requests"] = agents.probes - runs[0]["requests"]
         probes = agents.probes
     load_after = os.getloadavg()
     wall = sum(r["wall_s"] for r in runs)
@@ -399,6 +410,14 @@ def main() -> int:
         print(
             f"run {i + 1}: {r['wall_s']:.1f} s, {what}; peak RSS {r['rss_kib'] / 1024:.0f} MiB, "
             f"threads {r['threads']}, fds {r['fds']}"
+        )
+        # A pair is two probe requests (ping-pong, bulk); the aligned schedule writes a pair
+        # only after its bulk, so CPU per request is the figure that survives a kill.
+        per_request = 1000 * r["cpu_s"] / max(1, r["requests"])
+        print(
+            f"  coordinator CPU {r['cpu_s']:.1f} s for {r['requests']} probe requests "
+            f"({r['pairs_written']} pairs written): {per_request:.2f} ms per request, "
+            f"{2 * per_request:.2f} ms per pair (start-up, pre-flight, planning included)"
         )
         if r["rc"] not in (0, None) and not r["killed"]:
             print(r["stderr"])

@@ -41,6 +41,7 @@ from netqual.models import (
     RunMeta,
     Verdict,
 )
+from netqual.outfiles import make_out_dir, open_append
 from netqual.pathtable import PathTable
 from netqual.phases import Phase, ScheduleConfig
 from netqual.plausible import check_path
@@ -345,7 +346,7 @@ def run(
         raise NoAgentsError(detail)
     plan = plan_of(cfg)
     observer.started(plan.pair_count, plan.round_count)
-    out_dir.mkdir(parents=True, exist_ok=True)
+    make_out_dir(out_dir)
     resume_mod.write_identity(out_dir, run_identity(cfg), started)
     paths: list[PathResult] = list(done.values())
     skipped: list[NotMeasured] = []
@@ -362,7 +363,7 @@ def run(
     tally = phases.Tally()
     complete = True
     try:
-        with (out_dir / "results.jsonl").open("a" if resume else "w", encoding="utf-8") as jsonl:
+        with open_append(out_dir / "results.jsonl", new=not resume) as jsonl:
 
             def emit(path: PathResult) -> None:
                 if is_configuration(path):  # not a measurement: --resume measures it again

@@ -258,3 +258,8 @@ class TopologyError(InputError):
 
 class WorkloadError(InputError):
     """A workload file or the model config it names is unreadable or invalid."""
+
+
+class OutputError(InputError):
+    """An output cannot be written safely: a symlinked or another user's directory or file,
+    no space left, no permission. Exit code 2; nothing half-written is left behind."""

@@ -15,10 +15,12 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 from netqual.errors import InputError, UsageError
+from netqual.filedata import load_json
 from netqual.models import Mode, Node, PathResult, Policy, ProbePlan
+from netqual.outfiles import write_atomic, write_text_atomic
 from netqual.plan_codec import plan_to_dict
 from netqual.results import append_jsonl, load_jsonl_paths, node_to_dict, policy_to_dict
 from netqual.schedule import build
@@ -63,9 +65,7 @@ def fingerprint(ident: Mapping[str, Any]) -> str:
 
 def write_identity(out_dir: Path, ident: Mapping[str, Any], started_at: str) -> None:
     doc = {"started_at": started_at, "fingerprint": fingerprint(ident), "identity": ident}
-    tmp = out_dir / (IDENTITY_FILE + ".tmp")
-    tmp.write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
-    tmp.replace(out_dir / IDENTITY_FILE)
+    write_text_atomic(out_dir / IDENTITY_FILE, json.dumps(doc, indent=1) + "\n", sync=True)
 
 
 def _differences(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:
@@ -95,13 +95,16 @@ def _differences(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:
 def _read_identity(out_dir: Path) -> dict[str, Any]:
     path = out_dir / IDENTITY_FILE
     try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
+        raw = path.read_bytes()
     except FileNotFoundError:
         raise ResumeMismatchError(
             str(path), "missing: not a directory written by netqual run (--force to resume)"
         ) from None
-    except (OSError, json.JSONDecodeError) as err:
+    except OSError as err:
         raise ResumeMismatchError(str(path), f"unreadable: {err} (--force to resume)") from err
+    doc = load_json(
+        raw, str(path), lambda s, why: ResumeMismatchError(s, f"{why} (--force to resume)")
+    )
     if not isinstance(doc, dict) or not isinstance(doc.get("identity"), dict):
         raise ResumeMismatchError(str(path), "no run identity in it (--force to resume)")
     return doc
@@ -128,11 +131,11 @@ def _cut_torn_tail(jsonl: Path) -> None:
 
 
 def _rewrite(jsonl: Path, paths: list[PathResult]) -> None:
-    tmp = jsonl.with_suffix(".jsonl.tmp")
-    with tmp.open("w", encoding="utf-8") as f:
+    def write(f: TextIO) -> None:
         for p in paths:
             append_jsonl(f, p)
-    tmp.replace(jsonl)
+
+    write_atomic(jsonl, write, sync=True)
 
 
 def prepare(out_dir: Path, ident: Mapping[str, Any], force: bool) -> Resume:

@@ -7,16 +7,18 @@ A run read from results.jsonl is marked incomplete, with the pairs its schedule 
 from __future__ import annotations
 
 import dataclasses
-import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from netqual import __version__, localise
 from netqual.errors import ResultsFileError
+from netqual.filedata import load_json
 from netqual.models import SCHEMA_VERSION, Mode, Node, Results
 from netqual.results import load, results_from_dict
 from netqual.resume import IDENTITY_FILE
 from netqual.schedule import build
+from netqual.schema import validate
 
 
 def load_run(path: Path) -> Results:
@@ -42,12 +44,12 @@ def load_partial(jsonl: Path) -> Results:
     for i, line in enumerate(lines):
         if not line.strip():
             continue
-        try:
-            paths.append(json.loads(line))
-        except json.JSONDecodeError as err:
+        try:  # bounded like every input file: "[[[[...", NaN, a 5,000-digit int are refused
+            paths.append(load_json(line, source, _line_error(i + 1)))
+        except ResultsFileError:
             if i == len(lines) - 1:
                 break  # the torn last line of a crash mid-write: that pair is not done
-            raise ResultsFileError(source, f"line {i + 1}: not valid JSON: {err.msg}") from err
+            raise
     ident = _identity(jsonl.parent / IDENTITY_FILE)
     nodes = ident.get("nodes") or _nodes_of(paths)
     doc = {
@@ -67,14 +69,20 @@ def load_partial(jsonl: Path) -> Results:
         "paths": paths,
         "summary": {},
     }
+    # run.json is a file like any other: its part of the document meets the schema too
+    validate({**doc, "paths": [], "summary": {"counts": {}}}, source)
     results = results_from_dict(doc, source)
     return dataclasses.replace(results, suspects=localise.suspects(results))
 
 
+def _line_error(line: int) -> Callable[[str, str], ResultsFileError]:
+    return lambda source, why: ResultsFileError(source, f"line {line}: {why}")
+
+
 def _identity(path: Path) -> dict[str, Any]:
     try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError):
+        doc = load_json(path.read_bytes(), str(path), ResultsFileError)
+    except (OSError, ResultsFileError):
         return {}
     if not isinstance(doc, dict) or not isinstance(doc.get("identity"), dict):
         return {}
@@ -93,7 +101,10 @@ def _planned(ident: dict[str, Any]) -> int | None:
 
 def _nodes_of(paths: list[Any]) -> list[dict[str, Any]]:
     names = {str(p.get(k)) for p in paths for k in ("src", "dst") if isinstance(p, dict)}
-    return [{"name": n, "address": "", "rack": None, "labels": {}} for n in sorted(names)]
+    return [
+        {"name": n, "address": "", "port": 18515, "role": "any", "rack": None, "labels": {}}
+        for n in sorted(names)
+    ]
 
 
 def _first(paths: list[Any], key: str, default: str) -> str:

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from netqual.errors import InputError
+from netqual.filedata import MAX_DEPTH, checked
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -51,12 +52,25 @@ def read_toml(path: Path, error: Callable[[str, str, str | None], InputError]) -
         text = data.decode("utf-8")
     except UnicodeDecodeError as err:
         raise error(source, "not UTF-8 text", None) from err
+    return loads_toml(text, source, error)
+
+
+def loads_toml(
+    text: str, source: str, error: Callable[[str, str, str | None], InputError]
+) -> dict[str, Any]:
+    """TOML text -> data within ``netqual.filedata``'s bounds (depth, integers, floats)."""
     try:
-        return tomllib.loads(text)
+        data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as err:
         at = _AT_LINE.search(str(err))
         field = _syntax_field(text, int(at.group(1))) if at else None
         raise error(source, f"TOML syntax error: {err}", field) from err
+    except RecursionError as err:
+        raise error(source, f"holds nesting deeper than {MAX_DEPTH} levels", None) from err
+    except ValueError as err:  # an integer of more than 4,300 digits
+        raise error(source, f"not usable TOML: {str(err)[:200]}", None) from err
+    checked(data, source, lambda s, why: error(s, why, None))
+    return data
 
 
 class Fields:

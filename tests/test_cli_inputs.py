@@ -149,6 +149,14 @@ def test_token_problems(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> N
     loose.chmod(0o644)
     code, err = run_main(capsys, "run", str(inv), "--token-file", str(loose))
     assert code == 2 and f"{loose}: token file is readable by group/others" in err
+    shared = tmp_path / "shared"  # a good token in a directory anyone can write
+    shared.mkdir()
+    shared.chmod(0o777)
+    planted = shared / "netqual.token"
+    planted.write_text("0f" * 32)
+    planted.chmod(0o600)
+    code, err = run_main(capsys, "run", str(inv), "--token-file", str(planted))
+    assert code == 2 and f"token file's directory {shared} is writable by others" in err
     short = tmp_path / "short.token"
     short.write_text("abc")
     short.chmod(0o600)
@@ -157,8 +165,11 @@ def test_token_problems(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> N
     # Finding 7 of the attack review: long enough is not strong enough.
     for weak, words in (
         ("a" * 16, "trivially repetitive"),
-        ("0123456789abcdef" * 2, "trivially repetitive"),
-        ("0123456789abcdef0123", "about 80 bits of entropy, under 128"),
+        ("0123456789abcdef" * 2, "bits of entropy (patterns such as words"),
+        ("0123456789abcdef0123", "bits of entropy (patterns such as words"),
+        ("changeme" * 4, "trivially repetitive"),
+        ("correcthorsebatterystaple", "about 28 bits of entropy"),
+        ("qwertyuiopasdfghjkl1234567890", "about 28 bits of entropy"),
     ):
         short.write_text(weak)
         code, err = run_main(capsys, "run", str(inv), "--token-file", str(short))

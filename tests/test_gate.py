@@ -253,7 +253,7 @@ def test_required_baseline_missing_is_usage_error(tmp_path: Path, cli: Callable[
          "reason = 'r'\nowner = 'o'\n",
          "waiver[0].until", "not a date"),
         ("", "limits", "no rules"),
-        ("[limits\n", None, "not valid TOML"),
+        ("[limits\n", "line 1", "TOML syntax error"),
     ],
 )  # fmt: skip
 def test_profile_errors_name_file_and_field(text: str, field: str | None, words: str) -> None:

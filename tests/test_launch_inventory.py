@@ -416,7 +416,7 @@ def test_from_k8s_unreadable_and_half_given_files_exit_2(
     rc, _, err = _cli(
         tmp_path, monkeypatch, capsys, "from-k8s", "--pods", "text.json", "--nodes", nodes
     )
-    assert (rc, "text.json: not JSON" in err) == (2, True)
+    assert (rc, "text.json: not valid JSON" in err) == (2, True)
     (tmp_path / "obj.json").write_text('{"kind": "Pod"}')
     rc, _, err = _cli(
         tmp_path, monkeypatch, capsys, "from-k8s", "--pods", "obj.json", "--nodes", nodes

@@ -19,6 +19,7 @@ from netqual.cli.app import JsonOpt, app, console, split_endpoint
 from netqual.cli.cmd_gate import _today
 from netqual.errors import EXIT_FAIL, EXIT_OK, UsageError
 from netqual.gate import Waiver, junit_xml, load_profile, report_to_dict
+from netqual.outfiles import write_text_atomic
 from netqual.render.campaign import print_added, print_trend
 from netqual.render.gate import print_gate
 from netqual.runfiles import load_run
@@ -217,7 +218,7 @@ def gate(
     finally:
         store.close()
     if junit:
-        junit.write_text(junit_xml(report), encoding="utf-8")
+        write_text_atomic(junit, junit_xml(report))
     if as_json:
         typer.echo(json.dumps(report_to_dict(report), indent=1))
     else:

@@ -13,6 +13,7 @@ from netqual.cli.app import app
 from netqual.cli.cmd_gate import _today
 from netqual.errors import UsageError
 from netqual.gate import evaluate, load_profile
+from netqual.outfiles import write_text_atomic
 from netqual.runfiles import load_run
 
 
@@ -60,4 +61,4 @@ def export(
     if out is None:
         typer.echo(text, nl=False)
     else:
-        out.write_text(text, encoding="utf-8")
+        write_text_atomic(out, text)

@@ -13,6 +13,7 @@ from netqual.cli import rundir
 from netqual.cli.app import ForceOpt, JsonOpt, WorkloadOpt, app, console
 from netqual.errors import EXIT_FAIL, EXIT_OK, ResultsFileError, UsageError
 from netqual.gate import default_profile, evaluate, junit_xml, load_profile, report_to_dict
+from netqual.outfiles import write_text_atomic
 from netqual.render.gate import print_gate
 from netqual.runfiles import load_run
 from netqual.workload import load_workload
@@ -99,7 +100,7 @@ def gate(
         allow_incomplete=allow_incomplete,
     )
     if junit:
-        junit.write_text(junit_xml(report), encoding="utf-8")
+        write_text_atomic(junit, junit_xml(report))
     if as_json:
         typer.echo(json.dumps(report_to_dict(report), indent=1))
     else:

@@ -13,7 +13,9 @@ from netqual.launch import Draft, render_inventory
 from netqual.launch import hostfile as hostfile_mod
 from netqual.launch import k8s as k8s_mod
 from netqual.launch import slurm as slurm_mod
+from netqual.launch.draft import DEFAULT_MAX_NODES
 from netqual.models import DEFAULT_PORT
+from netqual.outfiles import write_text_atomic
 
 inventory_app = typer.Typer(
     help="Write an inventory from a hostfile, Slurm or Kubernetes.\n\n"
@@ -28,6 +30,10 @@ OutOpt = Annotated[
     typer.Option("--out", metavar="FILE", help="Write the inventory here.  [default: stdout]"),
 ]
 PortOpt = Annotated[int, typer.Option("--port", help="Agent control port.")]
+MaxNodesOpt = Annotated[
+    int,
+    typer.Option("--max-nodes", metavar="N", help="Refuse more nodes than this (a typo guard)."),
+]
 TokenOpt = Annotated[
     str | None,
     typer.Option("--token-file", help="Token file path to write into the inventory's defaults."),
@@ -39,10 +45,7 @@ def _emit(draft: Draft, out: Path | None) -> None:
     if out is None:
         typer.echo(text, nl=False)
         return
-    try:
-        out.write_text(text, encoding="utf-8")
-    except OSError as err:
-        raise InputError(str(out), f"cannot write: {err.strerror or err}") from err
+    write_text_atomic(out, text)
     storage = f", {draft.storage_count} storage" if draft.storage_count else ""
     err_console().print(f"inventory: {out} ({len(draft.nodes)} nodes{storage})")
 
@@ -55,6 +58,7 @@ def from_hosts(
     out: OutOpt = None,
     port: PortOpt = DEFAULT_PORT,
     token_file: TokenOpt = None,
+    max_nodes: MaxNodesOpt = DEFAULT_MAX_NODES,
     no_resolve: Annotated[
         bool, typer.Option("--no-resolve", help="Keep host names as addresses (resolve later).")
     ] = False,
@@ -69,7 +73,7 @@ def from_hosts(
       netqual inventory from-hosts hosts.txt --out inventory.toml
     """
     resolver = None if no_resolve else hostfile_mod.resolve
-    _emit(hostfile_mod.from_hosts(hostfile, port, token_file, resolver), out)
+    _emit(hostfile_mod.from_hosts(hostfile, port, token_file, resolver, max_nodes), out)
 
 
 @inventory_app.command("from-slurm")
@@ -106,6 +110,7 @@ def from_slurm(
     out: OutOpt = None,
     port: PortOpt = DEFAULT_PORT,
     token_file: TokenOpt = None,
+    max_nodes: MaxNodesOpt = DEFAULT_MAX_NODES,
 ) -> None:
     """Inventory from a Slurm nodelist.
 
@@ -124,7 +129,7 @@ def from_slurm(
         except (OSError, UnicodeDecodeError) as err:
             raise InputError(str(topology), f"cannot read: {err}") from err
     req = slurm_mod.SlurmRequest(
-        nodelist, storage, rack_from, topology_text, tasks_per_node, port, token_file
+        nodelist, storage, rack_from, topology_text, tasks_per_node, port, token_file, max_nodes
     )
     _emit(slurm_mod.from_slurm(req), out)
 
@@ -152,6 +157,7 @@ def from_k8s(
     out: OutOpt = None,
     port: PortOpt = DEFAULT_PORT,
     token_file: TokenOpt = None,
+    max_nodes: MaxNodesOpt = DEFAULT_MAX_NODES,
 ) -> None:
     """Inventory from the agent DaemonSet's pods.
 
@@ -162,7 +168,7 @@ def from_k8s(
     Example:
       netqual inventory from-k8s --pods pods.json --nodes nodes.json
     """
-    req = k8s_mod.K8sRequest(selector, rack_label, role_label, port, token_file)
+    req = k8s_mod.K8sRequest(selector, rack_label, role_label, port, token_file, max_nodes)
     if (pods is None) != (nodes is None):
         raise InputError("command line", "give both --pods and --nodes, or neither", "--pods")
     if pods is not None and nodes is not None:

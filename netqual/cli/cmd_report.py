@@ -19,6 +19,7 @@ from netqual.gate.profile import Profile
 from netqual.gate.regression import MaxP99IncreasePct
 from netqual.matrix import STATISTICS
 from netqual.models import Results
+from netqual.outfiles import write_text_atomic
 from netqual.render.diff import print_diff
 from netqual.render.terminal import print_results
 from netqual.render.workload import print_workload_results
@@ -195,7 +196,7 @@ def diff(
         min_delta_us=floor,
     )
     if html:
-        html.write_text(render_diff_html(d), encoding="utf-8")
+        write_text_atomic(html, render_diff_html(d))
     if as_json:
         for piece in diff_json(d):  # every common path: written as it is formatted
             typer.echo(piece, nl=False)

@@ -43,7 +43,7 @@ from netqual.cli.cmd_check import CheckTimeoutOpt, preflight_or_stop
 from netqual.cli.cmd_report import BaselineOpt, check_gate_options, gate_banner
 from netqual.coordinator import RunConfig, is_configuration, measure_pair, run_identity
 from netqual.coordinator import run as run_coordinator
-from netqual.errors import EXIT_RUNTIME, NotMeasuredError, UsageError
+from netqual.errors import EXIT_RUNTIME, NotMeasuredError, OutputError, UsageError
 from netqual.gate import load_profile
 from netqual.interference import DEFAULT_FRACTION, DEFAULT_MINIMUM, TOLERANCE
 from netqual.inventory import Inventory, load_inventory
@@ -275,7 +275,7 @@ def run(
             "--out",
             metavar="DIR",
             help="Directory for results.jsonl, results.json, report.html; never one that "
-            "holds a run unless --force.  [default: netqual-run-<UTC date-time>]",
+            "holds a run unless --force.  [default: netqual-run-<UTC date-time>-<random>]",
         ),
     ] = None,
     transport: TransportOpt = "tcp",
@@ -425,12 +425,19 @@ def run(
         plan,
     )
     cfg = dataclasses.replace(cfg, preflight_s=time.monotonic() - checked_at)
-    with (
-        rundir.sigterm_as_interrupt(),
-        ProgressObserver(err_console() if as_json else console(), pol.metric) as progress,
-    ):
-        results = run_coordinator(cfg, out, progress, previous, checked)
-    _finish(results, out, as_json, gate_banner(results, prof, baseline))
+    try:
+        with (
+            rundir.sigterm_as_interrupt(),
+            ProgressObserver(err_console() if as_json else console(), pol.metric) as progress,
+        ):
+            results = run_coordinator(cfg, out, progress, previous, checked)
+        _finish(results, out, as_json, gate_banner(results, prof, baseline))
+    except OutputError as err:  # no space, no permission: say how to continue
+        raise OutputError(
+            err.source,
+            f"{err.problem}; the pairs measured so far are kept: fix it and "
+            f"continue with {rundir.resume_command(out)}",
+        ) from err
     if not results.run.complete:
         raise rundir.RunInterrupted(results, out, rundir.resume_command(out))
 

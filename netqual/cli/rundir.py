@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import contextlib
-import datetime as dt
 import os
 import signal
 import sys
@@ -15,13 +14,15 @@ from typing import NoReturn
 
 from netqual.errors import NetqualError, UsageError
 from netqual.models import Results
+from netqual.outfiles import check_out_dir, check_own_file, new_run_dir
 
 RESULT_FILES = ("results.json", "results.jsonl")
 
 
 def default_out() -> Path:
-    """A fresh directory per run, so a second run never replaces the first."""
-    return Path(dt.datetime.now(dt.timezone.utc).strftime("netqual-run-%Y%m%d-%H%M%S"))
+    """A fresh directory per run, created now under a name nobody can guess in advance
+    (netqual-run-<UTC date-time>-<random>), so a second run never replaces the first."""
+    return new_run_dir("netqual-run")
 
 
 def _writable(path: Path, option: str) -> None:
@@ -37,8 +38,12 @@ def _writable(path: Path, option: str) -> None:
 
 
 def check_out(out: Path, force: bool, resume: bool, demo_ok: bool = False) -> None:
-    """Refuse an --out that cannot hold a run, and a new run over the results of another
-    (exit 2) unless forced. ``demo_ok``: a previous demo there may be replaced."""
+    """Refuse an --out that cannot hold a run, a symlinked or another user's --out or
+    results file (whatever the flags), and a new run over the results of another (exit 2)
+    unless forced. ``demo_ok``: a previous demo there may be replaced."""
+    check_out_dir(out)
+    for name in RESULT_FILES:
+        check_own_file(out / name)
     if out.exists() and not out.is_dir():
         raise UsageError("--out", f"{out} is a file, not a directory: choose another --out")
     if out.is_dir() and not os.access(out, os.W_OK | os.X_OK):

@@ -57,6 +57,8 @@ MODULE_LAYERS: Mapping[str, str] = {
     "netqual.tomlfile": "core",
     "netqual.plan_codec": "core",
     "netqual.names": "core",  # node name and address rules
+    "netqual.filedata": "core",  # bounds on parsed input files (depth, ints, floats)
+    "netqual.outfiles": "core",  # creating output files (no symlinks followed)
     "netqual.auth": "inputs",
     "netqual.plan_options": "inputs",
     "netqual.plan_check": "inputs",  # a plan against the agents' limits, before any agent

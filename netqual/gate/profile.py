@@ -6,7 +6,6 @@ See docs/gates.md for the format. Every mistake is a ProfileError naming file an
 from __future__ import annotations
 
 import datetime as dt
-import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 from importlib.resources import files
@@ -28,11 +27,7 @@ from netqual.gate.rules import (
     Rule,
 )
 from netqual.models import Metric, Role, Tier, Verdict, Waiver
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
+from netqual.tomlfile import loads_toml
 
 LIMIT_KEYS = (
     "max_unsafe",
@@ -246,11 +241,7 @@ def parse_profile(data: Mapping[str, Any], source: str) -> Profile:
 
 
 def parse_profile_text(text: str, source: str) -> Profile:
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as err:
-        raise ProfileError(source, f"not valid TOML: {err}") from err
-    return parse_profile(data, source)
+    return parse_profile(loads_toml(text, source, ProfileError), source)
 
 
 def load_profile(path: Path) -> Profile:

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from netqual.errors import InputError
 from netqual.models import DEFAULT_PORT, Node, Role
-from netqual.names import address_problem, name_problem
+from netqual.names import address_problem, name_problem, visible
 
 
 @dataclass(frozen=True)
@@ -57,12 +57,26 @@ def check_unique(nodes: Sequence[Node], source: str, where: Sequence[str]) -> No
         endpoints[key] = i
 
 
+# Beyond this many nodes a generator stops, unless told more (--max-nodes): a typo in a
+# hostlist range or a hostile listing would otherwise write millions of [[node]] tables.
+DEFAULT_MAX_NODES = 10_000
+
+
+def check_node_count(count: int, max_nodes: int, source: str, field: str | None) -> None:
+    if count > max_nodes:
+        raise InputError(
+            source, f"more than {max_nodes:,} nodes; pass --max-nodes N to allow more", field
+        )
+
+
 def _q(text: str) -> str:
     return json.dumps(text)  # a JSON string is a valid TOML basic string
 
 
 def render_inventory(draft: Draft) -> str:
-    lines = [f"# Written by netqual inventory: {draft.origin}", "", "[defaults]"]
+    # The origin quotes user input (a hostfile path, --rack-from): shown literally, a
+    # newline in it cannot end the comment and inject a [[node]].
+    lines = [f"# Written by netqual inventory: {visible(draft.origin)}", "", "[defaults]"]
     lines.append(f"port = {draft.default_port}")
     if draft.token_file:
         lines.append(f"token_file = {_q(draft.token_file)}")

@@ -15,7 +15,13 @@ from collections.abc import Callable
 from pathlib import Path
 
 from netqual.errors import InputError
-from netqual.launch.draft import Draft, check_name, check_unique
+from netqual.launch.draft import (
+    DEFAULT_MAX_NODES,
+    Draft,
+    check_name,
+    check_node_count,
+    check_unique,
+)
 from netqual.launch.hostlists import expand
 from netqual.models import DEFAULT_PORT, Node, Role
 
@@ -74,6 +80,7 @@ def from_hosts(
     port: int = DEFAULT_PORT,
     token_file: str | None = None,
     resolver: Resolver | None = resolve,
+    max_nodes: int = DEFAULT_MAX_NODES,
 ) -> Draft:
     """Read a hostfile; ``resolver=None`` keeps host names as addresses (resolved later)."""
     source = str(path)
@@ -94,7 +101,9 @@ def from_hosts(
         role = _role(fields.get("role"), source, line)
         node_port = _port(fields.get("port"), port, source, line)
         labels = {"site": fields["site"]} if "site" in fields else {}
-        for host in expand(tokens[0], source, line):
+        hosts = expand(tokens[0], source, line)
+        check_node_count(len(nodes) + len(hosts), max_nodes, source, line)  # before resolving
+        for host in hosts:
             check_name(host, source, line)
             address = host
             if resolver is not None:

@@ -21,7 +21,14 @@ from pathlib import Path
 from typing import Any
 
 from netqual.errors import ClusterApiError, InputError, UsageError
-from netqual.launch.draft import Draft, check_name, check_unique
+from netqual.filedata import load_json
+from netqual.launch.draft import (
+    DEFAULT_MAX_NODES,
+    Draft,
+    check_name,
+    check_node_count,
+    check_unique,
+)
 from netqual.models import DEFAULT_PORT, Node, Role
 
 ZONE_LABEL = "topology.kubernetes.io/zone"
@@ -36,6 +43,7 @@ class K8sRequest:
     role_label: str = "netqual.io/role"
     port: int = DEFAULT_PORT
     token_file: str | None = None
+    max_nodes: int = DEFAULT_MAX_NODES
 
 
 def parse_selector(text: str) -> list[tuple[str, str, str | None]]:
@@ -72,11 +80,10 @@ def load_list(path: Path) -> dict[str, Any]:
     """A ``kubectl get ... -o json`` document from a file."""
     source = str(path)
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        raw = path.read_bytes()
     except OSError as err:
         raise InputError(source, f"cannot read: {err.strerror or err}") from err
-    except (UnicodeDecodeError, json.JSONDecodeError) as err:
-        raise InputError(source, f"not JSON: {err}") from err
+    data = load_json(raw, source, InputError)
     if not isinstance(data, dict) or not isinstance(data.get("items"), list):
         raise InputError(source, "expected `kubectl get ... -o json` output (a List)", "items")
     return data
@@ -129,11 +136,35 @@ def _str(obj: Any, *keys: str) -> str | None:
     return obj if isinstance(obj, str) and obj else None
 
 
+def _at(obj: Any, *keys: str) -> Any:
+    """``obj[k1][k2]...``, or None where a level is missing or not an object: a listing
+    is a file from anywhere, any level may be of another type."""
+    for key in keys:
+        if not isinstance(obj, Mapping):
+            return None
+        obj = obj.get(key)
+    return obj
+
+
+def _list(obj: Any, *keys: str) -> list[Any]:
+    found = _at(obj, *keys)
+    return found if isinstance(found, list) else []
+
+
+def _labels(obj: Any) -> dict[str, str]:
+    """An object's ``metadata.labels``, text values only."""
+    found = _at(obj, "metadata", "labels")
+    if not isinstance(found, Mapping):
+        return {}
+    return {k: v for k, v in found.items() if isinstance(k, str) and isinstance(v, str)}
+
+
 def _pod_port(pod: Mapping[str, Any], default: int) -> int:
-    for container in pod.get("spec", {}).get("containers", []) or []:
-        for port in container.get("ports", []) or []:
-            if port.get("name") == PORT_NAME and isinstance(port.get("containerPort"), int):
-                return int(port["containerPort"])
+    for container in _list(pod, "spec", "containers"):
+        for port in _list(container, "ports"):
+            number = _at(port, "containerPort")
+            if _at(port, "name") == PORT_NAME and type(number) is int and 0 < number < 65536:
+                return number
     return default
 
 
@@ -142,7 +173,7 @@ def _node_labels(nodes: Mapping[str, Any]) -> dict[str, Mapping[str, str]]:
     for item in nodes["items"]:
         name = _str(item, "metadata", "name")
         if name:
-            labels[name] = item.get("metadata", {}).get("labels") or {}
+            labels[name] = _labels(item)
     return labels
 
 
@@ -157,9 +188,10 @@ def from_k8s(
     node_labels = _node_labels(nodes)
     out: list[Node] = []
     where: list[str] = []
+    check_node_count(len(pods["items"]), req.max_nodes, pods_source, "items")
     for i, pod in enumerate(pods["items"]):
         pod_name = _str(pod, "metadata", "name") or f"#{i}"
-        if not _matches(pod.get("metadata", {}).get("labels") or {}, terms):
+        if not _matches(_labels(pod), terms):
             continue
         at = f"items[{i}] (pod {pod_name})"
         node_name = _str(pod, "spec", "nodeName")

@@ -10,6 +10,7 @@ agents per node (``tasks_per_node``), task *i* listens on ``port + i`` and is na
 
 from __future__ import annotations
 
+import multiprocessing
 import os
 import re
 import shutil
@@ -17,7 +18,13 @@ import subprocess
 from dataclasses import dataclass
 
 from netqual.errors import UsageError
-from netqual.launch.draft import Draft, check_name, check_unique
+from netqual.launch.draft import (
+    DEFAULT_MAX_NODES,
+    Draft,
+    check_name,
+    check_node_count,
+    check_unique,
+)
 from netqual.launch.hostlists import expand
 from netqual.models import DEFAULT_PORT, Node, Role
 
@@ -35,6 +42,7 @@ class SlurmRequest:
     tasks_per_node: int = 1
     port: int = DEFAULT_PORT
     token_file: str | None = None
+    max_nodes: int = DEFAULT_MAX_NODES
 
 
 def scontrol(*args: str) -> str | None:
@@ -72,20 +80,49 @@ def node_addresses(nodes_text: str) -> dict[str, str]:
     return found
 
 
-def _racks_from_regex(hosts: list[str], pattern: str) -> dict[str, str]:
-    try:
-        regex = re.compile(pattern)
-    except re.error as err:
-        raise UsageError("--rack-from", f"bad regular expression {pattern!r}: {err}") from err
-    racks: dict[str, str] = {}
+# A regular expression can take exponential time on a name (``^(a+)+b$``) and Python's re
+# cannot be interrupted: the matching runs in a child process that is killed past this.
+RACK_REGEX_TIMEOUT_S = 2.0
+
+
+def _match_all(pattern: str, hosts: list[str]) -> list[tuple[str | None] | None]:
+    """Per host: None (no match), else (its rack,), the rack None where the group is empty."""
+    regex = re.compile(pattern)
+    out: list[tuple[str | None] | None] = []
     for host in hosts:
         m = regex.search(host)
         if m is None:
-            raise UsageError("--rack-from", f"{pattern!r} does not match node {host!r}")
-        if "rack" in regex.groupindex:
-            racks[host] = m.group("rack")
+            out.append(None)
+        elif "rack" in regex.groupindex:
+            out.append((m.group("rack"),))
         else:
-            racks[host] = m.group(1) if regex.groups else m.group(0)
+            out.append((m.group(1) if regex.groups else m.group(0),))
+    return out
+
+
+def _racks_from_regex(
+    hosts: list[str], pattern: str, timeout_s: float = RACK_REGEX_TIMEOUT_S
+) -> dict[str, str]:
+    try:
+        re.compile(pattern)
+    except re.error as err:
+        raise UsageError("--rack-from", f"bad regular expression {pattern!r}: {err}") from err
+    with multiprocessing.get_context("fork").Pool(1) as pool:  # terminated on exit
+        pending = pool.apply_async(_match_all, (pattern, hosts))
+        try:
+            found = pending.get(timeout_s)
+        except multiprocessing.TimeoutError:
+            raise UsageError(
+                "--rack-from",
+                f"{pattern!r} took over {timeout_s:g} s on {len(hosts)} names "
+                "(nested repetition such as (a+)+ backtracks exponentially): simplify it",
+            ) from None
+    racks: dict[str, str] = {}
+    for host, match in zip(hosts, found, strict=True):
+        if match is None:
+            raise UsageError("--rack-from", f"{pattern!r} does not match node {host!r}")
+        if match[0] is not None:
+            racks[host] = match[0]
     return racks
 
 
@@ -96,6 +133,7 @@ def from_slurm(req: SlurmRequest) -> Draft:
     hosts = expand(expr, "command line", "--nodelist")
     if req.tasks_per_node < 1:
         raise UsageError("--tasks-per-node", f"must be >= 1, got {req.tasks_per_node}")
+    check_node_count(len(hosts) * req.tasks_per_node, req.max_nodes, "command line", "--nodelist")
     if req.port + req.tasks_per_node - 1 > 65535:
         raise UsageError("--port", f"{req.port} + {req.tasks_per_node} tasks passes 65535")
     storage: set[str] = set()

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from netqual.campaign.trend import Distribution, GateRow, Trend
+from netqual.outfiles import write_text_atomic
 from netqual.report.html import render
 
 CHART_H = 160  # px, the verdict chart's bar height
@@ -72,6 +73,4 @@ def render_campaign_html(t: Trend) -> str:
 
 def write_campaign_html(t: Trend, path: Path) -> None:
     """Atomically, like report.html."""
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(render_campaign_html(t), encoding="utf-8")
-    tmp.replace(path)
+    write_text_atomic(path, render_campaign_html(t))

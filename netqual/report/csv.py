@@ -5,10 +5,12 @@ from __future__ import annotations
 import csv
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TextIO
 
 import numpy as np
 
 from netqual.models import RTT_STATISTICS, Results
+from netqual.outfiles import write_atomic
 from netqual.pathtable import NO_HOPS, TIERS, VERDICTS
 from netqual.units import format_size
 
@@ -44,10 +46,13 @@ def write_csv(results: Results, path: Path) -> None:
     for chunk, depth in cells.tolist():
         tag = f"bulk_{format_size(chunk)}_d{depth}"
         bulk_cols += [f"{tag}_goodput_gbps", f"{tag}_completion_p50_us", f"{tag}_completion_p99_us"]
-    with path.open("w", encoding="utf-8", newline="") as f:
+
+    def write(f: TextIO) -> None:
         w = csv.writer(f)
         w.writerow(BASE_COLUMNS + bulk_cols)
         w.writerows(_rows(results, cell_of.reshape(-1).tolist(), len(cells)))
+
+    write_atomic(path, write)
 
 
 def _rows(results: Results, cell_of: list[int], n_cells: int) -> Iterator[list[object]]:

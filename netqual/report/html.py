@@ -21,6 +21,7 @@ import markupsafe
 from netqual.diff import RunDiff
 from netqual.models import Results, Verdict, Waiver
 from netqual.names import visible
+from netqual.outfiles import write_text_atomic
 from netqual.report import fmt
 from netqual.report.build import build_view
 from netqual.report.view import GateBanner
@@ -128,7 +129,5 @@ def write_html(
 ) -> None:
     """Write atomically, like results.json: a half-written report is never left behind.
     ``source``: the results file, named by a summarised page as where every path is."""
-    tmp = path.with_suffix(path.suffix + ".tmp")
     text = render_html(results, waivers=waivers, today=today, gate=gate, source=source)
-    tmp.write_text(text, encoding="utf-8")
-    tmp.replace(path)
+    write_text_atomic(path, text)

@@ -21,6 +21,7 @@ from typing import Annotated, Any, ClassVar
 import msgspec
 
 from netqual.errors import ResultsFileError
+from netqual.filedata import MAX_FLOAT, MAX_INT, checked
 from netqual.interference import from_dict as interference_from_dict
 from netqual.localise import suspect_from_dict
 from netqual.matrix import fill_tiers
@@ -47,22 +48,26 @@ from netqual.results.summary import summarize
 from netqual.schema import validate
 from netqual.workload.model import Workload
 
-Us = Annotated[float, msgspec.Meta(ge=0)]
-# What an agent measured: any number is read, and an impossible one (negative, zero, out of
-# order) makes its path unsafe (netqual.plausible), never the whole file unreadable.
-Measured = float
-Count = Annotated[int, msgspec.Meta(ge=0)]
+# Every number is bounded (netqual.filedata): 2**70 samples or a 1e308 time would overflow
+# the int64/float64 columns and the arithmetic on them.
+Us = Annotated[float, msgspec.Meta(ge=0, le=MAX_FLOAT)]
+# What an agent measured: any number in range is read, and an impossible one (negative,
+# zero, out of order) makes its path unsafe (netqual.plausible), never the file unreadable.
+Measured = Annotated[float, msgspec.Meta(ge=-MAX_FLOAT, le=MAX_FLOAT)]
+Float = Annotated[float, msgspec.Meta(ge=-MAX_FLOAT, le=MAX_FLOAT)]
+Count = Annotated[int, msgspec.Meta(ge=0, le=MAX_INT)]
+Positive = Annotated[int, msgspec.Meta(ge=1, le=MAX_INT)]
 
 
 class _Ci95(msgspec.Struct, gc=False):
     metric: str | None = None
-    low: float | None = None
-    high: float | None = None
+    low: Float | None = None
+    high: Float | None = None
 
 
 class _Histogram(msgspec.Struct, gc=False):
-    bins_per_decade: Annotated[int, msgspec.Meta(ge=1)]
-    first_bin: int
+    bins_per_decade: Annotated[int, msgspec.Meta(ge=1, le=1000)]
+    first_bin: Annotated[int, msgspec.Meta(ge=-100_000, le=100_000)]
     counts: list[Count]
 
 
@@ -111,8 +116,8 @@ class _Completion(msgspec.Struct, gc=False):
 
 
 class _WireBulk(msgspec.Struct, kw_only=True, gc=False):
-    chunk_bytes: Annotated[int, msgspec.Meta(ge=1)]
-    depth: Annotated[int, msgspec.Meta(ge=1)]
+    chunk_bytes: Positive
+    depth: Positive
     reads: Count
     goodput_gbps: Measured
     completion_us: _Completion
@@ -174,7 +179,7 @@ class _WirePath(msgspec.Struct, kw_only=True, gc=False):
     error: str | None
     tier: Tier | None = None
     started_at: str | None = None
-    duration_s: float | None = None
+    duration_s: Float | None = None
     details: dict[str, Any] | None = None
     workload: _WireWorkload | None = None
 
@@ -278,6 +283,8 @@ def decode_path(raw: bytes | str, source: str, where: str) -> _WirePath:
         return _PATH_DECODER.decode(raw)
     except msgspec.ValidationError as err:
         raise _path_error(err, source, where) from err
+    except RecursionError as err:
+        raise ResultsFileError(source, "nested too deeply", field=where) from err
 
 
 def convert_path(obj: Any, source: str, where: str) -> _WirePath:
@@ -286,6 +293,8 @@ def convert_path(obj: Any, source: str, where: str) -> _WirePath:
         return msgspec.convert(obj, _WirePath)
     except msgspec.ValidationError as err:
         raise _path_error(err, source, where) from err
+    except RecursionError as err:
+        raise ResultsFileError(source, "nested too deeply", field=where) from err
 
 
 def results_from_dict(
@@ -462,12 +471,15 @@ def load(path: Path) -> Results:
         raise ResultsFileError(source, "expected a list", field="paths") from err
     except msgspec.DecodeError as err:
         raise _json_error(source, raw.decode("utf-8")) from err
+    except RecursionError as err:
+        raise ResultsFileError(source, "nested too deeply") from err
     data = {
         f: getattr(doc, f)
         for f in doc.__struct_fields__
         if f != "paths" and getattr(doc, f) is not msgspec.UNSET
     }
     raws = [] if doc.paths is msgspec.UNSET else doc.paths
+    checked(data, source, ResultsFileError)  # depth and number bounds of all but the paths
     # The schema checks everything but the paths (here an empty list); the typed decoder
     # checks every path against the schema's path definition.
     validate(data if doc.paths is msgspec.UNSET else {**data, "paths": []}, source)
@@ -477,7 +489,7 @@ def load(path: Path) -> Results:
     with _no_gc():
         try:
             wire = list(map(_PATH_DECODER.decode, raws))
-        except msgspec.ValidationError:
+        except (msgspec.ValidationError, RecursionError):
             for i, r in enumerate(raws):  # name the first bad path
                 decode_path(r, source, f"paths[{i}]")
             raise

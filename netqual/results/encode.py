@@ -12,6 +12,7 @@ import os
 from pathlib import Path
 from typing import Any, TextIO
 
+from netqual.errors import OutputError
 from netqual.interference import to_dict as interference_to_dict
 from netqual.localise import suspect_to_dict
 from netqual.models import (
@@ -25,6 +26,7 @@ from netqual.models import (
     Verdict,
     WorkloadResult,
 )
+from netqual.outfiles import write_atomic
 from netqual.plan_codec import plan_to_dict
 from netqual.stats import BINS_PER_DECADE, bin_index
 
@@ -205,8 +207,8 @@ def _split_at_paths(text: str) -> tuple[str, str]:
 
 def write_json(path: Path, results: Results) -> None:
     """Write atomically: a reader never sees half a results.json."""
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    with tmp.open("w", encoding="utf-8") as f:
+
+    def write(f: TextIO) -> None:
         # Compact, and the paths streamed one by one: a 1,024-node full mesh has 523,776
         # of them, whose dicts together would take gigabytes.
         head, tail = _split_at_paths(json.dumps(results_to_dict(results, paths=False), **_COMPACT))
@@ -215,13 +217,15 @@ def write_json(path: Path, results: Results) -> None:
             f.write("," if i else "")
             f.write(json.dumps(path_to_dict(p), **_COMPACT))
         f.write(tail + "\n")
-        f.flush()
-        os.fsync(f.fileno())
-    tmp.replace(path)
+
+    write_atomic(path, write, sync=True)
 
 
 def append_jsonl(f: TextIO, path: PathResult) -> None:
     """One finished pair, flushed at once so a crash loses nothing measured."""
-    f.write(json.dumps(path_to_dict(path), separators=(",", ":")) + "\n")
-    f.flush()
-    os.fsync(f.fileno())
+    try:
+        f.write(json.dumps(path_to_dict(path), separators=(",", ":")) + "\n")
+        f.flush()
+        os.fsync(f.fileno())
+    except OSError as err:  # no space left: one line naming the file, not a traceback
+        raise OutputError(str(f.name), f"cannot write: {err.strerror or err}") from err

@@ -9,12 +9,12 @@ kv_lora_rank + qk_rope_head_dim per layer. Multimodal configs keep these in
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from netqual.errors import WorkloadError
+from netqual.filedata import load_json
 from netqual.workload.model import Attention, KvModel, parse_dtype
 
 
@@ -86,11 +86,10 @@ def load_config(path: Path) -> KvModel:
     """Read a config.json file. The model's name is its ``_name_or_path``, else the file's."""
     source = str(path)
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        raw = path.read_bytes()
     except OSError as err:
         raise WorkloadError(source, f"cannot read: {err.strerror or err}") from err
-    except (UnicodeDecodeError, json.JSONDecodeError) as err:
-        raise WorkloadError(source, f"not a JSON config: {err}") from err
+    data = load_json(raw, source, WorkloadError)
     if not isinstance(data, dict):
         raise WorkloadError(source, "expected a JSON object (a Hugging Face config.json)")
     name = data.get("_name_or_path")

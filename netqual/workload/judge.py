@@ -18,6 +18,7 @@ from netqual.models import (
     AgentLimits,
     BulkStats,
     PathResult,
+    PlanFieldError,
     ProbePlan,
     Results,
     Verdict,
@@ -53,7 +54,12 @@ def add_to_plan(plan: ProbePlan, w: Workload, limits: AgentLimits | None = None)
         chunks = (*chunks, w.chunk_bytes)
     if w.ranks_per_node not in depths:
         depths = (*depths, w.ranks_per_node)
-    return dataclasses.replace(plan, chunks_bytes=chunks, depths=depths)
+    try:
+        return dataclasses.replace(plan, chunks_bytes=chunks, depths=depths)
+    except PlanFieldError as err:  # 64 --chunk values and the workload's makes 65
+        raise WorkloadError(
+            w.source, f"the plan with this workload's chunk: {err.problem}", f"plan.{err.field}"
+        ) from err
 
 
 @dataclass(frozen=True)

@@ -1,11 +1,13 @@
 """Hop count of a routed IP path, from the TTL / hop limit of received packets.
 
 Every agent answers small UDP datagrams on its control port number. The prober sends
-``MAGIC | nonce`` with TTL 64; the agent replies ``MAGIC | nonce | ttl_seen`` with TTL 64,
-where ``ttl_seen`` is the TTL it received (IP_RECVTTL / IPV6_RECVHOPLIMIT). Each router
-decrements the TTL once, so ``routers = 64 - ttl_received`` per direction, and
-``hops = routers + 1`` (traceroute numbering: a directly connected peer is hop 1).
-Replies are the size of requests (no amplification) and need the random nonce.
+``MAGIC | nonce | 0`` with TTL 64; the agent replies ``MAGIC | nonce | ttl_seen`` with TTL
+64, where ``ttl_seen`` is the TTL it received (IP_RECVTTL / IPV6_RECVHOPLIMIT): the last
+byte of the request is overwritten, so a reply is exactly as long as its request and a
+spoofed source gets no more bytes than the spoofer sent (no amplification, not even one
+byte). Each router decrements the TTL once, so ``routers = 64 - ttl_received`` per
+direction, and ``hops = routers + 1`` (traceroute numbering: a directly connected peer is
+hop 1). The prober accepts only a reply carrying its random nonce.
 """
 
 from __future__ import annotations
@@ -19,10 +21,10 @@ import threading
 import time
 from dataclasses import dataclass
 
-MAGIC = b"NQH1"
+MAGIC = b"NQH2"  # NQH1 replies were one byte longer than their requests
 NONCE_BYTES = 16
 INITIAL_TTL = 64
-_REQUEST_LEN = len(MAGIC) + NONCE_BYTES
+_REQUEST_LEN = len(MAGIC) + NONCE_BYTES + 1  # the last byte: room for the TTL seen
 _CMSG_SPACE = socket.CMSG_SPACE(struct.calcsize("i"))
 # Linux constants missing from some Python builds' socket module.
 _IP_RECVTTL = getattr(socket, "IP_RECVTTL", 12)
@@ -83,7 +85,7 @@ def serve(sock: socket.socket, stop: threading.Event) -> None:
             continue
         ttl = _ttl_of(anc) or 0
         with contextlib.suppress(OSError):
-            sock.sendto(data + bytes([min(ttl, 255)]), addr)
+            sock.sendto(data[:-1] + bytes([min(ttl, 255)]), addr)  # as long as the request
 
 
 def measure(address: str, port: int, timeout_s: float = 1.0, tries: int = 3) -> HopCount | None:
@@ -99,7 +101,7 @@ def measure(address: str, port: int, timeout_s: float = 1.0, tries: int = 3) -> 
         for _ in range(tries):
             nonce = os.urandom(NONCE_BYTES)
             with contextlib.suppress(OSError):
-                sock.send(MAGIC + nonce)
+                sock.send(MAGIC + nonce + b"\0")
             wait_until = min(end, time.monotonic() + timeout_s / tries)
             while (left := wait_until - time.monotonic()) > 0:
                 ready, _, _ = select.select([sock], [], [], left)
@@ -109,7 +111,7 @@ def measure(address: str, port: int, timeout_s: float = 1.0, tries: int = 3) -> 
                     data, anc, _flags, _addr = sock.recvmsg(64, _CMSG_SPACE)
                 except OSError:
                     break
-                if len(data) != _REQUEST_LEN + 1 or data[:_REQUEST_LEN] != MAGIC + nonce:
+                if len(data) != _REQUEST_LEN or data[:-1] != MAGIC + nonce:
                     continue
                 ttl = _ttl_of(anc)
                 if ttl is None:

@@ -500,15 +500,19 @@ class PathTable:
         where = {name: i for i, name in enumerate(self.names)}
         n = max(len(self.names), 1)
         flat = self.src * n + self.dst
-        out: list[int | None] = []
-        for a, b in keys:
-            hit = (
-                np.flatnonzero(flat == where[a] * n + where[b])
-                if a in where and b in where
-                else np.zeros(0, dtype=np.int64)
-            )
-            out.append(int(hit[-1]) if len(hit) else None)
-        return out
+        # One stable sort, then a binary search per key: a profile may carry a million
+        # waivers, and a scan of every path per key would be quadratic.
+        order = np.argsort(flat, kind="stable")
+        ordered = flat[order]
+        wanted = np.fromiter(
+            (where[a] * n + where[b] if a in where and b in where else -1 for a, b in keys),
+            np.int64,
+            len(keys),
+        )
+        end = np.searchsorted(ordered, wanted, side="right")  # past the last equal key
+        found = (end > 0) & (ordered[np.maximum(end - 1, 0)] == wanted) & (wanted >= 0)
+        rows = order[np.maximum(end - 1, 0)] if len(ordered) else np.zeros(len(keys), np.int64)
+        return [int(r) if ok else None for r, ok in zip(rows.tolist(), found.tolist(), strict=True)]
 
     def take(self, rows: IntArray | Sequence[int]) -> PathTable:
         """The given rows, in that order, as a new table (same node codes)."""

@@ -121,12 +121,23 @@ class Fields:
             raise self.fail(key, f"must be <= {high}, got {value}")
         return value
 
-    def number(self, key: str, default: float, positive: bool = True) -> float:
+    def number(
+        self,
+        key: str,
+        default: float,
+        positive: bool = True,
+        low: float | None = None,
+        high: float | None = None,
+    ) -> float:
         value = self.table.get(key, default)
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise self.fail(key, f"expected a number, got {value!r}")
         if positive and not value > 0:
             raise self.fail(key, f"must be a positive number, got {value}")
+        if low is not None and value < low:
+            raise self.fail(key, f"must be >= {low:g}, got {value:g}")
+        if high is not None and value > high:
+            raise self.fail(key, f"must be <= {high:g}, got {value:g}")
         return float(value)
 
     def table_of_strings(self, key: str) -> dict[str, str]:

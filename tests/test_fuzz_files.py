@@ -234,7 +234,8 @@ TOML_FILES = {
         ["gate", "r.json", "--profile", "x.toml"],
     ),
     "workload": (
-        "[workload]\nlayers = 32\nkv_heads = 8\nhead_dim = 128\ntp = 1\nchunk_tokens = 256\n"
+        '[workload]\nlayers = 32\nkv_heads = 8\nhead_dim = 128\ndtype = "bf16"\n'
+        "tp = 1\nchunk_tokens = 256\n"
         "prefill_tokens_per_s = 20000\nprompt_tokens = 32000\nhit_ratio = 0.8\n",
         ["workload", "x.toml"],
     ),
@@ -359,3 +360,29 @@ def test_64_chunks_and_a_workload_is_exit_2(
     args = ["run", "inv.toml", "--dry-run", "--workload", "llama-3.1-8b-tp1", *chunks]
     assert run_cli(args, tmp_path, monkeypatch) == 2
     assert "plan.chunks_bytes" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("line", "words"),
+    [
+        ("prefill_tokens_per_s = 5e-324", "prefill_tokens_per_s: must be >= 0.001"),
+        ("prefill_tokens_per_s = inf", "number out of range"),
+        ("prefill_tokens_per_s = 1e12", "prefill_tokens_per_s: must be <= 1e+09"),
+        ("local_read_gbps = 1e-300", "local_read_gbps: must be >= 0.001"),
+        ('name = "' + "x" * 50_000 + '"', "name: longer than 200 characters"),
+        ("chunk_tokens = 1099511627776", "chunk_tokens: must be <= 16777216"),
+    ],
+)
+def test_workload_rates_and_names_are_bounded(
+    line: str,
+    words: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    text = TOML_FILES["workload"][0]
+    key = line.split(" = ", maxsplit=1)[0]
+    lines = [x for x in text.splitlines() if not x.startswith(key + " ")]
+    (tmp_path / "x.toml").write_text("\n".join([*lines, line]) + "\n")
+    assert run_cli(["workload", "x.toml"], tmp_path, monkeypatch) == 2
+    assert words in capsys.readouterr().err

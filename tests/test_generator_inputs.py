@@ -1,14 +1,19 @@
 """Inventory generators validate what they are given before anything is written: user text
 in the header comment cannot inject a [[node]], a --rack-from regex cannot hang the
-command, and the node count is capped unless --max-nodes says otherwise."""
+command, and the node count is capped unless --max-nodes says otherwise. And the agent's
+UDP hop responder cannot be used as an amplifier."""
 
 from __future__ import annotations
 
+import socket
 import time
 from pathlib import Path
 
 import pytest
+from conftest import AgentPool
 from test_launch_inventory import _cli, _inv
+
+from netqual import hops
 
 INJECTION = '\n[[node]]\nname = "evil"\naddress = "198.51.100.7"\n'
 
@@ -63,3 +68,24 @@ def test_the_node_count_is_capped_unless_raised(
         tmp_path, monkeypatch, capsys, "from-hosts", str(hostfile), "--max-nodes", "2"
     )
     assert rc == 2 and "more than 2 nodes" in err  # before any name is resolved
+
+
+def test_the_hop_responder_never_answers_with_more_bytes_than_it_got(
+    agents: AgentPool,
+) -> None:
+    """A spoofed source gets at most what the spoofer sent: a reply is exactly as long as
+    its request, and a request of any other shape gets nothing."""
+    (agent,) = agents.start_many([("gpu01",)])
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        s.settimeout(0.5)
+        s.connect(("127.0.0.1", agent.port))
+        for request in (hops.MAGIC + b"n" * 16, b"x" * 21, hops.MAGIC + b"n" * 16 + b"\0" * 40):
+            s.send(request)  # the old 20-byte shape, a wrong magic, a long request
+            with pytest.raises(TimeoutError):
+                s.recv(100)
+        request = hops.MAGIC + b"n" * 16 + b"\0"
+        s.send(request)
+        reply = s.recv(100)
+        assert len(reply) == len(request) == 21 and reply[:-1] == request[:-1]
+    found = hops.measure("127.0.0.1", agent.port)
+    assert found is not None and found.hops == 1  # loopback: directly connected

@@ -14,7 +14,7 @@ from netqual.gate.complete import Complete
 from netqual.gate.model import GateContext, GateReport, Outcome, Scope, WaiverState
 from netqual.gate.profile import Profile
 from netqual.models import Results
-from netqual.narrative import incomplete_note, preliminary_note, waiver_problem
+from netqual.narrative import incomplete_note, preliminary_note, waiver_problems
 from netqual.pathtable import IntArray
 from netqual.plausible import rejudge
 
@@ -63,13 +63,17 @@ def evaluate(
         if rule.scope not in scoped:
             scoped[rule.scope] = np.flatnonzero(rule.scope.mask(paths, nodes))
         outcomes.append(rule.check(paths, scoped[rule.scope], ctx))
+    # Which rules each waiver excused a path in: one pass over the waived findings, then
+    # a lookup per waiver (a million waivers stay linear).
+    used: dict[frozenset[str], list[str]] = {}
+    for o in outcomes:
+        for key in dict.fromkeys(frozenset((f.src, f.dst)) for f in o.waived):
+            used.setdefault(key, []).append(o.rule)
     states = tuple(
         WaiverState(
             waiver=w,
             expired=w.expired(today),
-            used_by=tuple(
-                o.rule for o in outcomes if any(w.covers((f.src, f.dst)) for f in o.waived)
-            ),
+            used_by=tuple(used.get(frozenset((w.src, w.dst)), ())),
         )
         for w in profile.waivers
     )
@@ -97,8 +101,7 @@ def resume_command(results: Results, source: str) -> str:
 def _notes(results: Results, profile: Profile) -> tuple[str, ...]:
     """Warnings every output of the gate carries (terminal, JSON, JUnit)."""
     notes: list[str] = []
-    for w in profile.waivers:
-        problem = waiver_problem(results, w)
+    for w, problem in zip(profile.waivers, waiver_problems(results, profile.waivers), strict=True):
         if problem:
             notes.append(f"waiver {w.label} {problem}: it excuses nothing")
     if results.incomplete:

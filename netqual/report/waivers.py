@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from netqual.models import Results, Waiver
-from netqual.narrative import used_names, waiver_problem
+from netqual.narrative import waiver_problems
 from netqual.pathtable import VERDICTS
 
 
@@ -23,11 +23,11 @@ def waiver_notes(results: Results, waivers: Sequence[Waiver], today: dt.date) ->
     if not waivers:
         return []
     table = results.paths
-    names = used_names(results)
+    rows = table.rows_of([k for w in waivers for k in ((w.src, w.dst), (w.dst, w.src))])
     out = []
-    for w in waivers:
-        forward, reverse = table.rows_of([(w.src, w.dst), (w.dst, w.src)])
+    for i, (w, problem) in enumerate(zip(waivers, waiver_problems(results, waivers), strict=True)):
+        forward, reverse = rows[2 * i], rows[2 * i + 1]
         row = forward if forward is not None else reverse
         v = "not measured" if row is None else VERDICTS[table.verdict[row]].value
-        out.append(WaiverNote(w, w.expired(today), v, waiver_problem(results, w, names)))
+        out.append(WaiverNote(w, w.expired(today), v, problem))
     return out

@@ -34,6 +34,11 @@ KEYS = {
     "unsafe_speedup",
 } | SHAPE_KEYS
 
+# Bounds a workload file must keep: a model name is a label, token counts and rates are
+# those of real engines (a 50 MiB name or a 1e-320 rate is a hostile file, not a model).
+MAX_NAME_CHARS = 200
+MAX_TOKENS = 1 << 24
+
 
 def _error(source: str, problem: str, field: str | None) -> WorkloadError:
     return WorkloadError(source, problem, field)
@@ -81,10 +86,10 @@ def load_workload(text: str | Path) -> Workload:
             "(engines need one to divide the other)",
         )
     ranks_per_node = f.integer("ranks_per_node", tp, low=1)
-    chunk_tokens = f.integer("chunk_tokens", 256, low=1)
-    baseline = Baseline(
-        prefill_tokens_per_s=_optional_number(f, "prefill_tokens_per_s"),
-        local_read_gbps=_optional_number(f, "local_read_gbps"),
+    chunk_tokens = f.integer("chunk_tokens", 256, low=1, high=MAX_TOKENS)
+    baseline = Baseline(  # finite and within reason: a denormal rate makes budgets infinite
+        prefill_tokens_per_s=_optional_number(f, "prefill_tokens_per_s", 1e-3, 1e9),
+        local_read_gbps=_optional_number(f, "local_read_gbps", 1e-3, 1e5),
     )
     if baseline.prefill_tokens_per_s is None and baseline.local_read_gbps is None:
         raise f.fail(
@@ -92,13 +97,15 @@ def load_workload(text: str | Path) -> Workload:
             "give prefill_tokens_per_s (recompute) and/or local_read_gbps (local NVMe): "
             "a fetch is judged against the alternative",
         )
-    prompt_tokens = f.integer("prompt_tokens", 0, low=1) if "prompt_tokens" in table else None
-    hit_ratio = f.number("hit_ratio", 1.0)
+    prompt_tokens = (
+        f.integer("prompt_tokens", 0, low=1, high=MAX_TOKENS) if "prompt_tokens" in table else None
+    )
+    hit_ratio = f.number("hit_ratio", 1.0, low=1e-6)
     if hit_ratio > 1:
         raise f.fail("hit_ratio", f"must be <= 1, got {hit_ratio:g}")
-    round_trips = f.integer("round_trips_per_chunk", 1, low=1)
-    safe = f.number("safe_speedup", 2.0)
-    unsafe = f.number("unsafe_speedup", 1.0)
+    round_trips = f.integer("round_trips_per_chunk", 1, low=1, high=1_000_000)
+    safe = f.number("safe_speedup", 2.0, low=1e-3, high=1e6)
+    unsafe = f.number("unsafe_speedup", 1.0, low=1e-3, high=1e6)
     if safe < unsafe:
         raise f.fail("safe_speedup", f"must be >= unsafe_speedup ({unsafe:g}), got {safe:g}")
     return Workload(
@@ -117,13 +124,15 @@ def load_workload(text: str | Path) -> Workload:
     )
 
 
-def _optional_number(f: Fields, key: str) -> float | None:
-    return f.number(key, 0.0) if key in f.table else None
+def _optional_number(f: Fields, key: str, low: float, high: float) -> float | None:
+    return f.number(key, 0.0, low=low, high=high) if key in f.table else None
 
 
 def _model(f: Fields, base: Path) -> KvModel:
     inline = sorted(SHAPE_KEYS & f.table.keys())
     name = f.string("name")
+    if name is not None and len(name) > MAX_NAME_CHARS:
+        raise f.fail("name", f"longer than {MAX_NAME_CHARS} characters")
     if "model" in f.table:
         if inline:
             raise f.fail(inline[0], "give either model (a config.json) or inline fields, not both")

@@ -6,13 +6,15 @@ from __future__ import annotations
 
 import json
 import socket
+import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
 
 import pytest
-from conftest import AgentPool
-from test_trust import node, serving
+from conftest import AgentPool, cli_env
+from test_trust import node, serving, write_inventory
 
 from netqual.coordinator import RESUME_IDLE_WAIT_S, RunConfig, check_agents, run
 from netqual.handshake import PROTOCOL_VERSION
@@ -53,6 +55,27 @@ def test_a_probe_stops_within_a_second_when_its_coordinator_leaves(
     assert took < 1.0, f"the probe outlived its coordinator by {took:.2f} s"
     log = agents.agents[0].stderr()
     assert "stopped: the coordinator" in log and "left" in log, log
+
+
+def test_kill_9_of_a_running_netqual_run_stops_its_probe_within_a_second(
+    agents: AgentPool, token: bytes, tmp_path: Path
+) -> None:
+    """The review's case: the coordinator process is killed mid-probe; the agents stopped
+    measuring only at the probe's own deadline (and distorted a resumed run's pairs)."""
+    a, b = (node(x) for x in agents.start_many([("gpu01",), ("gpu02",)]))
+    inventory = tmp_path / "inventory.toml"
+    write_inventory(inventory, [("gpu01", a.port), ("gpu02", b.port)], agents.token_file)
+    cmd = [sys.executable, "-m", "netqual", "run", str(inventory), "--out", str(tmp_path / "o")]
+    cmd += ["--iterations", "1000000", "--warmup", "0", "--no-bulk", "--allow-short-plan"]
+    proc = subprocess.Popen(cmd, env=cli_env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        wait_until(lambda: measuring(a, token) and measuring(b, token), 60)
+    finally:
+        proc.kill()  # SIGKILL: no clean-up of any kind
+        _, err = proc.communicate(timeout=10)
+    took = wait_until(lambda: measuring(a, token) == 0 and measuring(b, token) == 0, 10)
+    assert took < 1.0, f"the probe outlived its killed coordinator by {took:.2f} s"
+    assert b"Traceback" not in err
 
 
 def test_resume_waits_for_probes_still_running_on_the_agents(

@@ -30,11 +30,12 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from netqual import lab
+from netqual.budget import BulkBudget
 from netqual.coordinator import RunConfig, run
 from netqual.inventory import load_inventory
 from netqual.lab.topology import Topology, parse
 from netqual.models import KIB, MIB, Node, Policy, ProbePlan, Tier
-from netqual.phases import BulkBudget, Schedule, ScheduleConfig, bulk_waves, host_batches
+from netqual.phases import Schedule, ScheduleConfig, bulk_waves, host_batches
 from netqual.schedule import circle_rounds
 
 # A 100 Mbit/s spine with a 20 ms queue: a bulk read fills the queue, and a ping-pong

@@ -12,7 +12,7 @@ Duration model (stated, not measured; ``DurationModel`` holds the constants), pe
 - bulk: the waves the packer makes of the covered pairs (netqual.packing: the fabric's
   caps and ``--bulk-pairs``), each as long as one bulk request: ``request_s`` plus every
   cell's bytes at the cell's rate, the lesser of ``goodput_gbps`` of the transport and
-  what ``depth`` reads of ``chunk`` keep in flight at the link rate (phases.stream_gbps);
+  what ``depth`` reads of ``chunk`` keep in flight at the link rate (budget.stream_gbps);
 - interference check: the sampled paths one at a time, each a ping-pong request.
 
 Every pair's ping-pong is assumed to succeed (a failed pair skips its bulk; a timed-out
@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from netqual import interference, packing, phases
+from netqual import budget, interference, packing, phases
 from netqual.fabric import DEFAULT_NIC_GBPS, Fabric
 from netqual.models import Mode, Node, ProbePlan
 from netqual.phases import Schedule as Timing
@@ -58,7 +58,7 @@ class DurationModel:
         seconds = self.request_s
         for chunk in plan.chunks_bytes:
             for depth in plan.depths:
-                stream = phases.stream_gbps(chunk, depth, link_gbps, phases.REFERENCE_RTT_US)
+                stream = budget.stream_gbps(chunk, depth, link_gbps, budget.REFERENCE_RTT_US)
                 rate = min(self.goodput_gbps[transport], stream)
                 seconds += plan.reads_for(chunk) * chunk * 8 / (rate * 1e9)
         return seconds

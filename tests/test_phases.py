@@ -10,21 +10,19 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from netqual.budget import BulkBudget, default_cap, stream_gbps
 from netqual.errors import UsageError
 from netqual.models import KIB, MIB, Node, PathResult, ProbePlan, Role, Verdict
 from netqual.phases import (
-    BulkBudget,
     Phase,
     Schedule,
     ScheduleConfig,
     bulk_waves,
-    default_cap,
     describe,
     execute,
     merged_details,
     resolve,
     resources,
-    stream_gbps,
 )
 from netqual.schedule import Pair, bipartite_pairs, circle_rounds
 

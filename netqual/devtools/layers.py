@@ -89,6 +89,7 @@ MODULE_LAYERS: Mapping[str, str] = {
     "netqual.estimate": "analysis",
     "netqual.phases": "analysis",  # when probes run: phases, bulk waves (measuring is injected)
     "netqual.packing": "analysis",  # which pairs get bulk, and bulk waves under the caps
+    "netqual.budget": "analysis",  # bulk caps per host, rack and site from plan and fabric
     "netqual.interference": "analysis",
     "netqual.campaign": "analysis",  # campaign.toml, the DuckDB history store, trend, metrics
     "netqual.campaign.milestone": "gate",  # milestone gates: a profile plus the history rules

@@ -8,8 +8,10 @@ titles), no log line is forged (U+2028) and the JUnit XML always parses.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
+import re
 import socket
 import time
 import xml.etree.ElementTree as ET
@@ -21,7 +23,9 @@ from conftest import AgentPool
 from factories import make_results, write_results
 from test_trust import frame, serving, write_inventory
 
+from netqual.errors import NetqualError
 from netqual.names import LiteralFormatter, printable, visible
+from netqual.protocol import connect
 
 HOSTILE = (
     "[/x][link=https://evil.example/]click[/link][bold]"
@@ -213,3 +217,22 @@ def test_peer_error_text_through_run_check_report_gate(agents: AgentPool, tmp_pa
         assert r.returncode in (0, 1), r.stderr
         assert_literal(r.stdout + r.stderr)
     ET.parse(tmp_path / "j.xml")
+
+
+def test_agent_log_shows_a_peers_request_kind_literally(agents: AgentPool, token: bytes) -> None:
+    """``agent -v`` logs a refused request's kind: U+2028 or CR in it cannot forge a line."""
+    agent = agents.start("gpu01", "-v")
+    kind = "x\u2028forged WARNING line\r\x1b[2J"
+    ch, _ = connect("127.0.0.1", agent.port, token, "gpu01", expect_name="gpu01")
+    with ch:
+        ch.send(kind, {})
+        with contextlib.suppress(NetqualError):
+            ch.recv()
+    deadline = time.monotonic() + 10
+    while "dropped" not in agent.stderr() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    log = agent.stderr()
+    assert "dropped: message.kind: holds a control character" in log, log
+    assert_literal(log)
+    assert "\r" not in log
+    assert all(re.match(r"\d{4}-\d\d-\d\d \d\d:", line) for line in log.splitlines()), log

@@ -210,24 +210,6 @@ def waves(pairs: Sequence[Pair], caps: Caps) -> list[list[Pair]]:
     return [[pairs[j] for j in wave] for wave in out]
 
 
-def _fits(sub: npt.NDArray[np.int64], room: npt.NDArray[np.int64]) -> npt.NDArray[np.bool_]:
-    """Pairs (rows of ``sub``, in order) whose rank among the pairs using each of their
-    resources is below that resource's room: taking all of them keeps every cap, and the
-    first pair always fits an empty wave."""
-    flat = sub.ravel()
-    valid = flat >= 0
-    res = flat[valid]
-    pair_of = np.repeat(np.arange(len(sub)), sub.shape[1])[valid]
-    order = np.argsort(res, kind="stable")
-    ranked = res[order]
-    first = np.searchsorted(ranked, ranked, side="left")
-    rank = np.empty(len(res), dtype=np.int64)
-    rank[order] = np.arange(len(res)) - first
-    ok = np.ones(len(sub), dtype=bool)
-    ok[pair_of[rank >= room[res]]] = False
-    return ok
-
-
 def _split(
     idx: list[int],
     rows: npt.NDArray[np.int64],
@@ -235,27 +217,30 @@ def _split(
     current: list[int],
     load: npt.NDArray[np.int64],
 ) -> tuple[list[list[int]], list[int], npt.NDArray[np.int64]]:
-    """One round that exceeds a cap on its own, wave by wave starting with the one still
-    open: of the pairs whose resources all have room, take those that fit (``_fits``),
-    until none has room; then the next wave. Returns the waves now closed, and the last
-    one (still open) with its load."""
-    closed: list[list[int]] = []
-    remaining = np.array(idx, dtype=np.int64)
-    wave, room = current, limits - load
-    while len(remaining):
-        sub = rows[remaining]
-        roomy = np.all((sub < 0) | (room[sub] > 0), axis=1)
-        if not roomy.any():
-            closed.append(wave)
-            wave, room = [], limits.copy()
-            continue
-        candidates = remaining[roomy]
-        ok = _fits(sub[roomy], room)  # never empty: the first candidate fits
-        taken = candidates[ok]
-        used = rows[taken]
-        room = room - np.bincount(used[used >= 0], minlength=len(limits))
-        wave = wave + taken.tolist()
-        keep = np.ones(len(remaining), dtype=bool)
-        keep[np.flatnonzero(roomy)[ok]] = False
-        remaining = remaining[keep]
-    return [w for w in closed if w], wave, limits - room
+    """One round that exceeds a cap on its own: first fit of its pairs into the wave still
+    open and as many new ones as needed. Only the resources the round's pairs touch are
+    tracked (plain dicts: a round is at most n/2 pairs). Returns the waves now closed, and
+    the last one (still open) with its load."""
+    cap = limits.tolist()
+    members = [current]
+    used = {r: int(load[r]) for r in np.unique(rows[idx]).tolist() if r >= 0}
+    loads = [used]
+    start: dict[int, int] = {}  # resource -> first wave that may still have room for it
+    for j, row in zip(idx, rows[idx].tolist(), strict=True):
+        res = [r for r in row if r >= 0]
+        w = max(start.get(r, 0) for r in res)
+        while w < len(members) and any(loads[w].get(r, 0) >= cap[r] for r in res):
+            w += 1
+        if w == len(members):
+            members.append([])
+            loads.append({})
+        members[w].append(j)
+        counts = loads[w]
+        for r in res:
+            counts[r] = counts.get(r, 0) + 1
+            if counts[r] >= cap[r] and start.get(r, 0) == w:
+                start[r] = w + 1
+    last = np.zeros(len(cap), dtype=np.int64) if len(members) > 1 else load.copy()
+    for r, v in loads[-1].items():
+        last[r] = v
+    return [m for m in members[:-1] if m], members[-1], last

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from netqual.errors import CampaignError
+from netqual.outfiles import make_out_dir, write_text_atomic
 from netqual.tomlfile import Fields, read_toml
 
 CONFIG_FILE = "campaign.toml"
@@ -227,18 +228,13 @@ def init_campaign(
         raise CampaignError(str(path), "a campaign already exists here; edit it instead")
     if weeks < 1:
         raise CampaignError("command line", f"must be at least 1, got {weeks}", "--weeks")
-    try:
-        (directory / PROFILES_DIR).mkdir(parents=True, exist_ok=True)
-        for _, week, profile, _ in DEFAULT_MILESTONES:
-            target = directory / PROFILES_DIR / f"{profile}.toml"
-            if week <= weeks and not target.exists():
-                target.write_text(
-                    _without_example_waivers(example_profile_text(profile)), encoding="utf-8"
-                )
-        text = init_text(name or directory.resolve().name, start, weeks, inventory)
-        path.write_text(text, encoding="utf-8")
-    except OSError as err:
-        raise CampaignError(str(directory), f"cannot write: {err.strerror or err}") from err
+    make_out_dir(directory / PROFILES_DIR)  # no symlinked or foreign directory (outfiles)
+    for _, week, profile, _ in DEFAULT_MILESTONES:
+        target = directory / PROFILES_DIR / f"{profile}.toml"
+        if week <= weeks and not target.exists():
+            write_text_atomic(target, _without_example_waivers(example_profile_text(profile)))
+    text = init_text(name or directory.resolve().name, start, weeks, inventory)
+    write_text_atomic(path, text)
     return path
 
 

@@ -69,6 +69,17 @@ def parse_perftest(text: str) -> tuple[float, float]:
     raise ValueError("no latency table in perftest output")
 
 
+# --pin A,B: the initiating end (perftest client, netqual initiator) on CPU A, the
+# responding end (perftest server, netqual's responder agent) on CPU B, for every tool.
+PIN: list[tuple[int, int]] = []
+
+
+def _pin(pid: int, side: int) -> None:
+    """Pin a just-started process to the initiating (0) or responding (1) end's CPU."""
+    if PIN:
+        os.sched_setaffinity(pid, {PIN[0][side]})
+
+
 PERFTEST_TCP_PORT = 18_600  # perftest's exchange port; its default 18515 is netqual's agent port
 
 
@@ -95,6 +106,7 @@ def run_perftest(
     if gid is not None:
         args += ["-x", str(gid)]
     server = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    _pin(server.pid, 1)
     try:
         # Let the server listen on its TCP exchange port (slow to start under emulation).
         end = time.monotonic() + 60
@@ -103,16 +115,23 @@ def run_perftest(
                 out = server.stdout.read() if server.stdout else ""
                 raise RuntimeError(f"{tool} server exited: {out[-800:]}")
             time.sleep(0.1)
-        client = subprocess.run(
-            [*args, host], capture_output=True, text=True, timeout=120, check=False
+        client_proc = subprocess.Popen(
+            [*args, host], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
         )
+        _pin(client_proc.pid, 0)
+        try:
+            out, err = client_proc.communicate(timeout=120)
+        finally:
+            if client_proc.poll() is None:
+                client_proc.kill()
+                client_proc.wait()
         server.wait(timeout=30)
     finally:
         if server.poll() is None:
             server.kill()
-    if client.returncode != 0:
-        raise RuntimeError(f"{tool} failed: {client.stdout[-800:]}{client.stderr[-800:]}")
-    return client.stdout
+    if client_proc.returncode != 0:
+        raise RuntimeError(f"{tool} failed: {out[-800:]}{err[-800:]}")
+    return out
 
 
 def measure_perftest(
@@ -182,6 +201,9 @@ def _run_netqual(
         token_file = Path(tmp) / "token"
         write_token(token_file)
         proc, agent_port = start_agent("bench-responder", token_file, host)
+        mine = os.sched_getaffinity(0)
+        _pin(proc.pid, 1)  # its session threads, made later, inherit its main thread's mask
+        _pin(0, 0)
         try:
             ch, _ = connect(host, agent_port, load_token(token_file), peer="bench-responder")
             with ch:
@@ -194,6 +216,7 @@ def _run_netqual(
                     host,
                 )
         finally:
+            os.sched_setaffinity(0, mine)
             stop_agents([proc])
     return raw.rtt_ns, dict(raw.details)
 
@@ -210,7 +233,11 @@ def main() -> int:
     ap.add_argument(
         "--rounds", type=int, default=1, help="repeat all four, order flipped every round"
     )
+    ap.add_argument("--pin", metavar="A,B", help="initiating end on CPU A, responding on B")
     args = ap.parse_args()
+    if args.pin:
+        a, b = (int(c) for c in args.pin.split(","))
+        PIN.append((a, b))
     try:
         RdmaTransport().check_available()
     except NetqualError as err:

@@ -78,8 +78,8 @@ def print_results(
     print_suspects(console, results, None if show_all else SUSPECTS_SHOWN)
 
 
-SUSPECTS_SHOWN = 8
-RACK_PAIRS_SHOWN = 10  # the worst ones; --all for every rack pair
+SUSPECTS_SHOWN = 6
+RACK_PAIRS_SHOWN = 8  # the worst ones; --all for every rack pair
 
 
 def suspect_line(s: Suspect) -> str:

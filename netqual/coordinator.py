@@ -202,10 +202,12 @@ def measure_pair(
         )
     except PeerError as err:
         reason = err.message if err.code != "protocol" else str(err)
+        if err.code is ErrorCode.PEER_SILENT and silent is not None:
+            silent[dst.name] = f"never answered an earlier probe of this run ({reason})"
         return _failed(src, dst, cfg, reason, started, t0, err.code in CONFIGURATION_CODES)
     except SilentAgentError as err:
         if silent is not None:
-            silent[src.name] = f"took an earlier probe of this run and never answered it ({err})"
+            silent[src.name] = f"never answered an earlier probe of this run ({err})"
         return _failed(src, dst, cfg, str(err), started, t0)
     except NetqualError as err:
         return _failed(src, dst, cfg, str(err), started, t0, err.code in CONFIGURATION_CODES)

@@ -30,6 +30,7 @@ class ErrorCode(str, enum.Enum):
     INTERNAL = "internal"
     LIMIT = "limit"
     PEER_PROTOCOL = "peer-protocol"
+    PEER_SILENT = "peer-silent"  # the responder never accepted a measurement request
     PEER_UNREACHABLE = "peer-unreachable"
     PROBE_FAILED = "probe-failed"
     PROTOCOL = "protocol"
@@ -223,6 +224,13 @@ class ProbeError(NetqualError):
     def __init__(self, problem: str) -> None:
         self.problem = problem
         super().__init__(problem)
+
+
+class PeerSilentError(ProbeError):
+    """The responder accepted the connection and the handshake but never answered a
+    measurement request before the probe's deadline: it will do the same again."""
+
+    code = ErrorCode.PEER_SILENT
 
 
 class NotMeasuredError(NetqualError):

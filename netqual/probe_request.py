@@ -29,6 +29,7 @@ from netqual.errors import (
     LimitError,
     NetqualError,
     PeerError,
+    PeerSilentError,
     PeerUnreachableError,
     ProbeError,
     ProtocolError,
@@ -330,6 +331,8 @@ def _failure(
         return ErrorCode.PEER_UNREACHABLE, f"{where}: {err.problem}"
     if isinstance(err, ProtocolError) and phase == "setup":
         return ErrorCode.PEER_PROTOCOL, f"{peer.label} refused {me}: {err.problem}"
+    if isinstance(err, PeerSilentError):
+        return ErrorCode.PEER_SILENT, f"{me} -> {target}: {err}"
     if isinstance(err, TimeoutError):
         return ErrorCode.PROBE_FAILED, f"{me} -> {target}: timed out"
     if isinstance(err, (ProbeError, ProtocolError)):

@@ -17,7 +17,6 @@ from conftest import AgentPool, cli_env
 from test_trust import node, serving, write_inventory
 
 from netqual.coordinator import RESUME_IDLE_WAIT_S, RunConfig, check_agents, run
-from netqual.handshake import PROTOCOL_VERSION
 from netqual.models import AgentLimits, Node, ProbePlan
 from netqual.probe_request import PeerRef, ProbeRequest
 from netqual.protocol import Channel, connect, server_handshake
@@ -100,11 +99,12 @@ def test_resume_waits_for_probes_still_running_on_the_agents(
 
 
 class SilentAgent:
-    """Answers the handshake and ``info`` like an agent, then sits on every probe."""
+    """Answers the handshake and ``info`` like an agent, then sits on every request it
+    should measure for: a probe (as the source) or a tcp.* request (as the responder)."""
 
     def __init__(self, name: str, token: bytes) -> None:
         self.name, self.token = name, token
-        self.probes = 0
+        self.requests: list[str] = []
 
     def handle(self, conn: socket.socket) -> None:
         conn.settimeout(60)
@@ -113,24 +113,23 @@ class SilentAgent:
         while (msg := ch.recv()).kind != "bye":
             if msg.kind == "info":
                 ch.send("info", {"name": self.name, "measuring": 0})
-            elif msg.kind == "probe":
-                self.probes += 1
-                conn.recv(1)  # until the coordinator gives up and closes
-                return
             else:
-                return  # a peer's tcp.* request: never answered either
+                self.requests.append(msg.kind)
+                conn.recv(1)  # until the other side gives up and closes
+                return
 
 
+@pytest.mark.parametrize("position", ["source", "responder"])
 def test_a_silent_node_costs_one_timeout_then_its_pairs_are_marked(
-    agents: AgentPool, token: bytes, tmp_path: Path
+    agents: AgentPool, token: bytes, tmp_path: Path, position: str
 ) -> None:
-    assert PROTOCOL_VERSION >= 2
     real = [node(x) for x in agents.start_many([("gpu01",), ("gpu02",)])]
     silent = SilentAgent("gpu03", token)
     plan = ProbePlan(iterations=200, warmup=10, bulk=False, timeout_s=1.0)
     with serving(silent.handle) as server:
-        # listed first: the source of its pairs (the mesh measures each pair one way)
-        nodes = (Node(name="gpu03", address="127.0.0.1", port=server.port), *real)
+        mute = Node(name="gpu03", address="127.0.0.1", port=server.port)
+        # The mesh measures each pair one way, from the node listed first.
+        nodes = (mute, *real) if position == "source" else (*real, mute)
         start = time.monotonic()
         results = run(RunConfig(nodes=nodes, plan=plan, token=token), tmp_path / "out")
         took = time.monotonic() - start
@@ -138,16 +137,14 @@ def test_a_silent_node_costs_one_timeout_then_its_pairs_are_marked(
     paths = json.loads((tmp_path / "out/results.json").read_text())["paths"]
     assert len(paths) == 3
     errors = {(p["src"], p["dst"]): p["error"] or "" for p in paths}
-    from_silent = [e for (src, _), e in errors.items() if src == "gpu03"]
-    assert len(from_silent) == 2 and silent.probes == 1, errors
-    assert sum(e.startswith("no result from gpu03") for e in from_silent) == 1, from_silent
-    marked = [
-        p
-        for p in paths
-        if "not measured: agent on gpu03 took an earlier" in errors[p["src"], p["dst"]]
-    ]
-    assert marked and all(p["verdict"] == "unsafe" for p in marked), errors
-    # one coordinator timeout (plan 1 s + 15 s), not one per round
+    with_silent = [e for (src, dst), e in errors.items() if "gpu03" in (src, dst)]
+    assert len(with_silent) == 2 and len(silent.requests) == 1, (errors, silent.requests)
+    tried = "no result from gpu03" if position == "source" else "gpu03 never answered the tcp"
+    assert sum(tried in e and "not measured" not in e for e in with_silent) == 1, errors
+    marked = [e for e in with_silent if "not measured: agent on gpu03 never answered an" in e]
+    assert len(marked) == 1, errors
+    assert next(p for p in paths if p["error"] == marked[0])["verdict"] == "unsafe"
+    # one timeout (coordinator: plan 1 s + 15 s; responder: the plan's 1 s), not one per round
     assert took < 2 * (plan.timeout_s + 15.0), took
     assert all(not e for (src, dst), e in errors.items() if "gpu03" not in (src, dst)), errors
 

@@ -25,6 +25,7 @@ import numpy as np
 from netqual.errors import (
     BadRequestError,
     LimitError,
+    PeerSilentError,
     PeerUnreachableError,
     ProbeError,
 )
@@ -96,7 +97,8 @@ class TcpTransport(Transport):
         nonce = integrity.new_nonce()
         challenges = secrets.token_bytes(count * integrity.tag_width(size))
         out, into = Rounds(count, size, challenges), Rounds(count, size)
-        ch.request(
+        _accepted(
+            ch,
             "tcp.pingpong",
             {"size_bytes": size, "count": count, "timeout_s": timeout, "nonce": nonce.hex()},
         )
@@ -147,7 +149,8 @@ class TcpTransport(Transport):
         timeout = _remaining(deadline, f"bulk {chunk}x{depth}")
         ch.set_deadline(deadline)
         nonce = integrity.new_nonce()
-        ch.request(
+        _accepted(
+            ch,
             "tcp.bulk",
             {
                 "chunk_bytes": chunk,
@@ -295,6 +298,15 @@ class TcpTransport(Transport):
         finally:
             ch.set_timeout(limits.idle_timeout_s)
         integrity.answer_end(ch, "tcp.bulk.end", bytes(requests), "bulk read")
+
+
+def _accepted(ch: Channel, kind: str, body: dict[str, Any]) -> None:
+    """Send a measurement request; the responder's ``ok`` must come before the deadline
+    (a real agent answers at once, or refuses: silence means it will stay silent)."""
+    try:
+        ch.request(kind, body)
+    except TimeoutError as err:
+        raise PeerSilentError(f"{ch.peer} never answered the {kind} request") from err
 
 
 def _key(ch: Channel, *, responder: bool) -> bytes:

@@ -276,3 +276,27 @@ def test_the_stored_baseline_judges_as_the_file_does(
         (o.rule, o.status, o.failing) for o in from_file.outcomes
     ]
     assert any(o.rule == "no_class_drop" and o.failing for o in from_file.outcomes)
+
+
+def test_a_milestone_with_a_workload_judges_paths_by_it(
+    cli: Callable[..., Run], tmp_path: Path, weeks: dict[str, Path]
+) -> None:
+    """`workload = PRESET` on a milestone: the gate judges each path by that model's KV
+    chunk (a profile's min_workload_verdict rule sees the workload verdicts)."""
+    cli("campaign", "init", "joint", "--start", "2027-01-04")
+    toml = tmp_path / "joint" / "campaign.toml"
+    text = toml.read_text().replace(
+        'profile = "profiles/preflight.toml"',
+        'profile = "profiles/wl.toml"\nworkload = "llama-3.1-70b-tp8"',
+    )
+    toml.write_text(text)
+    (tmp_path / "joint" / "profiles" / "wl.toml").write_text(
+        '[profile]\nname = "wl"\n[limits]\nmin_workload_verdict = "offload-safe"\n'
+    )
+    cli("campaign", "add", "joint", str(weeks["w2"]), "--week", "2")
+    r = cli("campaign", "gate", "joint", "--milestone", "week2", "--json")
+    assert r.returncode == 1, r.stdout + r.stderr
+    rules = {x["name"]: x for x in json.loads(r.stdout)["rules"]}
+    judged = rules["min_workload_verdict"]
+    assert judged["status"] == "fail" and judged["failing"], judged
+    assert all("gpu03" in (f["src"], f["dst"]) for f in judged["failing"]), judged

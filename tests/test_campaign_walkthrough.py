@@ -1,7 +1,8 @@
-"""docs/campaign.md's walkthrough runs as written: real agents on 127.0.0.1 (ports
-18621-18624), three weekly runs, gpu04 slowed by strace in week 2. The campaign must show
-the regression and the new suspect, the week-2 milestone must fail (exit 1) naming gpu04's
-paths with a failing JUnit testcase, and week 3's report must cover all three weeks.
+"""docs/campaign.md's walkthrough runs as written (only its ports 18621-18624 moved to four
+free ones): real agents on 127.0.0.1, three weekly runs, gpu04 slowed by strace in week 2.
+The campaign must show the regression and the new suspect, the week-2 milestone must fail
+(exit 1) naming gpu04's paths with a failing JUnit testcase, and week 3's report must cover
+all three weeks.
 
 Loopback on a busy 2-core host has a tail of its own (p99 of milliseconds on any path), so
 the assertions rest on what the injected 1 ms delay guarantees, not on quiet paths."""
@@ -11,9 +12,11 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import random
 import re
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
@@ -23,6 +26,23 @@ import pytest
 from cli_helpers import ROOT
 
 START, END = "<!-- campaign-walkthrough:start -->", "<!-- campaign-walkthrough:end -->"
+
+
+def _free_prefix() -> str:
+    """A 4-digit prefix P whose ports P1..P4 are free now: the script's 1862x ports are
+    moved there, so that two copies of this test (two suites on one host) do not meet."""
+    rng = random.Random()
+    for _ in range(200):
+        prefix = str(rng.randrange(2000, 6500))
+        with contextlib.ExitStack() as stack:
+            try:
+                for i in range(1, 5):
+                    sock = stack.enter_context(socket.socket())
+                    sock.bind(("127.0.0.1", int(f"{prefix}{i}")))
+            except OSError:
+                continue
+            return prefix
+    raise RuntimeError("no four free loopback ports")
 
 
 def walkthrough_script() -> str:
@@ -36,7 +56,7 @@ def walkthrough_script() -> str:
 @pytest.mark.skipif(shutil.which("strace") is None, reason="strace not installed (Debian `strace`)")
 def test_campaign_walkthrough_runs_verbatim(tmp_path: Path) -> None:
     script = tmp_path / "walkthrough.sh"
-    script.write_text(walkthrough_script())
+    script.write_text(walkthrough_script().replace("1862", _free_prefix()))
     bin_dir = str(Path(sys.executable).parent)  # the venv's `netqual` and `python3`
     env = {k: v for k, v in os.environ.items() if k != "NETQUAL_TOKEN"}
     env.update(PATH=f"{bin_dir}:{env.get('PATH', '/usr/bin:/bin')}", NETQUAL_WIDTH="100")
@@ -59,7 +79,8 @@ def test_campaign_walkthrough_runs_verbatim(tmp_path: Path) -> None:
             os.killpg(proc.pid, signal.SIGTERM)
     assert "Traceback" not in output, output
     assert "error:" not in output, output
-    assert output.count("all 4 agents ready for tcp probes") == 3, output
+    checks = re.findall(r"^all 4 agents ready for tcp probes", output, re.M)  # netqual check
+    assert len(checks) == 3, output
     for week in (1, 2, 3):
         assert re.search(rf"added run \w+ to joint as week {week}: 6 paths", output), output
     # week 2: gpu04's paths are slower by >= 1 ms (injected), whatever the host's noise

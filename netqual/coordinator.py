@@ -18,12 +18,13 @@ from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, TextIO
 
 import numpy as np
 
-from netqual import __version__, estimate, interference, localise, phases, schedule
+from netqual import __version__, estimate, interference, interrupts, localise, phases, schedule
 from netqual import resume as resume_mod
+from netqual.budget import BulkBudget
 from netqual.errors import ErrorCode, NetqualError, NoAgentsError, PeerError
 from netqual.fabric import Fabric
 from netqual.matrix import tier_of
@@ -47,28 +48,14 @@ from netqual.phases import Phase, ScheduleConfig
 from netqual.plausible import check_path
 from netqual.policy import judge
 from netqual.probe_request import SilentAgentError, request_probe
+from netqual.progress import NullObserver, RunObserver, Stage
 from netqual.protocol import connect
-from netqual.results import append_jsonl, summarize, write_json
+from netqual.results import journal, summarize, write_json
 from netqual.schedule import Pair
 from netqual.stats import bulk_stats, rtt_stats
 from netqual.transports import TransportKind, TransportOptions
 from netqual.workload.judge import judged
 from netqual.workload.model import Workload
-
-
-class RunObserver(Protocol):
-    """Progress callbacks, called from the coordinating thread."""
-
-    def started(self, total_pairs: int, rounds: int) -> None: ...
-    def pair_finished(self, path: PathResult) -> None: ...
-
-
-class NullObserver:
-    def started(self, total_pairs: int, rounds: int) -> None:
-        pass
-
-    def pair_finished(self, path: PathResult) -> None:
-        pass
 
 
 @dataclass(frozen=True)
@@ -312,6 +299,56 @@ def run_identity(cfg: RunConfig) -> dict[str, Any]:
     return ident
 
 
+@dataclass
+class _Journal:
+    """The run's results.jsonl while it runs, and what it holds so far."""
+
+    file: TextIO | None
+    paths: list[PathResult]  # finished pairs, in the order they finished
+    pending: dict[tuple[str, str], PathResult]  # ping-pong done, bulk phase not yet
+    # configuration failures: not measurements, never journalled (--resume tries again)
+    skipped: list[NotMeasured] = field(default_factory=list)
+
+    @classmethod
+    def of(cls, prior: journal.Journal, file: TextIO | None = None) -> _Journal:
+        return cls(file, list(prior.done.values()), dict(prior.pending))
+
+    def finished(self, path: PathResult) -> None:
+        assert self.file is not None
+        if is_configuration(path):
+            self.pending.pop(path.key, None)
+            self.skipped.append(not_measured(path))
+            return
+        with interrupts.atomic():
+            journal.append_path(self.file, path)
+            self.pending.pop(path.key, None)
+            self.paths.append(path)
+
+    def pingpong(self, path: PathResult) -> None:
+        assert self.file is not None
+        with interrupts.atomic():
+            journal.append_pingpong(self.file, path)
+            self.pending[path.key] = path
+
+
+@dataclass
+class _Stages:
+    """Forwards progress and remembers the phase, so an interrupt can name it."""
+
+    observer: RunObserver
+    stage: Stage = Stage.PREFLIGHT
+
+    def phase(self, stage: Stage, steps: int, items: int, done_before: int = 0) -> None:
+        self.stage = stage
+        self.observer.phase(stage, steps, items, done_before)
+
+    def step(self) -> None:
+        self.observer.step()
+
+    def item(self, path: PathResult | None = None) -> None:
+        self.observer.item(path)
+
+
 def run(
     cfg: RunConfig,
     out_dir: Path,
@@ -319,114 +356,193 @@ def run(
     resume: resume_mod.Resume | None = None,
     preflight: PreflightReport | None = None,
 ) -> Results:
-    """Measure every planned pair; with ``resume``, only those it has not finished.
+    """Measure every planned pair; with ``resume``, only what it has not finished.
 
+    A KeyboardInterrupt (Ctrl-C, or SIGTERM turned into one by the command) in any phase
+    ends the run as incomplete: results.json holds every path measured so far.
     ``preflight``: the pre-flight check the caller ran (``netqual run`` with
     --keep-going); its failed agents are not asked again and their pairs are listed as
     not measured (configuration). Without it, the agents are asked here."""
-    observer = observer or NullObserver()
+    stages = _Stages(observer or NullObserver())
     if len(cfg.nodes) < 2:
         raise NoAgentsError("the inventory needs at least two nodes")
-    done = resume.done if resume else {}
+    prior = resume.journal if resume else journal.Journal()
     started = (resume.started_at if resume else "") or now_iso()
+    plan = plan_of(cfg)
+    make_out_dir(out_dir)
+    resume_mod.write_identity(out_dir, run_identity(cfg), started)
+    budget = phases.resolve(cfg.schedule, cfg.plan, cfg.nodes, cfg.fabric)
+    spent = _Spent(preflight_s=cfg.preflight_s)
+    stopped: Stage | None = None
+    inter: Interference | None = None
+    with open_append(out_dir / resume_mod.JSONL, new=resume is None) as f:
+        rec = _Journal.of(prior, f)
+        try:
+            _measure(cfg, plan, budget, prior, rec, stages, spent, resume is not None, preflight)
+            inter_at = time.monotonic()
+            try:
+                if cfg.interference_minimum > 0:
+                    inter = _interference(cfg, rec.paths, prior, f, stages)
+            finally:
+                spent.interference_s = time.monotonic() - inter_at
+        except KeyboardInterrupt:
+            stopped = stages.stage
+    return _finalise(cfg, out_dir, plan, started, budget, rec, inter, stopped, spent)
+
+
+def finalise_interrupted(
+    cfg: RunConfig, out_dir: Path, resume: resume_mod.Resume | None, stage: Stage
+) -> Results:
+    """A run stopped before the coordinator started (in the command's pre-flight check):
+    results.json and the identity for what exists (a resumed run's pairs, or none)."""
+    prior = resume.journal if resume else journal.Journal()
+    started = (resume.started_at if resume else "") or now_iso()
+    make_out_dir(out_dir)
+    resume_mod.write_identity(out_dir, run_identity(cfg), started)
+    if not (out_dir / resume_mod.JSONL).exists():
+        with open_append(out_dir / resume_mod.JSONL, new=True):
+            pass
+    budget = phases.resolve(cfg.schedule, cfg.plan, cfg.nodes, cfg.fabric)
+    spent = _Spent(preflight_s=cfg.preflight_s)
+    rec = _Journal.of(prior)
+    return _finalise(cfg, out_dir, plan_of(cfg), started, budget, rec, None, stage, spent)
+
+
+def _measure(
+    cfg: RunConfig,
+    plan: schedule.Schedule,
+    budget: BulkBudget,
+    prior: journal.Journal,
+    rec: _Journal,
+    observer: RunObserver,
+    spent: _Spent,
+    resumed: bool,
+    preflight: PreflightReport | None,
+) -> None:
+    """The pre-flight's info round, then every pair the journal does not hold finished."""
+    observer.phase(Stage.PREFLIGHT, 0, len(cfg.nodes))
     checked_at = time.monotonic()
-    busy: dict[str, int] = {}
     # Agents that failed the caller's pre-flight check are not asked again: their pairs
     # are not measured (configuration). The others are, for --resume's wait on busy agents.
     refused = {n.node: "; ".join(n.problems) for n in preflight.failed} if preflight else {}
     down = check_agents(
         [n for n in cfg.nodes if n.name not in refused],
         cfg.token,
-        idle_wait_s=RESUME_IDLE_WAIT_S if resume else 0.0,
-        busy=busy,
+        idle_wait_s=RESUME_IDLE_WAIT_S if resumed else 0.0,
+        busy=spent.busy,
     )
     down.update(refused)
-    preflight_s = cfg.preflight_s + time.monotonic() - checked_at
+    spent.preflight_s += time.monotonic() - checked_at
     if len(down) == len(cfg.nodes):
         # Each problem already names its node ("gpu01 unreachable: ..."); don't repeat it.
         detail = "; ".join(v if v.startswith(k) else f"{k}: {v}" for k, v in down.items())
         raise NoAgentsError(detail)
-    plan = plan_of(cfg)
-    observer.started(plan.pair_count, plan.round_count)
-    make_out_dir(out_dir)
-    resume_mod.write_identity(out_dir, run_identity(cfg), started)
-    paths: list[PathResult] = list(done.values())
-    skipped: list[NotMeasured] = []
-    for path in paths:
-        observer.pair_finished(path)
+    by_name = {n.name: n for n in cfg.nodes}
+    skip = prior.done.keys() | prior.pending.keys()
+
     # Nodes that took a probe and never answered: their later pairs are marked, not tried
     # (a full timeout each, every round).
     silent: dict[str, str] = {}
-    budget = phases.resolve(cfg.schedule, cfg.plan, cfg.nodes, cfg.fabric)
+
+    def dead(a: str, b: str) -> str | None:
+        gone = a if a in down else b if b in down else None
+        if gone is None:
+            return None
+        if gone in silent:
+            return f"not measured: agent on {gone} {down[gone]}"
+        return f"agent on {gone} not answering: {down[gone]}"
+
+    def live_rounds() -> Iterator[list[Pair]]:
+        """Rounds as planned, less finished pairs; pairs with a dead agent fail here."""
+        for all_pairs in plan.rounds():
+            pairs = [(a, b) for a, b in all_pairs if (a.name, b.name) not in skip]
+            down.update(silent)  # a node silent in an earlier round stays out
+            for a, b in pairs:
+                gone = a.name if a.name in refused else b.name if b.name in refused else None
+                if gone is not None:
+                    why = f"{gone} failed the pre-flight check: {down[gone]}"
+                    rec.skipped.append(NotMeasured(a.name, b.name, why, CONFIGURATION))
+                    observer.item(_failed(a, b, cfg, why, "", 0.0, True))
+                elif (reason := dead(a.name, b.name)) is not None:
+                    failed = _failed(a, b, cfg, reason, now_iso(), time.monotonic())
+                    rec.finished(failed)
+                    observer.item(failed)
+            yield [(a, b) for a, b in pairs if dead(a.name, b.name) is None]
+
+    pending: list[tuple[Pair, PathResult]] = []
+    for p in prior.pending.values():
+        if p.src in refused or p.dst in refused:  # left pending: a later --resume does it
+            rec.pending.pop(p.key)
+            why = f"bulk phase: {p.src if p.src in refused else p.dst} failed the pre-flight check"
+            rec.skipped.append(NotMeasured(p.src, p.dst, why, CONFIGURATION))
+        elif (reason := dead(p.src, p.dst)) is None:
+            pending.append(((by_name[p.src], by_name[p.dst]), p))
+        else:  # its bulk phase cannot run: finished as failed there
+            rec.finished(combine_phases(p, dataclasses.replace(p, error=reason), cfg))
+    phases.execute(
+        live_rounds(),
+        phases.Totals(plan.round_count, plan.pair_count, len(prior.done), pending),
+        cfg.schedule,
+        budget,
+        bulk=cfg.plan.bulk,
+        parallel=cfg.parallel,
+        work=phases.Work(
+            measure=lambda a, b, phase: measure_pair(a, b, cfg, phase, silent),
+            combine=lambda pp, bk: combine_phases(pp, bk, cfg),
+            emit=rec.finished,
+            emit_pingpong=rec.pingpong,
+            observer=observer,
+        ),
+        tally=spent.tally,
+    )
+
+
+@dataclass
+class _Spent:
+    """What the phases took (``run.schedule.actual``), kept as they end."""
+
+    preflight_s: float = 0.0
+    tally: phases.Tally = field(default_factory=phases.Tally)
+    interference_s: float = 0.0
+    busy: dict[str, int] = field(default_factory=dict)  # --resume: probes agents still ran
+
+
+def _finalise(
+    cfg: RunConfig,
+    out_dir: Path,
+    plan: schedule.Schedule,
+    started: str,
+    budget: BulkBudget,
+    rec: _Journal,
+    inter: Interference | None,
+    stopped: Stage | None,
+    spent: _Spent,
+) -> Results:
+    """results.json from what the run holds; an interrupted run's pairs with ping-pong only
+    are in it as measured so far (``journal.as_pending``)."""
+    sched = phases.describe(cfg.schedule, budget, cfg.plan.bulk)
+    if spent.busy:  # --resume: these agents still ran someone's probes when measuring began
+        sched["busy_at_start"] = dict(spent.busy)
+    if stopped is not None:
+        sched["interference"] = f"skipped (run interrupted during {stopped.value})"
+        sched["interrupted_during"] = stopped.value
+        sched["pairs_pingpong_only"] = len(rec.pending)
+    elif cfg.interference_minimum == 0:
+        sched["interference"] = "skipped (--interference-sample 0)"
+    else:
+        checked = inter is not None and inter.sample > 0
+        sched["interference"] = "checked" if checked else "no measured paths to sample"
     estimated, *_ = estimate.estimate_phases(
         plan, cfg.transport.value, cfg.plan, cfg.parallel, cfg.schedule, cfg.fabric,
         cfg.interference_fraction, cfg.interference_minimum,
     )  # fmt: skip
-    tally = phases.Tally()
-    complete = True
-    try:
-        with open_append(out_dir / "results.jsonl", new=not resume) as jsonl:
-
-            def emit(path: PathResult) -> None:
-                if is_configuration(path):  # not a measurement: --resume measures it again
-                    skipped.append(not_measured(path))
-                else:
-                    append_jsonl(jsonl, path)
-                    paths.append(path)
-                observer.pair_finished(path)
-
-            def live_rounds() -> Iterator[list[Pair]]:
-                """Rounds as planned, less finished pairs; pairs with a dead agent fail here."""
-                for all_pairs in plan.rounds():
-                    pairs = [(a, b) for a, b in all_pairs if (a.name, b.name) not in done]
-                    down.update(silent)  # a node silent in an earlier round stays out
-                    for a, b in pairs:
-                        if a.name in down or b.name in down:
-                            dead = a if a.name in down else b
-                            why = down[dead.name]
-                            if dead.name in refused:
-                                why = f"{dead.name} failed the pre-flight check: {why}"
-                                skipped.append(NotMeasured(a.name, b.name, why, CONFIGURATION))
-                                observer.pair_finished(_failed(a, b, cfg, why, "", 0.0, True))
-                                continue
-                            reason = f"agent on {dead.name} not answering: {why}"
-                            if dead.name in silent:
-                                reason = f"not measured: agent on {dead.name} {why}"
-                            emit(_failed(a, b, cfg, reason, now_iso(), time.monotonic()))
-                    yield [(a, b) for a, b in pairs if a.name not in down and b.name not in down]
-
-            phases.execute(
-                live_rounds(),
-                cfg.schedule,
-                budget,
-                bulk=cfg.plan.bulk,
-                parallel=cfg.parallel,
-                measure=lambda a, b, phase: measure_pair(a, b, cfg, phase, silent),
-                combine=lambda pp, bk: combine_phases(pp, bk, cfg),
-                emit=emit,
-                tally=tally,
-            )
-    except KeyboardInterrupt:
-        # Ctrl-C or SIGTERM: what finished is on disk; finalise it as an incomplete run.
-        complete = False
-    sched = phases.describe(cfg.schedule, budget, cfg.plan.bulk)
-    if busy:  # --resume: these agents still ran someone's probes when measuring began
-        sched["busy_at_start"] = dict(busy)
-    inter = None
-    inter_at = time.monotonic()
-    if not complete:
-        sched["interference"] = "skipped (run interrupted)"
-    elif cfg.interference_minimum > 0:
-        inter = _interference(cfg, paths)
-        sched["interference"] = "checked" if inter.sample else "no measured paths to sample"
-    else:
-        sched["interference"] = "skipped (--interference-sample 0)"
     sched["estimate"] = estimate.phases_to_dict(estimated)
     sched["actual"] = {
-        "preflight_s": round(preflight_s, 3),
-        **tally.to_dict(),
-        "interference_s": round(time.monotonic() - inter_at, 3),
+        "preflight_s": round(spent.preflight_s, 3),
+        **spent.tally.to_dict(),
+        "interference_s": round(spent.interference_s, 3),
     }
+    paths = [*rec.paths, *map(journal.as_pending, rec.pending.values())]
     meta = RunMeta(
         started_at=started,
         finished_at=now_iso(),
@@ -438,7 +554,7 @@ def run(
         host=host_info(),
         inventory=cfg.inventory,
         schedule=sched,
-        complete=complete,
+        complete=stopped is None,
         pairs_planned=plan.pair_count,
     )
     results = Results(
@@ -446,7 +562,7 @@ def run(
         nodes=cfg.nodes,
         paths=(table := PathTable.from_paths(paths, [n.name for n in cfg.nodes])),
         summary=summarize(table, cfg.policy.metric),
-        interference=inter,
+        interference=inter if stopped is None else None,
         tool_version=__version__,
         workload=cfg.workload,
     )
@@ -454,27 +570,42 @@ def run(
         results,
         suspects=localise.suspects(results),
         retest_of=cfg.retest_of,
-        not_measured=tuple(skipped),
+        not_measured=tuple(rec.skipped),
     )
     write_json(out_dir / "results.json", results)
     return results
 
 
-def _interference(cfg: RunConfig, paths: Sequence[PathResult]) -> Interference:
-    """Re-measure a sample alone, one pair at a time, ping-pong only (netqual.interference)."""
+def _interference(
+    cfg: RunConfig,
+    paths: Sequence[PathResult],
+    prior: journal.Journal,
+    f: TextIO,
+    observer: RunObserver,
+) -> Interference:
+    """Re-measure a sample alone, one pair at a time, ping-pong only (netqual.interference).
+    The sample and each alone measurement are journalled, so a resumed run keeps the
+    sample and re-measures only what it had not."""
     by_name = {n.name: n for n in cfg.nodes}
+    by_key = {p.key: p for p in paths}
+    if prior.sample is not None and all(k in by_key for k in prior.sample):
+        sample = [by_key[k] for k in prior.sample]
+        alone = dict(prior.alone)
+    else:
+        sample = interference.choose_sample(
+            paths, cfg.interference_fraction, cfg.interference_minimum, cfg.interference_seed
+        )
+        alone = {}
+        journal.append_sample(f, [p.key for p in sample])
+    observer.phase(Stage.INTERFERENCE, 0, len(sample), sum(p.key in alone for p in sample))
+    for p in sample:
+        if p.key not in alone:
+            measured = measure_pair(by_name[p.src], by_name[p.dst], cfg, Phase.PINGPONG)
+            with interrupts.atomic():
+                journal.append_alone(f, measured)
+                alone[p.key] = measured
+            observer.item(None)
+    return interference.compare([(p, alone[p.key]) for p in sample], cfg.interference_tolerance)
 
-    def alone(p: PathResult) -> PathResult:
-        return measure_pair(by_name[p.src], by_name[p.dst], cfg, Phase.PINGPONG)
 
-    return interference.check(
-        paths,
-        alone,
-        cfg.interference_fraction,
-        cfg.interference_minimum,
-        cfg.interference_seed,
-        cfg.interference_tolerance,
-    )
-
-
-__all__ = ["NullObserver", "RunConfig", "RunObserver", "Verdict", "run"]
+__all__ = ["NullObserver", "RunConfig", "RunObserver", "Stage", "Verdict", "run"]

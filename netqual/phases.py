@@ -25,7 +25,7 @@ from __future__ import annotations
 import enum
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -38,6 +38,7 @@ from netqual.errors import UsageError
 from netqual.fabric import Fabric
 from netqual.models import Node, PathResult, ProbePlan
 from netqual.packing import Coverage
+from netqual.progress import RunObserver, Stage
 from netqual.schedule import Pair
 
 
@@ -155,6 +156,29 @@ def host_batches(pairs: Sequence[Pair], parallel: int | None) -> list[list[Pair]
 Measure = Callable[[Node, Node, Phase], PathResult]
 Combine = Callable[[PathResult, PathResult], PathResult]
 Emit = Callable[[PathResult], None]
+Each = Callable[[Pair, PathResult], None]
+
+
+@dataclass(frozen=True)
+class Work:
+    """How execute measures, and where each result goes the moment it exists."""
+
+    measure: Measure
+    combine: Combine
+    emit: Emit  # a finished pair (every phase), or one that failed
+    emit_pingpong: Emit  # ping-pong finished; the pair's bulk phase follows
+    observer: RunObserver
+
+
+@dataclass(frozen=True)
+class Totals:
+    """The run's size, for progress: rounds planned, pairs planned and those a resumed run
+    already has (finished, or with ping-pong only: ``pending``, whose bulk phase is due)."""
+
+    rounds: int
+    pairs: int
+    finished: int = 0
+    pending: Sequence[tuple[Pair, PathResult]] = ()
 
 
 @dataclass
@@ -165,8 +189,15 @@ class _Runner:
     t0: float
 
     def group(
-        self, pairs: Sequence[Pair], phase: Phase, extra: dict[str, Any] | None = None
-    ) -> list[PathResult]:
+        self,
+        pairs: Sequence[Pair],
+        phase: Phase,
+        each: Each,
+        extra: dict[str, Any] | None = None,
+    ) -> None:
+        """Measure ``pairs`` at once; ``each`` gets every result as it finishes (in this
+        thread), so it is on disk before its slower neighbours end."""
+
         def one(pair: Pair) -> PathResult:
             start = time.monotonic() - self.t0
             path = self.measure(pair[0], pair[1], phase)
@@ -174,9 +205,17 @@ class _Runner:
             return _stamp(path, {phase.value: window}, extra or {})
 
         if len(pairs) == 1:
-            return [one(pairs[0])]
-        with ThreadPoolExecutor(max_workers=len(pairs)) as pool:
-            return list(pool.map(one, pairs))
+            each(pairs[0], one(pairs[0]))
+            return
+        pool = ThreadPoolExecutor(max_workers=len(pairs))
+        try:
+            futures = {pool.submit(one, pair): pair for pair in pairs}
+            for done in as_completed(futures):
+                each(futures[done], done.result())
+        finally:
+            # On an interrupt, probes still on the wire are abandoned, not waited for: what
+            # finished is recorded, and the command exits without joining their threads.
+            pool.shutdown(wait=False, cancel_futures=True)
 
 
 def _windows(path: PathResult) -> dict[str, Any]:
@@ -226,35 +265,53 @@ class Tally:
 
 def execute(
     rounds: Iterable[Sequence[Pair]],
+    totals: Totals,
     cfg: ScheduleConfig,
     budget: BulkBudget,
     *,
     bulk: bool,
     parallel: int | None,
-    measure: Measure,
-    combine: Combine,
-    emit: Emit,
+    work: Work,
     tally: Tally | None = None,
 ) -> Tally:
-    """Measure every pair of ``rounds`` in the configured schedule; ``emit`` each finished
-    path (ping-pong and bulk combined) as soon as both its phases are done. ``tally``
-    (filled as phases end, so an interrupted run keeps what finished) is returned."""
-    runner = _Runner(measure, time.monotonic())
+    """Measure every pair of ``rounds`` in the configured schedule, and the bulk phase of
+    ``totals.pending``. Each ping-pong goes to ``work.emit_pingpong`` as it finishes, each
+    finished pair to ``work.emit``; a round of ``rounds`` is consumed only when it starts.
+    ``tally`` (filled as phases end, so an interrupted run keeps what finished) is
+    returned."""
+    runner = _Runner(work.measure, time.monotonic())
     tally = tally if tally is not None else Tally()
+    obs = work.observer
     if cfg.schedule is Schedule.UNALIGNED or not bulk:
         phase = Phase.BOTH if bulk else Phase.PINGPONG
+        stage = Stage.PROBE if bulk else Stage.PINGPONG
+        obs.phase(stage, totals.rounds, totals.pairs, totals.finished)
+
+        def finished(pair: Pair, path: PathResult) -> None:
+            work.emit(path)
+            obs.item(path)
+
         t0 = time.monotonic()
         for pairs in rounds:
             tally.pingpong_rounds += 1
             for batch in host_batches(pairs, parallel):
-                for path in runner.group(batch, phase):
-                    emit(path)
+                runner.group(batch, phase, finished)
+            obs.step()
         tally.pingpong_s = time.monotonic() - t0
         return tally
-    groups = ([pairs] for pairs in rounds) if cfg.schedule is Schedule.PER_ROUND else [rounds]
-    for group in groups:
-        measured = _pingpong_phase(runner, group, parallel, emit, tally)
-        _bulk_phase(runner, measured, budget, cfg.bulk_pairs, combine, emit, tally)
+    if cfg.schedule is Schedule.PER_ROUND:
+        obs.phase(Stage.PROBE, totals.rounds, totals.pairs, totals.finished)
+        if totals.pending:
+            _bulk_phase(runner, list(totals.pending), budget, cfg.bulk_pairs, work, tally)
+        for pairs in rounds:
+            measured = _pingpong_phase(runner, [pairs], parallel, work, tally, count=False)
+            _bulk_phase(runner, measured, budget, cfg.bulk_pairs, work, tally)
+            obs.step()
+        return tally
+    obs.phase(Stage.PINGPONG, totals.rounds, totals.pairs, totals.finished + len(totals.pending))
+    measured = _pingpong_phase(runner, rounds, parallel, work, tally, count=True)
+    measured = [*totals.pending, *measured]
+    _bulk_phase(runner, measured, budget, cfg.bulk_pairs, work, tally, announce=True)
     return tally
 
 
@@ -262,21 +319,34 @@ def _pingpong_phase(
     runner: _Runner,
     rounds: Iterable[Sequence[Pair]],
     parallel: int | None,
-    emit: Emit,
+    work: Work,
     tally: Tally,
+    count: bool,
 ) -> list[tuple[Pair, PathResult]]:
-    """Ping-pong of every pair; failed pairs are emitted at once (no bulk for them)."""
+    """Ping-pong of every pair, each recorded as it finishes; failed pairs are finished
+    at once (no bulk for them). ``count``: a ping-pong is an item of the observer's phase
+    (a failed one always is: that pair is finished)."""
     done: list[tuple[Pair, PathResult]] = []
+
+    def finished(pair: Pair, path: PathResult) -> None:
+        if path.error is None:
+            work.emit_pingpong(path)
+            done.append((pair, path))
+        else:
+            work.emit(path)
+        if count or path.error is not None:
+            work.observer.item(path)
+
     t0 = time.monotonic()
-    for pairs in rounds:
-        tally.pingpong_rounds += 1
-        for batch in host_batches(pairs, parallel):
-            for pair, path in zip(batch, runner.group(batch, Phase.PINGPONG), strict=True):
-                if path.error is None:
-                    done.append((pair, path))
-                else:
-                    emit(path)
-    tally.pingpong_s += time.monotonic() - t0
+    try:
+        for pairs in rounds:
+            tally.pingpong_rounds += 1
+            for batch in host_batches(pairs, parallel):
+                runner.group(batch, Phase.PINGPONG, finished)
+            if count:
+                work.observer.step()
+    finally:
+        tally.pingpong_s += time.monotonic() - t0
     return done
 
 
@@ -285,33 +355,49 @@ def _bulk_phase(
     measured: list[tuple[Pair, PathResult]],
     budget: BulkBudget,
     coverage: Coverage,
-    combine: Combine,
-    emit: Emit,
+    work: Work,
     tally: Tally,
+    announce: bool = False,
 ) -> None:
+    """Bulk reads of the pairs ``coverage`` selects, in waves under the budget; the others
+    are finished with their ping-pong alone. ``announce``: this is a phase of its own."""
     t0 = time.monotonic()
     chosen = packing.select([pair for pair, _ in measured], coverage)
     first = {}
+    skipped = []
     for ((a, b), path), bulk in zip(measured, chosen, strict=True):
         if bulk:
             first[(a.name, b.name)] = path
         else:
             # The ping-pong result is the whole path: judged without bulk, and says why.
             details = {**dict(path.details), "bulk_pairs": f"not selected ({coverage.label})"}
-            emit(replace(path, details=details))
+            skipped.append(replace(path, details=details))
+    waves = bulk_waves([pair for (pair, _), c in zip(measured, chosen, strict=True) if c], budget)
+    if announce:
+        work.observer.phase(Stage.BULK, len(waves), len(measured))
+
+    def finished(pair: Pair, path: PathResult) -> None:
+        combined = work.combine(first[(pair[0].name, pair[1].name)], path)
+        work.emit(combined)
+        work.observer.item(combined)
+
+    try:
+        for path in skipped:
+            work.emit(path)
+            work.observer.item(path)
             tally.bulk_not_selected += 1
-    for wave in bulk_waves(
-        [pair for (pair, _), c in zip(measured, chosen, strict=True) if c], budget
-    ):
-        # Labels: how many bulk pairs shared this wave; an incast wave says so explicitly.
-        extra: dict[str, Any] = {"bulk_wave_pairs": len(wave)}
-        if budget.incast is not None:
-            extra["incast_readers"] = len(wave)
-        tally.bulk_waves += 1
-        tally.bulk_pairs += len(wave)
-        for (a, b), path in zip(wave, runner.group(wave, Phase.BULK, extra), strict=True):
-            emit(combine(first[(a.name, b.name)], path))
-    tally.bulk_s += time.monotonic() - t0
+        for wave in waves:
+            # Labels: how many bulk pairs shared this wave; an incast wave says so explicitly.
+            extra: dict[str, Any] = {"bulk_wave_pairs": len(wave)}
+            if budget.incast is not None:
+                extra["incast_readers"] = len(wave)
+            tally.bulk_waves += 1
+            tally.bulk_pairs += len(wave)
+            runner.group(wave, Phase.BULK, finished, extra)
+            if announce:
+                work.observer.step()
+    finally:
+        tally.bulk_s += time.monotonic() - t0
 
 
 def describe(cfg: ScheduleConfig, budget: BulkBudget, bulk: bool) -> dict[str, Any]:

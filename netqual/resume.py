@@ -1,28 +1,34 @@
 """``netqual run --resume``: continue an interrupted run from ``DIR/results.jsonl``.
 
 A run writes ``DIR/run.json`` (what it measures: nodes, mode, transport, policy, probe
-plan) before its first pair, and appends each finished pair to ``results.jsonl``. To
-resume, the identity must match (else ``ResumeMismatchError``, exit 2, unless forced),
-the torn last line a crash may leave is cut off (that pair is measured again), and the
-coordinator skips every pair already in the file. Every pair ends up exactly once.
+plan) before its pre-flight check, and appends each measurement to ``results.jsonl`` the
+moment it exists (record kinds: ``netqual.results.journal``). To resume, the identity
+must match (else ``ResumeMismatchError``, exit 2, unless forced), the torn last line a
+crash may leave is cut off (that measurement is redone), and the coordinator continues
+from what the file holds: finished pairs are skipped, pairs with their ping-pong done get
+only their bulk phase, and the interference check keeps its sample and the paths it has
+already re-measured. Every pair ends up exactly once.
 """
 
 from __future__ import annotations
 
+import contextlib
+import datetime as dt
 import hashlib
 import json
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any
 
 from netqual.errors import InputError, UsageError
 from netqual.filedata import load_json
 from netqual.models import Mode, Node, PathResult, Policy, ProbePlan
-from netqual.outfiles import write_atomic, write_text_atomic
+from netqual.outfiles import make_out_dir, open_append, write_text_atomic
 from netqual.plan_codec import plan_to_dict
-from netqual.results import append_jsonl, load_jsonl_paths, node_to_dict, policy_to_dict
+from netqual.results import journal, node_to_dict, policy_to_dict
+from netqual.results.journal import Journal
 from netqual.schedule import build
 
 IDENTITY_FILE = "run.json"
@@ -35,10 +41,14 @@ class ResumeMismatchError(InputError):
 
 @dataclass(frozen=True)
 class Resume:
-    """What an interrupted run already finished, keyed (src, dst), in file order."""
+    """What an interrupted run already measured (``journal.done`` are finished pairs)."""
 
     started_at: str
-    done: Mapping[tuple[str, str], PathResult]
+    journal: Journal
+
+    @property
+    def done(self) -> Mapping[tuple[str, str], PathResult]:
+        return self.journal.done
 
 
 def identity(
@@ -66,6 +76,30 @@ def fingerprint(ident: Mapping[str, Any]) -> str:
 def write_identity(out_dir: Path, ident: Mapping[str, Any], started_at: str) -> None:
     doc = {"started_at": started_at, "fingerprint": fingerprint(ident), "identity": ident}
     write_text_atomic(out_dir / IDENTITY_FILE, json.dumps(doc, indent=1) + "\n", sync=True)
+
+
+def begin(out_dir: Path, ident: Mapping[str, Any], resume: Resume | None) -> None:
+    """Before the pre-flight check: the run's identity and its (empty, unless resumed)
+    results.jsonl exist, so a run killed at any moment from here on can be resumed."""
+    make_out_dir(out_dir)
+    started = (resume.started_at if resume else "") or dt.datetime.now(dt.timezone.utc).isoformat(
+        timespec="milliseconds"
+    )
+    write_identity(out_dir, ident, started)
+    with open_append(out_dir / JSONL, new=resume is None):
+        pass
+
+
+def abandon(out_dir: Path, created: bool) -> None:
+    """Undo ``begin`` for a run that stopped before measuring anything (its pre-flight
+    check failed): the same --out works again once the configuration is fixed."""
+    jsonl = out_dir / JSONL
+    if jsonl.is_file() and jsonl.stat().st_size == 0:
+        jsonl.unlink()
+        (out_dir / IDENTITY_FILE).unlink(missing_ok=True)
+        if created:
+            with contextlib.suppress(OSError):  # not empty: leave it
+                out_dir.rmdir()
 
 
 def _differences(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:
@@ -130,14 +164,6 @@ def _cut_torn_tail(jsonl: Path) -> None:
             os.fsync(f.fileno())
 
 
-def _rewrite(jsonl: Path, paths: list[PathResult]) -> None:
-    def write(f: TextIO) -> None:
-        for p in paths:
-            append_jsonl(f, p)
-
-    write_atomic(jsonl, write, sync=True)
-
-
 def prepare(out_dir: Path, ident: Mapping[str, Any], force: bool) -> Resume:
     """Check that out_dir holds this run, repair its results.jsonl, return what is done.
 
@@ -164,7 +190,7 @@ def prepare(out_dir: Path, ident: Mapping[str, Any], force: bool) -> Resume:
         if not force:
             raise
     _cut_torn_tail(jsonl)
-    finished = load_jsonl_paths(jsonl)
+    held = journal.read(jsonl)
     wanted: set[tuple[str, str]] | None = None
     if not same and ident.get("pairs") is not None:
         wanted = {(a, b) for a, b in ident["pairs"]}
@@ -176,10 +202,13 @@ def prepare(out_dir: Path, ident: Mapping[str, Any], force: bool) -> Resume:
             for pos in sched.rounds_positions()
             for a, b in pos.tolist()
         }
-    done: dict[tuple[str, str], PathResult] = {}
-    for p in finished:
-        if p.key not in done and (wanted is None or p.key in wanted):
-            done[p.key] = p
-    if len(done) != len(finished):
-        _rewrite(jsonl, list(done.values()))
-    return Resume(started_at=started_at, done=done)
+    if wanted is not None:  # another plan: its interference sample is chosen afresh
+        done = {k: p for k, p in held.done.items() if k in wanted}
+        pending = {k: p for k, p in held.pending.items() if k in wanted}
+        kept = journal.Journal(done, pending)
+        if (len(done), len(pending), held.sample) != (len(held.done), len(held.pending), None):
+            journal.rewrite(jsonl, kept)
+        return Resume(started_at=started_at, journal=kept)
+    if held.duplicates:
+        journal.rewrite(jsonl, held)
+    return Resume(started_at=started_at, journal=held)

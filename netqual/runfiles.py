@@ -7,15 +7,15 @@ A run read from results.jsonl is marked incomplete, with the pairs its schedule 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from netqual import __version__, localise
 from netqual.errors import ResultsFileError
 from netqual.filedata import load_json
-from netqual.models import SCHEMA_VERSION, Mode, Node, Results
-from netqual.results import load, results_from_dict
+from netqual.models import SCHEMA_VERSION, Mode, Node, PathResult, Results
+from netqual.pathtable import PathTable
+from netqual.results import journal, load, results_from_dict, summarize
 from netqual.resume import IDENTITY_FILE
 from netqual.schedule import build
 from netqual.schema import validate
@@ -34,22 +34,11 @@ def load_run(path: Path) -> Results:
 
 
 def load_partial(jsonl: Path) -> Results:
-    """The paths of results.jsonl as an incomplete run; its run.json supplies the rest."""
+    """The measurements of results.jsonl as an incomplete run (pairs with ping-pong only
+    as ``journal.as_pending`` shows them); its run.json supplies the rest."""
     source = str(jsonl)
-    try:
-        lines = jsonl.read_text(encoding="utf-8").splitlines()
-    except OSError as err:
-        raise ResultsFileError(source, f"cannot read: {err.strerror or err}") from err
-    paths: list[Any] = []
-    for i, line in enumerate(lines):
-        if not line.strip():
-            continue
-        try:  # bounded like every input file: "[[[[...", NaN, a 5,000-digit int are refused
-            paths.append(load_json(line, source, _line_error(i + 1)))
-        except ResultsFileError:
-            if i == len(lines) - 1:
-                break  # the torn last line of a crash mid-write: that pair is not done
-            raise
+    held = journal.read(jsonl)
+    paths = journal.measured_paths(held)
     ident = _identity(jsonl.parent / IDENTITY_FILE)
     nodes = ident.get("nodes") or _nodes_of(paths)
     doc = {
@@ -58,7 +47,7 @@ def load_partial(jsonl: Path) -> Results:
         "run": {
             "started_at": ident.get("started_at", ""),
             "finished_at": "",
-            "transport": ident.get("transport") or _first(paths, "transport", "tcp"),
+            "transport": ident.get("transport") or (paths[0].transport if paths else "tcp"),
             "mode": ident.get("mode") or Mode.FULL_MESH.value,
             "policy": ident.get("policy") or {},
             "plan": ident.get("plan") or {},
@@ -66,17 +55,17 @@ def load_partial(jsonl: Path) -> Results:
             "pairs_planned": _planned(ident),
         },
         "nodes": nodes,
-        "paths": paths,
+        "paths": [],
         "summary": {},
     }
     # run.json is a file like any other: its part of the document meets the schema too
     validate({**doc, "paths": [], "summary": {"counts": {}}}, source)
     results = results_from_dict(doc, source)
+    table = PathTable.from_paths(paths, [n.name for n in results.nodes])
+    results = dataclasses.replace(
+        results, paths=table, summary=summarize(table, results.run.policy.metric)
+    )
     return dataclasses.replace(results, suspects=localise.suspects(results))
-
-
-def _line_error(line: int) -> Callable[[str, str], ResultsFileError]:
-    return lambda source, why: ResultsFileError(source, f"line {line}: {why}")
 
 
 def _identity(path: Path) -> dict[str, Any]:
@@ -99,13 +88,9 @@ def _planned(ident: dict[str, Any]) -> int | None:
         return None
 
 
-def _nodes_of(paths: list[Any]) -> list[dict[str, Any]]:
-    names = {str(p.get(k)) for p in paths for k in ("src", "dst") if isinstance(p, dict)}
+def _nodes_of(paths: list[PathResult]) -> list[dict[str, Any]]:
+    names = {name for p in paths for name in p.key}
     return [
         {"name": n, "address": "", "port": 18515, "role": "any", "rack": None, "labels": {}}
         for n in sorted(names)
     ]
-
-
-def _first(paths: list[Any], key: str, default: str) -> str:
-    return str(paths[0].get(key, default)) if paths and isinstance(paths[0], dict) else default

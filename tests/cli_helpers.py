@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -24,6 +26,13 @@ def netqual(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
         text=True,
         timeout=120,
     )
+
+
+def finished_paths(jsonl: Path) -> list[dict[str, Any]]:
+    """The finished pairs of a results.jsonl (bare path objects), leaving out its other
+    record kinds (a pair's ping-pong, the interference sample and its alone paths)."""
+    docs = [json.loads(line) for line in jsonl.read_text().splitlines() if line.strip()]
+    return [d for d in docs if "record" not in d]
 
 
 def check_golden(name: str, actual: str) -> None:

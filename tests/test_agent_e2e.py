@@ -13,12 +13,14 @@ import time
 from pathlib import Path
 from typing import Any
 
+from cli_helpers import finished_paths
 from conftest import AgentPool, AgentProc, cli_env
 
 from netqual import schema
 from netqual.coordinator import RunConfig, run
 from netqual.models import Node, PathResult, Policy, ProbePlan
 from netqual.phases import ScheduleConfig
+from netqual.progress import Stage
 
 SMALL_PLAN = ["--iterations", "2000", "--warmup", "200", "--chunk", "64KiB", "--depth", "1"]
 
@@ -94,8 +96,7 @@ def test_three_agents_by_hand_then_cli_run(agents: AgentPool, tmp_path: Path) ->
         assert 1.0 < p["rtt_us"]["p50"] < 2000.0  # loopback TCP on a busy 2-core box
         assert p["rtt_us"]["min"] <= p["rtt_us"]["p50"] <= p["rtt_us"]["p99"] <= p["rtt_us"]["max"]
         assert p["bulk"][0]["chunk_bytes"] == 64 * 1024 and p["bulk"][0]["goodput_gbps"] > 0
-    jsonl = (out / "results.jsonl").read_text().splitlines()
-    assert len(jsonl) == 3
+    assert len(finished_paths(out / "results.jsonl")) == 3
     # The command, not the coordinator, writes the report.
     assert "gpu01" in (out / "report.html").read_text(encoding="utf-8")
     for p in doc["paths"]:
@@ -132,7 +133,7 @@ def test_agent_killed_mid_run_cli(agents: AgentPool, tmp_path: Path) -> None:
                     break
             time.sleep(0.01)
         assert before, "no pair finished"
-        first = json.loads(before[0])
+        first = json.loads(before[0])["path"]  # a ping-pong: on disk before its bulk phase
         victim = next(a for a in started if a.name not in (first["src"], first["dst"]))
         victim.proc.send_signal(signal.SIGKILL)
         victim.proc.wait(timeout=5)
@@ -148,7 +149,7 @@ def test_agent_killed_mid_run_cli(agents: AgentPool, tmp_path: Path) -> None:
     assert after[: len(before)] == before  # pairs finished before the kill are kept verbatim
     doc = json.loads((out / "results.json").read_text())
     check_schema(doc)
-    assert len(doc["paths"]) == 6 and len(after) == 6
+    assert len(doc["paths"]) == 6 and len(finished_paths(jsonl)) == 6
     failed = 0
     for p in doc["paths"]:
         involved = victim.name in (p["src"], p["dst"])
@@ -168,17 +169,25 @@ def test_agent_killed_mid_run_cli(agents: AgentPool, tmp_path: Path) -> None:
 
 
 class KillAfterFirstPair:
-    """Observer that SIGKILLs one agent (not in the first pair) once the first pair is done."""
+    """Observer that SIGKILLs one agent (not in the first pair) once the first pair is done
+    (its bulk phase too: the ping-pong phase has finished every pair by then)."""
 
     def __init__(self, agents: list[AgentProc]) -> None:
         self.agents = agents
         self.victim: AgentProc | None = None
         self.finished: list[PathResult] = []
+        self.stages: list[tuple[Stage, int, int]] = []
 
-    def started(self, total_pairs: int, rounds: int) -> None:
-        assert total_pairs == 6 and rounds == 3
+    def phase(self, stage: Stage, steps: int, items: int, done_before: int = 0) -> None:
+        self.stages.append((stage, steps, items))
 
-    def pair_finished(self, path: PathResult) -> None:
+    def step(self) -> None:
+        pass
+
+    def item(self, path: PathResult | None = None) -> None:
+        if self.stages[-1][0] is not Stage.BULK:
+            return
+        assert path is not None
         self.finished.append(path)
         if self.victim is None:
             self.victim = next(a for a in self.agents if a.name not in (path.src, path.dst))
@@ -206,7 +215,11 @@ def test_agent_killed_between_pairs_is_deterministic(agents: AgentPool, tmp_path
     assert [p.src for p in results.paths] == [p.src for p in observer.finished]
     first, *later = results.paths
     assert first.error is None
-    lines = (tmp_path / "results.jsonl").read_text().splitlines()
+    assert [s[0] for s in observer.stages] == [Stage.PREFLIGHT, Stage.PINGPONG, Stage.BULK]
+    assert observer.stages[1][1:] == (3, 6)
+    records = [json.loads(x) for x in (tmp_path / "results.jsonl").read_text().splitlines()]
+    assert [r["record"] for r in records[:6]] == ["pingpong"] * 6  # each on disk at once
+    lines = [json.dumps(r) for r in records[6:]]
     assert len(lines) == 6
     assert json.loads(lines[0])["src"] == first.src and json.loads(lines[0])["error"] is None
     victim_paths = [p for p in later if victim.name in (p.src, p.dst)]

@@ -140,7 +140,7 @@ def test_gate_judges_values_not_the_stored_verdict(tmp_path: Path) -> None:
 
 
 def test_resume_reads_a_jsonl_with_impossible_values(tmp_path: Path) -> None:
-    from netqual.results import load_jsonl_paths
+    from netqual.results import journal
     from netqual.results.encode import path_to_dict
 
     res = make_results(4, all_safe=True)
@@ -148,6 +148,6 @@ def test_resume_reads_a_jsonl_with_impossible_values(tmp_path: Path) -> None:
     lines[1]["rtt_us"]["p50"] = -1.0
     f = tmp_path / "results.jsonl"
     f.write_text("".join(json.dumps(d) + "\n" for d in lines))
-    paths = load_jsonl_paths(f)
+    paths = list(journal.read(f).done.values())
     assert [p.verdict for p in paths].count(Verdict.UNSAFE) == 1
     assert paths[1].verdict is Verdict.UNSAFE and IMPOSSIBLE in paths[1].reasons[0]

@@ -19,6 +19,8 @@ from netqual.phases import (
     Phase,
     Schedule,
     ScheduleConfig,
+    Totals,
+    Work,
     bulk_waves,
     describe,
     execute,
@@ -26,6 +28,7 @@ from netqual.phases import (
     resolve,
     resources,
 )
+from netqual.progress import NullObserver
 from netqual.schedule import Pair, full_mesh
 
 
@@ -169,9 +172,10 @@ def test_pairs_without_bulk_are_emitted_from_pingpong_and_say_why() -> None:
     emitted: list[PathResult] = []
     cfg = ScheduleConfig(bulk_pairs=Coverage("per-node", 1))
     budget = resolve(cfg, ProbePlan(), nodes)
+    work = Work(measure, combine, emitted.append, lambda p: None, NullObserver())
     tally = execute(
-        full_mesh(nodes).rounds(), cfg, budget, bulk=True, parallel=None, measure=measure,
-        combine=combine, emit=emitted.append,
+        full_mesh(nodes).rounds(), Totals(7, 28), cfg, budget, bulk=True, parallel=None,
+        work=work,
     )  # fmt: skip
     bulk = [p for p in emitted if p.reasons == ("combined",)]
     skipped = [p for p in emitted if "bulk_pairs" in p.details]

@@ -17,6 +17,8 @@ from netqual.phases import (
     Phase,
     Schedule,
     ScheduleConfig,
+    Totals,
+    Work,
     bulk_waves,
     describe,
     execute,
@@ -24,6 +26,7 @@ from netqual.phases import (
     resolve,
     resources,
 )
+from netqual.progress import Stage
 from netqual.schedule import Pair, bipartite_pairs, circle_rounds
 
 
@@ -133,6 +136,17 @@ class FakeProbes:
         self.events: list[tuple[str, str, str]] = []
         self.lock = threading.Lock()
         self.emitted: list[PathResult] = []
+        self.pingponged: list[PathResult] = []
+        self.progress: list[tuple[str, ...]] = []  # what the observer was told, in order
+
+    def phase(self, stage: Stage, steps: int, items: int, done_before: int = 0) -> None:
+        self.progress.append(("phase", stage.value, str(steps), str(items), str(done_before)))
+
+    def step(self) -> None:
+        self.progress.append(("step",))
+
+    def item(self, path: PathResult | None = None) -> None:
+        self.progress.append(("item",))
 
     def measure(self, a: Node, b: Node, phase: Phase) -> PathResult:
         with self.lock:
@@ -151,10 +165,8 @@ def _run(schedule: Schedule, bulk: bool = True) -> FakeProbes:
     fake = FakeProbes()
     rounds = circle_rounds(_racked(6, 2))
     cfg = ScheduleConfig(schedule)
-    execute(
-        rounds, cfg, budget(1, 1), bulk=bulk, parallel=None, measure=fake.measure,
-        combine=fake.combine, emit=fake.emitted.append,
-    )  # fmt: skip
+    work = Work(fake.measure, fake.combine, fake.emitted.append, fake.pingponged.append, fake)
+    execute(rounds, Totals(len(rounds), 15), cfg, budget(1, 1), bulk=bulk, parallel=None, work=work)
     return fake
 
 
@@ -168,6 +180,18 @@ def test_aligned_runs_every_pingpong_before_any_bulk() -> None:
     for p in fake.emitted:
         windows = p.details["phase_windows_s"]
         assert isinstance(windows, dict) and set(windows) == {"pingpong", "bulk"}
+
+
+def test_aligned_records_each_pingpong_and_reports_both_phases() -> None:
+    fake = _run(Schedule.ALIGNED)
+    assert len(fake.pingponged) == 15  # each on record before any bulk read
+    stages = [e for e in fake.progress if e[0] == "phase"]
+    waves = sum(1 for e in fake.progress[fake.progress.index(stages[1]) :] if e == ("step",))
+    assert stages[0] == ("phase", "ping-pong", "5", "15", "0")
+    assert stages[1][:2] == ("phase", "bulk") and stages[1][2] == str(waves) and waves >= 1
+    pingpong = fake.progress[: fake.progress.index(stages[1])]
+    assert pingpong.count(("item",)) == 15 and pingpong.count(("step",)) == 5
+    assert fake.progress.count(("item",)) == 30
 
 
 def test_per_round_barrier_never_overlaps_pingpong_and_bulk() -> None:

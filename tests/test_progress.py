@@ -2,8 +2,16 @@
 
 from __future__ import annotations
 
+import io
+import time
+
+import pytest
+from rich.console import Console
+
+from netqual.errors import UsageError
 from netqual.models import Metric, PathResult, RttStats, Verdict
-from netqual.render.progress import progress_text
+from netqual.progress import Stage
+from netqual.render.progress import PlainObserver, ProgressObserver, observer, progress_text
 from netqual.results import RunningWorst
 
 
@@ -33,3 +41,72 @@ def test_progress_names_the_metric_the_policy_judges() -> None:
     assert text.startswith("worst: a -> b marginal (p50 ")
     assert "p99" not in text
     assert progress_text(_path("c", Verdict.UNSAFE, None), Metric.P50).endswith("(failed)")
+
+
+class FakeClock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def _plain(clock: FakeClock) -> tuple[PlainObserver, io.StringIO]:
+    buf = io.StringIO()
+    console = Console(file=buf, width=100, force_terminal=False, color_system=None)
+    return PlainObserver(console, Metric.P50, clock=clock, ticker=False), buf
+
+
+def test_plain_progress_prints_each_phase_and_at_most_one_line_per_30_s() -> None:
+    clock = FakeClock()
+    shown, buf = _plain(clock)
+    with shown:
+        shown.phase(Stage.PREFLIGHT, 0, 8)
+        shown.phase(Stage.PREFLIGHT, 0, 8)  # the coordinator's own check: same phase
+        shown.phase(Stage.PINGPONG, 7, 28, done_before=4)
+        for i in range(10):  # 10 pairs in 20 s: no line
+            clock.now += 2
+            shown.item(_path(f"d{i}", Verdict.SAFE, 20.0 + i))
+        clock.now += 11  # 31 s since the phase line: the next event prints one
+        shown.step()
+        shown.item(_path("x", Verdict.MARGINAL, 250.0))
+        shown.phase(Stage.BULK, 5, 24)
+    lines = buf.getvalue().splitlines()
+    assert lines[0] == "pre-flight: agents 0/8, 0:00:00 elapsed, ETA unknown until one finishes"
+    assert lines[1].startswith("ping-pong: round 1/7, pairs 4/28, 0:00:00 elapsed")
+    # 10 pairs in 31 s: 14 left at that rate is 43 s
+    assert lines[2] == (
+        "ping-pong: round 2/7, pairs 14/28, 0:00:31 elapsed, ETA 0:00:43; "
+        "worst: a -> d9 offload-safe (p50 29.0 us)"
+    )
+    assert lines[3].startswith("bulk: wave 1/5, pairs 0/24, 0:00:00 elapsed")
+    assert len(lines) == 4
+
+
+def test_plain_progress_ticks_when_nothing_finishes() -> None:
+    """A log never looks hung: with no event for the interval, the timer prints a line."""
+    buf = io.StringIO()
+    console = Console(file=buf, width=100, force_terminal=False, color_system=None)
+    with PlainObserver(console, every_s=0.05) as shown:
+        shown.phase(Stage.INTERFERENCE, 0, 8)
+        deadline = time.monotonic() + 5
+        while buf.getvalue().count("\n") < 2 and time.monotonic() < deadline:
+            time.sleep(0.02)
+    lines = buf.getvalue().splitlines()
+    assert len(lines) >= 2
+    assert lines[1].startswith("interference: paths re-measured alone 0/8, ")
+
+
+def test_rich_progress_shows_the_phase_and_its_counts_at_once() -> None:
+    buf = io.StringIO()
+    console = Console(file=buf, width=100, force_terminal=True, color_system=None)
+    with ProgressObserver(console, Metric.P50) as shown:
+        shown.phase(Stage.PINGPONG, 7, 28)
+        shown.progress.refresh()
+        first = buf.getvalue()
+        shown.item(_path("b", Verdict.UNSAFE, 900.0))
+        shown.progress.refresh()
+    assert "ping-pong" in first and "round 1/7, pairs 0/28" in first
+    assert "pairs 1/28" in buf.getvalue() and "worst: a -> b unsafe" in buf.getvalue()
+    with pytest.raises(UsageError, match="--progress"), observer(console, "fancy"):
+        pass

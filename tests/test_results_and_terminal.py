@@ -23,15 +23,15 @@ from netqual.models import (
     Role,
     RunMeta,
     Tier,
+    Verdict,
 )
 from netqual.narrative import verdict_sentence
 from netqual.pathtable import PathTable
 from netqual.policy import judge
 from netqual.render.terminal import print_probe, print_results
 from netqual.results import (
-    append_jsonl,
+    journal,
     load,
-    load_jsonl_paths,
     path_to_dict,
     results_to_dict,
     summarize,
@@ -179,11 +179,42 @@ def test_jsonl_survives_a_torn_last_line(tmp_path: Path) -> None:
     out = tmp_path / "results.jsonl"
     with out.open("w") as f:
         for p in r.paths[:3]:
-            append_jsonl(f, p)
+            journal.append_path(f, p)
         f.write('{"src": "gpu0')  # crash mid-write
-    assert [path_to_dict(p) for p in load_jsonl_paths(out)] == [
+    assert [path_to_dict(p) for p in journal.read(out).done.values()] == [
         path_to_dict(p) for p in r.paths[:3]
     ]
+
+
+def test_jsonl_records_pair_phases_sample_and_alone(tmp_path: Path) -> None:
+    """Each kind of record read back; a pair's finished record supersedes its ping-pong
+    one, a repeated pair counts once, and a torn wrapped record is skipped."""
+    a, b, c = list(sample_results().paths)[:3]
+    out = tmp_path / "results.jsonl"
+    with out.open("w") as f:
+        journal.append_pingpong(f, a)
+        journal.append_pingpong(f, b)
+        journal.append_path(f, a)
+        journal.append_path(f, a)  # a crash between write and rewrite: still once
+        journal.append_sample(f, [a.key, c.key])
+        journal.append_alone(f, a)
+        f.write('{"record":"alone","path":{"src":"gp')
+    held = journal.read(out)
+    assert list(held.done) == [a.key] and list(held.pending) == [b.key]
+    assert held.sample == (a.key, c.key) and list(held.alone) == [a.key]
+    assert held.duplicates
+    assert path_to_dict(held.pending[b.key]) == path_to_dict(b)
+    shown = journal.measured_paths(held)
+    assert [p.key for p in shown] == [a.key, b.key]
+    assert shown[1].reasons[0] == journal.PENDING_REASON
+    assert shown[1].verdict is not Verdict.SAFE
+    journal.rewrite(out, held)
+    again = journal.read(out)
+    assert held.duplicates == 1 and again.duplicates == 0 and again.records == 4
+    # A record kind this version does not know is an error naming the line, not skipped.
+    out.write_text('{"record":"later","x":1}\n' + out.read_text())
+    with pytest.raises(ResultsFileError, match="line 1"):
+        journal.read(out)
 
 
 def test_terminal_golden() -> None:

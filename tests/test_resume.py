@@ -14,7 +14,7 @@ from conftest import AgentPool, cli_env
 from test_agent_e2e import netqual_cli, write_inventory
 
 # Slow enough per pair (about 0.3-1 s here) that the kill lands mid-run.
-PLAN = ["--iterations", "20000", "--warmup", "100", "--no-bulk"]
+PLAN = ["--iterations", "20000", "--warmup", "100", "--no-bulk", "--interference-sample", "0"]
 AGENTS = 6
 PAIRS = AGENTS * (AGENTS - 1) // 2
 
@@ -24,7 +24,8 @@ def _lines(jsonl: Path) -> list[str]:
 
 
 def _pairs_of_lines(jsonl: Path) -> list[tuple[str, str]]:
-    return [(d["src"], d["dst"]) for d in map(json.loads, _lines(jsonl))]
+    """Finished pairs, in file order (other record kinds left out)."""
+    return [(d["src"], d["dst"]) for d in map(json.loads, _lines(jsonl)) if "record" not in d]
 
 
 def _kill_mid_run(inv: Path, out: Path, after_lines: int) -> int:
@@ -83,12 +84,14 @@ def test_resume_refuses_another_plan_unless_forced(agents: AgentPool, tmp_path: 
     write_inventory(inv, procs, agents.token_file)
     out = tmp_path / "run"
     small = ["--iterations", "500", "--warmup", "10", "--no-bulk", "--allow-short-plan"]
+    small += ["--interference-sample", "0"]
     assert netqual_cli("run", str(inv), "--out", str(out), *small).returncode == 0
     jsonl = out / "results.jsonl"
     kept = _lines(jsonl)[:1]
     jsonl.write_text(kept[0] + "\n")
 
     other = ["--iterations", "600", "--warmup", "10", "--no-bulk", "--allow-short-plan"]
+    other += ["--interference-sample", "0"]
     r = netqual_cli("run", str(inv), "--out", str(out), "--resume", *other)
     assert r.returncode == 2, r.stderr
     assert "different run" in r.stderr and "plan.iterations 500 -> 600" in r.stderr

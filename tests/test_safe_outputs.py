@@ -86,7 +86,7 @@ def test_ctrl_c_saves_finalises_and_says_how_to_resume(agents: AgentPool, tmp_pa
     err = " ".join(stderr.split())
     saved = len(jsonl.read_text().splitlines())
     assert 1 <= saved < 3
-    assert f"interrupted: {saved} of 3 pairs saved in {jsonl}" in err
+    assert f"interrupted during the ping-pong phase: {saved} of 3 pairs saved in {jsonl}" in err
     assert f"resume with netqual run {inventory} --out {out}" in err and "--resume" in err
     doc = json.loads((out / "results.json").read_text())
     assert doc["run"]["complete"] is False and doc["run"]["pairs_planned"] == 3

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cli_helpers import run_in_process
+from cli_helpers import finished_paths, run_in_process
 from conftest import AgentPool, cli_env
 from factories import make_results, write_results
 
@@ -292,8 +292,8 @@ def test_demo_with_a_preset_shows_both_verdicts_for_every_path(tmp_path: Path) -
         assert f"{p['src']} -> {p['dst']}" in r.stdout
     page = (out / "report.html").read_text(encoding="utf-8")
     assert page.index('id="workload"') < page.index('id="heatmap"')  # the first screen
-    lines = (out / "results.jsonl").read_text().splitlines()
-    assert all("workload" in json.loads(line) for line in lines)
+    lines = finished_paths(out / "results.jsonl")
+    assert len(lines) == len(doc["paths"]) and all("workload" in p for p in lines)
 
 
 def test_html_report_states_the_workload_verdict_first(
@@ -353,4 +353,4 @@ def test_run_with_workload_writes_both_verdicts(agents: AgentPool, tmp_path: Pat
     assert path["verdict"] in {"offload-safe", "marginal", "unsafe"}
     assert path["workload"]["verdict"] in {"offload-safe", "marginal", "unsafe"}
     assert path["workload"]["interpolated"] is False
-    assert "workload" in json.loads((out / "results.jsonl").read_text().splitlines()[0])
+    assert "workload" in finished_paths(out / "results.jsonl")[0]

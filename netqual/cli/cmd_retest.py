@@ -18,7 +18,7 @@ from netqual.diff import diff_runs
 from netqual.inventory import load_inventory
 from netqual.plan_check import DEFAULT_LIMITS, check_limits
 from netqual.render.diff import print_diff
-from netqual.render.progress import ProgressObserver
+from netqual.render.progress import observer
 from netqual.report.fmt import plural
 from netqual.results import load
 from netqual.transports import TransportKind
@@ -121,7 +121,7 @@ def retest(
             f"{pol.min_samples:,}: the re-test stays preliminary",
             style="yellow",
         )
-    with ProgressObserver(c, cfg.policy.metric) as progress:
+    with observer(c, "auto", cfg.policy.metric) as progress:
         after = run_coordinator(cfg, new_dir, progress)
     _finish(after, new_dir, as_json)
     if not as_json:

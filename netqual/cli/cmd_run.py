@@ -41,7 +41,13 @@ from netqual.cli.app import (
 )
 from netqual.cli.cmd_check import CheckTimeoutOpt, preflight_or_stop
 from netqual.cli.cmd_report import BaselineOpt, check_gate_options, gate_banner
-from netqual.coordinator import RunConfig, is_configuration, measure_pair, run_identity
+from netqual.coordinator import (
+    RunConfig,
+    finalise_interrupted,
+    is_configuration,
+    measure_pair,
+    run_identity,
+)
 from netqual.coordinator import run as run_coordinator
 from netqual.errors import EXIT_RUNTIME, NotMeasuredError, OutputError, UsageError
 from netqual.gate import load_profile
@@ -52,8 +58,10 @@ from netqual.packing import Coverage
 from netqual.phases import Schedule, ScheduleConfig
 from netqual.plan_check import check_limits
 from netqual.policy import load_policy, short_plan_problem
+from netqual.preflight import PreflightFailed
+from netqual.progress import Stage
 from netqual.render.dryrun import print_dry_run
-from netqual.render.progress import ProgressObserver
+from netqual.render.progress import observer
 from netqual.render.terminal import print_probe, print_results
 from netqual.render.workload import print_workload_path, print_workload_results
 from netqual.report import write_html
@@ -331,6 +339,7 @@ def run(
         ),
     ] = False,
     as_json: JsonOpt = False,
+    progress: rundir.ProgressOpt = "auto",
     resume: Annotated[
         bool,
         typer.Option(
@@ -413,24 +422,27 @@ def run(
     out = out or rundir.default_out()
     rundir.check_out(out, force, resume)
     previous = resume_mod.prepare(out, run_identity(cfg), force) if resume else None
+    created = not out.exists()
+    resume_mod.begin(out, run_identity(cfg), previous)
     # Progress and notes go to stderr when stdout carries JSON.
-    checked_at = time.monotonic()
-    checked = preflight_or_stop(
-        err_console() if as_json else console(),
-        cfg.nodes,
-        token,
-        cfg.transport.value,
-        keep_going,
-        check_timeout,
-        plan,
-    )
-    cfg = dataclasses.replace(cfg, preflight_s=time.monotonic() - checked_at)
+    c = err_console() if as_json else console()
     try:
-        with (
-            rundir.sigterm_as_interrupt(),
-            ProgressObserver(err_console() if as_json else console(), pol.metric) as progress,
-        ):
-            results = run_coordinator(cfg, out, progress, previous, checked)
+        with rundir.interrupts() as caught, observer(c, progress, pol.metric) as shown:
+            try:
+                shown.phase(Stage.PREFLIGHT, 0, len(cfg.nodes))
+                checked_at = time.monotonic()
+                checked = preflight_or_stop(
+                    c, cfg.nodes, token, cfg.transport.value, keep_going, check_timeout, plan
+                )
+                cfg = dataclasses.replace(cfg, preflight_s=time.monotonic() - checked_at)
+            except PreflightFailed:
+                if previous is None:
+                    resume_mod.abandon(out, created)
+                raise
+            except KeyboardInterrupt:
+                results = finalise_interrupted(cfg, out, previous, Stage.PREFLIGHT)
+            else:
+                results = run_coordinator(cfg, out, shown, previous, checked)
         _finish(results, out, as_json, gate_banner(results, prof, baseline))
     except OutputError as err:  # no space, no permission: say how to continue
         raise OutputError(
@@ -439,7 +451,8 @@ def run(
             f"continue with {rundir.resume_command(out)}",
         ) from err
     if not results.run.complete:
-        raise rundir.RunInterrupted(results, out, rundir.resume_command(out))
+        command = rundir.resume_command(out)
+        raise rundir.RunInterrupted(results, out, command, caught.exit_code)
 
 
 @app.command()
@@ -606,7 +619,7 @@ def demo(
         plan = demo_mod.lab_workload_plan(plan, say)
     check_limits(plan)
     pol = demo_mod.demo_policy(load_policy(policy) if policy else None, plan, say)
-    with ProgressObserver(c, pol.metric) as progress:
+    with observer(c, "auto", pol.metric) as progress:
         if fallback:
             say(f"demo: loopback agents ({fallback})")
             results = demo_mod.run_on_loopback(out, agents, plan, pol, progress, say, wl)

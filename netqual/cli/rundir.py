@@ -1,5 +1,6 @@
 """Where a run writes, and how it stops: never over another run's results unless
-``--force``, and a Ctrl-C or SIGTERM that leaves a finalised, resumable partial run."""
+``--force``, and a Ctrl-C or SIGTERM, in any phase, that leaves a finalised, resumable
+partial run and exits 130 or 143."""
 
 from __future__ import annotations
 
@@ -8,15 +9,29 @@ import os
 import signal
 import sys
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
-from typing import NoReturn
+from typing import Annotated, NoReturn
+
+import typer
 
 from netqual.errors import NetqualError, UsageError
+from netqual.interrupts import deliver
 from netqual.models import Results
 from netqual.outfiles import check_out_dir, check_own_file, new_run_dir
 
 RESULT_FILES = ("results.json", "results.jsonl")
+
+ProgressOpt = Annotated[
+    str,
+    typer.Option(
+        "--progress",
+        metavar="MODE",
+        help="rich (live bar), plain (a line per phase and at most one per 30 s: for logs) "
+        "or none.  [default: rich on a terminal, else plain]",
+    ),
+]
 
 
 def default_out() -> Path:
@@ -85,35 +100,61 @@ def holds_demo(out: Path) -> bool:
     return DEMO_MARK in head
 
 
+@dataclass
+class Caught:
+    """The signal that stopped a run, if one did."""
+
+    signum: int | None = None
+
+    @property
+    def exit_code(self) -> int:
+        """128 + the signal number, as a shell reports it: SIGINT 130, SIGTERM 143."""
+        return 128 + (self.signum or signal.SIGINT)
+
+
 @contextlib.contextmanager
-def sigterm_as_interrupt() -> Iterator[None]:
-    """SIGTERM (a scheduler's stop, kill) stops a run the way Ctrl-C does."""
+def interrupts() -> Iterator[Caught]:
+    """SIGINT (Ctrl-C) and SIGTERM (a scheduler's stop, kill) stop a run the same way: the
+    first raises KeyboardInterrupt where the run is, which finalises what it measured;
+    later ones are noted and ignored so that finalising (atomic file writes) completes."""
+    caught = Caught()
 
     def handler(signum: int, frame: FrameType | None) -> None:
-        raise KeyboardInterrupt
+        if caught.signum is None:
+            caught.signum = signum
+            deliver()
 
     try:
-        previous = signal.signal(signal.SIGTERM, handler)
+        previous = {s: signal.signal(s, handler) for s in (signal.SIGINT, signal.SIGTERM)}
     except ValueError:  # not the main thread: leave signals alone
-        yield
+        yield caught
         return
     try:
-        yield
+        yield caught
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        for s, h in previous.items():
+            signal.signal(s, h)
 
 
 class RunInterrupted(NetqualError):
-    """The run was stopped; what it measured is saved and finalised. Exit 130."""
+    """The run was stopped; what it measured is saved and finalised. Exit 130 (SIGINT) or
+    143 (SIGTERM)."""
 
-    exit_code = 130
-
-    def __init__(self, results: Results, out: Path, resume_command: str) -> None:
+    def __init__(self, results: Results, out: Path, resume_command: str, exit_code: int) -> None:
+        self.exit_code = exit_code
         planned = results.run.pairs_planned
         of = f" of {planned}" if planned else ""
+        sched = results.run.schedule or {}
+        during = sched.get("interrupted_during")
+        where = f" during the {during} phase" if during else ""
+        partial = sched.get("pairs_pingpong_only")
+        partial = partial if isinstance(partial, int) else 0
+        finished = len(results.paths) - partial
+        also = f" (and {partial} with ping-pong only)" if partial else ""
         super().__init__(
-            f"interrupted: {len(results.paths)}{of} pairs saved in {out / 'results.jsonl'} "
-            f"(report: {out / 'report.html'}, marked incomplete); resume with {resume_command}"
+            f"interrupted{where}: {finished}{of} pairs saved{also} in "
+            f"{out / 'results.jsonl'} (report: {out / 'report.html'}, marked incomplete); "
+            f"resume with {resume_command}"
         )
 
 

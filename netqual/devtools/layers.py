@@ -59,6 +59,8 @@ MODULE_LAYERS: Mapping[str, str] = {
     "netqual.names": "core",  # node name and address rules
     "netqual.filedata": "core",  # bounds on parsed input files (depth, ints, floats)
     "netqual.outfiles": "core",  # creating output files (no symlinks followed)
+    "netqual.progress": "core",  # run phases and their counters; rendering is render/'s
+    "netqual.interrupts": "core",  # where a signal's KeyboardInterrupt may land
     "netqual.auth": "inputs",
     "netqual.plan_options": "inputs",
     "netqual.plan_check": "inputs",  # a plan against the agents' limits, before any agent

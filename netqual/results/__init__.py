@@ -4,9 +4,8 @@ verdict and the worst paths). Import from here; the submodules are the homes.
 """
 
 from netqual.models import SCHEMA_VERSION
-from netqual.results.decode import load, load_jsonl_paths, results_from_dict
+from netqual.results.decode import load, results_from_dict
 from netqual.results.encode import (
-    append_jsonl,
     bulk_to_dict,
     node_to_dict,
     path_to_dict,
@@ -22,10 +21,8 @@ __all__ = [
     "SCHEMA_VERSION",
     "WORST_PATHS",
     "RunningWorst",
-    "append_jsonl",
     "bulk_to_dict",
     "load",
-    "load_jsonl_paths",
     "node_to_dict",
     "path_to_dict",
     "policy_to_dict",

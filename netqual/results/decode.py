@@ -1,5 +1,6 @@
 """The results file -> records: ``load`` (results.json, validated against the schema) and
-``load_jsonl_paths`` (results.jsonl). Every problem names the file and the field.
+``decode_path`` (one path of results.jsonl, read by ``journal``). Every problem names the
+file and the field.
 
 Paths are decoded by msgspec into typed wire records (``_WirePath``: the schema's path
 definition as types and bounds, so every value of every path is checked) and straight into
@@ -32,7 +33,6 @@ from netqual.models import (
     Mode,
     Node,
     NotMeasured,
-    PathResult,
     Policy,
     PolicyFieldError,
     Results,
@@ -506,20 +506,3 @@ def _no_gc() -> Iterator[None]:
     finally:
         if enabled:
             gc.enable()
-
-
-def load_jsonl_paths(path: Path) -> list[PathResult]:
-    """Read results.jsonl; a torn last line (crash mid-write) is skipped, nothing else is."""
-    source = str(path)
-    wire: list[_WirePath] = []
-    lines = path.read_bytes().splitlines()
-    for i, line in enumerate(lines):
-        if not line.strip():
-            continue
-        try:
-            wire.append(decode_path(line, source, f"line {i + 1}"))
-        except msgspec.DecodeError as err:  # not JSON (a ValidationError is already raised)
-            if i == len(lines) - 1:
-                break
-            raise ResultsFileError(source, f"not valid JSON: {err}", field=f"line {i + 1}") from err
-    return list(mark_impossible(PathTable.from_paths(wire)))

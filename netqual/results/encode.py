@@ -1,18 +1,16 @@
 """Records -> the results file (docs/results.md, schema_version "1").
 
-``results.jsonl`` holds one path object per line, appended as each pair finishes;
-``results.json`` holds the whole run. Both use the path mapping below.
+``results.json`` holds the whole run; ``results.jsonl`` (``journal``) the run's records as
+they happen. Both use the path mapping below.
 """
 
 from __future__ import annotations
 
 import json
 import math
-import os
 from pathlib import Path
 from typing import Any, TextIO
 
-from netqual.errors import OutputError
 from netqual.interference import to_dict as interference_to_dict
 from netqual.localise import suspect_to_dict
 from netqual.models import (
@@ -219,13 +217,3 @@ def write_json(path: Path, results: Results) -> None:
         f.write(tail + "\n")
 
     write_atomic(path, write, sync=True)
-
-
-def append_jsonl(f: TextIO, path: PathResult) -> None:
-    """One finished pair, flushed at once so a crash loses nothing measured."""
-    try:
-        f.write(json.dumps(path_to_dict(path), separators=(",", ":")) + "\n")
-        f.flush()
-        os.fsync(f.fileno())
-    except OSError as err:  # no space left: one line naming the file, not a traceback
-        raise OutputError(str(f.name), f"cannot write: {err.strerror or err}") from err

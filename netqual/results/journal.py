@@ -1,0 +1,208 @@
+"""``results.jsonl``: the run's journal, one record per line, appended (and fsynced) the
+moment a measurement exists, so that a crash or a signal loses nothing measured.
+
+Record kinds (docs/results.md):
+
+- a path object, as in results.json's ``paths``: the pair is finished (every phase);
+- ``{"record": "pingpong", "path": {...}}``: the pair's ping-pong phase is finished, its
+  bulk phase is still to run (aligned and per-round schedules); the path is judged on its
+  RTT alone. A later path object for the same pair completes it;
+- ``{"record": "interference-sample", "pairs": [[src, dst], ...]}``: the paths the closing
+  interference check re-measures alone, chosen once so a resumed run keeps the same sample;
+- ``{"record": "alone", "path": {...}}``: one of them, re-measured alone (ping-pong only).
+
+Readers take the first finished record of a pair (``--resume`` rewrites a file that has a
+pair twice) and skip a torn last line (a crash mid-write): that measurement is redone.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TextIO
+
+import msgspec
+
+from netqual.errors import OutputError, ResultsFileError
+from netqual.filedata import load_json
+from netqual.models import PathResult, Verdict
+from netqual.outfiles import write_atomic
+from netqual.pathtable import PathTable
+from netqual.plausible import mark_impossible
+from netqual.results.decode import decode_path
+from netqual.results.encode import path_to_dict
+
+Key = tuple[str, str]
+
+PINGPONG = "pingpong"
+SAMPLE = "interference-sample"
+ALONE = "alone"
+_WRAPPED = (PINGPONG, ALONE)
+# How the writer lays out a wrapped record, so a reader can cut the path out of the line
+# without parsing it twice (a 1,024-node run has half a million of them).
+_PREFIX = {kind: f'{{"record":"{kind}","path":'.encode() for kind in _WRAPPED}
+
+PENDING_REASON = "bulk phase not measured: the run stopped before it (--resume measures it)"
+
+
+def _line(f: TextIO, text: str) -> None:
+    try:
+        f.write(text + "\n")
+        f.flush()
+        os.fsync(f.fileno())
+    except OSError as err:  # no space left: one line naming the file, not a traceback
+        raise OutputError(str(f.name), f"cannot write: {err.strerror or err}") from err
+
+
+def _compact(obj: Any) -> str:
+    return json.dumps(obj, separators=(",", ":"))
+
+
+def append_path(f: TextIO, path: PathResult) -> None:
+    """A finished pair (every phase)."""
+    _line(f, _compact(path_to_dict(path)))
+
+
+def append_pingpong(f: TextIO, path: PathResult) -> None:
+    """A pair whose ping-pong phase finished; its bulk phase follows."""
+    _line(f, f'{{"record":"{PINGPONG}","path":{_compact(path_to_dict(path))}}}')
+
+
+def append_sample(f: TextIO, keys: Sequence[Key]) -> None:
+    _line(f, _compact({"record": SAMPLE, "pairs": [list(k) for k in keys]}))
+
+
+def append_alone(f: TextIO, path: PathResult) -> None:
+    _line(f, f'{{"record":"{ALONE}","path":{_compact(path_to_dict(path))}}}')
+
+
+@dataclass(frozen=True)
+class Journal:
+    """What a results.jsonl holds, by pair, in file order."""
+
+    done: dict[Key, PathResult] = field(default_factory=dict)
+    # ping-pong finished, bulk phase not yet (no finished record for the pair)
+    pending: dict[Key, PathResult] = field(default_factory=dict)
+    sample: tuple[Key, ...] | None = None
+    alone: dict[Key, PathResult] = field(default_factory=dict)
+    records: int = 0  # lines read (torn tail excluded)
+    duplicates: int = 0  # records of something already recorded (a rewrite drops them)
+
+
+def _wrapped(line: bytes, source: str, where: str) -> tuple[str, Any] | None:
+    """(kind, wire path) of a pingpong/alone record, or None for a bare path object."""
+    for kind, prefix in _PREFIX.items():
+        if line.startswith(prefix) and line.rstrip().endswith(b"}"):
+            return kind, decode_path(line.rstrip()[len(prefix) : -1], source, where)
+    if b'"record"' not in line:
+        return None
+    # another layout of the same records (hand-written, jq), bounded like every input file
+    doc = load_json(line, source, lambda src, problem: ResultsFileError(src, problem, where))
+    if not isinstance(doc, dict) or "record" not in doc:
+        return None  # a path object that merely mentions the word (a node named so)
+    kind = doc["record"]
+    if kind == SAMPLE:
+        pairs = doc.get("pairs")
+        if not isinstance(pairs, list) or not all(
+            isinstance(p, list) and len(p) == 2 and all(isinstance(x, str) for x in p)
+            for p in pairs
+        ):
+            raise ResultsFileError(source, "expected a list of [src, dst] pairs", f"{where}.pairs")
+        return kind, tuple((str(a), str(b)) for a, b in pairs)
+    if kind in _WRAPPED and isinstance(doc.get("path"), dict):
+        return str(kind), decode_path(json.dumps(doc["path"]), source, f"{where}.path")
+    raise ResultsFileError(source, f"unknown record kind {kind!r}", f"{where}.record")
+
+
+def read(path: Path) -> Journal:
+    """Every record of results.jsonl; a torn last line is skipped, nothing else is."""
+    source = str(path)
+    try:
+        lines = path.read_bytes().splitlines()
+    except OSError as err:
+        raise ResultsFileError(source, f"cannot read: {err.strerror or err}") from err
+    kinds: list[str] = []
+    wire: list[Any] = []
+    sample: tuple[Key, ...] | None = None
+    for i, line in enumerate(lines):
+        if not line.strip():
+            continue
+        where = f"line {i + 1}"
+        try:
+            got = _wrapped(line, source, where)
+            if got is None:
+                wire.append(decode_path(line, source, where))
+                kinds.append("path")
+            elif got[0] == SAMPLE:
+                sample = sample or got[1]
+                kinds.append(SAMPLE)
+            else:
+                kinds.append(got[0])
+                wire.append(got[1])
+        except msgspec.DecodeError as err:
+            if i == len(lines) - 1:
+                break  # the torn last line of a crash mid-write: that record is not done
+            raise ResultsFileError(source, f"not valid JSON: {err}", field=where) from err
+        except ResultsFileError:
+            if i == len(lines) - 1:
+                break
+            raise
+    # A liar agent's impossible values make its path unsafe here too (netqual.plausible).
+    rows = iter(mark_impossible(PathTable.from_paths(wire))) if wire else iter(())
+    done: dict[Key, PathResult] = {}
+    pending: dict[Key, PathResult] = {}
+    alone: dict[Key, PathResult] = {}
+    pingponged: set[Key] = set()
+    dupes = max(0, kinds.count(SAMPLE) - 1)
+    for kind in kinds:
+        if kind == SAMPLE:
+            continue
+        p = next(rows)
+        if kind == "path":
+            dupes += p.key in done
+            done.setdefault(p.key, p)
+            pending.pop(p.key, None)
+        elif kind == PINGPONG:
+            dupes += p.key in pingponged
+            pingponged.add(p.key)
+            if p.key not in done:
+                pending.setdefault(p.key, p)
+        else:
+            dupes += p.key in alone
+            alone.setdefault(p.key, p)
+    return Journal(done, pending, sample, alone, len(kinds), dupes)
+
+
+def rewrite(path: Path, journal: Journal) -> None:
+    """The journal with each record once (atomically): what ``--resume`` continues from."""
+
+    def write(f: TextIO) -> None:
+        for p in journal.done.values():
+            append_path(f, p)
+        for p in journal.pending.values():
+            append_pingpong(f, p)
+        if journal.sample is not None:
+            append_sample(f, journal.sample)
+            for p in journal.alone.values():
+                append_alone(f, p)
+
+    write_atomic(path, write, sync=True)
+
+
+def as_pending(path: PathResult) -> PathResult:
+    """A path whose bulk phase was never run, as an interrupted run reports it: its RTT as
+    measured, never offload-safe (half its plan is missing), the reason first."""
+    verdict = Verdict.MARGINAL if path.verdict is Verdict.SAFE else path.verdict
+    details = {**dict(path.details), "pending": "bulk"}
+    return dataclasses.replace(
+        path, verdict=verdict, reasons=(PENDING_REASON, *path.reasons), details=details
+    )
+
+
+def measured_paths(journal: Journal) -> list[PathResult]:
+    """Finished pairs, then those with ping-pong only (``as_pending``), each pair once."""
+    return [*journal.done.values(), *map(as_pending, journal.pending.values())]

@@ -346,12 +346,18 @@ def coordinator(
 
 
 def check_once(out: Path, pairs: int) -> tuple[bool, int, int]:
-    """(every pair exactly once in results.json and results.jsonl, paths, jsonl lines)."""
+    """(every pair exactly once in results.json and results.jsonl, paths, finished pairs in
+    results.jsonl)."""
     doc = json.loads((out / "results.json").read_text())
     keys = [(p["src"], p["dst"]) for p in doc["paths"]]
     lines = [ln for ln in (out / "results.jsonl").read_text().splitlines() if ln.strip()]
-    jl = [tuple(json.loads(ln)[k] for k in ("src", "dst")) for ln in lines]
+    records = [json.loads(ln) for ln in lines]
+    # finished pairs are bare path objects; a pair's ping-pong record (before its bulk
+    # phase) and the interference check's records are other kinds (docs/results.md)
+    jl = [(r["src"], r["dst"]) for r in records if "record" not in r]
+    pp = [(r["path"]["src"], r["path"]["dst"]) for r in records if r.get("record") == "pingpong"]
     once = len(keys) == len(set(keys)) == pairs and len(jl) == len(set(jl)) == pairs
+    once = once and len(pp) == len(set(pp))  # no ping-pong measured twice
     return once, len(keys), len(jl)
 
 

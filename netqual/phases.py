@@ -212,10 +212,12 @@ class _Runner:
             futures = {pool.submit(one, pair): pair for pair in pairs}
             for done in as_completed(futures):
                 each(futures[done], done.result())
-        finally:
+        except BaseException:
             # On an interrupt, probes still on the wire are abandoned, not waited for: what
             # finished is recorded, and the command exits without joining their threads.
             pool.shutdown(wait=False, cancel_futures=True)
+            raise
+        pool.shutdown(wait=True)  # every probe is done: its threads end before the next group
 
 
 def _windows(path: PathResult) -> dict[str, Any]:

@@ -361,8 +361,9 @@ def run(
     A KeyboardInterrupt (Ctrl-C, or SIGTERM turned into one by the command) in any phase
     ends the run as incomplete: results.json holds every path measured so far.
     ``preflight``: the pre-flight check the caller ran (``netqual run`` with
-    --keep-going); its failed agents are not asked again and their pairs are listed as
-    not measured (configuration). Without it, the agents are asked here."""
+    --keep-going); its failed agents are not asked again. Without it (retest, demo), the
+    agents are asked here. Either way an agent that fails at the start is a configuration
+    problem: its pairs are listed as not measured (configuration), never unsafe paths."""
     stages = _Stages(observer or NullObserver())
     if len(cfg.nodes) < 2:
         raise NoAgentsError("the inventory needs at least two nodes")
@@ -422,16 +423,19 @@ def _measure(
     """The pre-flight's info round, then every pair the journal does not hold finished."""
     observer.phase(Stage.PREFLIGHT, 0, len(cfg.nodes))
     checked_at = time.monotonic()
-    # Agents that failed the caller's pre-flight check are not asked again: their pairs
-    # are not measured (configuration). The others are, for --resume's wait on busy agents.
-    refused = {n.node: "; ".join(n.problems) for n in preflight.failed} if preflight else {}
+    # Agents that failed the caller's pre-flight check are not asked again. The others are
+    # (--resume waits for busy agents); one that fails now is refused the same way: its
+    # pairs are not measured (configuration), never unsafe paths.
+    failed = {n.node: "; ".join(n.problems) for n in preflight.failed} if preflight else {}
     down = check_agents(
-        [n for n in cfg.nodes if n.name not in refused],
+        [n for n in cfg.nodes if n.name not in failed],
         cfg.token,
         idle_wait_s=RESUME_IDLE_WAIT_S if resumed else 0.0,
         busy=spent.busy,
     )
-    down.update(refused)
+    refused = {k: f"{k} failed the pre-flight check: {v}" for k, v in failed.items()}
+    refused |= {k: f"agent on {k} not answering at the start: {v}" for k, v in down.items()}
+    down.update(failed)
     spent.preflight_s += time.monotonic() - checked_at
     if len(down) == len(cfg.nodes):
         # Each problem already names its node ("gpu01 unreachable: ..."); don't repeat it.
@@ -460,7 +464,7 @@ def _measure(
             for a, b in pairs:
                 gone = a.name if a.name in refused else b.name if b.name in refused else None
                 if gone is not None:
-                    why = f"{gone} failed the pre-flight check: {down[gone]}"
+                    why = refused[gone]
                     rec.skipped.append(NotMeasured(a.name, b.name, why, CONFIGURATION))
                     observer.item(_failed(a, b, cfg, why, "", 0.0, True))
                 elif (reason := dead(a.name, b.name)) is not None:
@@ -473,7 +477,7 @@ def _measure(
     for p in prior.pending.values():
         if p.src in refused or p.dst in refused:  # left pending: a later --resume does it
             rec.pending.pop(p.key)
-            why = f"bulk phase: {p.src if p.src in refused else p.dst} failed the pre-flight check"
+            why = f"bulk phase: {refused[p.src if p.src in refused else p.dst]}"
             rec.skipped.append(NotMeasured(p.src, p.dst, why, CONFIGURATION))
         elif (reason := dead(p.src, p.dst)) is None:
             pending.append(((by_name[p.src], by_name[p.dst]), p))

@@ -43,8 +43,8 @@ def unmeasured_sentence(results: Results) -> str | None:
     planned = results.run.pairs_planned
     of = f" of {planned:,}" if planned else ""
     head = "pairs not measured" if missing is None else f"{missing:,}{of} pairs not measured"
-    if missing == 1:
-        head = f"1{of} pair not measured"
+    if missing == 1 and not of:
+        head = "1 pair not measured"
     if not len(results.paths):
         head = f"no pair measured ({len(results.paths)}{of})"
     if results.not_measured and results.run.complete:

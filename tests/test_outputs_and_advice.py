@@ -4,6 +4,7 @@ with a workload the first screen shows both verdicts and which one the gate judg
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import json
 import socket
@@ -165,3 +166,24 @@ def test_with_a_workload_the_first_screen_shows_both_verdicts(
     assert "`netqual gate` judges the RTT verdict" in head
     header = (tmp_path / "r.html").read_text().split("<header")[1].split("</header>")[0]
     assert 'id="two-verdicts"' in header and "Two verdicts: RTT (p99) 6 of 6" in header
+
+
+def test_a_demo_may_replace_an_earlier_demo_but_nothing_else(tmp_path: Path) -> None:
+    from netqual.cli import rundir
+    from netqual.errors import UsageError
+
+    res = make_results(4, all_safe=True)
+    demo = dataclasses.replace(res, run=dataclasses.replace(res.run, inventory="(demo loopback)"))
+    write_results(_mkdir(tmp_path / "demo") / "results.json", demo)
+    rundir.check_out(tmp_path / "demo", force=False, resume=False, demo_ok=True)
+    with pytest.raises(UsageError, match="already holds a run"):
+        rundir.check_out(tmp_path / "demo", force=False, resume=False)  # `run` never does
+    real = dataclasses.replace(res, run=dataclasses.replace(res.run, inventory="inv.toml"))
+    write_results(_mkdir(tmp_path / "real") / "results.json", real)
+    with pytest.raises(UsageError, match="already holds a run"):
+        rundir.check_out(tmp_path / "real", force=False, resume=False, demo_ok=True)
+
+
+def _mkdir(path: Path) -> Path:
+    path.mkdir()
+    return path

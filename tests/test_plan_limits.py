@@ -216,3 +216,29 @@ def test_keep_going_lists_configuration_failures_as_not_measured(
 def _mkdir(path: Path) -> Path:
     path.mkdir()
     return path
+
+
+def test_retest_lists_an_agent_down_at_the_start_as_not_measured(
+    agents: AgentPool, tmp_path: Path, cli: Callable[..., Run]
+) -> None:
+    """Without a pre-flight (retest), an agent that does not answer at the start is a
+    configuration problem too: its pairs are not measured, never unsafe paths."""
+    started = agents.start_many([("gpu01",), ("gpu02",), ("gpu03",)])
+    inv = tmp_path / "inventory.toml"
+    write_inventory(inv, started, agents.token_file)
+    plan = ["--iterations", "200", "--warmup", "10", "--no-bulk", "--allow-short-plan"]
+    first = cli("run", str(inv), "--out", "run", *plan, "--interference-sample", "0", cwd=tmp_path)
+    assert first.returncode == 0, first.stderr
+    started[2].proc.terminate()
+    started[2].proc.wait(timeout=30)
+    r = cli(
+        "retest", "run", "--path", "gpu01:gpu03", "--path", "gpu01:gpu02", "--iterations",
+        "300", "--token-file", str(agents.token_file), cwd=tmp_path,
+    )  # fmt: skip
+    assert r.returncode == 0, r.stdout + r.stderr
+    doc = json.loads((tmp_path / "run-retest" / "results.json").read_text())
+    assert [(p["src"], p["dst"]) for p in doc["paths"]] == [("gpu01", "gpu02")]
+    [skipped] = doc["not_measured"]
+    assert (skipped["src"], skipped["dst"]) == ("gpu01", "gpu03")
+    assert skipped["reason"].startswith("agent on gpu03 not answering at the start: ")
+    assert "1 of 2 pairs not measured" in " ".join(r.stdout.split())

@@ -31,7 +31,8 @@ def missing_sentence(ctx: GateContext, measured: int) -> str | None:
         return None
     of = f" of {planned:,} scheduled" if planned is not None else " scheduled"
     verb = "was" if missing == 1 else "were"
-    return f"{missing:,}{of} {'pair' if missing == 1 else 'pairs'} {verb} not measured{because}"
+    noun = "pair" if missing == 1 and planned is None else "pairs"  # "1 of 28 pairs was"
+    return f"{missing:,}{of} {noun} {verb} not measured{because}"
 
 
 @dataclass(frozen=True)

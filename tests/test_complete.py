@@ -15,6 +15,7 @@ from factories import make_results, write_results
 
 from netqual.models import NotMeasured, Results
 from netqual.pathtable import PathTable
+from netqual.results import summarize
 
 PROFILES = ROOT / "docs" / "gate-profiles"
 
@@ -36,7 +37,10 @@ def interrupted(measured: int, n_nodes: int = 8) -> Results:
     run = dataclasses.replace(
         full.run, complete=False, pairs_planned=planned, inventory="inventory.toml"
     )
-    return dataclasses.replace(full, run=run, paths=PathTable.from_paths(rows, table.names))
+    paths = PathTable.from_paths(rows, table.names)
+    return dataclasses.replace(
+        full, run=run, paths=paths, summary=summarize(paths, full.run.policy.metric)
+    )
 
 
 def junit_case(path: Path, name: str) -> ET.Element:

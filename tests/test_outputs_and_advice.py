@@ -71,13 +71,11 @@ def test_out_that_is_a_file_is_a_one_line_error_before_the_preflight(
         )
         (tmp_path / "inv.toml").write_text(f'[defaults]\ntoken_file = "netqual.token"\n{nodes}')
         (tmp_path / "taken").write_text("a file")
-        for out, words in (
-            ("taken", "taken is a file, not a directory"),
-            ("taken/run", "cannot create taken/run: taken is a file, not a directory"),
-        ):
+        for out in ("taken", "taken/run"):
             r = cli("run", "inv.toml", "--out", out, cwd=tmp_path)
             assert r.returncode == 2, r.stdout + r.stderr
-            assert r.stderr.startswith(f"error: command line: --out: {words}")
+            assert r.stderr.startswith(f"error: {out}: ")
+            assert "not a directory" in r.stderr.lower()
             assert len(r.stderr.splitlines()) == 1 and r.stdout == ""
         with pytest.raises(BlockingIOError):
             listener.accept()  # the pre-flight never ran

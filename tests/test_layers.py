@@ -35,7 +35,7 @@ def _run_check(root: Path) -> subprocess.CompletedProcess[str]:
 def test_the_tree_keeps_the_layer_order() -> None:
     proc = _run_check(ROOT)
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert "imports point one way" in proc.stdout
+    assert "imports point one way; 0 import cycles" in proc.stdout
 
 
 @pytest.mark.parametrize(
@@ -85,3 +85,45 @@ def test_the_command_fails_on_a_violation(tmp_path: Path) -> None:
     proc = _run_check(root)
     assert proc.returncode == 1
     assert "stats.py:1: netqual.stats imports netqual.agent" in proc.stdout
+
+
+@pytest.mark.parametrize(
+    "files",
+    [
+        {  # plain imports
+            "models.py": "from netqual.pathtable import PathTable\n",
+            "pathtable.py": "from netqual.models import PathResult\n",
+        },
+        {  # one side only for the type checker: still a cycle
+            "models.py": "from typing import TYPE_CHECKING\n"
+            "if TYPE_CHECKING:\n    from netqual.pathtable import PathTable\n",
+            "pathtable.py": "from netqual.models import PathResult\n",
+        },
+        {  # three modules, one lazy import
+            "report/view.py": "from netqual.report.grid import pair_rows\n",
+            "report/grid.py": "from netqual.report.workload import WorkloadView\n",
+            "report/workload.py": "def f():\n    from netqual.report import view\n",
+        },
+    ],
+)
+def test_an_import_cycle_fails_the_check(tmp_path: Path, files: dict[str, str]) -> None:
+    root = _tree(tmp_path, {"__init__.py": "", "report/__init__.py": "", **files})
+    found = [str(v) for v in check(root)]
+    assert len(found) == 1, found
+    assert "import cycle netqual." in found[0]
+    proc = _run_check(root)
+    assert proc.returncode == 1
+    assert "import cycle" in proc.stdout
+
+
+def test_a_submodule_importing_its_own_package_is_no_cycle(tmp_path: Path) -> None:
+    root = _tree(
+        tmp_path,
+        {
+            "__init__.py": "",
+            "results/__init__.py": "from netqual.results.encode import write\n",
+            "results/encode.py": "from netqual.results import summary\n",
+            "results/summary.py": "x = 1\n",
+        },
+    )
+    assert check(root) == []

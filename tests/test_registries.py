@@ -26,7 +26,7 @@ from netqual.models import (
 )
 from netqual.probe_request import PeerRef, ProbeRequest
 from netqual.report.fmt import us
-from netqual.report.view import report_nodes
+from netqual.report.grid import report_nodes
 from netqual.stats import rtt_stats
 from netqual.transports import TransportKind, TransportOptions, get_transport
 from netqual.transports.rdma import RdmaOptions, RdmaTransport

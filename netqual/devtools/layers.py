@@ -18,6 +18,10 @@ Layers, lowest first. Each may import its own layer and the ones listed after ``
 So the core returns results and only the edges (cli) write output; statistics never know
 how samples travelled; the report shows waivers without importing the gate. A module
 missing from ``MODULE_LAYERS`` is an error too: a new module says where it belongs.
+
+Import cycles fail the check as well, within a layer too and whether the import runs or
+sits under ``if TYPE_CHECKING:`` (a cycle the runtime never sees still ties two modules
+together for every reader and for the type checker).
 """
 
 from __future__ import annotations
@@ -198,10 +202,94 @@ def check_file(path: Path, root: Path) -> list[Violation]:
 
 
 def check(root: Path) -> list[Violation]:
-    """All violations under ``root`` (the directory that holds the netqual package)."""
+    """All violations under ``root`` (the directory that holds the netqual package):
+    imports against the layer order, then import cycles."""
     out: list[Violation] = []
-    for path in sorted((root / PACKAGE).rglob("*.py")):
+    paths = sorted((root / PACKAGE).rglob("*.py"))
+    for path in paths:
         out.extend(check_file(path, root))
+    return out + cycles(paths, root)
+
+
+def _graph(paths: list[Path], root: Path) -> dict[str, dict[str, tuple[str, int]]]:
+    """module -> {imported netqual module: (file, line)}; every import counts, lazy ones and
+    those under ``if TYPE_CHECKING:`` too (a cycle hidden from the runtime is still one
+    for the reader and for the type checker)."""
+    modules = {module_name(p, root): p for p in paths}
+    graph: dict[str, dict[str, tuple[str, int]]] = {}
+    for module, path in modules.items():
+        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+        edges: dict[str, tuple[str, int]] = {}
+        for line, target in _imports(tree, module, path.name == "__init__.py"):
+            parts = target.split(".")
+            for n in range(len(parts), 0, -1):  # the module a name lives in
+                name = ".".join(parts[:n])
+                if name in modules:
+                    if name not in (module, PACKAGE) and not module.startswith(name + "."):
+                        edges.setdefault(name, (str(path), line))
+                    break
+        graph[module] = edges
+    return graph
+
+
+def cycles(paths: list[Path], root: Path) -> list[Violation]:
+    """One violation per import cycle (a strongly connected group of modules), naming the
+    modules in order and the file and line of its first import. A submodule importing its
+    own package (the package's re-exports) is not counted: that is how packages work."""
+    graph = _graph(paths, root)
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    groups: list[list[str]] = []
+
+    def visit(start: str) -> None:  # Tarjan's algorithm, iterative (no recursion limit)
+        work = [(start, iter(sorted(graph[start])))]
+        index[start] = low[start] = len(index)
+        stack.append(start)
+        on_stack.add(start)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is not None:
+                if child not in index:
+                    index[child] = low[child] = len(index)
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(sorted(graph[child]))))
+                elif child in on_stack:
+                    low[node] = min(low[node], index[child])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                group: list[str] = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    group.append(member)
+                    if member == node:
+                        break
+                if len(group) > 1:
+                    groups.append(group)
+
+    for module in sorted(graph):
+        if module not in index:
+            visit(module)
+    out = []
+    for group in groups:
+        members = set(group)
+        first = min(group)
+        path = [first]  # walk the cycle through the group from its first module
+        while True:
+            nxt = min(m for m in graph[path[-1]] if m in members)
+            if nxt in path:
+                path.append(nxt)
+                break
+            path.append(nxt)
+        file, line = graph[path[0]][path[1]]
+        out.append(Violation(file, line, path[0], path[1], "import cycle " + " -> ".join(path)))
     return out
 
 
@@ -212,9 +300,9 @@ def main(argv: list[str] | None = None) -> int:
     for v in violations:
         print(v)
     if violations:
-        print(f"{len(violations)} import(s) against the layer order", file=sys.stderr)
+        print(f"{len(violations)} import(s) against the layer order or in a cycle", file=sys.stderr)
         return 1
-    print(f"layers: {PACKAGE} imports point one way")
+    print(f"layers: {PACKAGE} imports point one way; 0 import cycles")
     return 0
 
 

@@ -16,12 +16,12 @@ from netqual.narrative import unmeasured_sentence, verdict_sentence
 from netqual.pathtable import FloatArray, IntArray, worst_per_group
 from netqual.report import fmt
 from netqual.report.dist import distribution
+from netqual.report.grid import NODE_MATRIX_MAX, pair_rows, report_nodes
 from netqual.report.recommend import recommend
 from netqual.report.view import (
     DETAIL_MAX,
     EMBED_ALL_MAX,
     EMBED_WORST,
-    NODE_MATRIX_MAX,
     WORST_SHOWN,
     GateBanner,
     RackPairs,
@@ -33,12 +33,10 @@ from netqual.report.view import (
     node_cells,
     opt,
     pair_keys,
-    pair_rows,
     rack_cells,
     rack_pairs,
     rack_spans,
     ranked_indexes,
-    report_nodes,
 )
 from netqual.report.waivers import WaiverNote, waiver_notes
 from netqual.report.workload import workload_view

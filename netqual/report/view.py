@@ -16,17 +16,16 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from netqual.matrix import matrix_nodes
 from netqual.models import Node, PathResult, Results
 from netqual.pathtable import FloatArray, IntArray, worst_per_group
 from netqual.report import fmt
+from netqual.report.grid import NODE_MATRIX_MAX, pair_rows, report_nodes
 from netqual.report.recommend import Recommendation
 from netqual.report.waivers import WaiverNote
 
 if TYPE_CHECKING:
     from netqual.report.workload import WorkloadView
 
-NODE_MATRIX_MAX = 48  # up to this many nodes the page draws one SVG cell per node pair
 DETAIL_MAX = 500  # paths whose histogram, bulk cells and reasons are embedded
 # Up to this many paths the page embeds every path's values (about 23 bytes a path: 1.2 MB);
 # a larger run is summarised: per rack pair, the class of each node pair, and the values of
@@ -122,11 +121,6 @@ class ReportView:
     two_verdicts: str | None = None  # with a workload: both counts, which one the gate uses
 
 
-def report_nodes(results: Results) -> list[Node]:
-    """The matrix rows, as the terminal orders them."""
-    return matrix_nodes(results.nodes, results.paths)
-
-
 def rack_spans(nodes: Sequence[Node]) -> list[RackSpan]:
     spans: list[RackSpan] = []
     for i, n in enumerate(nodes):
@@ -201,22 +195,6 @@ def _cell_title(p: PathResult, results: Results, waived: Mapping[tuple[str, str]
     text = f"{describe(p, results)}: {p.verdict.value}"
     w = waived.get(p.key)
     return f"{text} (waived: {w})" if w else text
-
-
-def pair_rows(results: Results, order: Sequence[str]) -> IntArray:
-    """An ``len(order)**2`` grid, row-major over ``order``: the path shown in each node-pair
-    cell (its own direction, else the reverse one; the last such path of the table), -1
-    where neither direction was measured. Indexing a grid, not a dict per path."""
-    n = len(order)
-    a, b = results.paths.codes(order)
-    rows = np.arange(len(a), dtype=np.int64)
-    ok = (a >= 0) & (b >= 0)
-    forward = np.full(n * n, -1, dtype=np.int64)
-    reverse = np.full(n * n, -1, dtype=np.int64)
-    np.maximum.at(forward, a[ok] * n + b[ok], rows[ok])
-    np.maximum.at(reverse, b[ok] * n + a[ok], rows[ok])
-    grid: IntArray = np.where(forward >= 0, forward, reverse)
-    return grid
 
 
 def node_cells(

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from netqual.models import Results, Verdict
-from netqual.report.view import NODE_MATRIX_MAX, pair_rows, report_nodes
+from netqual.report.grid import NODE_MATRIX_MAX, pair_rows, report_nodes
 from netqual.units import format_bytes, format_duration_us, format_us
 from netqual.workload.impact import (
     FIELD_LINES_US,

@@ -38,7 +38,6 @@ from netqual.models import (
     Policy,
     PreflightReport,
     ProbePlan,
-    Results,
     RunMeta,
     Verdict,
 )
@@ -51,6 +50,7 @@ from netqual.probe_request import SilentAgentError, request_probe
 from netqual.progress import NullObserver, RunObserver, Stage
 from netqual.protocol import connect
 from netqual.results import journal, summarize, write_json
+from netqual.runresults import Results
 from netqual.schedule import Pair
 from netqual.stats import bulk_stats, rtt_stats
 from netqual.transports import TransportKind, TransportOptions

@@ -14,7 +14,8 @@ from netqual.auth import load_token
 from netqual.coordinator import RunConfig, RunObserver, run
 from netqual.inventory import load_inventory
 from netqual.localagents import local_agents
-from netqual.models import KIB, MIB, Policy, ProbePlan, Results
+from netqual.models import KIB, MIB, Policy, ProbePlan
+from netqual.runresults import Results
 from netqual.workload.model import Workload
 
 # The lab's delayed links go through a user-space relay on two shared cores: 2,000 kept

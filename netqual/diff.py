@@ -28,7 +28,7 @@ from typing import overload
 
 import numpy as np
 
-from netqual.models import Metric, PathResult, Results, RttStats, Verdict
+from netqual.models import Metric, PathResult, RttStats, Verdict
 from netqual.pathtable import (
     NOT_FOUND,
     VERDICTS,
@@ -39,6 +39,7 @@ from netqual.pathtable import (
     PathTable,
     union_names,
 )
+from netqual.runresults import Results
 from netqual.units import format_us
 
 # The re-qualification example profile's numbers (docs/gate-profiles/requalify.toml):

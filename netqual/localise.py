@@ -26,8 +26,9 @@ import numpy as np
 import numpy.typing as npt
 
 from netqual.matrix import group_medians
-from netqual.models import Metric, Results, Suspect, SuspectKind, Tier
+from netqual.models import Metric, Suspect, SuspectKind, Tier
 from netqual.pathtable import TIERS, VERDICTS, BoolArray, worst_per_group
+from netqual.runresults import Results
 
 MAJORITY = 0.5
 NEAR_SAFE = 0.75

@@ -18,8 +18,7 @@ import numpy as np
 import numpy.typing as npt
 
 if TYPE_CHECKING:
-    from netqual.pathtable import PathTable
-    from netqual.workload.model import Workload
+    pass
 
 KIB = 1 << 10
 MIB = 1 << 20
@@ -455,42 +454,6 @@ class Suspect:
     kind: SuspectKind
     subject: str  # "gpu03", "gpu01->gpu07", "r01<->r02", "gpu01<->gpu07"
     evidence: Mapping[str, object]  # counts, medians (us), the worst path; JSON values
-
-
-@dataclass(frozen=True)
-class Results:
-    run: RunMeta
-    nodes: tuple[Node, ...]
-    paths: PathTable  # columns, one row per path (netqual.pathtable)
-    summary: Summary
-    interference: Interference | None = None
-    tool_name: str = "netqual"
-    tool_version: str = "0"
-    schema_version: str = SCHEMA_VERSION
-
-    @property
-    def preliminary(self) -> bool:
-        """The plan kept fewer samples than the policy needs: no verdict is final."""
-        return self.run.plan.iterations < self.run.policy.min_samples
-
-    workload: Workload | None = None  # the workload the paths were judged by, if any
-    suspects: tuple[Suspect, ...] = ()
-    retest_of: str | None = None  # the run directory this run re-measured
-    not_measured: tuple[NotMeasured, ...] = ()  # configuration failures, not paths
-
-    @property
-    def unmeasured(self) -> int | None:
-        """Scheduled pairs without a path row; None when the file does not say how many
-        were scheduled (an older results file of a run that completed)."""
-        planned = self.run.pairs_planned
-        if planned is None:
-            return len(self.not_measured) if self.not_measured or self.run.complete else None
-        return max(0, planned - len(self.paths))
-
-    @property
-    def incomplete(self) -> bool:
-        """Interrupted, or some scheduled pair has no measurement: no go-live decision."""
-        return not self.run.complete or bool(self.unmeasured) or not len(self.paths)
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,8 @@ from collections.abc import Sequence, Set
 
 import numpy as np
 
-from netqual.models import PathResult, Results, Verdict, Waiver
+from netqual.models import PathResult, Verdict, Waiver
+from netqual.runresults import Results
 from netqual.units import format_us
 
 

@@ -14,7 +14,8 @@ from pathlib import Path
 import numpy as np
 
 from netqual.errors import UsageError
-from netqual.models import ProbePlan, Results, Verdict
+from netqual.models import ProbePlan, Verdict
+from netqual.runresults import Results
 
 DEFAULT_VERDICTS = "unsafe,marginal"
 ITERATIONS_FACTOR = 2  # default: twice the original plan's kept samples

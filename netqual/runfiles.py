@@ -13,10 +13,11 @@ from typing import Any
 from netqual import __version__, localise
 from netqual.errors import ResultsFileError
 from netqual.filedata import load_json
-from netqual.models import SCHEMA_VERSION, Mode, Node, PathResult, Results
+from netqual.models import SCHEMA_VERSION, Mode, Node, PathResult
 from netqual.pathtable import PathTable
 from netqual.results import journal, load, results_from_dict, summarize
 from netqual.resume import IDENTITY_FILE
+from netqual.runresults import Results
 from netqual.schedule import build
 from netqual.schema import validate
 

@@ -24,7 +24,6 @@ from netqual.models import (
     PathResult,
     Policy,
     ProbePlan,
-    Results,
     Role,
     RttStats,
     RunMeta,
@@ -33,6 +32,7 @@ from netqual.models import (
 )
 from netqual.pathtable import PathTable
 from netqual.results import summarize, write_json
+from netqual.runresults import Results
 from netqual.stats import bin_edges, bin_index
 
 _BASE_RTT_US = {

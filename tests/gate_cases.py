@@ -7,7 +7,7 @@ from pathlib import Path
 
 from factories import make_results, write_results
 
-from netqual.models import Results
+from netqual.runresults import Results
 
 PROFILE = """\
 [profile]

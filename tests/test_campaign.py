@@ -16,8 +16,9 @@ from factories import make_results, write_results
 
 from netqual import localise
 from netqual.campaign.store import SCHEMA_VERSION, open_store
-from netqual.models import Policy, Results
+from netqual.models import Policy
 from netqual.results import path_to_dict
+from netqual.runresults import Results
 
 WEEK1 = "2027-01-05T10:00:00+00:00"
 WEEK2 = "2027-01-12T10:00:00+00:00"

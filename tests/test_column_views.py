@@ -25,12 +25,13 @@ from netqual.matrix import (
     rack_pair_groups,
     tier_groups,
 )
-from netqual.models import PathResult, Results, SuspectKind, Tier, Verdict, Waiver
+from netqual.models import PathResult, SuspectKind, Tier, Verdict, Waiver
 from netqual.narrative import verdict_sentence, waiver_problem
 from netqual.pathtable import PathTable
 from netqual.render.terminal import print_results
 from netqual.report.csv import write_csv
 from netqual.report.waivers import waiver_notes
+from netqual.runresults import Results
 from netqual.workload import load_workload
 from netqual.workload.impact import tier_impacts, workload_counts
 from netqual.workload.judge import apply as apply_workload

@@ -13,9 +13,10 @@ import pytest
 from cli_helpers import ROOT, Run, run_in_process
 from factories import make_results, write_results
 
-from netqual.models import NotMeasured, Results
+from netqual.models import NotMeasured
 from netqual.pathtable import PathTable
 from netqual.results import summarize
+from netqual.runresults import Results
 
 PROFILES = ROOT / "docs" / "gate-profiles"
 

@@ -10,8 +10,8 @@ from pathlib import Path
 from cli_helpers import netqual
 from factories import make_results, write_results
 
-from netqual.models import Results
 from netqual.pathtable import PathTable
+from netqual.runresults import Results
 
 PROFILE = """
 [profile]

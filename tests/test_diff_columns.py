@@ -16,8 +16,9 @@ from cli_helpers import Run, run_in_process
 from factories import make_results, write_results
 
 from netqual.diff import PathChange, diff_json, diff_runs
-from netqual.models import Metric, PathResult, Results, RttStats, Verdict
+from netqual.models import Metric, PathResult, RttStats, Verdict
 from netqual.pathtable import PathTable
+from netqual.runresults import Results
 
 SAFE, MARGINAL, UNSAFE = Verdict.SAFE, Verdict.MARGINAL, Verdict.UNSAFE
 

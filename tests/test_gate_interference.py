@@ -8,7 +8,8 @@ from pathlib import Path
 from cli_helpers import netqual
 from factories import make_results, write_results
 
-from netqual.models import Interference, Results, SampledPath, Tier, TierInterference
+from netqual.models import Interference, SampledPath, Tier, TierInterference
+from netqual.runresults import Results
 
 PROFILE = """
 [profile]

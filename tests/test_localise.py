@@ -11,9 +11,10 @@ from cli_helpers import run_in_process
 from factories import make_results, write_results
 
 from netqual.localise import suspects
-from netqual.models import PathResult, Results, SuspectKind, Verdict
+from netqual.models import PathResult, SuspectKind, Verdict
 from netqual.pathtable import PathTable
 from netqual.results import load, results_to_dict
+from netqual.runresults import Results
 
 
 def kinds(r: Results) -> dict[SuspectKind, list[str]]:

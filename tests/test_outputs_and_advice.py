@@ -17,10 +17,11 @@ from conftest import AgentPool, new_token_file
 from factories import make_results, write_results
 from test_agent_e2e import write_inventory
 
-from netqual.models import ProbePlan, Results
+from netqual.models import ProbePlan
 from netqual.report.recommend import recommend
 from netqual.results import load
 from netqual.retest import larger_plan
+from netqual.runresults import Results
 
 
 @pytest.fixture

@@ -8,7 +8,6 @@ from netqual.models import (
     PathResult,
     Policy,
     ProbePlan,
-    Results,
     RttStats,
     RunMeta,
     Tier,
@@ -17,6 +16,7 @@ from netqual.models import (
 from netqual.pathtable import PathTable
 from netqual.report.recommend import recommend
 from netqual.results import summarize
+from netqual.runresults import Results
 
 NODES = tuple(
     Node(name, f"198.18.{i}.1", rack=rack, labels={"site": site})

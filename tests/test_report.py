@@ -18,11 +18,12 @@ from cli_helpers import Run, run_in_process
 from factories import make_results, write_results
 
 from netqual.gate import Waiver
-from netqual.models import Results, Verdict
+from netqual.models import Verdict
 from netqual.pathtable import PathTable
 from netqual.report import build, render_html, write_csv
 from netqual.report.build import build_view
 from netqual.results import summarize
+from netqual.runresults import Results
 
 EXTERNAL = [
     re.compile(r"https?://", re.I),

@@ -19,7 +19,6 @@ from netqual.models import (
     PathResult,
     Policy,
     ProbePlan,
-    Results,
     Role,
     RunMeta,
     Tier,
@@ -37,6 +36,7 @@ from netqual.results import (
     summarize,
     write_json,
 )
+from netqual.runresults import Results
 from netqual.stats import rtt_stats
 
 NODES = (

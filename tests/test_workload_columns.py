@@ -13,8 +13,9 @@ from pathlib import Path
 import pytest
 from factories import make_results
 
-from netqual.models import MIB, BulkStats, PathResult, Results, RttStats, Verdict
+from netqual.models import MIB, BulkStats, PathResult, RttStats, Verdict
 from netqual.pathtable import PathTable
+from netqual.runresults import Results
 from netqual.workload import Workload, load_workload
 from netqual.workload.judge import apply, judge
 

@@ -26,9 +26,9 @@ from prometheus_client.registry import Collector, CollectorRegistry
 
 from netqual.campaign.store import WEEK_PATHS, open_store
 from netqual.campaign.trend import gate_rows, suspect_ages, week_counts
-from netqual.models import Results
 from netqual.names import visible
 from netqual.pathtable import TIERS, VERDICTS
+from netqual.runresults import Results
 
 PER_PATH_LIMIT = 2_000  # paths; above it only rack-pair aggregates (a Prometheus series each)
 _PATH_LABELS = ("src", "dst", "src_rack", "dst_rack", "tier")

@@ -25,7 +25,8 @@ from netqual.diff import p99_rises
 from netqual.errors import CampaignError
 from netqual.gate import Finding, GateReport, Outcome, Profile, Status, evaluate
 from netqual.gate.regression import MaxP99IncreasePct, NoClassDrop, NoMissingPaths
-from netqual.models import Results, Waiver
+from netqual.models import Waiver
+from netqual.runresults import Results
 from netqual.units import format_us
 
 BASELINE_RULES = (MaxP99IncreasePct, NoClassDrop, NoMissingPaths)

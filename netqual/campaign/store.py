@@ -24,9 +24,10 @@ import duckdb
 import numpy as np
 
 from netqual.errors import CampaignError
-from netqual.models import Results, Waiver
+from netqual.models import Waiver
 from netqual.pathtable import TIERS, VERDICTS
 from netqual.results import policy_to_dict
+from netqual.runresults import Results
 
 SCHEMA_VERSION = 2
 

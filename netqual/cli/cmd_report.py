@@ -18,7 +18,6 @@ from netqual.gate import evaluate, load_profile
 from netqual.gate.profile import Profile
 from netqual.gate.regression import MaxP99IncreasePct
 from netqual.matrix import STATISTICS
-from netqual.models import Results
 from netqual.outfiles import write_text_atomic
 from netqual.render.diff import print_diff
 from netqual.render.terminal import print_results
@@ -28,6 +27,7 @@ from netqual.report.html import render_diff_html
 from netqual.report.view import GateBanner
 from netqual.results import results_to_dict
 from netqual.runfiles import load_run
+from netqual.runresults import Results
 from netqual.workload import load_workload
 from netqual.workload.judge import apply as apply_workload
 

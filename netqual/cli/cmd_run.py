@@ -53,7 +53,7 @@ from netqual.errors import EXIT_RUNTIME, NotMeasuredError, OutputError, UsageErr
 from netqual.gate import load_profile
 from netqual.interference import DEFAULT_FRACTION, DEFAULT_MINIMUM, TOLERANCE
 from netqual.inventory import Inventory, load_inventory
-from netqual.models import Mode, Policy, ProbePlan, Results
+from netqual.models import Mode, Policy, ProbePlan
 from netqual.packing import Coverage
 from netqual.phases import Schedule, ScheduleConfig
 from netqual.plan_check import check_limits
@@ -68,6 +68,7 @@ from netqual.report import write_html
 from netqual.report.view import GateBanner
 from netqual.results import path_to_dict, results_to_dict
 from netqual.runfiles import load_run
+from netqual.runresults import Results
 from netqual.transports import TransportKind, TransportOptions
 from netqual.units import format_size
 from netqual.workload import Workload, load_workload

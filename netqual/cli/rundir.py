@@ -18,8 +18,8 @@ import typer
 
 from netqual.errors import NetqualError, UsageError
 from netqual.interrupts import deliver
-from netqual.models import Results
 from netqual.outfiles import check_out_dir, check_own_file, new_run_dir
+from netqual.runresults import Results
 
 RESULT_FILES = ("results.json", "results.jsonl")
 

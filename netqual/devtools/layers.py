@@ -57,6 +57,7 @@ MODULE_LAYERS: Mapping[str, str] = {
     "netqual.units": "core",
     "netqual.models": "core",
     "netqual.pathtable": "core",  # paths as columns (numpy), rows as PathResult
+    "netqual.runresults": "core",  # Results: one run as the commands and outputs read it
     "netqual.schema": "core",
     "netqual.tomlfile": "core",
     "netqual.plan_codec": "core",

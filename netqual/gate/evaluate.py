@@ -13,10 +13,10 @@ from netqual.errors import UsageError
 from netqual.gate.complete import Complete
 from netqual.gate.model import GateContext, GateReport, Outcome, Scope, WaiverState
 from netqual.gate.profile import Profile
-from netqual.models import Results
 from netqual.narrative import incomplete_note, preliminary_note, waiver_problems
 from netqual.pathtable import IntArray
 from netqual.plausible import rejudge
+from netqual.runresults import Results
 
 
 def evaluate(

@@ -21,9 +21,10 @@ from netqual.matrix import (
     rack_pair_groups,
     tier_groups,
 )
-from netqual.models import PathResult, Results, Suspect, SuspectKind, Tier, Verdict
+from netqual.models import PathResult, Suspect, SuspectKind, Tier, Verdict
 from netqual.narrative import unmeasured_sentence, verdict_sentence
 from netqual.pathtable import TIERS
+from netqual.runresults import Results
 from netqual.units import format_size, format_us
 from netqual.workload.impact import two_verdicts_sentence
 

@@ -9,8 +9,9 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from netqual.models import PathResult, Results, Verdict
+from netqual.models import PathResult, Verdict
 from netqual.render.terminal import MATRIX_MAX_NODES, STYLE, verdict_text
+from netqual.runresults import Results
 from netqual.units import format_bytes, format_duration_us, format_us
 from netqual.workload import Attention, BaselineKind, Workload
 from netqual.workload.impact import (

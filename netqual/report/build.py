@@ -11,7 +11,7 @@ import numpy as np
 
 from netqual import __version__
 from netqual.interference import headline
-from netqual.models import PathResult, Results, Verdict, Waiver
+from netqual.models import PathResult, Verdict, Waiver
 from netqual.narrative import unmeasured_sentence, verdict_sentence
 from netqual.pathtable import FloatArray, IntArray, worst_per_group
 from netqual.report import fmt
@@ -40,6 +40,7 @@ from netqual.report.view import (
 )
 from netqual.report.waivers import WaiverNote, waiver_notes
 from netqual.report.workload import workload_view
+from netqual.runresults import Results
 from netqual.units import format_size
 from netqual.workload.impact import two_verdicts_sentence
 

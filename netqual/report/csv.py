@@ -9,9 +9,10 @@ from typing import TextIO
 
 import numpy as np
 
-from netqual.models import RTT_STATISTICS, Results
+from netqual.models import RTT_STATISTICS
 from netqual.outfiles import write_atomic
 from netqual.pathtable import NO_HOPS, TIERS, VERDICTS
+from netqual.runresults import Results
 from netqual.units import format_size
 
 BASE_COLUMNS = [

@@ -11,10 +11,11 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from netqual.models import Results, Tier, Verdict
+from netqual.models import Tier, Verdict
 from netqual.pathtable import NO_HOPS, TIERS, VERDICTS, FloatArray, IntArray
 from netqual.report import fmt
 from netqual.report.view import DistRow, Rect
+from netqual.runresults import Results
 
 PLOT_W = 640.0
 ROW_H = 56.0

@@ -9,8 +9,9 @@ from collections.abc import Sequence
 import numpy as np
 
 from netqual.matrix import matrix_nodes
-from netqual.models import Node, Results
+from netqual.models import Node
 from netqual.pathtable import IntArray
+from netqual.runresults import Results
 
 NODE_MATRIX_MAX = 48  # up to this many nodes the page draws one SVG cell per node pair
 

@@ -19,12 +19,13 @@ import jinja2
 import markupsafe
 
 from netqual.diff import RunDiff
-from netqual.models import Results, Verdict, Waiver
+from netqual.models import Verdict, Waiver
 from netqual.names import visible
 from netqual.outfiles import write_text_atomic
 from netqual.report import fmt
 from netqual.report.build import build_view
 from netqual.report.view import GateBanner
+from netqual.runresults import Results
 
 
 def templates_dir() -> Path:

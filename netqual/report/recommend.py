@@ -23,10 +23,11 @@ from typing import Any
 import numpy as np
 
 from netqual import localise
-from netqual.models import Metric, Node, Results, Suspect, SuspectKind, Tier, Verdict
+from netqual.models import Metric, Node, Suspect, SuspectKind, Tier, Verdict
 from netqual.narrative import unmeasured_sentence
 from netqual.pathtable import NO_HOPS, TIERS, IntArray, PathTable
 from netqual.report import fmt
+from netqual.runresults import Results
 
 MAJORITY = 0.5
 LISTED = 8

@@ -16,12 +16,13 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from netqual.models import Node, PathResult, Results
+from netqual.models import Node, PathResult
 from netqual.pathtable import FloatArray, IntArray, worst_per_group
 from netqual.report import fmt
 from netqual.report.grid import NODE_MATRIX_MAX, pair_rows, report_nodes
 from netqual.report.recommend import Recommendation
 from netqual.report.waivers import WaiverNote
+from netqual.runresults import Results
 
 if TYPE_CHECKING:
     from netqual.report.workload import WorkloadView

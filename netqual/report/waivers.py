@@ -6,9 +6,10 @@ import datetime as dt
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from netqual.models import Results, Waiver
+from netqual.models import Waiver
 from netqual.narrative import waiver_problems
 from netqual.pathtable import VERDICTS
+from netqual.runresults import Results
 
 
 @dataclass(frozen=True)

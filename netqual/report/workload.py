@@ -9,8 +9,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from netqual.models import Results, Verdict
+from netqual.models import Verdict
 from netqual.report.grid import NODE_MATRIX_MAX, pair_rows, report_nodes
+from netqual.runresults import Results
 from netqual.units import format_bytes, format_duration_us, format_us
 from netqual.workload.impact import (
     FIELD_LINES_US,

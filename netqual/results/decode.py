@@ -35,7 +35,6 @@ from netqual.models import (
     NotMeasured,
     Policy,
     PolicyFieldError,
-    Results,
     Role,
     RunMeta,
     Tier,
@@ -45,6 +44,7 @@ from netqual.pathtable import PathTable
 from netqual.plan_codec import plan_from_dict
 from netqual.plausible import mark_impossible
 from netqual.results.summary import summarize
+from netqual.runresults import Results
 from netqual.schema import validate
 from netqual.workload.model import Workload
 

@@ -19,13 +19,13 @@ from netqual.models import (
     Node,
     PathResult,
     Policy,
-    Results,
     RttStats,
     Verdict,
     WorkloadResult,
 )
 from netqual.outfiles import write_atomic
 from netqual.plan_codec import plan_to_dict
+from netqual.runresults import Results
 from netqual.stats import BINS_PER_DECADE, bin_index
 
 

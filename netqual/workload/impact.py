@@ -11,8 +11,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from netqual.models import Results, Tier, Verdict
+from netqual.models import Tier, Verdict
 from netqual.pathtable import TIERS, VERDICTS, FloatArray
+from netqual.runresults import Results
 from netqual.units import format_bytes, format_duration_us
 from netqual.workload.model import BaselineKind, Workload
 

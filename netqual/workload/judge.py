@@ -20,10 +20,10 @@ from netqual.models import (
     PathResult,
     PlanFieldError,
     ProbePlan,
-    Results,
     Verdict,
     WorkloadResult,
 )
+from netqual.runresults import Results
 from netqual.units import format_bytes
 from netqual.workload.columns import judge_columns
 from netqual.workload.model import Workload

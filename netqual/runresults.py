@@ -1,0 +1,60 @@
+"""``Results``: everything one run produced, as the commands and outputs read it: the run's
+metadata, its nodes, its paths as columns (``PathTable``), the summary and what was derived
+from them. It sits above both ``models`` (the records) and ``pathtable`` (the columns):
+the columns are built from the records, and a run holds the columns, so the records never
+import the columns."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from netqual.models import (
+    SCHEMA_VERSION,
+    Interference,
+    Node,
+    NotMeasured,
+    RunMeta,
+    Summary,
+    Suspect,
+)
+from netqual.pathtable import PathTable
+
+if TYPE_CHECKING:
+    from netqual.workload.model import Workload
+
+
+@dataclass(frozen=True)
+class Results:
+    run: RunMeta
+    nodes: tuple[Node, ...]
+    paths: PathTable  # columns, one row per path (netqual.pathtable)
+    summary: Summary
+    interference: Interference | None = None
+    tool_name: str = "netqual"
+    tool_version: str = "0"
+    schema_version: str = SCHEMA_VERSION
+
+    @property
+    def preliminary(self) -> bool:
+        """The plan kept fewer samples than the policy needs: no verdict is final."""
+        return self.run.plan.iterations < self.run.policy.min_samples
+
+    workload: Workload | None = None  # the workload the paths were judged by, if any
+    suspects: tuple[Suspect, ...] = ()
+    retest_of: str | None = None  # the run directory this run re-measured
+    not_measured: tuple[NotMeasured, ...] = ()  # configuration failures, not paths
+
+    @property
+    def unmeasured(self) -> int | None:
+        """Scheduled pairs without a path row; None when the file does not say how many
+        were scheduled (an older results file of a run that completed)."""
+        planned = self.run.pairs_planned
+        if planned is None:
+            return len(self.not_measured) if self.not_measured or self.run.complete else None
+        return max(0, planned - len(self.paths))
+
+    @property
+    def incomplete(self) -> bool:
+        """Interrupted, or some scheduled pair has no measurement: no go-live decision."""
+        return not self.run.complete or bool(self.unmeasured) or not len(self.paths)

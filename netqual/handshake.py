@@ -31,7 +31,10 @@ from typing import Any
 from netqual.errors import AuthError, ErrorCode, IdentityError, PeerError, ProtocolError
 from netqual.messages import Fields
 
-PROTOCOL_VERSION = 2
+# 3: TCP probes carry challenges and the responder's session-key tags (measurement
+# integrity), the probe request has a typed "options" field; a release speaking 2 gets a
+# clear "run the same release" error instead of an integrity failure.
+PROTOCOL_VERSION = 3
 NONCE_BYTES = 32
 MAC_BYTES = 32
 AUTH_SCHEMES = ("hmac-sha256", "none")

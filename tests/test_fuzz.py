@@ -29,7 +29,7 @@ from hypothesis import strategies as st
 
 from netqual import preflight
 from netqual.errors import NetqualError
-from netqual.handshake import ClientHandshake
+from netqual.handshake import PROTOCOL_VERSION, ClientHandshake
 from netqual.models import Node, ProbePlan
 from netqual.probe_request import request_probe
 from netqual.protocol import FRAME_JSON, Channel, client_handshake, connect, server_handshake
@@ -217,7 +217,13 @@ def _check_agent(victim: AgentProc, peer: AgentProc, token: bytes) -> None:
 
 # -- the coordinator against a fake agent ---------------------------------------------------
 TOKEN = b"fuzz-token-" + bytes.fromhex("9f2c7e1d5b3a8064e4f1a7c0b9d2386e")
-HELLO = {"protocol": 2, "agent": "liar", "version": "0", "auth": "hmac-sha256", "nonce": "ab" * 32}
+HELLO = {
+    "protocol": PROTOCOL_VERSION,
+    "agent": "liar",
+    "version": "0",
+    "auth": "hmac-sha256",
+    "nonce": "ab" * 32,
+}
 RESULT = {"responder_agent": "other", "warmup_discarded": 20, "rtt_count": 1, "hops": 1,
           "forward_hops": None, "details": {"tcp_nodelay": True},
           "bulk": [{"chunk_bytes": 65536, "depth": 1, "reads": 1, "elapsed_ns": 5,

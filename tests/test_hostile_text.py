@@ -24,6 +24,7 @@ from factories import make_results, write_results
 from test_trust import frame, serving, write_inventory
 
 from netqual.errors import NetqualError
+from netqual.handshake import PROTOCOL_VERSION
 from netqual.names import LiteralFormatter, printable, visible
 from netqual.protocol import connect
 
@@ -177,7 +178,12 @@ def test_junit_xml_parses_with_the_hostile_waiver(hostile_dir: Path) -> None:
 def markup_refusing_agent(name: str) -> object:
     """A listener that says hello as ``name`` and refuses every client with HOSTILE as the
     reason (the token-less listener of the attack review)."""
-    hello = {"protocol": 2, "agent": name, "version": HOSTILE[:60], "auth": "hmac-sha256"}
+    hello = {
+        "protocol": PROTOCOL_VERSION,
+        "agent": name,
+        "version": HOSTILE[:60],
+        "auth": "hmac-sha256",
+    }
     hello_frame = frame(
         json.dumps({"kind": "hello", "body": {**hello, "nonce": "ab" * 32}}).encode()
     )

@@ -243,11 +243,15 @@ def test_tampered_frames_end_the_session(attack: str) -> None:
         server.recv()
 
 
-def test_old_protocol_peer_gets_a_clear_version_error() -> None:
+@pytest.mark.parametrize("old", [1, 2])
+def test_old_protocol_peer_gets_a_clear_version_error(old: int) -> None:
     client, server = pair()
-    old_hello = b'{"kind":"hello","body":{"protocol":1}}'
-    server.sock.sendall(HEADER.pack(MAGIC, 1, 1, len(old_hello)) + old_hello)
-    with pytest.raises(ProtocolError, match=r"protocol version 1 on the other side.*version 2"):
+    old_hello = b'{"kind":"hello","body":{"protocol":%d}}' % old
+    server.sock.sendall(HEADER.pack(MAGIC, old, 1, len(old_hello)) + old_hello)
+    with pytest.raises(
+        ProtocolError,
+        match=rf"protocol version {old} on the other side.*version {PROTOCOL_VERSION}",
+    ):
         client_handshake(client, TOKEN)
 
 
@@ -255,11 +259,35 @@ def test_old_protocol_peer_gets_a_clear_version_error() -> None:
     "hello",
     [
         "9" * 5000,
-        {"protocol": 2, "agent": "a", "version": "0", "auth": "hmac-sha256", "nonce": "é" * 64},
-        {"protocol": 2, "agent": "a\x00b", "version": "0", "auth": "hmac-sha256", "nonce": ""},
+        {
+            "protocol": PROTOCOL_VERSION,
+            "agent": "a",
+            "version": "0",
+            "auth": "hmac-sha256",
+            "nonce": "é" * 64,
+        },
+        {
+            "protocol": PROTOCOL_VERSION,
+            "agent": "a\x00b",
+            "version": "0",
+            "auth": "hmac-sha256",
+            "nonce": "",
+        },
         {"protocol": 2.5},
-        {"protocol": 2, "agent": "a", "version": "0", "auth": "rot13", "nonce": "00" * 32},
-        {"protocol": 2, "agent": "\ud800", "version": "0", "auth": "none", "nonce": "00" * 32},
+        {
+            "protocol": PROTOCOL_VERSION,
+            "agent": "a",
+            "version": "0",
+            "auth": "rot13",
+            "nonce": "00" * 32,
+        },
+        {
+            "protocol": PROTOCOL_VERSION,
+            "agent": "\ud800",
+            "version": "0",
+            "auth": "none",
+            "nonce": "00" * 32,
+        },
     ],
 )
 def test_hostile_hello_is_a_protocol_error(hello: dict[str, object] | str) -> None:

@@ -129,7 +129,7 @@ def hostile_hello(payload: bytes) -> Callable[[socket.socket], None]:
 
 def hostile_welcome(welcome: bytes) -> Callable[[socket.socket], None]:
     """A plausible hello, then ``welcome`` whatever the client says."""
-    hello = {"protocol": 2, "agent": "fake", "version": "0", "auth": "hmac-sha256"}
+    hello = {"protocol": PROTOCOL_VERSION, "agent": "fake", "version": "0", "auth": "hmac-sha256"}
     hello_frame = frame(
         json.dumps({"kind": "hello", "body": {**hello, "nonce": "ab" * 32}}).encode()
     )

@@ -80,15 +80,21 @@ def test_root_demo_builds_the_fabric_and_verdicts_follow_the_tiers(tmp_path: Pat
     assert {p["hops"] for p in by_tier["cross-rack"]} == {4}
     assert {p["hops"] for p in by_tier["remote"]} == {5}
 
-    # latency grows with the tier, and the remote site is past 500 us at p50 already, so
-    # that verdict holds whatever the VM's noise. Same-rack and cross-rack verdicts hinge on
-    # p99 tails that depend on how busy this VM is today (cross-rack p50 was seen at
-    # 140-210 us), so they are not asserted; the lab's own e2e test checks all three
-    # classes with wide margins.
+    # latency grows with the tier, and each tier reads its injected round trip (cross rack
+    # 180 us, remote 890 us) at least, 10% slack
     def median_p50(tier: str) -> float:
         values = sorted(float(p["rtt_us"]["p50"]) for p in by_tier[tier])  # type: ignore[index]
         return values[len(values) // 2]
 
     assert median_p50("same-rack") < median_p50("cross-rack") < median_p50("remote")
+    assert median_p50("cross-rack") >= 0.9 * 180 and median_p50("remote") >= 0.9 * 890
     assert all(p["verdict"] == "unsafe" for p in by_tier["remote"])
+
+    # the three classes come from the delays: each tier's most common verdict is its
+    # topology's (a single path's p99 can still catch another tenant's stall)
+    def usual(tier: str) -> str:
+        verdicts = [str(p["verdict"]) for p in by_tier[tier]]
+        return max(set(verdicts), key=verdicts.count)
+
+    assert [usual(t) for t in ("same-rack", "cross-rack")] == ["offload-safe", "marginal"]
     assert _lab_leftovers() == []

@@ -25,6 +25,7 @@ from pathlib import Path
 import pytest
 
 from netqual import lab
+from netqual.lab.fabric import AGENT_PREFIX
 
 REASON = lab.lab_available()
 pytestmark = [
@@ -107,7 +108,7 @@ def netqual_p50(info: lab.LabInfo, a: lab.LabNode, b: lab.LabNode) -> float:
 
 def sockperf_p50(info: lab.LabInfo, a: lab.LabNode, b: lab.LabNode) -> float:
     server = subprocess.Popen(
-        ["ip", "netns", "exec", b.netns, "nice", "-n", "-10", "sockperf", "server", "--tcp",
+        ["ip", "netns", "exec", b.netns, *AGENT_PREFIX, "sockperf", "server", "--tcp",
          "-i", str(b.address), "-p", str(SOCKPERF_PORT)],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )  # fmt: skip
@@ -115,7 +116,7 @@ def sockperf_p50(info: lab.LabInfo, a: lab.LabNode, b: lab.LabNode) -> float:
         out = None
         for _ in range(20):  # until the server listens (a refused client exits at once)
             out = subprocess.run(
-                ["ip", "netns", "exec", a.netns, "nice", "-n", "-10", "sockperf", "ping-pong",
+                ["ip", "netns", "exec", a.netns, *AGENT_PREFIX, "sockperf", "ping-pong",
                  "--tcp", "--full-rtt", "-i", str(b.address), "-p", str(SOCKPERF_PORT),
                  "-t", "1"],
                 capture_output=True, text=True, timeout=60, check=False,

@@ -24,9 +24,12 @@ from netqual.lab.state import LabState, Process
 from netqual.lab.topology import Topology, load_default
 
 READY_TIMEOUT_S = 20.0
-# Agents run at a raised priority too, so that a busy machine delays them less than it
-# would delay the relayed packets they measure (see docs/lab.md, "Precision").
-AGENT_PREFIX = ["nice", "-n", "-10"]
+# Agents run as real-time tasks (below the relay's priority 10): they time the round
+# trips, and an ordinary process on a machine shared with other work waits milliseconds
+# for a CPU now and then, which put every path's p99 (the demo's verdicts) in the
+# milliseconds whatever the topology. They sleep between messages; the kernel's RT
+# throttling (95% of a CPU) bounds a bulk transfer (docs/lab.md, "Precision").
+AGENT_PREFIX = ["chrt", "--fifo", "5"]
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ from rich.text import Text
 
 from netqual.cli.app import app, err_console
 from netqual.cli.helpstyle import polish
-from netqual.cli.rundir import RunInterrupted, abandon_threads_and_exit
+from netqual.cli.rundir import RunStopped, abandon_threads_and_exit
 from netqual.errors import EXIT_RUNTIME, EXIT_USAGE, NetqualError
 
 # Importing a command module registers its commands on ``app``.
@@ -46,7 +46,7 @@ def _command() -> Any:
 def main(argv: list[str] | None = None) -> int:
     try:
         rv = _command().main(args=argv, prog_name="netqual", standalone_mode=False)
-    except RunInterrupted as err:
+    except RunStopped as err:
         err_console().print(Text(str(err), style="bold yellow"), soft_wrap=True)
         abandon_threads_and_exit(err.exit_code)
     except NetqualError as err:

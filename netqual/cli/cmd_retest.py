@@ -7,18 +7,18 @@ from typing import Annotated
 
 import typer
 
+from netqual import resume as resume_mod
 from netqual import retest as retest_mod
 from netqual.auth import load_token
 from netqual.cli import rundir
 from netqual.cli.app import JsonOpt, TokenFileOpt, app, console, err_console
-from netqual.cli.cmd_run import InsecureOpt, _finish
-from netqual.coordinator import RunConfig
+from netqual.cli.cmd_run import InsecureOpt, measure_into
+from netqual.coordinator import RunConfig, run_identity
 from netqual.coordinator import run as run_coordinator
 from netqual.diff import diff_runs
 from netqual.inventory import load_inventory
 from netqual.plan_check import DEFAULT_LIMITS, check_limits
 from netqual.render.diff import print_diff
-from netqual.render.progress import observer
 from netqual.report.fmt import plural
 from netqual.results import load
 from netqual.transports import TransportKind
@@ -64,7 +64,18 @@ def retest(
         ),
     ] = None,
     force: Annotated[
-        bool, typer.Option("--force", help="Replace the run already in --out.")
+        bool,
+        typer.Option(
+            "--force",
+            help="Replace the run already in --out; with --resume: accept a different plan.",
+        ),
+    ] = False,
+    resume: Annotated[
+        bool,
+        typer.Option(
+            "--resume",
+            help="Continue an interrupted re-test in --out: skip the pairs it finished.",
+        ),
     ] = False,
     token_file: TokenFileOpt = None,
     insecure: InsecureOpt = False,
@@ -90,7 +101,7 @@ def retest(
         console().print(f"nothing to re-test: no {verdict} paths in {run_dir}")
         return
     new_dir = out or retest_mod.default_out(run_dir)
-    rundir.check_out(new_dir, force, resume=False)
+    rundir.check_out(new_dir, force, resume)
     pol = before.run.policy
     plan = retest_mod.larger_plan(
         before.run.plan, iterations, pol.min_samples, DEFAULT_LIMITS.max_iterations
@@ -121,9 +132,15 @@ def retest(
             f"{pol.min_samples:,}: the re-test stays preliminary",
             style="yellow",
         )
-    with observer(c, "auto", cfg.policy.metric) as progress:
-        after = run_coordinator(cfg, new_dir, progress)
-    _finish(after, new_dir, as_json)
+    previous = resume_mod.prepare(new_dir, run_identity(cfg), force) if resume else None
+    resume_mod.begin(new_dir, run_identity(cfg), previous)
+    after = measure_into(
+        new_dir,
+        as_json,
+        "auto",
+        cfg.policy.metric,
+        lambda progress: run_coordinator(cfg, new_dir, progress, previous),
+    )
     if not as_json:
         print_diff(
             console(), diff_runs(before, after, old_source=str(run_dir), new_source=str(new_dir))

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated
 
@@ -53,13 +54,13 @@ from netqual.errors import EXIT_RUNTIME, NotMeasuredError, OutputError, UsageErr
 from netqual.gate import load_profile
 from netqual.interference import DEFAULT_FRACTION, DEFAULT_MINIMUM, TOLERANCE
 from netqual.inventory import Inventory, load_inventory
-from netqual.models import Mode, Policy, ProbePlan
+from netqual.models import Metric, Mode, Policy, ProbePlan
 from netqual.packing import Coverage
 from netqual.phases import Schedule, ScheduleConfig
 from netqual.plan_check import check_limits
 from netqual.policy import load_policy, short_plan_problem
 from netqual.preflight import PreflightFailed
-from netqual.progress import Stage
+from netqual.progress import RunObserver, Stage
 from netqual.render.dryrun import print_dry_run
 from netqual.render.progress import observer
 from netqual.render.terminal import print_probe, print_results
@@ -228,6 +229,41 @@ def _finish(results: Results, out: Path, as_json: bool, gate: GateBanner | None 
     print_results(console(), results)
     print_workload_results(console(), results)
     console().print(f"results: {out / 'results.json'}  report: {out / 'report.html'}", style="dim")
+
+
+def measure_into(
+    out: Path,
+    as_json: bool,
+    progress: str,
+    metric: Metric,
+    measure: Callable[[RunObserver], Results],
+    gate: Callable[[Results], GateBanner | None] = lambda results: None,
+    again: str | None = None,
+) -> Results:
+    """The one way run, retest and demo measure into ``out`` and stop. SIGINT and SIGTERM
+    stop ``measure`` in any phase; it returns the results finalised so far (incomplete),
+    which are written like a finished run's, and the command then exits 130 or 143 with
+    ``again`` (default: resume with the same command plus --resume)."""
+    c = err_console() if as_json else console()
+    again = again or f"resume with {rundir.resume_command(out)}"
+    try:
+        try:
+            with rundir.interrupts() as caught, observer(c, progress, metric) as shown:
+                results = measure(shown)
+        except KeyboardInterrupt:  # before the run had anything to finalise
+            raise rundir.RunStopped(
+                f"interrupted before measuring started: nothing new measured; {again}",
+                caught.exit_code,
+            ) from None
+        _finish(results, out, as_json, gate(results))
+    except OutputError as err:  # no space, no permission: say how to continue
+        raise OutputError(
+            err.source,
+            f"{err.problem}; the pairs measured so far are kept: fix it, then {again}",
+        ) from err
+    if not results.run.complete:
+        raise rundir.RunInterrupted(results, out, again, caught.exit_code)
+    return results
 
 
 def _dry_run(
@@ -427,33 +463,26 @@ def run(
     resume_mod.begin(out, run_identity(cfg), previous)
     # Progress and notes go to stderr when stdout carries JSON.
     c = err_console() if as_json else console()
-    try:
-        with rundir.interrupts() as caught, observer(c, progress, pol.metric) as shown:
-            try:
-                shown.phase(Stage.PREFLIGHT, 0, len(cfg.nodes))
-                checked_at = time.monotonic()
-                checked = preflight_or_stop(
-                    c, cfg.nodes, token, cfg.transport.value, keep_going, check_timeout, plan
-                )
-                cfg = dataclasses.replace(cfg, preflight_s=time.monotonic() - checked_at)
-            except PreflightFailed:
-                if previous is None:
-                    resume_mod.abandon(out, created)
-                raise
-            except KeyboardInterrupt:
-                results = finalise_interrupted(cfg, out, previous, Stage.PREFLIGHT)
-            else:
-                results = run_coordinator(cfg, out, shown, previous, checked)
-        _finish(results, out, as_json, gate_banner(results, prof, baseline))
-    except OutputError as err:  # no space, no permission: say how to continue
-        raise OutputError(
-            err.source,
-            f"{err.problem}; the pairs measured so far are kept: fix it and "
-            f"continue with {rundir.resume_command(out)}",
-        ) from err
-    if not results.run.complete:
-        command = rundir.resume_command(out)
-        raise rundir.RunInterrupted(results, out, command, caught.exit_code)
+
+    def measure(shown: RunObserver) -> Results:
+        try:
+            shown.phase(Stage.PREFLIGHT, 0, len(cfg.nodes))
+            checked_at = time.monotonic()
+            checked = preflight_or_stop(
+                c, cfg.nodes, token, cfg.transport.value, keep_going, check_timeout, plan
+            )
+            measured = dataclasses.replace(cfg, preflight_s=time.monotonic() - checked_at)
+        except PreflightFailed:
+            if previous is None:
+                resume_mod.abandon(out, created)
+            raise
+        except KeyboardInterrupt:
+            return finalise_interrupted(cfg, out, previous, Stage.PREFLIGHT)
+        return run_coordinator(measured, out, shown, previous, checked)
+
+    measure_into(
+        out, as_json, progress, pol.metric, measure, lambda r: gate_banner(r, prof, baseline)
+    )
 
 
 @app.command()
@@ -620,10 +649,14 @@ def demo(
         plan = demo_mod.lab_workload_plan(plan, say)
     check_limits(plan)
     pol = demo_mod.demo_policy(load_policy(policy) if policy else None, plan, say)
-    with observer(c, "auto", pol.metric) as progress:
+
+    def measure(progress: RunObserver) -> Results:
         if fallback:
             say(f"demo: loopback agents ({fallback})")
-            results = demo_mod.run_on_loopback(out, agents, plan, pol, progress, say, wl)
-        else:
-            results = demo_mod.run_on_lab(out, plan, pol, progress, say, wl)
-    _finish(results, out, as_json)
+            return demo_mod.run_on_loopback(out, agents, plan, pol, progress, say, wl)
+        return demo_mod.run_on_lab(out, plan, pol, progress, say, wl)
+
+    # A demo's agents are new (new ports, new token) each time: it starts again, it
+    # cannot resume, and the next demo may replace this one.
+    again = f"a demo does not resume: start it again with {rundir.resume_command(out, False)}"
+    measure_into(out, as_json, "auto", pol.metric, measure, again=again)

@@ -136,12 +136,19 @@ def interrupts() -> Iterator[Caught]:
             signal.signal(s, h)
 
 
-class RunInterrupted(NetqualError):
-    """The run was stopped; what it measured is saved and finalised. Exit 130 (SIGINT) or
-    143 (SIGTERM)."""
+class RunStopped(NetqualError):
+    """A signal stopped a command that measures. Exit 130 (SIGINT) or 143 (SIGTERM)."""
 
-    def __init__(self, results: Results, out: Path, resume_command: str, exit_code: int) -> None:
+    def __init__(self, message: str, exit_code: int) -> None:
         self.exit_code = exit_code
+        super().__init__(message)
+
+
+class RunInterrupted(RunStopped):
+    """The run was stopped; what it measured is saved and finalised. ``again``: how to
+    continue, e.g. 'resume with netqual run ... --resume'."""
+
+    def __init__(self, results: Results, out: Path, again: str, exit_code: int) -> None:
         planned = results.run.pairs_planned
         of = f" of {planned}" if planned else ""
         sched = results.run.schedule or {}
@@ -154,16 +161,18 @@ class RunInterrupted(NetqualError):
         super().__init__(
             f"interrupted{where}: {finished}{of} pairs saved{also} in "
             f"{out / 'results.jsonl'} (report: {out / 'report.html'}, marked incomplete); "
-            f"resume with {resume_command}"
+            f"{again}",
+            exit_code,
         )
 
 
-def resume_command(out: Path) -> str:
-    """The command line that continues this run: the same arguments plus --out and --resume."""
+def resume_command(out: Path, resume: bool = True) -> str:
+    """The command line that continues this run: the same arguments plus --out and
+    --resume (``resume=False``: the same command again, for a demo)."""
     args = [a for a in sys.argv[1:] if a not in ("--resume", "--force")]
     if "--out" not in args and not any(a.startswith("--out=") for a in args):
         args += ["--out", str(out)]
-    return "netqual " + " ".join([*args, "--resume"])
+    return "netqual " + " ".join([*args, "--resume"] if resume else args)
 
 
 def abandon_threads_and_exit(code: int) -> NoReturn:

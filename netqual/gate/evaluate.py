@@ -94,8 +94,11 @@ def resume_command(results: Results, source: str) -> str:
     """The command that finishes this run: its inventory, its directory, --resume."""
     path = Path(source)
     run_dir = path.parent if path.suffix in (".json", ".jsonl") else path
+    out = f"--out {shlex.quote(str(run_dir))} --resume"
+    if results.retest_of:  # a re-test resumes as a re-test of the same run
+        return f"netqual retest {shlex.quote(results.retest_of)} {out}"
     inventory = results.run.inventory or "INVENTORY"
-    return f"netqual run {shlex.quote(inventory)} --out {shlex.quote(str(run_dir))} --resume"
+    return f"netqual run {shlex.quote(inventory)} {out}"
 
 
 def _notes(results: Results, profile: Profile) -> tuple[str, ...]:

@@ -53,8 +53,14 @@ def test_demo_rejects_a_single_agent(tmp_path: Path) -> None:
 
 
 def _lab_leftovers() -> list[str]:
+    """Namespaces of the demo's own lab (the default state dir's prefix): another lab on
+    the host, with its own prefix, is not this test's leftover."""
+    from netqual.lab import default_state_dir
+    from netqual.lab.layout import prefix_for
+
+    prefix = prefix_for(default_state_dir())
     names = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True, check=False)
-    return [line for line in names.stdout.splitlines() if line.startswith("nql")]
+    return [line for line in names.stdout.splitlines() if line.startswith(prefix)]
 
 
 @pytest.mark.root

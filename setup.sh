@@ -14,6 +14,7 @@ APT_PACKAGES=(
   qemu-system-x86 busybox-static cpio kmod  # the Soft-RoCE guest (tests/test_rxe_guest.py, netqual lab rdma-shell)
   slurmd slurmctld slurm-client munge  # tests/test_slurm_job.py: a single-host Slurm cluster
   prometheus      # tests/test_campaign_prometheus.py: a real server scrapes `campaign serve`
+  strace          # tests/test_campaign_walkthrough.py: slows one agent for week 2 (syscall delay injection)
 )
 
 if [[ "${NETQUAL_SKIP_APT:-0}" != 1 && $(id -u) == 0 ]] && command -v apt-get >/dev/null; then

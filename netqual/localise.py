@@ -135,7 +135,28 @@ def _path_evidence(c: PathColumns, i: int) -> dict[str, Any]:
     }
 
 
+def topology_unknown(c: PathColumns) -> bool:
+    """No node has a rack and no path a tier (a results file without either): a bad node,
+    a bad rack and distance leave the same marks, so nothing is localised but asymmetry
+    (which compares a pair with itself)."""
+    return not (c.node_rack >= 0).any() and bool((c.tier == TIERS.index(Tier.UNKNOWN)).all())
+
+
+def cannot_localise(results: Results) -> str | None:
+    """Why the suspects are missing when paths fail but the topology is unknown; else None."""
+    c = columns(results, results.run.policy.metric)
+    if not (c.verdict > 0).any() or not topology_unknown(c):
+        return None
+    return (
+        "cannot localise: no path has a tier and no node a rack, so a bad node, a bad "
+        "rack and distance look alike; give the nodes racks (and sites) in the inventory "
+        "and re-run, or re-test the paths that are not offload-safe"
+    )
+
+
 def localise(c: PathColumns, metric: Metric) -> tuple[Suspect, ...]:
+    if topology_unknown(c):
+        return tuple(_asymmetries(c, metric))
     n_nodes, n_racks = len(c.node_names), len(c.rack_names)
     bad = c.verdict > 0
     far = distance_tiers(c)

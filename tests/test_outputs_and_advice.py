@@ -154,6 +154,41 @@ def test_a_file_without_tiers_is_judged_by_the_node_lists_racks(tmp_path: Path) 
     assert not any(t.startswith("Keep rack") for t in titles)
 
 
+def test_a_file_without_tiers_or_racks_says_it_cannot_localise(
+    tmp_path: Path, cli: Callable[..., Run]
+) -> None:
+    """A slow node and a slow rack pair: with racks the advice names them; with neither
+    tiers nor racks in the file, terminal and report say they cannot localise and blame no
+    node or rack, and still list the paths that are not offload-safe."""
+    res = make_results(16, rack_size=4, slow_nodes=["gpu02"], slow_rack_pairs=[("r03", "r04")])
+    write_results(tmp_path / "racked.json", res)
+    doc = json.loads((tmp_path / "racked.json").read_text())
+    for p in doc["paths"]:
+        del p["tier"]
+    for n in doc["nodes"]:
+        n["rack"] = None
+    (tmp_path / "flat.json").write_text(json.dumps(doc))
+    racked = [r.title for r in recommend(load(tmp_path / "racked.json"))]
+    assert "Keep gpu02 on local NVMe" in racked  # the same data, located with racks
+    assert "Do not offload KV between racks r03 and r04" in racked
+
+    flat = cli("report", "flat.json", "--html", "flat.html", cwd=tmp_path)
+    assert flat.returncode == 0, flat.stderr
+    out = " ".join(flat.stdout.split())
+    assert "suspects: cannot localise: no path has a tier and no node a rack" in out
+    assert "suspects (where the problem sits)" not in out
+    cards = [r.title for r in recommend(load(tmp_path / "flat.json"))]
+    assert "Cannot localise: the topology is unknown" in cards
+    assert not any(t.startswith(("Keep ", "Do not offload KV between racks")) for t in cards)
+    html = (tmp_path / "flat.html").read_text(encoding="utf-8")
+    todo = " ".join(html.split('id="recommendations"')[1].split("</section>")[0].split())
+    assert "What to do" in todo
+    assert "Cannot localise: the topology is unknown" in todo
+    bad = int((load(tmp_path / "flat.json").paths.verdict > 0).sum())
+    assert f"{bad} of 120 paths are not offload-safe (" in todo
+    assert "Keep gpu02" not in todo and "top-of-rack" not in todo
+
+
 def test_with_a_workload_the_first_screen_shows_both_verdicts(
     tmp_path: Path, cli: Callable[..., Run]
 ) -> None:

@@ -103,6 +103,8 @@ def recommend(results: Results, expired_waivers: Sequence[str] = ()) -> list[Rec
     cols = localise.columns(results, metric)
     found = localise.localise(cols, metric)
     out += _tiers(results, localise.distance_tiers(cols))
+    if (problem := localise.cannot_localise(results)) is not None:
+        out.append(_unlocalised(results, problem))
     by_kind: dict[SuspectKind, list[Suspect]] = defaultdict(list)
     for s in found:
         by_kind[s.kind].append(s)
@@ -167,6 +169,23 @@ def recommend(results: Results, expired_waivers: Sequence[str] = ()) -> list[Rec
             )
         )
     return out
+
+
+def _unlocalised(results: Results, problem: str) -> Recommendation:
+    """Paths fail and the topology is unknown: they are listed, no node or rack is blamed."""
+    table = results.paths
+    order = table.ranked(results.run.policy.metric)
+    bad = order[table.verdict[order] != Verdict.SAFE.rank]
+    worst = [f"{table.names[table.src[i]]} -> {table.names[table.dst[i]]}"
+             for i in bad[:LISTED].tolist()]  # fmt: skip
+    return Recommendation(
+        "unsafe" if (table.verdict == Verdict.UNSAFE.rank).any() else "marginal",
+        "Cannot localise: the topology is unknown",
+        f"{len(bad):,} of {len(table):,} paths {'is' if len(bad) == 1 else 'are'} not "
+        "offload-safe "
+        f"({_names(worst, len(bad))}), but {problem.removeprefix('cannot localise: ')}. "
+        "Until then, do not offload KV over these paths.",
+    )
 
 
 _FAR_TIERS = (Tier.CROSS_RACK, Tier.REMOTE)

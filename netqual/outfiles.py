@@ -38,21 +38,29 @@ def _problem(err: OSError) -> str:
     return err.strerror or str(err)
 
 
-def check_out_dir(directory: Path) -> None:
-    """Refuse (exit 2) an output directory that is a symlink or not ours; an absent one is
-    fine (it is created by ``make_out_dir``)."""
+def _check_ours(path: Path, directory: bool) -> None:
+    """Refuse (exit 2) a path that is a symlink, of the other kind, or another user's; an
+    absent one is fine."""
     try:
-        st = directory.lstat()
+        st = path.lstat()
     except FileNotFoundError:
         return
     except OSError as err:
-        raise OutputError(str(directory), _problem(err)) from err
+        raise OutputError(str(path), _problem(err)) from err
     if stat.S_ISLNK(st.st_mode):
-        raise OutputError(str(directory), "is a symlink; refusing to write through it")
-    if not stat.S_ISDIR(st.st_mode):
-        raise OutputError(str(directory), "is not a directory")
+        raise OutputError(str(path), "is a symlink; refusing to write through it")
+    if directory and not stat.S_ISDIR(st.st_mode):
+        raise OutputError(str(path), "is not a directory")
+    if not directory and not stat.S_ISREG(st.st_mode):
+        raise OutputError(str(path), "is not a regular file")
     if st.st_uid != os.geteuid():
-        raise OutputError(str(directory), f"belongs to another user (uid {st.st_uid})")
+        raise OutputError(str(path), f"belongs to another user (uid {st.st_uid})")
+
+
+def check_out_dir(directory: Path) -> None:
+    """Refuse (exit 2) an output directory that is a symlink or not ours; an absent one is
+    fine (it is created by ``make_out_dir``)."""
+    _check_ours(directory, directory=True)
 
 
 def make_out_dir(directory: Path) -> None:
@@ -84,18 +92,7 @@ def new_run_dir(prefix: str, where: Path = Path()) -> Path:
 def check_own_file(path: Path) -> None:
     """Refuse (exit 2) a file netqual would read back and append to (results.jsonl) when it
     is a symlink, not a regular file, or another user's; an absent one is fine."""
-    try:
-        st = path.lstat()
-    except FileNotFoundError:
-        return
-    except OSError as err:
-        raise OutputError(str(path), _problem(err)) from err
-    if stat.S_ISLNK(st.st_mode):
-        raise OutputError(str(path), "is a symlink; refusing to write through it")
-    if not stat.S_ISREG(st.st_mode):
-        raise OutputError(str(path), "is not a regular file")
-    if st.st_uid != os.geteuid():
-        raise OutputError(str(path), f"belongs to another user (uid {st.st_uid})")
+    _check_ours(path, directory=False)
 
 
 def _refuse_foreign(path: Path) -> None:

@@ -36,6 +36,15 @@ def incomplete_note(results: Results) -> str:
     return f"INCOMPLETE ({', '.join(parts)})"
 
 
+DEMO_INVENTORY = "(demo "  # how netqual demo names its inventory: "(demo loopback)"
+
+
+def is_demo(results: Results) -> bool:
+    """A ``netqual demo`` run: its agents are new each time, so it starts again, it never
+    resumes."""
+    return (results.run.inventory or "").startswith(DEMO_INVENTORY)
+
+
 def unmeasured_sentence(results: Results) -> str | None:
     """E.g. '23 of 28 pairs not measured: finish the run with --resume'; None when complete."""
     missing = results.unmeasured
@@ -50,6 +59,8 @@ def unmeasured_sentence(results: Results) -> str | None:
         head = f"no pair measured ({len(results.paths)}{of})"
     if results.not_measured and results.run.complete:
         return f"{head}: fix the configuration (netqual check), then measure them with --resume"
+    if is_demo(results):
+        return f"{head}: a demo does not resume, start it again (netqual demo)"
     return f"{head}: finish the run with the same command plus --resume"
 
 

@@ -96,3 +96,12 @@ def test_ctrl_c_stops_a_loopback_demo_that_says_start_again(tmp_path: Path) -> N
     assert f"{saved} of 3 pairs saved in {out / 'results.jsonl'}" in err
     assert f"a demo does not resume: start it again with netqual {' '.join(args)}" in err
     assert "--resume" not in err
+    # Report and gate agree: a stopped demo is started again, never resumed.
+    report = netqual_cli("report", str(out))
+    assert report.returncode == 0, report.stderr
+    line = f"{3 - saved} of 3 pairs not measured: a demo does not resume, start it again"
+    assert line in " ".join(report.stdout.split())
+    junit = tmp_path / "gate.xml"
+    assert netqual_cli("gate", str(out), "--junit", str(junit)).returncode == 1
+    assert f"finish the run: netqual demo --out {out} (plus" in junit.read_text()
+    assert "--resume" not in junit.read_text()

@@ -18,6 +18,7 @@ import typer
 
 from netqual.errors import NetqualError, UsageError
 from netqual.interrupts import deliver
+from netqual.narrative import DEMO_INVENTORY
 from netqual.outfiles import check_out_dir, check_own_file, new_run_dir
 from netqual.runresults import Results
 
@@ -85,7 +86,7 @@ def check_file_out(path: Path, force: bool, option: str) -> None:
     _writable(path, option)
 
 
-DEMO_MARK = '"inventory":"(demo '  # how a demo's results.json names its inventory
+DEMO_MARK = f'"inventory":"{DEMO_INVENTORY}'  # how a demo's results.json names it
 _DEMO_READ_BYTES = 1 << 16  # the run block is at the start; a demo's file is small
 
 

@@ -13,7 +13,7 @@ from netqual.errors import UsageError
 from netqual.gate.complete import Complete
 from netqual.gate.model import GateContext, GateReport, Outcome, Scope, WaiverState
 from netqual.gate.profile import Profile
-from netqual.narrative import incomplete_note, preliminary_note, waiver_problems
+from netqual.narrative import incomplete_note, is_demo, preliminary_note, waiver_problems
 from netqual.pathtable import IntArray
 from netqual.plausible import rejudge
 from netqual.runresults import Results
@@ -95,6 +95,8 @@ def resume_command(results: Results, source: str) -> str:
     path = Path(source)
     run_dir = path.parent if path.suffix in (".json", ".jsonl") else path
     out = f"--out {shlex.quote(str(run_dir))} --resume"
+    if is_demo(results):  # its agents are new each time: it starts again
+        return f"netqual demo --out {shlex.quote(str(run_dir))}"
     if results.retest_of:  # a re-test resumes as a re-test of the same run
         return f"netqual retest {shlex.quote(results.retest_of)} {out}"
     inventory = results.run.inventory or "INVENTORY"

@@ -124,7 +124,7 @@ def test_a_run_that_runs_out_of_space_says_how_to_resume(agents: AgentPool, tmp_
     assert r.returncode == 2, r.stderr
     assert "cannot write: File too large" in r.stderr and "Traceback" not in r.stderr
     said = " ".join(r.stderr.split())
-    assert "continue with netqual run" in said and said.endswith("--resume")
+    assert "then resume with netqual run" in said and said.endswith("--resume")
     assert "--out out" in said
     assert not [p for p in (tmp_path / "out").iterdir() if p.name.endswith(".tmp")]
     again = cli("run", str(inventory), "--out", "out", *SHORT, "--resume", cwd=tmp_path)

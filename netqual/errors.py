@@ -242,10 +242,11 @@ class NotMeasuredError(NetqualError):
 
 
 class NoAgentsError(NetqualError):
-    """Not a single agent of the inventory answered: nothing can be measured."""
+    """Not a single agent of the inventory can be measured (none answered, or every one
+    failed the pre-flight check): nothing can be measured."""
 
     def __init__(self, detail: str) -> None:
-        super().__init__(f"no agent answered: {detail}")
+        super().__init__(f"no agent can be measured: {detail}")
 
 
 class ClusterApiError(NetqualError):

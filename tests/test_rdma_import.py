@@ -6,7 +6,6 @@ real agents finishes, every path ``unsafe`` with "rdma unavailable on <node>: ..
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
@@ -77,8 +76,9 @@ def test_debian_fallback_appends_dist_packages_at_the_end() -> None:
     assert location == f"{verbs.DEBIAN_DIST_PACKAGES}/pyverbs"
 
 
-def _run_rdma(tmp_path: Path, agent_env: dict[str, str]) -> tuple[int, dict[str, object], str]:
-    """`netqual run --transport rdma` over two real local agents."""
+def _run_rdma(tmp_path: Path, agent_env: dict[str, str]) -> tuple[int, str, str]:
+    """`netqual run --transport rdma --keep-going` over two real local agents: rc, stdout,
+    stderr."""
     from netqual.localagents import local_agents
 
     saved = dict(os.environ)
@@ -122,37 +122,32 @@ def _run_rdma(tmp_path: Path, agent_env: dict[str, str]) -> tuple[int, dict[str,
     finally:
         os.environ.clear()
         os.environ.update(saved)
-    results = json.loads((tmp_path / "out" / "results.json").read_text())
-    return run.returncode, results, run.stderr
+    return run.returncode, run.stdout, run.stderr
 
 
-def test_run_without_pyverbs_marks_every_path_unsafe(tmp_path: Path) -> None:
-    rc, results, stderr = _run_rdma(tmp_path, {"NETQUAL_PYVERBS_PATH": str(tmp_path)})
-    assert rc == 0 and "Traceback" not in stderr
-    paths = results["paths"]
-    assert isinstance(paths, list) and paths
-    for path in paths:
-        assert path["verdict"] == "unsafe"
-        reason = " ".join(path["reasons"])
-        assert "rdma unavailable on node" in reason
-        assert "pyverbs is not importable" in reason and "apt install python3-pyverbs" in reason
+def test_run_without_pyverbs_is_a_configuration_failure_not_a_verdict(tmp_path: Path) -> None:
+    """No pyverbs on any node: nothing can be measured, and that is said as configuration
+    (exit 3, the reason and the fix), never as unsafe network paths."""
+    rc, stdout, stderr = _run_rdma(tmp_path, {"NETQUAL_PYVERBS_PATH": str(tmp_path)})
+    assert rc == 3 and "Traceback" not in stderr
+    assert "no agent can be measured" in stderr
+    assert "pyverbs is not importable" in stderr and "apt install python3-pyverbs" in stderr
+    assert "unsafe" not in stdout + stderr
+    assert not (tmp_path / "out" / "results.json").exists()
 
 
-def test_run_with_pyverbs_but_no_device_marks_every_path_unsafe(tmp_path: Path) -> None:
+def test_run_with_pyverbs_but_no_device_is_a_configuration_failure(tmp_path: Path) -> None:
     if verbs.rdma_sysfs_devices():
         pytest.skip("this machine has RDMA devices")
     try:
         verbs.load()
     except Exception as err:
         pytest.skip(f"pyverbs not importable here: {err}")
-    rc, results, stderr = _run_rdma(tmp_path, {})
-    assert rc == 0 and "Traceback" not in stderr
-    paths = results["paths"]
-    assert isinstance(paths, list) and paths
-    for path in paths:
-        assert path["verdict"] == "unsafe"
-        assert "rdma unavailable on node" in " ".join(path["reasons"])
-        assert "no RDMA device (no /sys/class/infiniband)" in " ".join(path["reasons"])
+    rc, stdout, stderr = _run_rdma(tmp_path, {})
+    assert rc == 3 and "Traceback" not in stderr
+    assert "no agent can be measured" in stderr
+    assert "no RDMA device (no /sys/class/infiniband)" in stderr
+    assert "unsafe" not in stdout + stderr
 
 
 def test_loading_pyverbs_leaves_logging_alone() -> None:

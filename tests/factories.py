@@ -4,7 +4,8 @@ Deterministic for a given seed. Nodes are grouped in racks (compute ``gpuNN`` an
 node ``storNN`` every ``storage_every`` nodes); every unordered pair is one path (full mesh).
 RTTs depend on the tier (same-rack vs cross-rack) and the transport; chosen nodes or rack
 pairs are made slow so a results file has a realistic mix of classes. Verdicts follow the
-DESIGN.md policy rules, so the records look like what the coordinator writes.
+documented policy rules (docs/policy.md), so the records look like what the coordinator
+writes.
 """
 
 from __future__ import annotations
@@ -72,7 +73,7 @@ def make_nodes(n_nodes: int, *, rack_size: int | None = None, storage_every: int
 def classify(
     rtt: RttStats | None, error: str | None, policy: Policy
 ) -> tuple[Verdict, tuple[str, ...]]:
-    """DESIGN.md policy: errors unsafe; metric over the unsafe line unsafe; few samples marginal."""
+    """docs/policy.md: errors unsafe; metric over the unsafe line unsafe; few samples marginal."""
     if error is not None or rtt is None:
         return Verdict.UNSAFE, (f"measurement failed: {error or 'no samples'}",)
     name = policy.metric.value

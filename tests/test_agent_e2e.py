@@ -26,7 +26,7 @@ SMALL_PLAN = ["--iterations", "2000", "--warmup", "200", "--chunk", "64KiB", "--
 
 
 def write_inventory(path: Path, agents: list[AgentProc], token_file: Path) -> None:
-    """An inventory in DESIGN.md's format (agent ports were picked by the kernel)."""
+    """An inventory as docs/inventory.md documents it (agent ports were picked by the kernel)."""
     lines = ["[defaults]", "port = 18515", f'token_file = "{token_file.name}"', ""]
     for i, a in enumerate(agents):
         lines += [

@@ -1,4 +1,4 @@
-"""Inventory parsing: DESIGN.md's example loads; every mistake names the file and field."""
+"""Inventory parsing: docs/inventory.md's example loads; every mistake names the file and field."""
 
 from __future__ import annotations
 

@@ -16,12 +16,10 @@ from netqual.campaign.metrics import CampaignCollector, registry_of
 from netqual.campaign.store import Store, open_store
 from netqual.campaign.trend import trend, trend_to_dict
 from netqual.cli.app import JsonOpt, app, console, split_endpoint
-from netqual.cli.cmd_gate import _today
-from netqual.errors import EXIT_FAIL, EXIT_OK, UsageError
-from netqual.gate import Waiver, junit_xml, load_profile, report_to_dict
-from netqual.outfiles import write_text_atomic
+from netqual.cli.cmd_gate import _today, emit_gate
+from netqual.errors import UsageError
+from netqual.gate import Waiver, load_profile
 from netqual.render.campaign import print_added, print_trend
-from netqual.render.gate import print_gate
 from netqual.runfiles import load_run
 from netqual.workload import load_workload
 from netqual.workload.judge import apply as apply_workload
@@ -217,13 +215,7 @@ def gate(
         store.set_waivers(stone.name, profile.waivers)
     finally:
         store.close()
-    if junit:
-        write_text_atomic(junit, junit_xml(report))
-    if as_json:
-        typer.echo(json.dumps(report_to_dict(report), indent=1))
-    else:
-        print_gate(console(), report)
-    return EXIT_OK if report.passed else EXIT_FAIL
+    return emit_gate(report, junit, as_json)
 
 
 @campaign_app.command()

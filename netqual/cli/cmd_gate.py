@@ -12,7 +12,14 @@ import typer
 from netqual.cli import rundir
 from netqual.cli.app import ForceOpt, JsonOpt, WorkloadOpt, app, console
 from netqual.errors import EXIT_FAIL, EXIT_OK, ResultsFileError, UsageError
-from netqual.gate import default_profile, evaluate, junit_xml, load_profile, report_to_dict
+from netqual.gate import (
+    GateReport,
+    default_profile,
+    evaluate,
+    junit_xml,
+    load_profile,
+    report_to_dict,
+)
 from netqual.outfiles import write_text_atomic
 from netqual.render.gate import print_gate
 from netqual.runfiles import load_run
@@ -99,6 +106,12 @@ def gate(
         baseline_source=str(baseline) if baseline else None,
         allow_incomplete=allow_incomplete,
     )
+    return emit_gate(report, junit, as_json)
+
+
+def emit_gate(report: GateReport, junit: Path | None, as_json: bool) -> int:
+    """A gate report as every gate command gives it: JUnit file, JSON or terminal, and the
+    exit code (pass 0, fail 1)."""
     if junit:
         write_text_atomic(junit, junit_xml(report))
     if as_json:

@@ -58,6 +58,7 @@ MODULE_LAYERS: Mapping[str, str] = {
     "netqual.models": "core",
     "netqual.pathtable": "core",  # paths as columns (numpy), rows as PathResult
     "netqual.runresults": "core",  # Results: one run as the commands and outputs read it
+    "netqual.hostpath": "core",  # host path audit records, affinity classes
     "netqual.schema": "core",
     "netqual.tomlfile": "core",
     "netqual.plan_codec": "core",
@@ -81,6 +82,7 @@ MODULE_LAYERS: Mapping[str, str] = {
     "netqual.agent": "measure",
     "netqual.admission": "measure",  # the agent's unauthenticated connections
     "netqual.doctor": "measure",
+    "netqual.pcisysfs": "measure",  # the PCI/sysfs reader (host path audit, fleet fields)
     "netqual.preflight": "measure",
     "netqual.stats": "analysis",
     "netqual.matrix": "analysis",

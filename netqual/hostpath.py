@@ -1,0 +1,381 @@
+"""The host path audit as records: GPUs and NICs of one node with their PCIe path, NUMA
+node and link, and the affinity class of every GPU-NIC pair (docs/rails.md).
+
+Classes, best first, with the names and rules of ``nvidia-smi topo -m``:
+
+- ``PIX``: the path crosses at most one PCIe switch (both devices below the downstream
+  ports of the same switch; a switch is its upstream port and its downstream ports);
+- ``PXB``: the path crosses several switches but not the host bridge (the two PCIe
+  paths share a bridge below the root complex);
+- ``PHB``: the two paths meet only at the PCIe host bridge (same root complex);
+- ``NODE``: different host bridges of the same NUMA node;
+- ``SYS``: different NUMA nodes (the path crosses the SMP interconnect).
+
+Anything sysfs did not say is ``None`` here and ``"unknown"`` in the results file, never an
+error: an audit that cannot read a field still reports the rest. ``netqual.pcisysfs``
+reads these records from a sysfs tree.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+AFFINITY_CLASSES = ("PIX", "PXB", "PHB", "NODE", "SYS")  # best first
+NEAR_CLASSES = ("PIX", "PXB")  # a NIC the GPU reaches without the root complex
+UNKNOWN = "unknown"
+
+
+@dataclass(frozen=True)
+class PcieLink:
+    """Negotiated and maximum link of one PCIe function (``*_link_speed``, ``*_link_width``)."""
+
+    speed_gts: float | None = None
+    max_speed_gts: float | None = None
+    width: int | None = None
+    max_width: int | None = None
+
+    @property
+    def full(self) -> bool | None:
+        """Trained at its maximum speed and width; None when sysfs did not say."""
+        if None in (self.speed_gts, self.max_speed_gts, self.width, self.max_width):
+            return None
+        assert self.speed_gts is not None and self.max_speed_gts is not None
+        assert self.width is not None and self.max_width is not None
+        return self.speed_gts >= self.max_speed_gts and self.width >= self.max_width
+
+    def text(self) -> str:
+        def one(speed: float | None, width: int | None) -> str:
+            s = UNKNOWN if speed is None else f"{speed:g} GT/s"
+            return f"{s} x{UNKNOWN if width is None else width}"
+
+        return f"{one(self.speed_gts, self.width)} of {one(self.max_speed_gts, self.max_width)}"
+
+
+@dataclass(frozen=True)
+class Bridge:
+    """A bridge above a NIC: ACS P2P redirect (requests or completions sent up to the root
+    complex, which breaks GPU-NIC peer-to-peer inside a switch) and relaxed ordering."""
+
+    bdf: str
+    acs_redirect: bool | None = None
+    relaxed_ordering: bool | None = None
+
+
+@dataclass(frozen=True)
+class HostDevice:
+    """One GPU or NIC function. ``host_bridge`` is sysfs's ``pciDDDD:BB`` root and
+    ``bridges`` the bridges from it down to the device (root port first)."""
+
+    name: str
+    bdf: str
+    vendor: str | None = None
+    numa_node: int | None = None
+    host_bridge: str | None = None
+    bridges: tuple[str, ...] = ()
+    link: PcieLink = PcieLink()
+    netdevs: tuple[str, ...] = ()
+    rdma_devices: tuple[str, ...] = ()
+    relaxed_ordering: bool | None = None
+    upstream: tuple[Bridge, ...] = ()  # NICs: the bridges of ``bridges`` as read
+
+
+@dataclass(frozen=True)
+class Affinity:
+    gpu: str
+    nic: str
+    cls: str  # one of AFFINITY_CLASSES or UNKNOWN
+
+
+@dataclass(frozen=True)
+class Iommu:
+    mode: str = UNKNOWN  # off | passthrough | translated | unknown
+    units: int | None = None  # entries of /sys/class/iommu
+    cmdline: tuple[str, ...] = ()  # the kernel options that set it
+
+
+@dataclass(frozen=True)
+class HostAudit:
+    node: str
+    gpus: tuple[HostDevice, ...] = ()
+    nics: tuple[HostDevice, ...] = ()
+    affinity: tuple[Affinity, ...] = ()
+    iommu: Iommu = Iommu()
+
+    def cls(self, gpu: str, nic: str) -> str:
+        for a in self.affinity:
+            if a.gpu == gpu and a.nic == nic:
+                return a.cls
+        return UNKNOWN
+
+    def best_nic(self, gpu: str) -> tuple[str | None, str]:
+        """The NIC of the best class for ``gpu`` (the first in PCI order on a tie)."""
+        best: tuple[str | None, str] = (None, UNKNOWN)
+        for nic in self.nics:
+            c = self.cls(gpu, nic.name)
+            if rank(c) < rank(best[1]):
+                best = (nic.name, c)
+        return best
+
+
+def rank(cls: str) -> int:
+    return AFFINITY_CLASSES.index(cls) if cls in AFFINITY_CLASSES else len(AFFINITY_CLASSES)
+
+
+def classify(a: HostDevice, b: HostDevice) -> str:
+    """The ``nvidia-smi topo -m`` class of the path between two functions."""
+    if a.host_bridge is None or b.host_bridge is None:
+        return UNKNOWN
+    if a.host_bridge != b.host_bridge:
+        if a.numa_node is None or b.numa_node is None:
+            return UNKNOWN
+        return "NODE" if a.numa_node == b.numa_node else "SYS"
+    shared = 0
+    for x, y in zip(a.bridges, b.bridges, strict=False):
+        if x != y:
+            break
+        shared += 1
+    if shared == 0:
+        return "PHB"
+    # Below the deepest shared bridge (a switch's upstream port), each side may cross one
+    # more bridge (its downstream port) and still be inside that one switch.
+    if len(a.bridges) - shared <= 1 and len(b.bridges) - shared <= 1:
+        return "PIX"
+    return "PXB"
+
+
+def affinity_table(gpus: Sequence[HostDevice], nics: Sequence[HostDevice]) -> tuple[Affinity, ...]:
+    return tuple(Affinity(g.name, n.name, classify(g, n)) for g in gpus for n in nics)
+
+
+# -- rails: which NIC the inventory gives each GPU --------------------------------------
+
+
+def rail_nic_name(audit: HostAudit, nic: Any) -> str | None:
+    """The audit's name of an inventory NIC (matched by RDMA device, then netdev name)."""
+    device, name = getattr(nic, "device", None), getattr(nic, "name", None)
+    for n in audit.nics:
+        if (device and device in n.rdma_devices) or (name and name in n.netdevs):
+            return n.name
+        if name == n.name:
+            return n.name
+    return None
+
+
+def gpu_rails(audit: HostAudit, nics: Sequence[Any]) -> dict[str, Any]:
+    """GPU name -> its rail's inventory NIC. Rails are numbered as the GPUs are ordered:
+    with R rails and G GPUs, GPU i is on rail i * R // G (8 GPUs on 4 rails: two a rail)."""
+    rails = sorted({r for n in nics if isinstance(r := getattr(n, "rail", None), int)})
+    if not rails or not audit.gpus:
+        return {}
+    by_rail = {getattr(n, "rail", None): n for n in nics}
+    out: dict[str, Any] = {}
+    for i, gpu in enumerate(audit.gpus):
+        out[gpu.name] = by_rail[rails[i * len(rails) // len(audit.gpus)]]
+    return out
+
+
+@dataclass(frozen=True)
+class GpuRail:
+    """One GPU's best NIC and its rail's NIC (None when the inventory lists no NICs)."""
+
+    gpu: str
+    best_nic: str | None
+    best_cls: str
+    rail_nic: str | None = None  # the audit's name of the rail NIC (None: not found)
+    rail_listed: bool = False  # the inventory gives this GPU a rail
+    rail_cls: str = UNKNOWN
+
+    @property
+    def rail_is_best(self) -> bool | None:
+        if not self.rail_listed:
+            return None
+        return self.rail_nic is not None and rank(self.rail_cls) <= rank(self.best_cls)
+
+
+def gpu_rail_table(audit: HostAudit, nics: Sequence[Any] = ()) -> tuple[GpuRail, ...]:
+    rails = gpu_rails(audit, nics)
+    out = []
+    for gpu in audit.gpus:
+        best, best_cls = audit.best_nic(gpu.name)
+        if gpu.name not in rails:
+            out.append(GpuRail(gpu.name, best, best_cls))
+            continue
+        rail = rail_nic_name(audit, rails[gpu.name])
+        cls = UNKNOWN if rail is None else audit.cls(gpu.name, rail)
+        out.append(GpuRail(gpu.name, best, best_cls, rail, True, cls))
+    return tuple(out)
+
+
+# -- findings: what the report lists first and the gate rules judge -----------------------
+
+
+@dataclass(frozen=True)
+class HostFinding:
+    """``rule``: ``nic_affinity`` / ``pcie_link_full`` (gate rules), or ``rail_not_best``,
+    ``acs_redirect``, ``iommu_translated`` (shown, not gated). ``subject``: a GPU or NIC."""
+
+    node: str
+    rule: str
+    subject: str
+    text: str
+
+
+def affinity_findings(audit: HostAudit, nics: Sequence[Any] = ()) -> list[HostFinding]:
+    """A GPU without a PIX/PXB NIC on its rail (any NIC, when the inventory lists none)."""
+    out = []
+    for r in gpu_rail_table(audit, nics):
+        where = f"best {r.best_nic} {r.best_cls}" if r.best_nic else "no NIC found"
+        if r.rail_listed and r.rail_nic is None:
+            text = f"its rail's NIC is not on this host ({where})"
+        elif r.rail_listed and r.rail_cls not in NEAR_CLASSES:
+            text = f"its rail NIC {r.rail_nic} is {r.rail_cls} ({where})"
+        elif not r.rail_listed and r.best_cls not in NEAR_CLASSES:
+            text = f"no NIC below a PCIe switch it shares ({where})"
+        else:
+            if r.rail_is_best is False:
+                text = f"its rail NIC {r.rail_nic} is {r.rail_cls}; {r.best_nic} is {r.best_cls}"
+                out.append(HostFinding(audit.node, "rail_not_best", r.gpu, text))
+            continue
+        out.append(HostFinding(audit.node, "nic_affinity", r.gpu, text))
+    return out
+
+
+def link_findings(audit: HostAudit) -> list[HostFinding]:
+    """A GPU or NIC below its maximum PCIe speed or width, or whose link sysfs did not give."""
+    out = []
+    for d in (*audit.gpus, *audit.nics):
+        if d.link.full is not True:
+            state = "link unknown" if d.link.full is None else "trained below its maximum"
+            text = f"{d.bdf}: {state}: {d.link.text()}"
+            out.append(HostFinding(audit.node, "pcie_link_full", d.name, text))
+    return out
+
+
+def other_findings(audit: HostAudit) -> list[HostFinding]:
+    out = []
+    for nic in audit.nics:
+        redirect = [b.bdf for b in nic.upstream if b.acs_redirect]
+        if redirect and audit.gpus:
+            text = (
+                f"ACS P2P redirect on {', '.join(redirect)}: GPU-NIC traffic goes up to the "
+                "root complex instead of across the switch"
+            )
+            out.append(HostFinding(audit.node, "acs_redirect", nic.name, text))
+    if audit.iommu.mode == "translated" and audit.gpus and audit.nics:
+        text = "IOMMU translates DMA (not passthrough): GPUDirect RDMA may be slower or fail"
+        out.append(HostFinding(audit.node, "iommu_translated", "host", text))
+    return out
+
+
+def findings(audit: HostAudit, nics: Sequence[Any] = ()) -> list[HostFinding]:
+    return affinity_findings(audit, nics) + link_findings(audit) + other_findings(audit)
+
+
+# -- JSON (the results file's ``hosts``; what an agent sends) ----------------------------
+
+
+def _u(value: object) -> object:
+    return UNKNOWN if value is None else value
+
+
+def link_to_dict(link: PcieLink) -> dict[str, Any]:
+    return {
+        "speed_gts": _u(link.speed_gts),
+        "max_speed_gts": _u(link.max_speed_gts),
+        "width": _u(link.width),
+        "max_width": _u(link.max_width),
+        "full": _u(link.full),
+    }
+
+
+def device_to_dict(d: HostDevice, nic: bool) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "name": d.name,
+        "bdf": d.bdf,
+        "vendor": _u(d.vendor),
+        "numa_node": _u(d.numa_node),
+        "host_bridge": _u(d.host_bridge),
+        "pcie_path": list(d.bridges),
+        "link": link_to_dict(d.link),
+    }
+    if nic:
+        out["netdevs"] = list(d.netdevs)
+        out["rdma_devices"] = list(d.rdma_devices)
+        out["relaxed_ordering"] = _u(d.relaxed_ordering)
+        out["upstream"] = [
+            {
+                "bdf": b.bdf,
+                "acs_redirect": _u(b.acs_redirect),
+                "relaxed_ordering": _u(b.relaxed_ordering),
+            }
+            for b in d.upstream
+        ]
+    return out
+
+
+def to_dict(audit: HostAudit) -> dict[str, Any]:
+    return {
+        "gpus": [device_to_dict(g, nic=False) for g in audit.gpus],
+        "nics": [device_to_dict(n, nic=True) for n in audit.nics],
+        "affinity": [{"gpu": a.gpu, "nic": a.nic, "class": a.cls} for a in audit.affinity],
+        "iommu": {
+            "mode": audit.iommu.mode,
+            "units": _u(audit.iommu.units),
+            "cmdline": list(audit.iommu.cmdline),
+        },
+    }
+
+
+def hosts_to_dict(hosts: Iterable[HostAudit]) -> dict[str, Any]:
+    return {h.node: to_dict(h) for h in hosts}
+
+
+def known(value: object) -> Any:
+    """``"unknown"`` (or a missing field) back to None."""
+    return None if value == UNKNOWN else value
+
+
+def from_dict(node: str, d: Mapping[str, Any]) -> HostAudit:
+    """Inverse of ``to_dict`` for a document whose shape was already checked (the results
+    schema, or ``netqual.hostpeer`` for what an agent sent)."""
+
+    def link(x: Mapping[str, Any]) -> PcieLink:
+        return PcieLink(
+            known(x.get("speed_gts")),
+            known(x.get("max_speed_gts")),
+            known(x.get("width")),
+            known(x.get("max_width")),
+        )
+
+    def device(x: Mapping[str, Any]) -> HostDevice:
+        return HostDevice(
+            name=x["name"],
+            bdf=x["bdf"],
+            vendor=known(x.get("vendor")),
+            numa_node=known(x.get("numa_node")),
+            host_bridge=known(x.get("host_bridge")),
+            bridges=tuple(x.get("pcie_path", ())),
+            link=link(x.get("link", {})),
+            netdevs=tuple(x.get("netdevs", ())),
+            rdma_devices=tuple(x.get("rdma_devices", ())),
+            relaxed_ordering=known(x.get("relaxed_ordering")),
+            upstream=tuple(
+                Bridge(b["bdf"], known(b.get("acs_redirect")), known(b.get("relaxed_ordering")))
+                for b in x.get("upstream", ())
+            ),
+        )
+
+    iommu = d.get("iommu", {})
+    return HostAudit(
+        node=node,
+        gpus=tuple(device(g) for g in d.get("gpus", ())),
+        nics=tuple(device(n) for n in d.get("nics", ())),
+        affinity=tuple(Affinity(a["gpu"], a["nic"], a["class"]) for a in d.get("affinity", ())),
+        iommu=Iommu(
+            mode=iommu.get("mode", UNKNOWN),
+            units=known(iommu.get("units")),
+            cmdline=tuple(iommu.get("cmdline", ())),
+        ),
+    )

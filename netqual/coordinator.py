@@ -22,11 +22,21 @@ from typing import Any, TextIO
 
 import numpy as np
 
-from netqual import __version__, estimate, interference, interrupts, localise, phases, schedule
+from netqual import (
+    __version__,
+    estimate,
+    fanin_run,
+    interference,
+    interrupts,
+    localise,
+    phases,
+    schedule,
+)
 from netqual import resume as resume_mod
 from netqual.budget import BulkBudget
 from netqual.errors import ErrorCode, NetqualError, NoAgentsError, PeerError
 from netqual.fabric import Fabric
+from netqual.fanin_model import FaninConfig, FaninResult
 from netqual.matrix import tier_of
 from netqual.messages import Fields
 from netqual.models import (
@@ -82,6 +92,7 @@ class RunConfig:
     interference_minimum: int = interference.DEFAULT_MINIMUM
     interference_seed: int | None = None
     interference_tolerance: float = interference.TOLERANCE  # run/alone p99 beyond noise
+    fanin: FaninConfig | None = None  # run --fanin: the sweep after the pairs (fanin_run)
 
 
 def plan_of(cfg: RunConfig) -> schedule.Schedule:
@@ -380,6 +391,8 @@ def run(
         rec = _Journal.of(prior, f)
         try:
             _measure(cfg, plan, budget, prior, rec, stages, spent, resume is not None, preflight)
+            if cfg.fanin is not None:
+                _fanin(cfg, spent)
             inter_at = time.monotonic()
             try:
                 if cfg.interference_minimum > 0:
@@ -509,6 +522,22 @@ class _Spent:
     tally: phases.Tally = field(default_factory=phases.Tally)
     interference_s: float = 0.0
     busy: dict[str, int] = field(default_factory=dict)  # --resume: probes agents still ran
+    fanin: tuple[FaninResult, ...] = ()
+    fanin_s: float = 0.0
+
+
+def _fanin(cfg: RunConfig, spent: _Spent) -> None:
+    """The fan-in sweep, after every pair: it never runs beside the pair probes."""
+    assert cfg.fanin is not None
+    at = time.monotonic()
+    ctx = fanin_run.SweepContext(
+        cfg.transport, cfg.token, cfg.transport_options, cfg.policy.fanin_knee_factor,
+        cfg.plan.timeout_s,
+    )  # fmt: skip
+    try:
+        spent.fanin = fanin_run.sweep(cfg.nodes, cfg.fanin, ctx)
+    finally:
+        spent.fanin_s = time.monotonic() - at
 
 
 def _finalise(
@@ -545,6 +574,7 @@ def _finalise(
         "preflight_s": round(spent.preflight_s, 3),
         **spent.tally.to_dict(),
         "interference_s": round(spent.interference_s, 3),
+        **({"fanin_s": round(spent.fanin_s, 3)} if cfg.fanin is not None else {}),
     }
     paths = [*rec.paths, *map(journal.as_pending, rec.pending.values())]
     meta = RunMeta(
@@ -575,6 +605,7 @@ def _finalise(
         suspects=localise.suspects(results),
         retest_of=cfg.retest_of,
         not_measured=tuple(rec.skipped),
+        fanin=spent.fanin,
     )
     write_json(out_dir / "results.json", results)
     return results

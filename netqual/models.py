@@ -2,7 +2,7 @@
 
 The JSON mapping of these records (the results file, docs/results.md) lives in
 ``netqual.results``; this module knows nothing about files. Every other layer may import
-it; it imports no other part of netqual.
+it; it imports no other part of netqual but the fetch profiles' names (a plan names one).
 """
 
 from __future__ import annotations
@@ -16,6 +16,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import numpy.typing as npt
+
+from netqual.fetchprofile import PROFILES
 
 if TYPE_CHECKING:
     pass
@@ -178,8 +180,15 @@ class ProbePlan:
     bulk_bytes: int = 128 * MIB
     min_reads: int = 32
     timeout_s: float = 120.0
+    # A connector's access pattern for the bulk cells (netqual.fetchprofile); "" = plain
+    # reads at every depth, as without a profile.
+    fetch_profile: str = ""
 
     def __post_init__(self) -> None:
+        if not isinstance(self.fetch_profile, str) or (
+            self.fetch_profile and self.fetch_profile not in PROFILES
+        ):
+            raise PlanFieldError("fetch_profile", f"unknown, known: {', '.join(PROFILES)}")
         for name, (low, high) in _PLAN_INT_RANGES.items():
             _check_int(name, getattr(self, name), low, high)
         for name, (low, high) in _PLAN_LIST_RANGES.items():
@@ -325,6 +334,9 @@ class Policy:
     safe_max_us: float = 200.0
     unsafe_above_us: float = 500.0
     min_samples: int = 10_000
+    # --fanin: the knee is the first level whose chunk p99 exceeds level 1's by more
+    # than this factor (docs/fanin.md)
+    fanin_knee_factor: float = 2.0
 
     def __post_init__(self) -> None:
         if not isinstance(self.metric, Metric):
@@ -343,6 +355,9 @@ class Policy:
                 f"must be >= safe_max_us ({self.safe_max_us:g}), got {self.unsafe_above_us:g}",
             )
         _check_policy_int("min_samples", self.min_samples)
+        k = self.fanin_knee_factor
+        if isinstance(k, bool) or not isinstance(k, (int, float)) or not 1 < k < math.inf:
+            raise PolicyFieldError("fanin_knee_factor", f"must be a number > 1, got {k!r}")
 
 
 @dataclass(frozen=True)

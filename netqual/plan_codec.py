@@ -23,6 +23,7 @@ def plan_to_dict(p: ProbePlan) -> dict[str, Any]:
         "bulk_bytes": p.bulk_bytes,
         "min_reads": p.min_reads,
         "timeout_s": p.timeout_s,
+        **({"fetch_profile": p.fetch_profile} if p.fetch_profile else {}),
     }
 
 

@@ -27,7 +27,7 @@ def load_policy(path: Path) -> Policy:
     if not isinstance(table, dict):
         raise top.fail("policy", "missing [policy] table")
     f = Fields(source, table, "policy", _error)
-    f.check_keys({"metric", "safe_max_us", "unsafe_above_us", "min_samples"})
+    f.check_keys({"metric", "safe_max_us", "unsafe_above_us", "min_samples", "fanin_knee_factor"})
     metric_text = f.string("metric", DEFAULT_POLICY.metric.value)
     try:
         metric = Metric(metric_text)
@@ -36,10 +36,12 @@ def load_policy(path: Path) -> Policy:
     safe = f.number("safe_max_us", DEFAULT_POLICY.safe_max_us)
     unsafe = f.number("unsafe_above_us", DEFAULT_POLICY.unsafe_above_us)
     min_samples = f.integer("min_samples", DEFAULT_POLICY.min_samples, low=1)
+    knee = f.number("fanin_knee_factor", DEFAULT_POLICY.fanin_knee_factor)
     try:
         return Policy(
-            metric=metric, safe_max_us=safe, unsafe_above_us=unsafe, min_samples=min_samples
-        )
+            metric=metric, safe_max_us=safe, unsafe_above_us=unsafe, min_samples=min_samples,
+            fanin_knee_factor=knee,
+        )  # fmt: skip
     except PolicyFieldError as err:
         raise f.fail(err.field, err.problem) from None
 

@@ -35,6 +35,7 @@ from netqual.errors import (
     ProtocolError,
     TransportUnavailableError,
 )
+from netqual.fetchprofile import PLAIN
 from netqual.messages import Fields
 from netqual.models import Node, PlanFieldError, ProbePlan
 from netqual.plan_codec import plan_from_dict, plan_to_dict
@@ -47,6 +48,7 @@ from netqual.transports import (
     Transport,
     TransportKind,
     TransportOptions,
+    tcp_fetch,
 )
 from netqual.transports.integrity import IntegrityFailure
 
@@ -220,7 +222,7 @@ def serve_probe(
         phase = "measure"
         with peer_ch:
             watch.attach(peer_ch.sock)
-            raw = transport.initiate(peer_ch, req.plan, deadline, req.peer.address)
+            raw = _initiate(transport, peer_ch, req.plan, deadline, req.peer.address)
             watch.close()
             with contextlib.suppress(NetqualError, OSError):
                 peer_ch.set_timeout(2.0)
@@ -255,6 +257,19 @@ def serve_probe(
     ch.send("probe.result", result.to_body())
     for samples in (raw.rtt_ns, *(b.completion_ns for b in raw.bulk)):
         ch.send_bytes(np.asarray(samples, dtype=_SAMPLE).tobytes())
+
+
+def _initiate(
+    transport: Transport, ch: Channel, plan: ProbePlan, deadline: float, peer_address: str
+) -> RawProbe:
+    """The transport's probe, or a fetch profile's chunks (TCP; RDMA runs ``plain`` only)."""
+    if not plan.fetch_profile:
+        return transport.initiate(ch, plan, deadline, peer_address)
+    if transport.name == "tcp":
+        return tcp_fetch.initiate(ch, plan, deadline)
+    if plan.fetch_profile != PLAIN:
+        raise ProbeError(f"fetch profile {plan.fetch_profile} runs over tcp only (rdma: plain)")
+    return transport.initiate(ch, plan, deadline, peer_address)
 
 
 class CoordinatorWatch:

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from netqual.fanin_model import FaninResult
 from netqual.models import (
     SCHEMA_VERSION,
     Interference,
@@ -44,6 +45,7 @@ class Results:
     suspects: tuple[Suspect, ...] = ()
     retest_of: str | None = None  # the run directory this run re-measured
     not_measured: tuple[NotMeasured, ...] = ()  # configuration failures, not paths
+    fanin: tuple[FaninResult, ...] = ()  # run --fanin: one sweep per storage node
 
     @property
     def unmeasured(self) -> int | None:

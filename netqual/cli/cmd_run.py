@@ -42,6 +42,14 @@ from netqual.cli.app import (
 )
 from netqual.cli.cmd_check import CheckTimeoutOpt, preflight_or_stop
 from netqual.cli.cmd_report import BaselineOpt, check_gate_options, gate_banner
+from netqual.cli.fanin_opts import (
+    DEFAULT_FANIN_CHUNKS,
+    FaninChunkOpt,
+    FaninChunksOpt,
+    FaninOpt,
+    FetchProfileOpt,
+    fanin_config,
+)
 from netqual.coordinator import (
     RunConfig,
     finalise_interrupted,
@@ -51,6 +59,7 @@ from netqual.coordinator import (
 )
 from netqual.coordinator import run as run_coordinator
 from netqual.errors import EXIT_RUNTIME, NotMeasuredError, OutputError, UsageError
+from netqual.fetchprofile import PLAIN
 from netqual.gate import load_profile
 from netqual.interference import DEFAULT_FRACTION, DEFAULT_MINIMUM, TOLERANCE
 from netqual.inventory import Inventory, load_inventory
@@ -400,6 +409,10 @@ def run(
         typer.Option("--profile", help="Gate profile: report.html shows its verdict first."),
     ] = None,
     baseline: BaselineOpt = None,
+    fanin: FaninOpt = None,
+    fetch_profile: FetchProfileOpt = PLAIN,
+    fanin_chunk: FaninChunkOpt = None,
+    fanin_chunks: FaninChunksOpt = DEFAULT_FANIN_CHUNKS,
 ) -> None:
     """Qualify every path of an inventory.
 
@@ -424,6 +437,9 @@ def run(
     )
     sched_cfg = _schedule(schedule, bulk_per_node, bulk_per_rack, incast, bulk_pairs)
     run_mode = _mode(mode) if mode else (inv.mode or Mode.FULL_MESH)
+    sweep = fanin_config(
+        fanin, fetch_profile, fanin_chunk, fanin_chunks, run_mode, transport, wl
+    )  # fmt: skip
     # Nothing to measure, or a plan every agent refuses: usage errors, before any agent.
     schedule_mod.require_pairs(schedule_mod.build(inv.nodes, run_mode, sample_k), inv.nodes)
     check_limits(plan)
@@ -453,6 +469,7 @@ def run(
         interference_minimum=_non_negative(interference_sample, "--interference-sample"),
         interference_tolerance=_tolerance(interference_tolerance),
         interference_fraction=_share(interference_fraction),
+        fanin=sweep,
     )
     if resume and out is None:
         raise UsageError("--resume", "needs --out DIR: the directory of the run to continue")

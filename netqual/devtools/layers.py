@@ -56,6 +56,10 @@ MODULE_LAYERS: Mapping[str, str] = {
     "netqual.errors": "core",
     "netqual.units": "core",
     "netqual.models": "core",
+    "netqual.fetchprofile": "core",  # connectors' fetch patterns, as data
+    "netqual.fanin_model": "core",  # fan-in sweep records
+    "netqual.fanin": "analysis",  # fan-in levels, knee, verdict, TTFT projection
+    "netqual.fanin_run": "run",  # the fan-in sweep against the agents
     "netqual.pathtable": "core",  # paths as columns (numpy), rows as PathResult
     "netqual.runresults": "core",  # Results: one run as the commands and outputs read it
     "netqual.hostpath": "core",  # host path audit records, affinity classes

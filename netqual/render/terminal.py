@@ -24,6 +24,7 @@ from netqual.matrix import (
 from netqual.models import PathResult, Suspect, SuspectKind, Tier, Verdict
 from netqual.narrative import unmeasured_sentence, verdict_sentence
 from netqual.pathtable import TIERS
+from netqual.render.fanin import print_fanin
 from netqual.runresults import Results
 from netqual.units import format_size, format_us
 from netqual.workload.impact import two_verdicts_sentence
@@ -77,6 +78,7 @@ def print_results(
         print_groups(console, results, "tier", tier_groups(results.paths))
     print_worst(console, results)
     print_suspects(console, results, None if show_all else SUSPECTS_SHOWN)
+    print_fanin(console, results)
 
 
 SUSPECTS_SHOWN = 6

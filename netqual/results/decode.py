@@ -43,6 +43,7 @@ from netqual.models import (
 from netqual.pathtable import PathTable
 from netqual.plan_codec import plan_from_dict
 from netqual.plausible import mark_impossible
+from netqual.results.fanin_codec import from_list as fanin_from_list
 from netqual.results.summary import summarize
 from netqual.runresults import Results
 from netqual.schema import validate
@@ -316,6 +317,9 @@ def results_from_dict(
             safe_max_us=float(pol.get("safe_max_us", _DEFAULT_POLICY.safe_max_us)),
             unsafe_above_us=float(pol.get("unsafe_above_us", _DEFAULT_POLICY.unsafe_above_us)),
             min_samples=int(pol.get("min_samples", _DEFAULT_POLICY.min_samples)),
+            fanin_knee_factor=float(
+                pol.get("fanin_knee_factor", _DEFAULT_POLICY.fanin_knee_factor)
+            ),
         )
     except PolicyFieldError as err:
         raise rd.fail(f"run.policy.{err.field}", err.problem) from err
@@ -417,6 +421,7 @@ def results_from_dict(
         suspects=tuple(suspects),
         retest_of=retest_of,
         not_measured=tuple(not_measured),
+        fanin=fanin_from_list(d["fanin"], source) if d.get("fanin") is not None else (),
     )
 
 
@@ -435,6 +440,7 @@ class _Document(msgspec.Struct):
     suspects: Any = msgspec.UNSET
     retest_of: Any = msgspec.UNSET
     not_measured: Any = msgspec.UNSET
+    fanin: Any = msgspec.UNSET
 
 
 def _json_error(source: str, text: str) -> ResultsFileError:

@@ -25,6 +25,7 @@ from netqual.models import (
 )
 from netqual.outfiles import write_atomic
 from netqual.plan_codec import plan_to_dict
+from netqual.results.fanin_codec import to_list as fanin_to_list
 from netqual.runresults import Results
 from netqual.stats import BINS_PER_DECADE, bin_index
 
@@ -130,6 +131,9 @@ def policy_to_dict(p: Policy) -> dict[str, Any]:
         "safe_max_us": p.safe_max_us,
         "unsafe_above_us": p.unsafe_above_us,
         "min_samples": p.min_samples,
+        # written when not the default, so files and run identities of runs without a
+        # fan-in sweep stay as they were
+        **({"fanin_knee_factor": p.fanin_knee_factor} if p.fanin_knee_factor != 2.0 else {}),
     }
 
 
@@ -191,6 +195,8 @@ def results_to_dict(r: Results, *, paths: bool = True) -> dict[str, Any]:
         doc["run"]["schedule"] = dict(r.run.schedule)
     if r.interference is not None:
         doc["interference"] = interference_to_dict(r.interference)
+    if r.fanin:
+        doc["fanin"] = fanin_to_list(r.fanin)
     return doc
 
 

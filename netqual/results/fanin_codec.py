@@ -1,0 +1,104 @@
+"""Results key ``fanin`` (docs/results.md, docs/fanin.md): records <-> JSON."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from netqual.errors import ResultsFileError
+from netqual.fanin_model import ChunkStats, FaninLevel, FaninResult
+
+
+def to_list(results: tuple[FaninResult, ...]) -> list[dict[str, Any]]:
+    return [
+        {
+            "storage": r.storage,
+            "profile": r.profile,
+            "chunk_bytes": r.chunk_bytes,
+            "knee_factor": r.knee_factor,
+            "levels": [_level(lv) for lv in r.levels],
+            "knee": r.knee,
+            "safe_up_to": r.safe_up_to,
+            "verdict": r.verdict,
+        }
+        for r in results
+    ]
+
+
+def _level(lv: FaninLevel) -> dict[str, Any]:
+    c = lv.chunk
+    out: dict[str, Any] = {
+        "readers": lv.readers,
+        "chunk_us": None
+        if c is None
+        else {
+            "p50": c.p50_us,
+            "p99": c.p99_us,
+            "p999": c.p999_us,
+            "samples": c.samples,
+            "untrusted": list(c.untrusted),
+        },
+        "goodput_gbps_per_reader": lv.goodput_gbps_per_reader,
+        "aggregate_gbps": lv.aggregate_gbps,
+        "nodes": list(lv.nodes),
+        "shared_uplinks": list(lv.shared_uplinks),
+        "errors": list(lv.errors),
+    }
+    if lv.skipped is not None:
+        out["skipped"] = lv.skipped
+    return out
+
+
+def from_list(data: Any, source: str) -> tuple[FaninResult, ...]:
+    """Inverse of to_list; anything malformed is a ResultsFileError naming the entry."""
+    if not isinstance(data, list):
+        raise ResultsFileError(source, "expected a list", field="fanin")
+    out = []
+    for i, d in enumerate(data):
+        try:
+            levels = tuple(_level_from(lv) for lv in d["levels"])
+            knee, safe = d.get("knee"), d.get("safe_up_to")
+            out.append(
+                FaninResult(
+                    storage=str(d["storage"]),
+                    profile=str(d.get("profile", "plain")),
+                    chunk_bytes=int(d["chunk_bytes"]),
+                    knee_factor=float(d["knee_factor"]),
+                    levels=levels,
+                    knee=None if knee is None else int(knee),
+                    safe_up_to=None if safe is None else int(safe),
+                    verdict=str(d["verdict"]),
+                )
+            )
+        except (KeyError, TypeError, ValueError, AttributeError) as err:
+            raise ResultsFileError(source, f"malformed: {err!r}", field=f"fanin[{i}]") from err
+    return tuple(out)
+
+
+def _opt(d: Any, key: str) -> float | None:
+    v = d.get(key)
+    return None if v is None else float(v)
+
+
+def _level_from(d: Any) -> FaninLevel:
+    c = d.get("chunk_us")
+    chunk = (
+        None
+        if c is None
+        else ChunkStats(
+            int(c["samples"]),
+            float(c["p50"]),
+            float(c["p99"]),
+            float(c["p999"]),
+            tuple(str(u) for u in c.get("untrusted", ())),
+        )
+    )
+    return FaninLevel(
+        readers=int(d["readers"]),
+        chunk=chunk,
+        goodput_gbps_per_reader=_opt(d, "goodput_gbps_per_reader"),
+        aggregate_gbps=_opt(d, "aggregate_gbps"),
+        nodes=tuple(str(n) for n in d.get("nodes", ())),
+        shared_uplinks=tuple(str(s) for s in d.get("shared_uplinks", ())),
+        errors=tuple(str(e) for e in d.get("errors", ())),
+        skipped=None if d.get("skipped") is None else str(d["skipped"]),
+    )

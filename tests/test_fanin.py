@@ -1,0 +1,140 @@
+"""Fan-in analysis and fetch profiles, one layer at a time (no agents): known answers for
+the knee, the verdict, ranks in step, shared uplinks, the TTFT projection, the results
+codec, and how a profile cuts a chunk."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from netqual import fanin
+from netqual.errors import PolicyError, ResultsFileError
+from netqual.fanin_model import ChunkStats, FaninLevel
+from netqual.fetchprofile import PLAIN, PROFILES, profile
+from netqual.models import Node, PlanFieldError, Policy, PolicyFieldError, ProbePlan, RawBulk, Role
+from netqual.plan_codec import plan_from_dict, plan_to_dict
+from netqual.policy import load_policy
+from netqual.results.fanin_codec import from_list, to_list
+from netqual.transports.tcp_fetch import wave_sizes
+from netqual.workload.load import load_workload
+
+
+def lv(readers: int, p99: float, samples: int = 5000, p50: float | None = None) -> FaninLevel:
+    c = ChunkStats(samples, p50 or p99 / 2, p99, p99 * 1.2)
+    return FaninLevel(readers, c, 1.0, float(readers))
+
+
+@pytest.mark.parametrize(
+    ("p99s", "factor", "knee", "safe"),
+    [
+        ([100, 150, 199, 200], 2.0, None, 8),  # 200 = 2.0x: not *more* than the factor
+        ([100, 150, 201, 400], 2.0, 4, 2),
+        ([100, 301, 150, 150], 2.0, 2, 1),  # the first level past the line decides
+        ([100, 140, 160, 400], 1.5, 4, 2),
+    ],
+)
+def test_knee_is_the_first_level_past_factor_times_level_one(
+    p99s: list[float], factor: float, knee: int | None, safe: int
+) -> None:
+    levels = [lv(k, p) for k, p in zip((1, 2, 4, 8), p99s, strict=True)]
+    assert fanin.knee(levels, factor) == knee
+    r = fanin.judge("st1", PLAIN, 1 << 20, factor, levels)
+    assert (r.knee, r.safe_up_to) == (knee, safe)
+    assert r.verdict.startswith(f"safe up to {safe} concurrent reader")
+    assert "preliminary" not in r.verdict
+
+
+def test_verdict_names_shared_uplinks_and_few_samples() -> None:
+    few = ChunkStats(200, 50.0, 100.0, 120.0, untrusted=("p99", "p999"))
+    levels = [
+        FaninLevel(1, few, 1.0, 1.0),
+        dataclasses.replace(lv(4, 500), shared_uplinks=("r1 (2 readers)",)),
+    ]
+    r = fanin.judge("st1", PLAIN, 1 << 20, 2.0, levels)
+    assert r.knee == 4 and r.safe_up_to == 1
+    assert "knee at 4: chunk p99 500 us, 5.0x 1 reader's 100 us" in r.verdict
+    assert "rack uplinks are shared: r1 (2 readers)" in r.verdict
+    assert "preliminary: p99 from fewer than 1,000 chunks at 1 readers" in r.verdict
+
+
+def test_fewer_than_two_measured_levels_are_not_judged() -> None:
+    skipped = FaninLevel(8, None, skipped="only 3 compute nodes")
+    r = fanin.judge("st1", PLAIN, 1 << 20, 2.0, [lv(1, 100), skipped])
+    assert r.knee is None and r.safe_up_to is None and r.verdict.startswith("not judged")
+
+
+def test_level_pools_ranks_or_takes_the_slowest_in_step() -> None:
+    st = Node("st", "10.0.0.1", role=Role.STORAGE, rack="s")
+    readers = [Node("a", "10.0.0.2", rack="r1"), Node("b", "10.0.0.3", rack="r1")]
+    ms = 1_000_000
+    rank0 = RawBulk(1 << 20, 1, np.array([1 * ms, 5 * ms], dtype=np.int64), 6 * ms)
+    rank1 = RawBulk(1 << 20, 1, np.array([3 * ms, 2 * ms], dtype=np.int64), 5 * ms)
+    pooled = fanin.level(st, readers, [[rank0, rank1], [rank0]], [], ranks_in_step=False)
+    assert pooled.chunk is not None and pooled.chunk.samples == 6
+    stepped = fanin.level(st, readers, [[rank0, rank1], [rank0]], ["x"], ranks_in_step=True)
+    assert stepped.chunk is not None and stepped.chunk.samples == 4
+    # node a in step: max(1,3)=3 ms, max(5,2)=5 ms; node b: 1, 5 ms -> p50 of [1,3,5,5] = 4 ms
+    assert stepped.chunk.p50_us == pytest.approx(4000.0)
+    assert stepped.shared_uplinks == ("r1 (2 readers)",) and stepped.errors == ("x",)
+    # node a: 4 MiB in 6 ms; node b: 2 MiB in 6 ms; aggregate 6 MiB over the longest 6 ms
+    assert stepped.aggregate_gbps == pytest.approx(6 * (1 << 20) * 8 / (6 * ms))
+
+
+def test_projection_multiplies_chunks_and_serial_reads_against_the_baseline() -> None:
+    w = load_workload("qwen3-coder-480b-tp8")  # 100 chunks per request, 20.8 ms each locally
+    assert w.prompt_chunks == 100
+    levels = [lv(1, 10_000, p50=8_000), lv(8, 30_000, p50=15_000), lv(16, 60_000, p50=25_000)]
+    r = fanin.judge("st1", "mooncake", w.chunk_bytes, 2.0, levels)
+    proj = fanin.project(r, w)
+    assert [p.readers for p in proj] == [1, 8, 16]
+    assert proj[0].fetch_p50_us == pytest.approx(100 * 8_000)
+    assert proj[0].change_p50_us == pytest.approx(100 * 8_000 - 100 * w.budget_us)
+    assert [p.pays for p in proj] == [True, False, False]  # 30 ms p99 > 20.8 ms budget
+    assert fanin.pays_up_to(proj) == 1
+    doubled = dataclasses.replace(w, round_trips_per_chunk=2)
+    assert fanin.project(r, doubled)[0].fetch_p99_us == pytest.approx(2 * 100 * 10_000)
+    assert fanin.project(r, dataclasses.replace(w, prompt_tokens=None)) == ()
+
+
+def test_results_codec_round_trips_and_names_a_bad_entry() -> None:
+    levels = [lv(1, 100), FaninLevel(8, None, skipped="only 3 compute nodes")]
+    r = fanin.judge("st1", "nixl", 8192, 2.0, levels)
+    assert from_list(to_list((r,)), "x.json") == (r,)
+    with pytest.raises(ResultsFileError, match=r"fanin\[0\]: malformed"):
+        from_list([{"storage": "st1"}], "x.json")
+
+
+def test_profiles_cut_chunks_into_slices_and_waves() -> None:
+    assert set(PROFILES) >= {PLAIN, "mooncake", "lmcache", "nixl", "sglang-hicache"}
+    assert all(p.source for p in PROFILES.values())
+    assert profile(PLAIN).slices(1 << 20) == (1 << 20, 1)
+    assert profile("mooncake").slices(1 << 20) == (64 << 10, 16)
+    assert profile("mooncake").slices(100_000) == (64 << 10, 2)  # rounded up to whole slices
+    assert profile("mooncake").slices(4096) == (4096, 1)
+    assert wave_sizes(16, 1) == [16] and wave_sizes(7, 3) == [3, 2, 2]
+    with pytest.raises(KeyError, match="known: plain"):
+        profile("nope")
+
+
+def test_plan_carries_a_known_profile_only() -> None:
+    plan = ProbePlan(fetch_profile="mooncake")
+    assert plan_from_dict(plan_to_dict(plan)) == plan
+    assert "fetch_profile" not in plan_to_dict(ProbePlan())  # older agents see the same plan
+    with pytest.raises(PlanFieldError, match="fetch_profile"):
+        plan_from_dict({"fetch_profile": "nope"})
+    with pytest.raises(PlanFieldError, match="fetch_profile"):
+        plan_from_dict({"fetch_profile": ["mooncake"]})
+
+
+def test_knee_factor_is_a_policy_field(tmp_path: Path) -> None:
+    f = tmp_path / "policy.toml"
+    f.write_text("[policy]\nfanin_knee_factor = 1.5\n")
+    assert load_policy(f).fanin_knee_factor == 1.5
+    f.write_text("[policy]\nfanin_knee_factor = 1.0\n")
+    with pytest.raises(PolicyError, match="fanin_knee_factor: must be a number > 1"):
+        load_policy(f)
+    with pytest.raises(PolicyFieldError):
+        Policy(fanin_knee_factor=True)

@@ -2,7 +2,7 @@
 
 "Worse" means what the re-qualification gate fails: a path that dropped a class, or whose
 p99 rose by more than ``increase_pct`` percent and at least ``min_delta_us`` (the gate's
-``max_p99_increase_pct`` and ``min_delta_us``; ``p99_increase`` is the one test both use).
+``max_p99_increase_pct`` and ``min_delta_us``; ``p99_rises`` is the one test both use).
 A change whose old and new 95% confidence intervals overlap lies within the run-to-run
 noise of the two runs and is marked so.
 
@@ -38,6 +38,7 @@ from netqual.pathtable import (
     PairIndex,
     PathTable,
     union_names,
+    verdict_counts,
 )
 from netqual.runresults import Results
 from netqual.units import format_us
@@ -53,27 +54,23 @@ _NOISE_UNKNOWN, _NOISE_NO, _NOISE_YES = -1, 0, 1
 _JSON_CHUNK = 32_768
 
 
-def p99_increase(old: PathResult, new: PathResult, pct: float, min_delta_us: float) -> str | None:
-    """'p99 a -> b us (+n%)' when new's p99 rose by more than pct and min_delta_us."""
-    if old.rtt is None or new.rtt is None or old.rtt.p99_us <= 0:
-        return None
-    delta = new.rtt.p99_us - old.rtt.p99_us
-    rise = 100.0 * delta / old.rtt.p99_us
-    if rise > pct and delta >= min_delta_us:
-        return f"p99 {format_us(old.rtt.p99_us)} -> {format_us(new.rtt.p99_us)} us (+{rise:.0f}%)"
-    return None
-
-
 def p99_rises(
     old_p99: FloatArray, new_p99: FloatArray, pct: float, min_delta_us: float
 ) -> BoolArray:
-    """``p99_increase(...) is not None`` for whole columns (NaN = no RTT): the same
-    arithmetic in the same order, so a path is worse here exactly when it is there."""
+    """Where p99 rose by more than ``pct`` percent and at least ``min_delta_us``: the one
+    p99 rise test of ``diff``, the gate's ``max_p99_increase_pct`` and the campaign's
+    history rules (NaN = no RTT, and an old p99 of 0 or less never rose)."""
     with np.errstate(divide="ignore", invalid="ignore"):
         delta = new_p99 - old_p99
         rise = 100.0 * delta / old_p99
         got: BoolArray = (old_p99 > 0) & (rise > pct) & (delta >= min_delta_us)
     return got  # NaN compares False: no RTT on either side is never worse
+
+
+def p99_rise_text(old_p99_us: float, new_p99_us: float) -> str:
+    """'p99 a -> b us (+n%)': how a rise that ``p99_rises`` found is shown."""
+    rise = 100.0 * (new_p99_us - old_p99_us) / old_p99_us
+    return f"p99 {format_us(old_p99_us)} -> {format_us(new_p99_us)} us (+{rise:.0f}%)"
 
 
 def _ci(r: RttStats | None, metric: Metric) -> tuple[float, float] | None:
@@ -351,11 +348,6 @@ def _join(old: PathTable, new: PathTable) -> _Join:
     )
 
 
-def _counts(verdicts: IntArray) -> dict[Verdict, int]:
-    got = np.bincount(verdicts, minlength=len(VERDICTS))
-    return {v: int(got[v.rank]) for v in VERDICTS}
-
-
 def diff_runs(
     old: Results,
     new: Results,
@@ -388,8 +380,8 @@ def diff_runs(
         new_source=new_source,
         old_started_at=old.run.started_at,
         new_started_at=new.run.started_at,
-        old_counts=_counts(before),
-        new_counts=_counts(new.paths.verdict),
+        old_counts=verdict_counts(before),
+        new_counts=verdict_counts(new.paths.verdict),
         changed_class=Changes(m, by_class),
         deltas=deltas,
         new_paths=Rows(new.paths, np.flatnonzero(~paired)),

@@ -27,7 +27,8 @@ import numpy.typing as npt
 
 from netqual.matrix import group_medians
 from netqual.models import Metric, Suspect, SuspectKind, Tier
-from netqual.pathtable import TIERS, VERDICTS, BoolArray, worst_per_group
+from netqual.pathtable import TIERS, VERDICTS, worst_first, worst_per_group
+from netqual.policy import sample_limited
 from netqual.runresults import Results
 
 MAJORITY = 0.5
@@ -80,21 +81,13 @@ def columns(results: Results, metric: Metric) -> PathColumns:
         src=remap[table.src],
         dst=remap[table.dst],
         # A path marginal only for want of samples says nothing about the hardware.
-        verdict=np.where(sample_limited_mask(results), 0, table.verdict).astype(np.int64),
+        verdict=np.where(sample_limited(results.run.policy, table), 0, table.verdict).astype(
+            np.int64
+        ),
         value_us=value,
         tier=table.tier,
         errors=table.error,
     )
-
-
-def sample_limited_mask(results: Results) -> BoolArray:
-    """``policy.sample_limited`` of every path at once, from the columns: an RTT, fewer
-    samples than the policy needs, and the metric within the safe line."""
-    policy, table = results.run.policy, results.paths
-    with np.errstate(invalid="ignore"):
-        within = table.values(policy.metric) <= policy.safe_max_us
-    mask: BoolArray = table.has_rtt & (table.samples < policy.min_samples) & within
-    return mask
 
 
 def distance_tiers(c: PathColumns) -> set[Tier]:
@@ -110,14 +103,6 @@ def distance_tiers(c: PathColumns) -> set[Tier]:
         if n_bad >= 2 and n_bad / int(mine.sum()) >= MAJORITY:
             far.add(t)
     return far
-
-
-def _ranked(c: PathColumns) -> IntArray:
-    """Paths worst first as ``PathTable.ranked`` orders them, by localisation's verdicts
-    (a path marginal only for want of samples counts as safe); ties: earlier path first."""
-    value = np.where(np.isnan(c.value_us), np.inf, c.value_us)
-    order: IntArray = np.lexsort((np.arange(len(value)), -value, -c.verdict))
-    return order
 
 
 def _us(x: float) -> float | None:
@@ -161,7 +146,8 @@ def localise(c: PathColumns, metric: Metric) -> tuple[Suspect, ...]:
     bad = c.verdict > 0
     far = distance_tiers(c)
     near = ~np.isin(c.tier, [TIERS.index(t) for t in far])
-    ranked = _ranked(c)
+    # worst first by localisation's verdicts (sample-limited paths count as safe)
+    ranked = worst_first(c.verdict, c.value_us)
     both = np.concatenate([c.src, c.dst])
     near2, bad2 = np.concatenate([near, near]), np.concatenate([bad, bad])
     paths_of = np.bincount(both[near2], minlength=n_nodes)
@@ -295,6 +281,12 @@ def _asymmetries(c: PathColumns, metric: Metric) -> list[Suspect]:
 def suspects(results: Results) -> tuple[Suspect, ...]:
     metric = results.run.policy.metric
     return localise(columns(results, metric), metric)
+
+
+def run_suspects(results: Results) -> tuple[Suspect, ...]:
+    """The suspects a run stored when it finished, computed here (``suspects``) only for a
+    file written without them."""
+    return results.suspects if results.suspects is not None else suspects(results)
 
 
 def suspect_to_dict(s: Suspect) -> dict[str, Any]:

@@ -318,13 +318,6 @@ class PathResult:
         return (self.src, self.dst)
 
 
-def rank_key(path: PathResult, metric: Metric) -> tuple[int, float]:
-    """How bad a path is, for "worst first" everywhere (sort with reverse=True, or max):
-    the verdict class first, then the metric; a path without RTT is the slowest of its class.
-    """
-    return (path.verdict.rank, path.rtt.value(metric) if path.rtt is not None else math.inf)
-
-
 @dataclass(frozen=True)
 class Policy:
     """How paths are judged. Validated on construction (PolicyFieldError naming the field),

@@ -465,16 +465,11 @@ class PathTable:
         return self.rtt[metric.value]
 
     def ranked(self, metric: Metric) -> IntArray:
-        """Row indexes worst first, as ``sorted(paths, key=rank_key, reverse=True)`` orders
-        them: verdict class, then the metric (no RTT = slowest of its class), ties in row
-        order."""
-        value = np.where(np.isnan(self.values(metric)), np.inf, self.values(metric))
-        order: IntArray = np.lexsort((np.arange(len(self)), -value, -self.verdict))
-        return order
+        """Row indexes worst first (``worst_first`` of the verdicts and the metric)."""
+        return worst_first(self.verdict, self.values(metric))
 
     def counts(self) -> dict[Verdict, int]:
-        got = np.bincount(self.verdict, minlength=len(VERDICTS))
-        return {v: int(got[v.rank]) for v in VERDICTS}
+        return verdict_counts(self.verdict)
 
     def codes(self, names: Sequence[str]) -> tuple[IntArray, IntArray]:
         """src and dst as indexes into ``names`` (-1 where a name is not in it): to join two
@@ -547,6 +542,21 @@ class PathTable:
             details=tuple(self.details[i] for i in py),
             workload=None if self.workload is None else self.workload.take(idx),
         )
+
+
+def worst_first(verdict: IntArray, value_us: FloatArray) -> IntArray:
+    """How bad a path is, for "worst first" everywhere: indexes ordered by verdict class
+    (unsafe first), then by the metric, highest first; a path without a value (NaN) is
+    the slowest of its class; ties keep index order."""
+    value = np.where(np.isnan(value_us), np.inf, value_us)
+    order: IntArray = np.lexsort((np.arange(len(value)), -value, -verdict))
+    return order
+
+
+def verdict_counts(verdict: IntArray) -> dict[Verdict, int]:
+    """How many of each verdict (ranks as ``VERDICTS`` numbers them)."""
+    got = np.bincount(verdict, minlength=len(VERDICTS))
+    return {v: int(got[v.rank]) for v in VERDICTS}
 
 
 def worst_per_group(groups: IntArray, members: IntArray, ranked: IntArray, size: int) -> IntArray:

@@ -18,6 +18,7 @@ import numpy as np
 
 from netqual.models import RTT_STATISTICS, PathResult, Policy, Verdict
 from netqual.pathtable import VERDICTS, BoolArray, PathTable
+from netqual.policy import classes
 from netqual.units import format_us
 
 IMPOSSIBLE = "agent reported impossible values"
@@ -113,16 +114,7 @@ def rejudge(table: PathTable, policy: Policy) -> PathTable:
     ``offload-safe`` with a 1 s p99 is unsafe again. Rows that change say why."""
     values = table.rtt[policy.metric.value]
     failed = ~table.has_rtt | np.fromiter((e is not None for e in table.error), np.bool_)
-    with np.errstate(invalid="ignore"):
-        judged = np.where(
-            failed | ~(values <= policy.unsafe_above_us),
-            Verdict.UNSAFE.rank,
-            np.where(
-                (values > policy.safe_max_us) | (table.samples < policy.min_samples),
-                Verdict.MARGINAL.rank,
-                Verdict.SAFE.rank,
-            ),
-        )
+    judged = np.where(failed, Verdict.UNSAFE.rank, classes(policy, values, table.samples))
     worse = np.flatnonzero(judged > table.verdict)
     if not len(worse):
         return table

@@ -5,8 +5,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
+import numpy as np
+
 from netqual.errors import PolicyError
 from netqual.models import BulkStats, Metric, Policy, PolicyFieldError, RttStats, Verdict
+from netqual.pathtable import VERDICTS, BoolArray, FloatArray, IntArray, PathTable
 from netqual.tomlfile import Fields, read_toml
 from netqual.units import format_size, format_us
 
@@ -60,21 +63,19 @@ def judge(
     m = policy.metric.value
     value = rtt.value(policy.metric)
     reasons: list[str] = []
-    if value > policy.unsafe_above_us:
-        verdict = Verdict.UNSAFE
+    verdict = VERDICTS[int(value_classes(policy, np.array([value]))[0])]
+    if verdict is Verdict.UNSAFE:
         reasons.append(
             f"{m} RTT {format_us(value)} us > {format_us(policy.unsafe_above_us)} us: "
             "the offload gain is gone"
         )
-    elif value > policy.safe_max_us:
-        verdict = Verdict.MARGINAL
+    elif verdict is Verdict.MARGINAL:
         reasons.append(
             f"{m} RTT {format_us(value)} us is above {format_us(policy.safe_max_us)} us "
             "(TTFT degrades) but within "
             f"{format_us(policy.unsafe_above_us)} us"
         )
     else:
-        verdict = Verdict.SAFE
         reasons.append(f"{m} RTT {format_us(value)} us <= {format_us(policy.safe_max_us)} us")
 
     if rtt.ci95_low_us is not None and rtt.ci95_high_us is not None:
@@ -84,7 +85,7 @@ def judge(
                     f"{m} 95% CI {format_us(rtt.ci95_low_us)}-{format_us(rtt.ci95_high_us)} us "
                     f"straddles the {format_us(line)} us line: re-test with more iterations"
                 )
-    if rtt.samples < policy.min_samples:
+    if few_samples(policy, np.array([rtt.samples]))[0]:
         few = f"only {rtt.samples:,} samples kept, policy needs {policy.min_samples:,}"
         if verdict is Verdict.SAFE:
             # The sample count is the whole cause: say so first, then what was measured.
@@ -111,13 +112,49 @@ def judge(
     return verdict, tuple(reasons)
 
 
-def sample_limited(policy: Policy, rtt: RttStats | None) -> bool:
-    """Marginal only for want of samples: the metric itself is within the safe line."""
-    return (
-        rtt is not None
-        and rtt.samples < policy.min_samples
-        and rtt.value(policy.metric) <= policy.safe_max_us
+# -- the policy's lines over columns: the one definition, per path and for whole runs -----
+
+
+def value_classes(policy: Policy, value_us: FloatArray) -> IntArray:
+    """The verdict rank each value of the policy's metric earns by the two lines alone:
+    over ``unsafe_above_us`` unsafe, over ``safe_max_us`` marginal, else safe. NaN (no
+    value) is unsafe."""
+    with np.errstate(invalid="ignore"):
+        got: IntArray = np.where(
+            ~(value_us <= policy.unsafe_above_us),
+            Verdict.UNSAFE.rank,
+            np.where(value_us > policy.safe_max_us, Verdict.MARGINAL.rank, Verdict.SAFE.rank),
+        )
+    return got
+
+
+def few_samples(policy: Policy, samples: IntArray) -> BoolArray:
+    """Fewer samples than the policy needs to call a path offload-safe."""
+    got: BoolArray = samples < policy.min_samples
+    return got
+
+
+def classes(policy: Policy, value_us: FloatArray, samples: IntArray) -> IntArray:
+    """``judge``'s class from the values (no errors, CIs or bulk): ``value_classes``, and a
+    safe value with ``few_samples`` is marginal."""
+    by_value = value_classes(policy, value_us)
+    got: IntArray = np.where(
+        (by_value == Verdict.SAFE.rank) & few_samples(policy, samples),
+        Verdict.MARGINAL.rank,
+        by_value,
     )
+    return got
+
+
+def sample_limited(policy: Policy, table: PathTable) -> BoolArray:
+    """Marginal only for want of samples, for every path: an RTT, ``few_samples`` and the
+    metric itself within the safe line. Such a path says nothing about the hardware."""
+    limited: BoolArray = (
+        table.has_rtt
+        & few_samples(policy, table.samples)
+        & (value_classes(policy, table.values(policy.metric)) == Verdict.SAFE.rank)
+    )
+    return limited
 
 
 def short_plan_problem(policy: Policy, iterations: int) -> str | None:

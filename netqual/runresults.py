@@ -42,7 +42,9 @@ class Results:
         return self.run.plan.iterations < self.run.policy.min_samples
 
     workload: Workload | None = None  # the workload the paths were judged by, if any
-    suspects: tuple[Suspect, ...] = ()
+    # localise.suspects as the run stored them; None: not stored (a file written without
+    # them, or with none). Read them through localise.run_suspects.
+    suspects: tuple[Suspect, ...] | None = None
     retest_of: str | None = None  # the run directory this run re-measured
     not_measured: tuple[NotMeasured, ...] = ()  # configuration failures, not paths
     fanin: tuple[FaninResult, ...] = ()  # run --fanin: one sweep per storage node

@@ -20,6 +20,7 @@ from pathlib import Path
 
 from netqual.models import (
     BulkStats,
+    Metric,
     Mode,
     Node,
     PathResult,
@@ -68,6 +69,12 @@ def make_nodes(n_nodes: int, *, rack_size: int | None = None, storage_every: int
             )
         )
     return nodes
+
+
+def rank_key(path: PathResult, metric: Metric) -> tuple[int, float]:
+    """The per-record oracle of ``pathtable.worst_first``: sort with reverse=True (ties
+    aside) and the worst path comes first; a path without RTT is the slowest of its class."""
+    return (path.verdict.rank, path.rtt.value(metric) if path.rtt is not None else math.inf)
 
 
 def classify(

@@ -93,3 +93,26 @@ def test_suspects_round_trip_and_show_in_the_terminal(
     assert out.returncode == 0, out.stderr
     assert "suspects (where the problem sits)" in out.stdout
     assert "node gpu03: 15 of 15 paths not offload-safe" in out.stdout
+
+
+def test_readers_use_the_stored_suspects_and_compute_them_only_for_files_without(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    r = make_results(16, rack_size=4, slow_nodes=["gpu03"])
+    (found,) = [s for s in suspects(r) if s.kind is SuspectKind.NODE]
+    # stored under another name: only a reader of the stored suspects can show "gpu05"
+    moved = dataclasses.replace(r, suspects=(dataclasses.replace(found, subject="gpu05"),))
+    stored = write_results(tmp_path / "stored.json", moved)
+    bare = write_results(tmp_path / "bare.json", r)
+    assert load(bare).suspects is None
+    html = tmp_path / "report.html"
+    out = run_in_process(
+        ["report", str(stored), "--html", str(html)], tmp_path, monkeypatch, capsys
+    )
+    assert out.returncode == 0, out.stderr
+    assert "node gpu05: 15 of 15 paths not offload-safe" in out.stdout
+    assert "gpu03: 15 of 15" not in out.stdout
+    assert "gpu05" in html.read_text(encoding="utf-8")
+    out = run_in_process(["report", str(bare)], tmp_path, monkeypatch, capsys)
+    assert out.returncode == 0, out.stderr
+    assert "node gpu03: 15 of 15 paths not offload-safe" in out.stdout

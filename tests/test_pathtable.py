@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from factories import make_results, write_results
+from factories import make_results, rank_key, write_results
 
 from netqual.models import (
     BulkStats,
@@ -19,7 +19,6 @@ from netqual.models import (
     Tier,
     Verdict,
     WorkloadResult,
-    rank_key,
 )
 from netqual.pathtable import PathTable
 from netqual.results import load, path_to_dict

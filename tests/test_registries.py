@@ -8,7 +8,7 @@ import json
 
 import numpy as np
 import pytest
-from factories import make_results
+from factories import make_results, rank_key
 
 from netqual.errors import UsageError
 from netqual.matrix import STATISTICS, build_matrix
@@ -22,7 +22,6 @@ from netqual.models import (
     Role,
     RttStats,
     Verdict,
-    rank_key,
 )
 from netqual.probe_request import PeerRef, ProbeRequest
 from netqual.report.fmt import us

@@ -12,12 +12,13 @@ from pathlib import Path
 
 import pytest
 from factories import make_results
+from workload_oracle import judge
 
 from netqual.models import MIB, BulkStats, PathResult, RttStats, Verdict
 from netqual.pathtable import PathTable
 from netqual.runresults import Results
 from netqual.workload import Workload, load_workload
-from netqual.workload.judge import apply, judge
+from netqual.workload.judge import apply
 
 # 2 x 32 layers x 1 head per rank x 128 x 2 bytes = 16 KiB per token per rank: 64 tokens is
 # a 1 MiB chunk (a cell the paths below measure), 96 tokens 1.5 MiB (between cells), 16

@@ -14,11 +14,29 @@ import pytest
 from cli_helpers import finished_paths, run_in_process
 from conftest import AgentPool, cli_env
 from factories import make_results, write_results
+from workload_oracle import estimate_fetch
 
-from netqual.models import KIB, MIB, BulkStats, PathResult, ProbePlan, RttStats, Verdict
+from netqual.models import (
+    KIB,
+    MIB,
+    BulkStats,
+    PathResult,
+    ProbePlan,
+    RttStats,
+    Verdict,
+    WorkloadResult,
+)
 from netqual.schema import validate
-from netqual.workload import load_workload
-from netqual.workload.judge import add_to_plan, estimate_fetch, judge
+from netqual.workload import Workload, load_workload
+from netqual.workload.judge import add_to_plan, judged
+
+
+def judge(path: PathResult, w: Workload) -> WorkloadResult:
+    """What a run records for one path (``judged``: the columnar rule on one row)."""
+    got = judged(path, w).workload
+    assert got is not None
+    return got
+
 
 MP = pytest.MonkeyPatch
 CAP = pytest.CaptureFixture[str]

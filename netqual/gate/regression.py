@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from netqual.diff import p99_rise_text, p99_rises
 from netqual.gate.model import GateContext, Outcome, Status
 from netqual.gate.rules import Rule, _plural, _split
 from netqual.pathtable import (
@@ -23,7 +24,6 @@ from netqual.pathtable import (
     PathTable,
     union_names,
 )
-from netqual.units import format_us
 
 NONE = -1  # no baseline row
 
@@ -65,17 +65,11 @@ class MaxP99IncreasePct(Rule):
         else:
             before = np.ones(len(rows))
         now = table.rtt["p99"][rows]
-        usable = joined & (before > 0)
-        # netqual.diff.p99_increase, over columns: same arithmetic, same text
-        delta = np.where(usable, now - before, 0.0)
-        rise = 100.0 * delta / np.where(usable, before, 1.0)
-        offends = usable & (rise > self.pct) & (delta >= self.min_delta_us)
+        offends = joined & p99_rises(before, now, self.pct, self.min_delta_us)
         was = dict(zip(rows[offends].tolist(), before[offends].tolist(), strict=True))
 
         def detail(i: int) -> str:
-            old_us, new_us = was[i], float(table.rtt["p99"][i])
-            rise = 100.0 * (new_us - old_us) / old_us
-            return f"p99 {format_us(old_us)} -> {format_us(new_us)} us (+{rise:.0f}%)"
+            return p99_rise_text(was[i], float(table.rtt["p99"][i]))
 
         failing, waived = _split(table, rows, offends, ctx, detail)
         msg = f"{_plural(len(failing), 'path')} with p99 up more than {self.pct:g}%"

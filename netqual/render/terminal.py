@@ -117,7 +117,7 @@ def suspect_line(s: Suspect) -> str:
 
 def print_suspects(console: Console, results: Results, limit: int | None = SUSPECTS_SHOWN) -> None:
     """Where the problem sits (netqual.localise): nodes, rack pairs, links, asymmetries."""
-    found = localise.suspects(results)
+    found = localise.run_suspects(results)
     if (problem := localise.cannot_localise(results)) is not None:
         console.print(Text(f"suspects: {problem}", style="yellow"), soft_wrap=True)
     if not found:

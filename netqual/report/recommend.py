@@ -26,6 +26,7 @@ from netqual import localise
 from netqual.models import Metric, Node, Suspect, SuspectKind, Tier, Verdict
 from netqual.narrative import unmeasured_sentence
 from netqual.pathtable import NO_HOPS, TIERS, IntArray, PathTable
+from netqual.policy import sample_limited
 from netqual.report import fmt
 from netqual.runresults import Results
 
@@ -101,7 +102,7 @@ def recommend(results: Results, expired_waivers: Sequence[str] = ()) -> list[Rec
     nodes = {n.name: n for n in results.nodes}
     metric = policy.metric
     cols = localise.columns(results, metric)
-    found = localise.localise(cols, metric)
+    found = localise.run_suspects(results)
     out += _tiers(results, localise.distance_tiers(cols))
     if (problem := localise.cannot_localise(results)) is not None:
         out.append(_unlocalised(results, problem))
@@ -196,7 +197,7 @@ def _tiers(results: Results, far: set[Tier]) -> list[Recommendation]:
     table = results.paths
     policy = results.run.policy
     metric = policy.metric
-    limited = localise.sample_limited_mask(results)
+    limited = sample_limited(results.run.policy, results.paths)
     not_safe = (table.verdict != Verdict.SAFE.rank) & ~limited
     near = table.tier == TIERS.index(Tier.SAME_RACK)
     near_safe = int((near & ~not_safe).sum())
@@ -285,7 +286,7 @@ def _finish_notes(results: Results) -> list[Recommendation]:
 def _sample_notes(results: Results) -> list[Recommendation]:
     """Cause 1: the plan was too short to call anything offload-safe."""
     policy = results.run.policy
-    few = localise.sample_limited_mask(results)
+    few = sample_limited(results.run.policy, results.paths)
     if not few.any():
         return []
     metric = policy.metric

@@ -37,6 +37,7 @@ from netqual.models import (
     PolicyFieldError,
     Role,
     RunMeta,
+    Suspect,
     Tier,
     Verdict,
 )
@@ -384,8 +385,9 @@ def results_from_dict(
             workload = Workload.from_json(d["workload"])
         except (KeyError, TypeError, ValueError, AttributeError) as err:
             raise rd.fail("workload", f"malformed workload: {err!r}") from err
-    suspects = []
-    for i, entry in enumerate(d.get("suspects") or ()):
+    stored = d.get("suspects")
+    suspects: list[Suspect] = []
+    for i, entry in enumerate(stored or ()):
         try:
             suspects.append(suspect_from_dict(entry))
         except (KeyError, TypeError, ValueError) as err:
@@ -418,7 +420,7 @@ def results_from_dict(
         tool_version=str(tool.get("version", "0")),
         schema_version=version,
         workload=workload,
-        suspects=tuple(suspects),
+        suspects=None if stored is None else tuple(suspects),
         retest_of=retest_of,
         not_measured=tuple(not_measured),
         fanin=fanin_from_list(d["fanin"], source) if d.get("fanin") is not None else (),

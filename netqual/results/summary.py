@@ -1,4 +1,5 @@
-"""Summarising paths: counts per verdict and the worst paths, worst first (rank_key).
+"""Summarising paths: counts per verdict and the worst paths, worst first
+(``pathtable.worst_first``).
 
 Used when a run finishes, when a results file is loaded, and live while a run progresses.
 """
@@ -7,8 +8,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from netqual.models import Metric, PathResult, Summary, rank_key
-from netqual.pathtable import PathTable
+import numpy as np
+
+from netqual.models import Metric, PathResult, Summary
+from netqual.pathtable import PathTable, worst_first
 
 WORST_PATHS = 10
 
@@ -29,10 +32,13 @@ class RunningWorst:
     def __init__(self, metric: Metric) -> None:
         self.metric = metric
         self.path: PathResult | None = None
-        self._key = (-1, 0.0)
 
     def add(self, path: PathResult) -> PathResult:
-        key = rank_key(path, self.metric)
-        if self.path is None or key > self._key:
-            self.path, self._key = path, key
+        if self.path is None:
+            self.path = path
+            return path
+        pair = (self.path, path)  # on a tie the earlier path stays the worst
+        verdict = np.array([p.verdict.rank for p in pair], dtype=np.int64)
+        value = np.array([p.rtt.value(self.metric) if p.rtt else np.nan for p in pair])
+        self.path = pair[int(worst_first(verdict, value)[0])]
         return self.path

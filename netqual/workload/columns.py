@@ -1,10 +1,11 @@
-"""Judging every path of a run by a workload at once, on the ``PathTable``'s columns.
+"""Judging paths by a workload on the ``PathTable``'s columns: the one definition.
 
-``judge`` (judge.py) is the definition, one path at a time, and what a run uses as each
-pair finishes. ``report --workload`` and ``gate --workload`` re-judge a whole run: a
-1,024-node full mesh is half a million paths, so here the cells, fetch times, speedups,
-verdicts and break-even RTTs are numpy over the bulk CSR columns, and only the reasons
-(per-path text by contract) are built per path, by the same ``Wording`` as ``judge``.
+A run judges each pair as it finishes (``judge.judged``: a one-row table), and
+``report --workload`` and ``gate --workload`` re-judge a whole run: a 1,024-node full mesh
+is half a million paths, so here the cells, fetch times, speedups, verdicts and break-even
+RTTs are numpy over the bulk CSR columns, and only the reasons (per-path text by contract)
+are built per path, by ``Wording``. tests/workload_oracle.py keeps the per-path version
+the columns must agree with.
 """
 
 from __future__ import annotations
@@ -63,7 +64,7 @@ def _best(cells: IntArray, owner: IntArray, n: int, *keys: IntArray) -> IntArray
 
 class _Fetch:
     """Fetch times of the paths that have one: the workload's own cell where measured, else
-    ``estimate_fetch``'s estimate from the path's other good cells, path for path."""
+    an estimate from the path's other good cells, path for path."""
 
     def __init__(self, b: BulkColumns, n: int, w: Workload) -> None:
         self.b, self.n, self.w = b, n, w
@@ -95,10 +96,9 @@ class _Fetch:
         return estimated
 
     def _estimate(self, rows: BoolArray) -> None:
-        """``estimate_fetch``'s linear estimate in bytes in flight, per path: between the
-        nearest cells below and above the target, else the nearest cell scaled at its
-        goodput. Its tie-breaks are kept: on equal bytes in flight the cell at the workload's
-        depth, then the earlier cell."""
+        """A linear estimate in bytes in flight, per path: between the nearest cells below
+        and above the target, else the nearest cell scaled at its goodput. On equal bytes in
+        flight the cell at the workload's depth wins, then the earlier cell."""
         b, owner, n = self.b, self.owner, self.n
         inflight: IntArray = b.chunk_bytes * b.depth
         target = self.w.chunk_bytes * self.w.ranks_per_node

@@ -32,6 +32,7 @@ from netqual import (
     phases,
     schedule,
 )
+from netqual import rails as rails_mod
 from netqual import resume as resume_mod
 from netqual.budget import BulkBudget
 from netqual.errors import ErrorCode, NetqualError, NoAgentsError, PeerError
@@ -93,12 +94,18 @@ class RunConfig:
     interference_seed: int | None = None
     interference_tolerance: float = interference.TOLERANCE  # run/alone p99 beyond noise
     fanin: FaninConfig | None = None  # run --fanin: the sweep after the pairs (fanin_run)
+    rails: rails_mod.Rails = rails_mod.Rails.NONE  # probe NIC by NIC (docs/rails.md)
+
+    @property
+    def endpoints(self) -> tuple[Node, ...]:
+        """What the paths run between: the nodes, or with rails every NIC of every node."""
+        return rails_mod.endpoint_nodes(self.nodes, self.rails)
 
 
 def plan_of(cfg: RunConfig) -> schedule.Schedule:
     if cfg.pairs is not None:
-        return schedule.explicit(cfg.nodes, cfg.pairs, cfg.mode)
-    return schedule.build(cfg.nodes, cfg.mode, cfg.sample_k)
+        return schedule.explicit(cfg.endpoints, cfg.pairs, cfg.mode)
+    return rails_mod.build(cfg.nodes, cfg.mode, cfg.rails, cfg.sample_k)
 
 
 def now_iso() -> str:
@@ -201,11 +208,11 @@ def measure_pair(
     except PeerError as err:
         reason = err.message if err.code != "protocol" else str(err)
         if err.code is ErrorCode.PEER_SILENT and silent is not None:
-            silent[dst.name] = f"never answered an earlier probe of this run ({reason})"
+            silent[dst.node_name] = f"never answered an earlier probe of this run ({reason})"
         return _failed(src, dst, cfg, reason, started, t0, err.code in CONFIGURATION_CODES)
     except SilentAgentError as err:
         if silent is not None:
-            silent[src.name] = f"never answered an earlier probe of this run ({err})"
+            silent[src.node_name] = f"never answered an earlier probe of this run ({err})"
         return _failed(src, dst, cfg, str(err), started, t0)
     except NetqualError as err:
         return _failed(src, dst, cfg, str(err), started, t0, err.code in CONFIGURATION_CODES)
@@ -234,8 +241,17 @@ def measure_pair(
         started_at=started,
         duration_s=time.monotonic() - t0,
         details=details,
+        **nic_fields(src, dst),
     )
     return judged(check_path(path), cfg.workload)
+
+
+def nic_fields(src: Node, dst: Node) -> dict[str, Any]:
+    """A path's ``src_nic``, ``dst_nic`` and ``rail``: none unless both ends are NICs."""
+    if src.nic is None or dst.nic is None:
+        return {}
+    rail = src.nic.rail if src.nic.rail == dst.nic.rail else None
+    return {"src_nic": src.nic.name, "dst_nic": dst.nic.name, "rail": rail}
 
 
 def combine_phases(pingpong: PathResult, bulk: PathResult, cfg: RunConfig) -> PathResult:
@@ -296,6 +312,7 @@ def _failed(
         started_at=started,
         duration_s=time.monotonic() - t0,
         details={"not_measured": CONFIGURATION} if configuration else {},
+        **nic_fields(src, dst),
     )
     return judged(path, cfg.workload)
 
@@ -307,6 +324,8 @@ def run_identity(cfg: RunConfig) -> dict[str, Any]:
     )
     if cfg.pairs is not None:
         ident["pairs"] = [list(p) for p in cfg.pairs]
+    if cfg.rails is not rails_mod.Rails.NONE:
+        ident["rails"] = cfg.rails.value
     return ident
 
 
@@ -383,7 +402,7 @@ def run(
     plan = plan_of(cfg)
     make_out_dir(out_dir)
     resume_mod.write_identity(out_dir, run_identity(cfg), started)
-    budget = phases.resolve(cfg.schedule, cfg.plan, cfg.nodes, cfg.fabric)
+    budget = phases.resolve(cfg.schedule, cfg.plan, cfg.endpoints, cfg.fabric)
     spent = _Spent(preflight_s=cfg.preflight_s)
     stopped: Stage | None = None
     inter: Interference | None = None
@@ -416,7 +435,7 @@ def finalise_interrupted(
     if not (out_dir / resume_mod.JSONL).exists():
         with open_append(out_dir / resume_mod.JSONL, new=True):
             pass
-    budget = phases.resolve(cfg.schedule, cfg.plan, cfg.nodes, cfg.fabric)
+    budget = phases.resolve(cfg.schedule, cfg.plan, cfg.endpoints, cfg.fabric)
     spent = _Spent(preflight_s=cfg.preflight_s)
     rec = _Journal.of(prior)
     return _finalise(cfg, out_dir, plan_of(cfg), started, budget, rec, None, stage, spent)
@@ -454,7 +473,7 @@ def _measure(
         # Each problem already names its node ("gpu01 unreachable: ..."); don't repeat it.
         detail = "; ".join(v if v.startswith(k) else f"{k}: {v}" for k, v in down.items())
         raise NoAgentsError(detail)
-    by_name = {n.name: n for n in cfg.nodes}
+    by_name = {n.name: n for n in cfg.endpoints}
     skip = prior.done.keys() | prior.pending.keys()
 
     # Nodes that took a probe and never answered: their later pairs are marked, not tried
@@ -462,6 +481,7 @@ def _measure(
     silent: dict[str, str] = {}
 
     def dead(a: str, b: str) -> str | None:
+        a, b = _node_of(a), _node_of(b)
         gone = a if a in down else b if b in down else None
         if gone is None:
             return None
@@ -475,7 +495,8 @@ def _measure(
             pairs = [(a, b) for a, b in all_pairs if (a.name, b.name) not in skip]
             down.update(silent)  # a node silent in an earlier round stays out
             for a, b in pairs:
-                gone = a.name if a.name in refused else b.name if b.name in refused else None
+                na, nb = a.node_name, b.node_name
+                gone = na if na in refused else nb if nb in refused else None
                 if gone is not None:
                     why = refused[gone]
                     rec.skipped.append(NotMeasured(a.name, b.name, why, CONFIGURATION))
@@ -488,9 +509,10 @@ def _measure(
 
     pending: list[tuple[Pair, PathResult]] = []
     for p in prior.pending.values():
-        if p.src in refused or p.dst in refused:  # left pending: a later --resume does it
+        ps, pd = _node_of(p.src), _node_of(p.dst)
+        if ps in refused or pd in refused:  # left pending: a later --resume does it
             rec.pending.pop(p.key)
-            why = f"bulk phase: {refused[p.src if p.src in refused else p.dst]}"
+            why = f"bulk phase: {refused[ps if ps in refused else pd]}"
             rec.skipped.append(NotMeasured(p.src, p.dst, why, CONFIGURATION))
         elif (reason := dead(p.src, p.dst)) is None:
             pending.append(((by_name[p.src], by_name[p.dst]), p))
@@ -512,6 +534,11 @@ def _measure(
         ),
         tally=spent.tally,
     )
+
+
+def _node_of(name: str) -> str:
+    """The node of a path end ("gpu01/eth1" -> "gpu01"): agents are up or down per node."""
+    return rails_mod.split_endpoint(name)[0]
 
 
 @dataclass
@@ -593,8 +620,8 @@ def _finalise(
     )
     results = Results(
         run=meta,
-        nodes=cfg.nodes,
-        paths=(table := PathTable.from_paths(paths, [n.name for n in cfg.nodes])),
+        nodes=cfg.endpoints,
+        paths=(table := PathTable.from_paths(paths, [n.name for n in cfg.endpoints])),
         summary=summarize(table, cfg.policy.metric),
         interference=inter if stopped is None else None,
         tool_version=__version__,
@@ -621,7 +648,7 @@ def _interference(
     """Re-measure a sample alone, one pair at a time, ping-pong only (netqual.interference).
     The sample and each alone measurement are journalled, so a resumed run keeps the
     sample and re-measures only what it had not."""
-    by_name = {n.name: n for n in cfg.nodes}
+    by_name = {n.name: n for n in cfg.endpoints}
     by_key = {p.key: p for p in paths}
     if prior.sample is not None and all(k in by_key for k in prior.sample):
         sample = [by_key[k] for k in prior.sample]

@@ -29,12 +29,13 @@ from typing import Any
 import numpy as np
 
 from netqual import budget, interference, packing, phases
+from netqual import rails as rails_mod
 from netqual.fabric import DEFAULT_NIC_GBPS, Fabric
 from netqual.models import Mode, Node, ProbePlan
 from netqual.phases import Schedule as Timing
 from netqual.phases import ScheduleConfig
 from netqual.plan_codec import plan_to_dict
-from netqual.schedule import Pair, Schedule, build
+from netqual.schedule import Pair, Schedule
 
 PREVIEW_ROUNDS = 3
 PREVIEW_PAIRS = 6
@@ -99,6 +100,8 @@ class DryRun:
     model: DurationModel
     preview: tuple[tuple[tuple[str, str], ...], ...]  # first rounds, first pairs of each
     preview_sizes: tuple[int, ...]  # how many pairs each previewed round has
+    rails: str = "none"  # --rails (docs/rails.md)
+    rail_plans: tuple[rails_mod.RailPlan, ...] = ()  # per rail: endpoints, pairs
 
     @property
     def estimated_s(self) -> float:
@@ -211,15 +214,17 @@ def dry_run(
     fabric: Fabric | None = None,
     interference_fraction: float = interference.DEFAULT_FRACTION,
     interference_minimum: int = interference.DEFAULT_MINIMUM,
+    rails: rails_mod.Rails = rails_mod.Rails.NONE,
 ) -> DryRun:
     model, fabric = model or DurationModel(), fabric or Fabric()
-    sched = build(nodes, mode, sample_k)
+    sched = rails_mod.build(nodes, mode, rails, sample_k)
+    ends = sched.nodes
     estimated, batches, bulk_pairs, bulk_waves = estimate_phases(
         sched, transport, plan, parallel, cfg, fabric,
         interference_fraction, interference_minimum, model,
     )  # fmt: skip
     preview = tuple(
-        tuple((nodes[a].name, nodes[b].name) for a, b in sched.round_positions(r)[:PREVIEW_PAIRS])
+        tuple((ends[a].name, ends[b].name) for a, b in sched.round_positions(r)[:PREVIEW_PAIRS])
         for r in range(min(PREVIEW_ROUNDS, sched.round_count))
     )
     sizes = tuple(len(sched.round_positions(r)) for r in range(len(preview)))
@@ -240,6 +245,8 @@ def dry_run(
         model=model,
         preview=preview,
         preview_sizes=sizes,
+        rails=rails.value,
+        rail_plans=rails_mod.rail_plans(sched),
     )
 
 
@@ -273,4 +280,13 @@ def dry_run_to_dict(d: DryRun) -> dict[str, object]:
             "model": d.model.to_dict(d.transport),
         },
         "preview": [[list(p) for p in r] for r in d.preview],
+        "rails": d.rails,
+        "per_rail": [
+            {
+                "rail": r.rail,
+                "endpoints": [{"name": n, "address": a} for n, a in r.endpoints],
+                "pairs": r.pairs,
+            }
+            for r in d.rail_plans
+        ],
     }

@@ -2,18 +2,21 @@
 
 from __future__ import annotations
 
+import ipaddress
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from netqual import plan_options as plan_mod
 from netqual.errors import InventoryError
 from netqual.fabric import Fabric, Uplink, group_names
-from netqual.models import DEFAULT_PORT, Mode, Node, ProbePlan, Role
-from netqual.names import address_problem, name_problem
+from netqual.models import DEFAULT_PORT, Mode, Nic, Node, ProbePlan, Role
+from netqual.names import address_problem, name_problem, nic_name_problem
 from netqual.tomlfile import Fields, read_toml
 
 _TOP_KEYS = {"defaults", "node", "probe", "run", "rack", "site"}
-_NODE_KEYS = {"name", "address", "port", "role", "rack", "labels", "nic_gbps"}
+_NODE_KEYS = {"name", "address", "port", "role", "rack", "labels", "nic_gbps", "nics"}
+_NIC_KEYS = {"name", "address", "device", "rail"}
+MAX_RAIL = 1023
 
 
 @dataclass(frozen=True)
@@ -70,6 +73,7 @@ def load_inventory(path: Path, base_plan: ProbePlan | None = None) -> Inventory:
     nic_gbps: dict[str, float] = {}
     seen: dict[str, int] = {}
     endpoints: dict[tuple[str, int], str] = {}
+    nic_addresses: dict[str, str] = {}
     for i, raw in enumerate(raw_nodes):
         if not isinstance(raw, dict):
             raise top.fail(f"node[{i}]", "expected a table")
@@ -104,6 +108,7 @@ def load_inventory(path: Path, base_plan: ProbePlan | None = None) -> Inventory:
                 role=role,
                 rack=f.string("rack"),
                 labels=f.table_of_strings("labels"),
+                nics=_nics(f, raw, name, nic_addresses),
             )
         )
 
@@ -134,6 +139,44 @@ def load_inventory(path: Path, base_plan: ProbePlan | None = None) -> Inventory:
         source=source, nodes=tuple(nodes), token_file=token_file, mode=mode, plan=plan,
         fabric=fabric,
     )  # fmt: skip
+
+
+def _nics(f: Fields, raw: dict[str, object], node: str, taken: dict[str, str]) -> tuple[Nic, ...]:
+    """``nics = [{ name, address, device, rail }]``: names, addresses and rails unique (an
+    address across the whole inventory: it is where a probe connects)."""
+    value = raw.get("nics", [])
+    if not isinstance(value, list) or not all(isinstance(t, dict) for t in value):
+        raise f.fail("nics", "expected an array of tables ([{ name, address, rail }])")
+    out: list[Nic] = []
+    for j, table in enumerate(value):
+        n = Fields(f.source, table, f.name(f"nics[{j}]"), _error)
+        n.check_keys(_NIC_KEYS)
+        name = n.string("name", required=True)
+        assert name is not None
+        if (problem := nic_name_problem(name)) is not None:
+            raise n.fail("name", problem)
+        address = n.string("address", required=True)
+        assert address is not None
+        try:
+            address = str(ipaddress.ip_address(address))
+        except ValueError:
+            raise n.fail("address", f"{address[:64]!r} is not an IP address") from None
+        if "rail" not in table:
+            raise n.fail("rail", "missing required field")
+        rail = n.integer("rail", 0, 0, MAX_RAIL)
+        device = n.string("device")
+        if device is not None and (problem := nic_name_problem(device, device=True)):
+            raise n.fail("device", problem)
+        for other in out:
+            if other.name == name:
+                raise n.fail("name", f"duplicate NIC name {name!r} on node {node!r}")
+            if other.rail == rail:
+                raise n.fail("rail", f"rail {rail} is also NIC {other.name!r} of node {node!r}")
+        if address in taken:
+            raise n.fail("address", f"{address} is also NIC {taken[address]}")
+        taken[address] = f"{node}/{name}"
+        out.append(Nic(name=name, address=address, rail=rail, device=device))
+    return tuple(out)
 
 
 def _uplinks(top: Fields, data: dict[str, object], kind: str, known: set[str]) -> dict[str, Uplink]:

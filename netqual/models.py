@@ -93,6 +93,17 @@ class Tier(str, enum.Enum):
 
 
 @dataclass(frozen=True)
+class Nic:
+    """One NIC of a node (inventory ``nics``, docs/rails.md): the interface name, its
+    address (what a probe binds to and connects to), its rail, and the RDMA device on it."""
+
+    name: str
+    address: str
+    rail: int
+    device: str | None = None
+
+
+@dataclass(frozen=True)
 class Node:
     name: str
     address: str
@@ -102,11 +113,31 @@ class Node:
     labels: Mapping[str, str] = field(default_factory=dict)
     # The agent must prove it is ``name`` (its --name); False for ``probe HOST:PORT``.
     verify_name: bool = True
+    nics: tuple[Nic, ...] = ()
+    # An endpoint below a node (netqual.rails): ``name`` is "NODE/NIC" and ``address`` the
+    # NIC's (what probes connect to and bind, what the bulk budget counts per host);
+    # ``agent`` / ``agent_address`` are the node whose agent serves it and where that
+    # agent takes requests; ``nic`` is the NIC.
+    agent: str | None = None
+    agent_address: str | None = None
+    nic: Nic | None = None
 
     @property
     def identity(self) -> str | None:
         """The name the agent at this address must authenticate as, if known."""
-        return self.name if self.verify_name else None
+        if not self.verify_name:
+            return None
+        return self.agent or self.name
+
+    @property
+    def node_name(self) -> str:
+        """The node this is, or the node this endpoint belongs to."""
+        return self.agent or self.name
+
+    @property
+    def control_address(self) -> str:
+        """Where the coordinator asks this node's agent for a probe."""
+        return self.agent_address or self.address
 
     @property
     def endpoint(self) -> str:
@@ -312,6 +343,10 @@ class PathResult:
     duration_s: float | None = None
     details: Mapping[str, object] = field(default_factory=dict)
     workload: WorkloadResult | None = None
+    # The NICs the probe ran between and their rail (docs/rails.md); None without NICs.
+    src_nic: str | None = None
+    dst_nic: str | None = None
+    rail: int | None = None
 
     @property
     def key(self) -> tuple[str, str]:
@@ -455,6 +490,8 @@ class SuspectKind(str, enum.Enum):
     LINK = "link"
     RACK_PAIR = "rack-pair"
     ASYMMETRY = "asymmetry"
+    NIC = "nic"  # one NIC of a node ("gpu03/eth1") while its other rails are fine
+    RAIL = "rail"  # a whole rail plane ("rail 1")
 
 
 @dataclass(frozen=True)

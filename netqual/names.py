@@ -27,6 +27,21 @@ def name_problem(name: object) -> str | None:
     return None
 
 
+# NIC names (inventory ``nics``): a Linux interface name (IFNAMSIZ 16 with the NUL) and an
+# RDMA device name; no '/' or ':' so "NODE/NIC" reads back unambiguously.
+NIC_NAME_PATTERN = re.compile(r"[A-Za-z0-9._-]{1,15}")
+DEVICE_NAME_PATTERN = re.compile(r"[A-Za-z0-9._-]{1,64}")
+
+
+def nic_name_problem(name: object, device: bool = False) -> str | None:
+    """Why ``name`` is not an interface (or, ``device``, an RDMA device) name, or None."""
+    pattern = DEVICE_NAME_PATTERN if device else NIC_NAME_PATTERN
+    if not isinstance(name, str) or not pattern.fullmatch(name):
+        what = "an RDMA device name (1-64" if device else "an interface name (1-15"
+        return f"{printable(repr(name), 60)} is not {what} of: letters, digits, '.', '-', '_')"
+    return None
+
+
 def address_problem(address: object) -> str | None:
     """Why ``address`` is neither an IP literal nor a DNS host name, or None."""
     if not isinstance(address, str) or not 0 < len(address) <= 253:

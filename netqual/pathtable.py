@@ -211,6 +211,37 @@ class WorkloadColumns:
         )
 
 
+@dataclass(frozen=True, eq=False)
+class NicColumns:
+    """The NICs each path ran between and their rail (docs/rails.md); ``rail`` -1 where a
+    path has none."""
+
+    src_nic: tuple[str | None, ...]
+    dst_nic: tuple[str | None, ...]
+    rail: IntArray
+
+    def take(self, rows: IntArray) -> NicColumns:
+        idx = rows.tolist()
+        return NicColumns(
+            src_nic=tuple(self.src_nic[i] for i in idx),
+            dst_nic=tuple(self.dst_nic[i] for i in idx),
+            rail=self.rail[rows],
+        )
+
+    def rails(self) -> list[int]:
+        """The rails present, in order."""
+        return sorted(set(self.rail[self.rail >= 0].tolist()))
+
+
+def _nic_columns(rows: Sequence[PathLike]) -> NicColumns | None:
+    rails = [getattr(r, "rail", None) for r in rows]
+    src = tuple(getattr(r, "src_nic", None) for r in rows)
+    dst = tuple(getattr(r, "dst_nic", None) for r in rows)
+    if all(x is None for x in rails) and not any(src) and not any(dst):
+        return None
+    return NicColumns(src, dst, np.array([-1 if x is None else x for x in rails], np.int64))
+
+
 def _csr_rows(offsets: IntArray, rows: IntArray) -> IntArray:
     """The flat indexes owned by ``rows`` (in that order)."""
     starts, ends = offsets[rows], offsets[rows + 1]
@@ -258,6 +289,7 @@ class PathTable:
     duration_s: FloatArray
     details: tuple[Mapping[str, object] | None, ...]
     workload: WorkloadColumns | None  # None: no path was judged by a workload
+    nics: NicColumns | None = None  # None: no path ran between listed NICs
 
     # -- construction -------------------------------------------------------------------
 
@@ -357,6 +389,7 @@ class PathTable:
             duration_s=_floats(map(_get("duration_s"), rows)),
             details=tuple(d or None for d in map(_get("details"), rows)),
             workload=_workload_columns(work) if any(w is not None for w in work) else None,
+            nics=_nic_columns(rows),
         )
 
     @classmethod
@@ -415,7 +448,19 @@ class PathTable:
             duration_s=_opt(float(self.duration_s[i])),
             details=dict(self.details[i] or {}),
             workload=None if wl is None or wl.verdict[i] < 0 else _workload_row(wl, i),
+            **self._nics(i),
         )
+
+    def _nics(self, i: int) -> dict[str, Any]:
+        nc = self.nics
+        if nc is None:
+            return {}
+        rail = int(nc.rail[i])
+        return {
+            "src_nic": nc.src_nic[i],
+            "dst_nic": nc.dst_nic[i],
+            "rail": None if rail < 0 else rail,
+        }
 
     def _rtt(self, i: int) -> RttStats:
         lo, hi = int(self.hist_offsets[i]), int(self.hist_offsets[i + 1])
@@ -541,6 +586,7 @@ class PathTable:
             duration_s=self.duration_s[idx],
             details=tuple(self.details[i] for i in py),
             workload=None if self.workload is None else self.workload.take(idx),
+            nics=None if self.nics is None else self.nics.take(idx),
         )
 
 

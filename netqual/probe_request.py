@@ -51,6 +51,7 @@ from netqual.transports import (
     tcp_fetch,
 )
 from netqual.transports.integrity import IntegrityFailure
+from netqual.transports.rdma.options import RdmaOptions
 
 _SAMPLE = np.dtype("<i8")
 log = logging.getLogger("netqual.agent")
@@ -93,15 +94,29 @@ class ProbeRequest:
     hops: bool = True
     # The run's device choices (``run``/``probe`` flags): both ends use them over their own.
     options: TransportOptions = field(default_factory=TransportOptions)
+    nics: NicRef | None = None  # a probe between two NICs (docs/rails.md)
 
     def to_body(self) -> dict[str, Any]:
-        return {
+        body = {
             "peer": {"name": self.peer.name, "address": self.peer.address, "port": self.peer.port},
             "transport": self.transport,
             "plan": plan_to_dict(self.plan),
             "hops": self.hops,
             "options": self.options.to_body(),
         }
+        if self.nics is not None:
+            body["nics"] = self.nics.to_body()
+        return body
+
+    def transport_options(self) -> TransportOptions:
+        """The run's options, with each side's NIC device over them (per-NIC probes)."""
+        if self.nics is None or (self.nics.device is None and self.nics.peer_device is None):
+            return self.options
+        run = self.options.rdma
+        return TransportOptions(
+            rdma=RdmaOptions(device=self.nics.device).over(run),
+            peer_rdma=RdmaOptions(device=self.nics.peer_device).over(run),
+        )
 
     @classmethod
     def decode(cls, body: Mapping[str, Any], limits: AgentLimits, peer: str) -> ProbeRequest:
@@ -122,7 +137,28 @@ class ProbeRequest:
         if (problem := limits.check(plan)) is not None:
             raise LimitError(peer, problem)
         options = TransportOptions.decode(f.obj("options", None))
-        return cls(ref, transport, plan, f.flag("hops", True), options)
+        nics = f.obj("nics", None)
+        return cls(
+            ref, transport, plan, f.flag("hops", True), options,
+            None if nics is None else NicRef.decode(nics),
+        )  # fmt: skip
+
+
+@dataclass(frozen=True)
+class NicRef:
+    """Which NICs a probe runs between: the initiator binds ``source``; each side opens its
+    RDMA ``device`` (the responder ``peer_device``) when the inventory names one."""
+
+    source: str
+    device: str | None = None
+    peer_device: str | None = None
+
+    def to_body(self) -> dict[str, Any]:
+        return {"source": self.source, "device": self.device, "peer_device": self.peer_device}
+
+    @classmethod
+    def decode(cls, f: Fields) -> NicRef:
+        return cls(f.address("source"), f.optional_name("device"), f.optional_name("peer_device"))
 
 
 @dataclass(frozen=True)
@@ -211,14 +247,15 @@ def serve_probe(
     phase = "setup"
     watch = CoordinatorWatch(ch)
     try:
-        transport = make_transport(req.transport, req.options)
+        transport = make_transport(req.transport, req.transport_options())
         transport.check_available()
         deadline = time.monotonic() + req.plan.timeout_s
         hop = hops_mod.measure(req.peer.address, req.peer.port) if req.hops else None
         connect_s = min(10.0, req.plan.timeout_s)
         peer_ch, hello = connect(
-            req.peer.address, req.peer.port, token, target, connect_s, expect_name=req.peer.name
-        )
+            req.peer.address, req.peer.port, token, target, connect_s,
+            expect_name=req.peer.name, source=req.nics.source if req.nics else None,
+        )  # fmt: skip
         phase = "measure"
         with peer_ch:
             watch.attach(peer_ch.sock)
@@ -371,13 +408,18 @@ def request_probe(
     """
     deadline = time.monotonic() + timeout_s
     ch, _hello = connect(
-        src.address, src.port, token, src.name, min(10.0, timeout_s), expect_name=src.identity
-    )
+        src.control_address, src.port, token, src.name, min(10.0, timeout_s),
+        expect_name=src.identity,
+    )  # fmt: skip
+    nics = None
+    if src.nic is not None and dst.nic is not None:
+        nics = NicRef(src.nic.address, src.nic.device, dst.nic.device)
     request = ProbeRequest(
         PeerRef(dst.identity, dst.address, dst.port),
         transport.value,
         plan,
         options=options or TransportOptions(),
+        nics=nics,
     )
     with ch:
         ch.set_deadline(deadline)

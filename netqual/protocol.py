@@ -324,8 +324,11 @@ def connect(
     peer: str,
     timeout_s: float = 10.0,
     expect_name: str | None = None,
+    source: str | None = None,
 ) -> tuple[Channel, Hello]:
     """Open an authenticated channel to an agent. Returns the channel and its hello.
+
+    ``source``: the local address to bind (a probe from one NIC, docs/rails.md).
 
     ``expect_name``: the node's name; the agent must be that node (None accepts whoever
     answers, for ``probe HOST:PORT``). An agent at its session cap answers ``busy``; that
@@ -336,7 +339,7 @@ def connect(
     for attempt in range(BUSY_RETRIES + 1):
         try:
             left = max(0.1, deadline - time.monotonic())
-            return _connect_once(address, port, token, peer, left, expect_name)
+            return _connect_once(address, port, token, peer, left, expect_name, source)
         except PeerError as err:
             busy = err.code is ErrorCode.BUSY
             if not busy or attempt == BUSY_RETRIES or time.monotonic() + pause > deadline:
@@ -353,11 +356,14 @@ def _connect_once(
     peer: str,
     timeout_s: float,
     expect_name: str | None,
+    source: str | None = None,
 ) -> tuple[Channel, Hello]:
+    bind = None if source is None else (source, 0)
     try:
-        sock = socket.create_connection((address, port), timeout=timeout_s)
+        sock = socket.create_connection((address, port), timeout=timeout_s, source_address=bind)
     except OSError as err:
-        raise PeerUnreachableError(peer, f"connect to {address}:{port} failed: {err}") from err
+        frm = "" if source is None else f" from {source}"
+        raise PeerUnreachableError(peer, f"connect to {address}:{port}{frm} failed: {err}") from err
     sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     ch = Channel(sock, peer, max_frame_bytes=PRE_AUTH_MAX_FRAME_BYTES)
     try:

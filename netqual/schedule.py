@@ -227,3 +227,8 @@ def sampled_pairs(nodes: Sequence[Node], k: int, seed: int = 0) -> list[Pair]:
 
 def plan_rounds(nodes: Sequence[Node], mode: Mode, sample_k: int = 2) -> list[list[Pair]]:
     return list(build(nodes, mode, sample_k).rounds())
+
+
+# For plans built from other plans (netqual.rails expands node pairs into NIC pairs).
+pack = _pack
+from_blocks = _from_blocks

@@ -70,6 +70,8 @@ from netqual.plan_check import check_limits
 from netqual.policy import load_policy, short_plan_problem
 from netqual.preflight import PreflightFailed
 from netqual.progress import RunObserver, Stage
+from netqual.rails import Rails, default_rails
+from netqual.rails import build as rails_build
 from netqual.render.dryrun import print_dry_run
 from netqual.render.progress import observer
 from netqual.render.terminal import print_probe, print_results
@@ -285,6 +287,7 @@ def _dry_run(
     plan: ProbePlan,
     cfg: ScheduleConfig,
     interference: tuple[float, int],
+    rails: Rails,
 ) -> None:
     d = estimate.dry_run(
         inv.source,
@@ -298,6 +301,7 @@ def _dry_run(
         fabric=inv.fabric,
         interference_fraction=interference[0],
         interference_minimum=interference[1],
+        rails=rails,
     )
     if as_json:
         print(json.dumps(estimate.dry_run_to_dict(d), indent=1))
@@ -404,6 +408,15 @@ def run(
         bool,
         typer.Option("--dry-run", help="Print the plan and its estimated duration; no agent."),
     ] = False,
+    rails: Annotated[
+        str | None,
+        typer.Option(
+            "--rails",
+            metavar="RAILS",
+            help="same (rail i to rail i), all (every NIC pair) or none (one address per "
+            "node); docs/rails.md.  [default: same when the inventory lists nics, else none]",
+        ),
+    ] = None,
     profile: Annotated[
         Path | None,
         typer.Option("--profile", help="Gate profile: report.html shows its verdict first."),
@@ -441,14 +454,18 @@ def run(
         fanin, fetch_profile, fanin_chunk, fanin_chunks, run_mode, transport, wl
     )  # fmt: skip
     # Nothing to measure, or a plan every agent refuses: usage errors, before any agent.
-    schedule_mod.require_pairs(schedule_mod.build(inv.nodes, run_mode, sample_k), inv.nodes)
+    run_rails = Rails.parse(rails) if rails else default_rails(inv.nodes)
+    schedule_mod.require_pairs(rails_build(inv.nodes, run_mode, run_rails, sample_k), inv.nodes)
     check_limits(plan)
     if dry_run:
         interference = (
             _share(interference_fraction),
             _non_negative(interference_sample, "--interference-sample"),
         )
-        _dry_run(inv, mode, transport, parallel, sample_k, as_json, plan, sched_cfg, interference)
+        _dry_run(
+            inv, mode, transport, parallel, sample_k, as_json, plan, sched_cfg, interference,
+            run_rails,
+        )  # fmt: skip
         return
     _short_plan(pol, plan, allow_short_plan, err_console() if as_json else console())
     token = load_token(token_file or inv.token_file, insecure=insecure)
@@ -470,6 +487,7 @@ def run(
         interference_tolerance=_tolerance(interference_tolerance),
         interference_fraction=_share(interference_fraction),
         fanin=sweep,
+        rails=run_rails,
     )
     if resume and out is None:
         raise UsageError("--resume", "needs --out DIR: the directory of the run to continue")

@@ -99,6 +99,7 @@ MODULE_LAYERS: Mapping[str, str] = {
     "netqual.localise": "analysis",
     "netqual.results": "analysis",
     "netqual.schedule": "analysis",
+    "netqual.rails": "analysis",
     "netqual.estimate": "analysis",
     "netqual.phases": "analysis",  # when probes run: phases, bulk waves (measuring is injected)
     "netqual.packing": "analysis",  # which pairs get bulk, and bulk waves under the caps

@@ -5,6 +5,7 @@ from __future__ import annotations
 from rich.console import Console
 
 from netqual.estimate import DryRun
+from netqual.names import visible
 from netqual.units import format_size
 
 
@@ -38,6 +39,7 @@ def print_dry_run(console: Console, d: DryRun) -> None:
         f"of {format_size(p.size_bytes)}; {bulk}; timeout {p.timeout_s:g} s per pair"
     )
     console.print(f"fabric: {d.fabric}", soft_wrap=True)
+    _rails(console, d)
     console.print(f"estimated duration: {format_hours(d.estimated_s)}")
     for phase in d.phases:
         console.print(
@@ -54,3 +56,16 @@ def print_dry_run(console: Console, d: DryRun) -> None:
         shown = ", ".join(f"{a}<->{b}" for a, b in pairs)
         more = f", ... ({size:,} pairs)" if len(pairs) < size else ""
         console.print(f"  round {r}: {shown}{more}", soft_wrap=True)
+
+
+def _rails(console: Console, d: DryRun) -> None:
+    """Per rail: its endpoints (NODE/NIC and address) and its pairs (docs/rails.md)."""
+    if not d.rail_plans:
+        return
+    console.print(f"rails {d.rails}: probes NIC to NIC, rounds disjoint per NIC")
+    for r in d.rail_plans:
+        if r.rail is None:
+            console.print(f"  across rails: {r.pairs:,} pairs", soft_wrap=True)
+            continue
+        ends = ", ".join(f"{visible(n)} {a}" for n, a in r.endpoints)
+        console.print(f"  rail {r.rail}: {r.pairs:,} pairs; {ends}", soft_wrap=True)

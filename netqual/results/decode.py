@@ -31,6 +31,7 @@ from netqual.models import (
     SCHEMA_VERSION,
     Metric,
     Mode,
+    Nic,
     Node,
     NotMeasured,
     Policy,
@@ -184,10 +185,26 @@ class _WirePath(msgspec.Struct, kw_only=True, gc=False):
     duration_s: Float | None = None
     details: dict[str, Any] | None = None
     workload: _WireWorkload | None = None
+    src_nic: Annotated[str, msgspec.Meta(min_length=1, max_length=64)] | None = None
+    dst_nic: Annotated[str, msgspec.Meta(min_length=1, max_length=64)] | None = None
+    rail: Annotated[int, msgspec.Meta(ge=0, le=1 << 20)] | None = None
 
     @property
     def bulk(self) -> Sequence[_WireBulk]:
         return self.bulk_cells
+
+
+def _nic(rd: _Reader, obj: Any, where: str) -> Nic:
+    rail = rd.num(obj, "rail", where)
+    if rail != int(rail) or rail < 0:
+        raise rd.fail(f"{where}.rail", f"expected a rail number >= 0, got {rail:g}")
+    device = obj.get("device")
+    return Nic(
+        name=rd.string(obj, "name", where),
+        address=rd.string(obj, "address", where),
+        rail=int(rail),
+        device=None if device is None else rd.string(obj, "device", where),
+    )
 
 
 class _Reader:
@@ -365,6 +382,14 @@ def results_from_dict(
                 role=role,
                 rack=rd.get(n, "rack", w),
                 labels=dict(rd.get(n, "labels", w) or {}),
+                nics=tuple(
+                    _nic(rd, x, f"{w}.nics[{j}]") for j, x in enumerate(n.get("nics") or [])
+                ),
+                agent=None if n.get("agent") is None else rd.string(n, "agent", w),
+                agent_address=None
+                if n.get("agent_address") is None
+                else rd.string(n, "agent_address", w),
+                nic=None if n.get("nic") is None else _nic(rd, n["nic"], f"{w}.nic"),
             )
         )
     if wire_paths is None:

@@ -16,6 +16,7 @@ from netqual.localise import suspect_to_dict
 from netqual.models import (
     BulkStats,
     Metric,
+    Nic,
     Node,
     PathResult,
     Policy,
@@ -95,6 +96,9 @@ def path_to_dict(p: PathResult) -> dict[str, Any]:
         "started_at": p.started_at,
         "duration_s": p.duration_s,
         "details": dict(p.details),
+        "src_nic": p.src_nic,
+        "dst_nic": p.dst_nic,
+        "rail": p.rail,
         **({"workload": workload_result_to_dict(p.workload)} if p.workload else {}),
     }
 
@@ -122,7 +126,14 @@ def node_to_dict(n: Node) -> dict[str, Any]:
         "role": n.role.value,
         "rack": n.rack,
         "labels": dict(n.labels),
+        **({"nics": [nic_to_dict(x) for x in n.nics]} if n.nics else {}),
+        **({"agent": n.agent, "agent_address": n.agent_address} if n.agent is not None else {}),
+        **({"nic": nic_to_dict(n.nic)} if n.nic is not None else {}),
     }
+
+
+def nic_to_dict(nic: Nic) -> dict[str, Any]:
+    return {"name": nic.name, "address": nic.address, "rail": nic.rail, "device": nic.device}
 
 
 def policy_to_dict(p: Policy) -> dict[str, Any]:

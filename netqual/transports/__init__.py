@@ -43,6 +43,9 @@ class TransportOptions:
     a run's (``run``/``probe`` flags) travel with every probe request to both ends."""
 
     rdma: RdmaOptions = field(default_factory=RdmaOptions)
+    # A probe between two NICs (docs/rails.md): the responder's device differs from ours.
+    # Set by the initiating agent from the request's ``nics``; never sent as such.
+    peer_rdma: RdmaOptions | None = None
 
     @classmethod
     def from_flags(
@@ -98,6 +101,7 @@ def get_transport(
         node_name or socket.gethostname(),
         run.rdma if run is not None else None,
         options.rdma if options is not None else None,
+        run.peer_rdma if run is not None else None,
     )
 
 

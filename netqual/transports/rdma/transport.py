@@ -398,15 +398,22 @@ def _responder_stopped(channel: Channel) -> str | None:
 
 
 def transport_for_agent(
-    node_name: str, run: RdmaOptions | None = None, agent_options: RdmaOptions | None = None
+    node_name: str,
+    run: RdmaOptions | None = None,
+    agent_options: RdmaOptions | None = None,
+    peer: RdmaOptions | None = None,
 ) -> RdmaTransport:
     """The RdmaTransport an agent should use for one request.
 
     ``agent_options``: the agent's own ``--rdma-device/--rdma-port/--gid-index`` (default:
     ``NETQUAL_RDMA_*``). ``run``: the run's options from the probe request (``probe``/``run``
     flags, already decoded): they override this agent's own and are sent to the responder.
+    ``peer``: the responder's choices when they differ from ours (per-NIC probes).
     """
     base = agent_options if agent_options is not None else RdmaOptions.from_env()
+    if peer is not None:  # a probe between two NICs: each side opens its own device
+        own = base if run is None else run.over(base)
+        return RdmaTransport(options=own, peer_options=peer, node_name=node_name)
     if run is None or run.empty:
         return RdmaTransport(options=base, peer_options=None, node_name=node_name)
     return RdmaTransport(options=run.over(base), peer_options=run, node_name=node_name)

@@ -1,0 +1,267 @@
+"""Rails (docs/rails.md): NICs in the inventory, the per-NIC plan, per-path NIC fields."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import random
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+from cli_helpers import run_in_process
+from factories import classify, make_rtt
+
+from netqual import localise
+from netqual.errors import InventoryError, UsageError
+from netqual.inventory import load_inventory
+from netqual.models import (
+    Metric,
+    Mode,
+    Nic,
+    Node,
+    PathResult,
+    Policy,
+    ProbePlan,
+    RunMeta,
+    Tier,
+    Verdict,
+)
+from netqual.pathtable import PathTable
+from netqual.rails import Rails, build, default_rails, endpoints, rail_plans, split_endpoint
+from netqual.results import load, summarize, write_json
+from netqual.runresults import Results
+
+
+def _node(i: int, rails: int = 2) -> str:
+    nics = ", ".join(
+        f'{{ name = "eth{r}", address = "198.18.{10 + r}.{i}", device = "mlx5_{r}", rail = {r} }}'
+        for r in range(rails)
+    )
+    return f'[[node]]\nname = "h{i}"\naddress = "198.18.0.{i}"\nnics = [{nics}]\n'
+
+
+def _inventory(tmp_path: Path, n: int = 4, rails: int = 2, extra: str = "") -> Path:
+    path = tmp_path / "inv.toml"
+    path.write_text("\n".join(_node(i, rails) for i in range(1, n + 1)) + extra)
+    return path
+
+
+def test_nics_are_read_with_their_rails(tmp_path: Path) -> None:
+    inv = load_inventory(_inventory(tmp_path, 2))
+    assert inv.node("h1").nics == (
+        Nic("eth0", "198.18.10.1", 0, "mlx5_0"),
+        Nic("eth1", "198.18.11.1", 1, "mlx5_1"),
+    )
+    assert default_rails(inv.nodes) is Rails.SAME
+
+
+@pytest.mark.parametrize(
+    ("nics", "field", "words"),
+    [
+        ('[{ name = "eth0", address = "10.0.0.1" }]', "node[0].nics[0].rail", "missing"),
+        ('[{ name = "eth0", address = "nic-a", rail = 0 }]', "nics[0].address", "not an IP"),
+        ('[{ name = "eth/0", address = "10.0.0.1", rail = 0 }]', "nics[0].name", "interface"),
+        ('[{ name = "eth0", address = "10.0.0.1", rail = -1 }]', "nics[0].rail", ">= 0"),
+        ('[{ name = "e", address = "10.0.0.1", rail = 0, speed = 1 }]', "nics[0].speed", "unknown"),
+        (
+            '[{ name = "a", address = "10.0.0.1", rail = 0 }, '
+            '{ name = "b", address = "10.0.0.2", rail = 0 }]',
+            "nics[1].rail",
+            "rail 0 is also NIC 'a' of node 'h1'",
+        ),
+        ('{ name = "a" }', "node[0].nics", "array of tables"),
+    ],
+)
+def test_bad_nics_name_file_node_and_field(
+    tmp_path: Path, nics: str, field: str, words: str
+) -> None:
+    path = tmp_path / "inv.toml"
+    path.write_text(f'[[node]]\nname = "h1"\naddress = "10.9.0.1"\nnics = {nics}\n')
+    with pytest.raises(InventoryError) as caught:
+        load_inventory(path)
+    text = str(caught.value)
+    assert str(path) in text and field in text and words in text, text
+
+
+def test_a_nic_address_used_twice_names_both(tmp_path: Path) -> None:
+    path = tmp_path / "inv.toml"
+    one = '[[node]]\nname = "{n}"\naddress = "10.9.0.{i}"\n'
+    nic = 'nics = [{{ name = "eth1", address = "10.1.0.1", rail = 1 }}]\n'
+    path.write_text((one + nic).format(n="a", i=1) + (one + nic).format(n="b", i=2))
+    with pytest.raises(InventoryError, match=r"node\[1\]\.nics\[0\]\.address.*also NIC a/eth1"):
+        load_inventory(path)
+
+
+def _ends(sched: object) -> list[tuple[str, str]]:
+    from netqual.schedule import Schedule
+
+    assert isinstance(sched, Schedule)
+    return [(a.name, b.name) for r in sched.rounds() for a, b in r]
+
+
+def _nodes(tmp_path: Path, n: int = 4, rails: int = 2) -> tuple[Node, ...]:
+    return load_inventory(_inventory(tmp_path, n, rails)).nodes
+
+
+def test_same_pairs_rail_i_with_rail_i_in_rounds_disjoint_per_nic(tmp_path: Path) -> None:
+    sched = build(_nodes(tmp_path, 4), Mode.FULL_MESH, Rails.SAME)
+    pairs = _ends(sched)
+    assert sched.pair_count == len(pairs) == 6 * 2
+    assert all(a.split("/")[1] == b.split("/")[1] for a, b in pairs)  # eth0-eth0, eth1-eth1
+    assert ("h1/eth1", "h2/eth1") in pairs and ("h1/eth0", "h2/eth1") not in pairs
+    for r in sched.rounds():
+        used = [e.name for pair in r for e in pair]
+        assert len(used) == len(set(used))  # no NIC twice in a round
+    # the two rails of one node pair share its round: 3 rounds, as for the nodes alone
+    assert sched.round_count == 3
+
+
+def test_all_pairs_every_nic_pair_between_nodes(tmp_path: Path) -> None:
+    sched = build(_nodes(tmp_path, 3), Mode.FULL_MESH, Rails.ALL)
+    pairs = _ends(sched)
+    assert len(pairs) == 3 * 4 and len(set(pairs)) == 12
+    assert all(split_endpoint(a)[0] != split_endpoint(b)[0] for a, b in pairs)
+    for r in sched.rounds():
+        used = [e.name for pair in r for e in pair]
+        assert len(used) == len(set(used))
+
+
+def test_none_is_one_address_per_node(tmp_path: Path) -> None:
+    sched = build(_nodes(tmp_path, 4), Mode.FULL_MESH, Rails.NONE)
+    assert _ends(sched)[0] == ("h1", "h4") and sched.pair_count == 6
+
+
+def test_rails_need_every_nodes_nics(tmp_path: Path) -> None:
+    nodes = (*_nodes(tmp_path, 2), Node(name="bare", address="10.0.0.9"))
+    with pytest.raises(UsageError, match=r"node\(s\) bare list no nics"):
+        build(nodes, Mode.FULL_MESH, Rails.SAME)
+
+
+def test_dry_run_shows_endpoints_and_pairs_per_rail(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    inv = _inventory(tmp_path, 3)
+    r = run_in_process(["run", str(inv), "--dry-run", "--no-bulk"], tmp_path, monkeypatch, capsys)
+    assert r.returncode == 0, r.stderr
+    assert "nodes 3  mode full-mesh" in r.stdout
+    assert "rounds 3  pairs 6" in r.stdout
+    assert "rails same: probes NIC to NIC, rounds disjoint per NIC" in r.stdout
+    assert (
+        "  rail 0: 3 pairs; h1/eth0 198.18.10.1, h2/eth0 198.18.10.2, h3/eth0 198.18.10.3"
+        in r.stdout
+    )
+    assert "  rail 1: 3 pairs; h1/eth1 198.18.11.1" in r.stdout
+    r = run_in_process(
+        ["run", str(inv), "--dry-run", "--json", "--rails", "all"], tmp_path, monkeypatch, capsys
+    )
+    d = json.loads(r.stdout)
+    assert d["rails"] == "all" and d["pairs"] == 12
+    assert [(x["rail"], x["pairs"]) for x in d["per_rail"]] == [(0, 3), (1, 3), (None, 6)]
+    r = run_in_process(
+        ["run", str(inv), "--dry-run", "--json", "--rails", "none"], tmp_path, monkeypatch, capsys
+    )
+    assert json.loads(r.stdout)["per_rail"] == [] and json.loads(r.stdout)["pairs"] == 3
+
+
+def test_bad_rails_value_is_a_usage_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    inv = _inventory(tmp_path, 2)
+    r = run_in_process(
+        ["run", str(inv), "--dry-run", "--rails", "some"], tmp_path, monkeypatch, capsys
+    )
+    assert r.returncode == 2
+    assert "--rails" in r.stderr and "same, all or none" in r.stderr
+
+
+def test_rail_plans_count_pairs_per_rail(tmp_path: Path) -> None:
+    plans = rail_plans(build(_nodes(tmp_path, 4, rails=3), Mode.FULL_MESH, Rails.SAME))
+    assert [(p.rail, p.pairs, len(p.endpoints)) for p in plans] == [(0, 6, 4), (1, 6, 4), (2, 6, 4)]
+
+
+def _path(src: str, dst: str, **nics: object) -> PathResult:
+    return PathResult(src, dst, "tcp", Verdict.SAFE, ("ok",), **nics)  # type: ignore[arg-type]
+
+
+def test_path_nic_fields_survive_the_table_and_old_paths_have_none() -> None:
+    table = PathTable.from_paths(
+        [_path("h1/eth1", "h2/eth1", src_nic="eth1", dst_nic="eth1", rail=1), _path("a", "b")]
+    )
+    assert table.nics is not None and table.nics.rails() == [1]
+    one, two = table.row(0), table.row(1)
+    assert (one.src_nic, one.dst_nic, one.rail) == ("eth1", "eth1", 1)
+    assert (two.src_nic, two.dst_nic, two.rail) == (None, None, None)
+    assert table.take([1, 0]).row(1).rail == 1
+    assert PathTable.from_paths([_path("a", "b")]).nics is None
+
+
+def rail_results(
+    hosts: int = 4, rails: int = 2, slow: dict[tuple[str, int], float] | None = None
+) -> Results:
+    """A --rails same run: every host pair on every rail, p99 60 us unless an end is in
+    ``slow`` ((node, rail) -> p99 of its paths)."""
+    rng = random.Random(5)
+    slow = slow or {}
+    nodes = [
+        Node(
+            f"h{i}",
+            f"198.18.0.{i}",
+            rack="r1",
+            nics=tuple(Nic(f"eth{r}", f"198.18.{10 + r}.{i}", r) for r in range(rails)),
+        )
+        for i in range(1, hosts + 1)
+    ]
+    ends = [e for n in nodes for e in endpoints(n)]
+    paths = []
+    for a, b in itertools.combinations(ends, 2):
+        assert a.nic is not None and b.nic is not None
+        if a.nic.rail != b.nic.rail or a.node_name == b.node_name:
+            continue
+        p99 = max(
+            slow.get((a.node_name, a.nic.rail), 60.0), slow.get((b.node_name, b.nic.rail), 60.0)
+        )
+        rtt = replace(make_rtt(p99 / 2, 1.0, 10_000, rng, histogram=False), p99_us=p99)
+        verdict, reasons = classify(rtt, None, Policy())
+        paths.append(
+            PathResult(
+                a.name,
+                b.name,
+                "tcp",
+                verdict,
+                reasons,
+                rtt=rtt,
+                tier=Tier.SAME_RACK,
+                hops=2,
+                src_nic=a.nic.name,
+                dst_nic=b.nic.name,
+                rail=a.nic.rail,
+            )
+        )
+    meta = RunMeta(
+        "2026-12-01T12:00:00+00:00", "2026-12-01T12:01:00+00:00", "tcp", Mode.FULL_MESH,
+        Policy(), ProbePlan(), {},
+    )  # fmt: skip
+    table = PathTable.from_paths(paths, [e.name for e in ends])
+    res = Results(meta, tuple(ends), table, summarize(table, Metric.P99))
+    return replace(res, suspects=localise.suspects(res))
+
+
+def test_results_file_keeps_nics_and_old_files_load(tmp_path: Path) -> None:
+    res = rail_results(3)
+    write_json(tmp_path / "results.json", res)
+    raw = json.loads((tmp_path / "results.json").read_text())
+    first = raw["paths"][0]
+    assert (first["src"], first["src_nic"], first["dst_nic"], first["rail"]) == (
+        "h1/eth0", "eth0", "eth0", 0,
+    )  # fmt: skip
+    assert raw["nodes"][1]["agent"] == "h1" and raw["nodes"][1]["nic"]["name"] == "eth1"
+    back = load(tmp_path / "results.json")
+    assert back.paths.row(0).rail == 0 and back.nodes[1].nic == res.nodes[1].nic
+    assert back.nodes[1].agent == "h1" and back.nodes[1].agent_address == "198.18.0.1"
+    for p in raw["paths"]:  # a file from before rails: no NIC keys at all
+        for key in ("src_nic", "dst_nic", "rail"):
+            del p[key]
+    (tmp_path / "old.json").write_text(json.dumps(raw))
+    old = load(tmp_path / "old.json")
+    assert old.paths.nics is None and old.paths.row(0).rail is None

@@ -404,6 +404,7 @@ def run(
     resume_mod.write_identity(out_dir, run_identity(cfg), started)
     budget = phases.resolve(cfg.schedule, cfg.plan, cfg.endpoints, cfg.fabric)
     spent = _Spent(preflight_s=cfg.preflight_s)
+    spent.agents = preflight.agents() if preflight is not None else {}
     stopped: Stage | None = None
     inter: Interference | None = None
     with open_append(out_dir / resume_mod.JSONL, new=resume is None) as f:
@@ -551,6 +552,7 @@ class _Spent:
     busy: dict[str, int] = field(default_factory=dict)  # --resume: probes agents still ran
     fanin: tuple[FaninResult, ...] = ()
     fanin_s: float = 0.0
+    agents: dict[str, dict[str, object]] = field(default_factory=dict)  # run.agents
 
 
 def _fanin(cfg: RunConfig, spent: _Spent) -> None:
@@ -617,6 +619,7 @@ def _finalise(
         schedule=sched,
         complete=stopped is None,
         pairs_planned=plan.pair_count,
+        agents=spent.agents,
     )
     results = Results(
         run=meta,

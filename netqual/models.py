@@ -403,6 +403,8 @@ class RunMeta:
     schedule: Mapping[str, object] = field(default_factory=dict)
     complete: bool = True  # False: interrupted (Ctrl-C, SIGTERM) or read from results.jsonl
     pairs_planned: int | None = None  # the pairs the schedule had (None in older files)
+    # per node, what the pre-flight saw of its agent: {"version", "clock_offset_s"}
+    agents: Mapping[str, Mapping[str, object]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -647,6 +649,13 @@ class PreflightReport:
     coordinator_version: str
     nodes: tuple[AgentCheck, ...]
     duration_s: float
+
+    def agents(self) -> dict[str, dict[str, object]]:
+        """Per node, the agent's version and clock offset as checked (results run.agents)."""
+        return {
+            n.node: {"version": n.agent_version, "clock_offset_s": n.clock_offset_s}
+            for n in self.nodes
+        }
 
     @property
     def ok(self) -> bool:

@@ -11,6 +11,9 @@ import pytest
 from conftest import AgentPool, AgentProc
 from test_agent_e2e import netqual_cli, write_inventory
 
+import netqual
+from netqual.results import load
+
 SMALL_PLAN = ["--iterations", "300", "--warmup", "20", "--no-bulk", "--allow-short-plan"]
 
 
@@ -80,7 +83,9 @@ def test_run_stops_on_a_typod_port_and_writes_nothing(agents: AgentPool, tmp_pat
     assert not out.exists(), "no report may be written from a configuration error"
 
 
-def test_run_keep_going_measures_the_rest(agents: AgentPool, tmp_path: Path) -> None:
+def test_run_keep_going_measures_the_rest_and_keeps_agent_versions_and_clocks(
+    agents: AgentPool, tmp_path: Path
+) -> None:
     started = agents.start_many([("gpu01",), ("gpu02",), ("gpu03",)])
     inventory = tmp_path / "inventory.toml"
     write_inventory(inventory, started, agents.token_file)
@@ -97,6 +102,14 @@ def test_run_keep_going_measures_the_rest(agents: AgentPool, tmp_path: Path) -> 
     assert set(skipped) == {("gpu01", "gpu03"), ("gpu02", "gpu03")}
     assert all(r.startswith("gpu03 failed the pre-flight check: ") for r in skipped.values())
     assert "gpu03" not in json.dumps(doc.get("suspects", []))
+    # What the pre-flight saw of each agent is kept: versions and clock offsets.
+    agents_seen = doc["run"]["agents"]
+    assert set(agents_seen) == {"gpu01", "gpu02", "gpu03"}
+    for node in ("gpu01", "gpu02"):
+        assert agents_seen[node]["version"] == netqual.__version__
+        assert isinstance(agents_seen[node]["clock_offset_s"], float)
+    assert agents_seen["gpu03"] == {"version": None, "clock_offset_s": None}
+    assert load(out / "results.json").run.agents == agents_seen
 
 
 def test_doctor_inventory_follows_transport(agents: AgentPool, tmp_path: Path) -> None:

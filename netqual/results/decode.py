@@ -316,6 +316,27 @@ def convert_path(obj: Any, source: str, where: str) -> _WirePath:
         raise ResultsFileError(source, "nested too deeply", field=where) from err
 
 
+def _agents(raw: Any, rd: _Reader) -> dict[str, dict[str, object]]:
+    """run.agents: per node, the agent's version and clock offset the pre-flight saw."""
+    if raw is None:
+        return {}
+    if not isinstance(raw, dict):
+        raise rd.fail("run.agents", "expected an object")
+    out: dict[str, dict[str, object]] = {}
+    for node, entry in raw.items():
+        where = f"run.agents.{node}"
+        if not isinstance(entry, dict):
+            raise rd.fail(where, "expected an object")
+        version = entry.get("version")
+        if version is not None and not isinstance(version, str):
+            raise rd.fail(f"{where}.version", f"expected a string, got {version!r}")
+        out[node] = {
+            "version": version,
+            "clock_offset_s": rd.opt_num(entry, "clock_offset_s", where),
+        }
+    return out
+
+
 def results_from_dict(
     d: Mapping[str, Any], source: str, wire_paths: Sequence[_WirePath] | None = None
 ) -> Results:
@@ -360,6 +381,7 @@ def results_from_dict(
         plan=plan,
         clock=dict(run.get("clock") or {}),
         host=dict(run.get("host") or {}),
+        agents=_agents(run.get("agents"), rd),
         inventory=run.get("inventory"),
         schedule=dict(run.get("schedule") or {}),
         complete=run.get("complete", True) is not False,

@@ -183,6 +183,7 @@ def results_to_dict(r: Results, *, paths: bool = True) -> dict[str, Any]:
             "preliminary": r.preliminary,
             **({} if r.run.complete else {"complete": False}),
             **({} if r.run.pairs_planned is None else {"pairs_planned": r.run.pairs_planned}),
+            **({"agents": {k: dict(v) for k, v in r.run.agents.items()}} if r.run.agents else {}),
         },
         "nodes": [node_to_dict(n) for n in r.nodes],
         "paths": [path_to_dict(p) for p in r.paths] if paths else _PATHS_MARK,

@@ -18,8 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from netqual.auth import load_token, write_token
-from netqual.localagents import start_agent, stop_agents
 from netqual.models import Node
+from netqual.run.localagents import start_agent, stop_agents
 
 HOST = "127.0.0.1"
 

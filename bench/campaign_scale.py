@@ -100,7 +100,7 @@ def main() -> int:
     print(f"load average: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     print(f"{'command':>23} {'wall_s':>7} {'cpu_s':>6} {'peak_rss_MiB':>13} {'exit':>5}")
     # the reference: reading one run's results file, which every add must do first
-    load_only = "from pathlib import Path; from netqual.runfiles import load_run; load_run(Path"
+    load_only = "from pathlib import Path; from netqual.run.runfiles import load_run; load_run(Path"
     wall, cpu, rss, rc = measure(
         [sys.executable, "-c", f"{load_only}({str(week_file(out, args.nodes, 1))!r}))"]
     )

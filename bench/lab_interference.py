@@ -30,13 +30,13 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from netqual import lab
-from netqual.budget import BulkBudget
-from netqual.coordinator import RunConfig, run
-from netqual.inventory import load_inventory
 from netqual.lab.topology import Topology, parse
 from netqual.models import KIB, MIB, Node, Policy, ProbePlan, Tier
-from netqual.phases import Schedule, ScheduleConfig, bulk_waves, host_batches
-from netqual.schedule import circle_rounds
+from netqual.planning.budget import BulkBudget
+from netqual.planning.inventory import load_inventory
+from netqual.planning.phases import Schedule, ScheduleConfig, bulk_waves, host_batches
+from netqual.planning.schedule import circle_rounds
+from netqual.run.coordinator import RunConfig, run
 
 # A 100 Mbit/s spine with a 20 ms queue: a bulk read fills the queue, and a ping-pong
 # packet behind it waits up to 20 ms, far above this machine's scheduling noise at p99.

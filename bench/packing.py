@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Bulk-wave packing at cluster scale (netqual.packing through phases.bulk_waves).
+"""Bulk-wave packing at cluster scale (netqual.planning.packing through phases.bulk_waves).
 
 For each ``--nodes`` size (racks of ``--rack-size`` hosts) and each fabric (non-blocking,
 the default; 2:1 oversubscribed racks) packs the bulk pairs of a full mesh under the
@@ -18,11 +18,11 @@ import os
 import statistics
 import time
 
-from netqual.fabric import Fabric, Uplink
 from netqual.models import Node, ProbePlan
-from netqual.packing import Coverage, select
-from netqual.phases import ScheduleConfig, bulk_waves, resolve
-from netqual.schedule import Pair, full_mesh
+from netqual.planning.fabric import Fabric, Uplink
+from netqual.planning.packing import Coverage, select
+from netqual.planning.phases import ScheduleConfig, bulk_waves, resolve
+from netqual.planning.schedule import Pair, full_mesh
 
 
 def racked(n: int, rack_size: int) -> list[Node]:

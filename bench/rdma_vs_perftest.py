@@ -185,10 +185,10 @@ def run_netqual(
 def _run_netqual(
     options: RdmaOptions, host: str, iters: int, size: int
 ) -> tuple[np.ndarray, dict[str, Any]]:
+    from netqual.agent.wire.protocol import connect
     from netqual.auth import load_token, write_token
-    from netqual.localagents import start_agent, stop_agents
     from netqual.models import ProbePlan
-    from netqual.protocol import connect
+    from netqual.run.localagents import start_agent, stop_agents
 
     env = {
         "NETQUAL_RDMA_DEVICE": options.device or "",

@@ -28,8 +28,8 @@ from pathlib import Path
 
 import numpy as np
 
-from netqual import schedule
 from netqual.models import Mode, Node, Role
+from netqual.planning import schedule
 
 
 def synthetic_nodes(n: int, rack_size: int = 32) -> list[Node]:

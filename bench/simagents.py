@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
 """Simulated agents: many lightweight asyncio servers in one process that speak the real
-control protocol (framing, the token handshake, MAC'd frames: netqual.protocol and
-netqual.handshake) and answer ``info`` and ``probe`` like an agent, with synthetic samples
-after a modelled delay instead of measuring. The real coordinator runs against them, so
-what this exercises is the coordinator: scheduling, connections, threads, results files,
-resume. Nothing here measures a network; netqual never uses it outside bench/ and tests.
+control protocol (framing, the token handshake, MAC'd frames:
+netqual.agent.wire.protocol and netqual.agent.wire.handshake) and answer ``info`` and
+``probe`` like an agent, with synthetic samples after a modelled delay instead of measuring.
+The real coordinator runs against them, so what this exercises is the coordinator:
+scheduling, connections, threads, results files, resume. Nothing here measures a network;
+netqual never uses it outside bench/ and tests.
 
 Each agent listens on its own loopback address (127.0.x.y, ``address``) so the scheduler
 sees one host per agent, as on a cluster.
@@ -44,10 +45,8 @@ from typing import Any
 import numpy as np
 
 from netqual import __version__
-from netqual.auth import load_token, write_token
-from netqual.handshake import PROTOCOL_VERSION, ServerHandshake, SessionKeys
-from netqual.plan_codec import plan_from_dict
-from netqual.protocol import (
+from netqual.agent.wire.handshake import PROTOCOL_VERSION, ServerHandshake, SessionKeys
+from netqual.agent.wire.protocol import (
     FRAME_BYTES,
     FRAME_JSON,
     HEADER,
@@ -57,6 +56,8 @@ from netqual.protocol import (
     decode_message,
     encode_message,
 )
+from netqual.auth import load_token, write_token
+from netqual.plan_codec import plan_from_dict
 from netqual.transports import AgentLimits
 
 SEQ = struct.Struct("!Q")
@@ -67,7 +68,7 @@ def address(i: int) -> str:
 
 
 def _tag(key: bytes, seq: int, header: bytes, payload: bytes) -> bytes:
-    # The frame tag of netqual.protocol: HMAC-SHA256 over sequence | header | payload.
+    # The frame tag of netqual.agent.wire.protocol: HMAC-SHA256 over sequence | header | payload.
     mac = hmac.new(key, SEQ.pack(seq), hashlib.sha256)
     mac.update(header)
     mac.update(payload)

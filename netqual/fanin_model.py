@@ -1,6 +1,6 @@
 """Fan-in sweep records (``run --fanin``, docs/fanin.md): k compute nodes fetch KV chunks
 from one storage node at once, for every k. Records only; the sweep is
-``netqual.fanin_run``, the statistics, knee and verdict ``netqual.fanin``."""
+``netqual.run.fanin``, the statistics, knee and verdict ``netqual.analysis.fanin``."""
 
 from __future__ import annotations
 

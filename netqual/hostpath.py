@@ -12,7 +12,7 @@ Classes, best first, with the names and rules of ``nvidia-smi topo -m``:
 - ``SYS``: different NUMA nodes (the path crosses the SMP interconnect).
 
 Anything sysfs did not say is ``None`` here and ``"unknown"`` in the results file, never an
-error: an audit that cannot read a field still reports the rest. ``netqual.pcisysfs``
+error: an audit that cannot read a field still reports the rest. ``netqual.agent.pcisysfs``
 reads these records from a sysfs tree.
 """
 

@@ -114,7 +114,7 @@ class Node:
     # The agent must prove it is ``name`` (its --name); False for ``probe HOST:PORT``.
     verify_name: bool = True
     nics: tuple[Nic, ...] = ()
-    # An endpoint below a node (netqual.rails): ``name`` is "NODE/NIC" and ``address`` the
+    # An endpoint below a node (netqual.planning.rails): ``name`` is "NODE/NIC" and ``address`` the
     # NIC's (what probes connect to and bind, what the bulk budget counts per host);
     # ``agent`` / ``agent_address`` are the node whose agent serves it and where that
     # agent takes requests; ``nic`` is the NIC.
@@ -399,7 +399,7 @@ class RunMeta:
     clock: Mapping[str, object]  # time.get_clock_info("perf_counter") and the function used
     host: Mapping[str, object] = field(default_factory=dict)  # coordinator host, python, ...
     inventory: str | None = None
-    # How probes were laid out in time (netqual.phases.describe); empty for older files.
+    # How probes were laid out in time (netqual.planning.phases.describe); empty for older files.
     schedule: Mapping[str, object] = field(default_factory=dict)
     complete: bool = True  # False: interrupted (Ctrl-C, SIGTERM) or read from results.jsonl
     pairs_planned: int | None = None  # the pairs the schedule had (None in older files)
@@ -443,7 +443,7 @@ class TierInterference:
 
 @dataclass(frozen=True)
 class Interference:
-    """Run vs the same paths measured alone (netqual.interference)."""
+    """Run vs the same paths measured alone (netqual.analysis.interference)."""
 
     sample: int
     p50_ratio: float | None  # median over the sample of run p50 / alone p50

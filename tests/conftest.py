@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from netqual.auth import write_token
-from netqual.localagents import start_timeout_s
+from netqual.run.localagents import start_timeout_s
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(Path(__file__).parent))  # tests/factories.py importable as ``factories``

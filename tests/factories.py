@@ -18,6 +18,7 @@ from collections.abc import Iterable
 from dataclasses import replace
 from pathlib import Path
 
+from netqual.analysis.stats import bin_edges, bin_index
 from netqual.models import (
     BulkStats,
     Metric,
@@ -35,7 +36,6 @@ from netqual.models import (
 from netqual.pathtable import PathTable
 from netqual.results import summarize, write_json
 from netqual.runresults import Results
-from netqual.stats import bin_edges, bin_index
 
 _BASE_RTT_US = {
     ("tcp", Tier.SAME_RACK): 18.0,

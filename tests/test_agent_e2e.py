@@ -17,10 +17,10 @@ from cli_helpers import finished_paths
 from conftest import AgentPool, AgentProc, cli_env
 
 from netqual import schema
-from netqual.coordinator import RunConfig, run
 from netqual.models import Node, PathResult, Policy, ProbePlan
-from netqual.phases import ScheduleConfig
+from netqual.planning.phases import ScheduleConfig
 from netqual.progress import Stage
+from netqual.run.coordinator import RunConfig, run
 
 SMALL_PLAN = ["--iterations", "2000", "--warmup", "200", "--chunk", "64KiB", "--depth", "1"]
 

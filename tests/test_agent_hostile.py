@@ -20,18 +20,18 @@ from typing import Any
 import pytest
 from conftest import AgentPool, AgentProc, cli_env, new_token_file
 
-from netqual.coordinator import RunConfig, measure_pair
-from netqual.errors import AuthError, PeerError, ProbeError, ProtocolError
-from netqual.handshake import PROTOCOL_VERSION
-from netqual.models import Node, ProbePlan
-from netqual.probe_request import request_probe
-from netqual.protocol import (
+from netqual.agent.probe_request import request_probe
+from netqual.agent.wire.handshake import PROTOCOL_VERSION
+from netqual.agent.wire.protocol import (
     HEADER,
     MAGIC,
     Channel,
     connect,
     server_handshake,
 )
+from netqual.errors import AuthError, PeerError, ProbeError, ProtocolError
+from netqual.models import Node, ProbePlan
+from netqual.run.coordinator import RunConfig, measure_pair
 from netqual.transports import TransportKind
 
 NONCE = "00" * 16  # tcp.pingpong / tcp.bulk: the per-request nonce of the measurement tags

@@ -16,10 +16,10 @@ import pytest
 from conftest import AgentPool, cli_env
 from test_trust import node, serving, write_inventory
 
-from netqual.coordinator import RESUME_IDLE_WAIT_S, RunConfig, check_agents, run
+from netqual.agent.probe_request import PeerRef, ProbeRequest
+from netqual.agent.wire.protocol import Channel, connect, server_handshake
 from netqual.models import AgentLimits, Node, ProbePlan
-from netqual.probe_request import PeerRef, ProbeRequest
-from netqual.protocol import Channel, connect, server_handshake
+from netqual.run.coordinator import RESUME_IDLE_WAIT_S, RunConfig, check_agents, run
 
 LONG = ProbePlan(iterations=1_000_000, warmup=0, bulk=False, timeout_s=120)
 

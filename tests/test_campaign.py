@@ -14,7 +14,7 @@ import pytest
 from cli_helpers import Run, run_in_process
 from factories import make_results, write_results
 
-from netqual import localise
+from netqual.analysis import localise
 from netqual.campaign.store import SCHEMA_VERSION, open_store
 from netqual.models import Policy
 from netqual.results import path_to_dict
@@ -258,7 +258,7 @@ def test_the_stored_baseline_judges_as_the_file_does(
 
     from netqual.campaign.milestone import stored_baseline
     from netqual.gate import evaluate, load_profile
-    from netqual.runfiles import load_run
+    from netqual.run.runfiles import load_run
 
     cli("campaign", "init", "joint", "--start", "2027-01-04")
     cli("campaign", "add", "joint", str(weeks["w1"]))

@@ -12,7 +12,7 @@ import pytest
 from factories import make_results
 from test_report_browser import CLASS_RGB, chromium, page_errors
 
-from netqual import localise
+from netqual.analysis import localise
 from netqual.campaign import config
 from netqual.campaign.milestone import judge, runs_to_judge
 from netqual.campaign.store import open_store

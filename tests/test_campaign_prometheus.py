@@ -20,7 +20,7 @@ import pytest
 from cli_helpers import ROOT
 from factories import make_results, write_results
 
-from netqual import localise
+from netqual.analysis import localise
 
 PROMETHEUS = shutil.which("prometheus")
 DEADLINE_S = 25.0

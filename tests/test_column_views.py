@@ -14,9 +14,8 @@ import numpy as np
 from factories import make_results
 from rich.console import Console
 
-from netqual import retest
-from netqual.localise import columns, suspects
-from netqual.matrix import (
+from netqual.analysis.localise import columns, suspects
+from netqual.analysis.matrix import (
     STATISTICS,
     GroupRow,
     build_matrix,
@@ -25,12 +24,13 @@ from netqual.matrix import (
     rack_pair_groups,
     tier_groups,
 )
+from netqual.analysis.narrative import verdict_sentence, waiver_problem
 from netqual.models import PathResult, SuspectKind, Tier, Verdict, Waiver
-from netqual.narrative import verdict_sentence, waiver_problem
 from netqual.pathtable import PathTable
 from netqual.render.terminal import print_results
 from netqual.report.csv import write_csv
 from netqual.report.waivers import waiver_notes
+from netqual.run import retest
 from netqual.runresults import Results
 from netqual.workload import load_workload
 from netqual.workload.impact import tier_impacts, workload_counts

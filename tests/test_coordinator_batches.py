@@ -6,8 +6,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from netqual.models import Node
-from netqual.phases import host_batches as _batches
-from netqual.schedule import Pair
+from netqual.planning.phases import host_batches as _batches
+from netqual.planning.schedule import Pair
 
 
 def _round(hosts: list[int]) -> list[Pair]:

@@ -12,7 +12,7 @@ import pytest
 from cli_helpers import Run, check_golden, run_in_process
 from factories import make_results, write_results
 
-from netqual.diff import diff_runs
+from netqual.analysis.diff import diff_runs
 from netqual.models import Verdict
 from netqual.pathtable import PathTable
 from netqual.results import summarize

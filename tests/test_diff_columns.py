@@ -15,7 +15,7 @@ import pytest
 from cli_helpers import Run, run_in_process
 from factories import make_results, write_results
 
-from netqual.diff import PathChange, diff_json, diff_runs
+from netqual.analysis.diff import PathChange, diff_json, diff_runs
 from netqual.models import Metric, PathResult, RttStats, Verdict
 from netqual.pathtable import PathTable
 from netqual.runresults import Results

@@ -14,7 +14,7 @@ import pytest
 from cli_helpers import check_golden
 from rich.console import Console
 
-from netqual import doctor
+from netqual.agent import doctor
 from netqual.errors import TransportUnavailableError
 from netqual.models import Node
 from netqual.render.doctor import render
@@ -215,7 +215,7 @@ def test_doctor_without_pyverbs_gives_the_install_route(tmp_path: Path) -> None:
 
 
 def test_doctor_asks_every_agent_of_an_inventory(tmp_path: Path) -> None:
-    from netqual.localagents import local_agents
+    from netqual.run.localagents import local_agents
 
     with local_agents(2) as (nodes, token_file):
         inventory = tmp_path / "inventory.toml"

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from cli_helpers import run_in_process
 
-from netqual.estimate import DurationModel
 from netqual.models import ProbePlan
+from netqual.planning.estimate import DurationModel
 
 
 def _inventory(tmp_path: Path, n: int, *, shared_host: bool = False) -> Path:

@@ -10,13 +10,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from netqual import fanin
+from netqual.analysis import fanin
+from netqual.analysis.policy import load_policy
 from netqual.errors import PolicyError, ResultsFileError
 from netqual.fanin_model import ChunkStats, FaninLevel
 from netqual.fetchprofile import PLAIN, PROFILES, profile
 from netqual.models import Node, PlanFieldError, Policy, PolicyFieldError, ProbePlan, RawBulk, Role
 from netqual.plan_codec import plan_from_dict, plan_to_dict
-from netqual.policy import load_policy
 from netqual.results.fanin_codec import from_list, to_list
 from netqual.transports.tcp_fetch import wave_sizes
 from netqual.workload.load import load_workload

@@ -27,12 +27,18 @@ from conftest import AgentPool, AgentProc, new_token_file
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from netqual import preflight
+from netqual.agent.probe_request import request_probe
+from netqual.agent.wire.handshake import PROTOCOL_VERSION, ClientHandshake
+from netqual.agent.wire.protocol import (
+    FRAME_JSON,
+    Channel,
+    client_handshake,
+    connect,
+    server_handshake,
+)
 from netqual.errors import NetqualError
-from netqual.handshake import PROTOCOL_VERSION, ClientHandshake
 from netqual.models import Node, ProbePlan
-from netqual.probe_request import request_probe
-from netqual.protocol import FRAME_JSON, Channel, client_handshake, connect, server_handshake
+from netqual.run import preflight
 from netqual.transports import TransportKind
 
 EXAMPLES = 40  # per test; each example is one real session with the agent

@@ -25,7 +25,7 @@ from hypothesis import strategies as st
 from netqual.cli import main
 from netqual.models import Mode, Policy, ProbePlan
 from netqual.results import path_to_dict, results_to_dict
-from netqual.resume import identity
+from netqual.run.resume import identity
 
 DATA = Path(__file__).parent / "data"
 EXAMPLES = 100  # per input kind; the whole file runs in well under 30 s

@@ -13,7 +13,7 @@ import pytest
 from conftest import AgentPool
 from test_launch_inventory import _cli, _inv
 
-from netqual import hops
+from netqual.agent.wire import hops
 
 INJECTION = '\n[[node]]\nname = "evil"\naddress = "198.51.100.7"\n'
 

@@ -23,10 +23,10 @@ from conftest import AgentPool
 from factories import make_results, write_results
 from test_trust import frame, serving, write_inventory
 
+from netqual.agent.wire.handshake import PROTOCOL_VERSION
+from netqual.agent.wire.protocol import connect
 from netqual.errors import NetqualError
-from netqual.handshake import PROTOCOL_VERSION
 from netqual.names import LiteralFormatter, printable, visible
-from netqual.protocol import connect
 
 HOSTILE = (
     "[/x][link=https://evil.example/]click[/link][bold]"

@@ -11,7 +11,8 @@ from types import SimpleNamespace
 import pytest
 from sysfs_trees import HGX8_TOPO, config_space, far_nic, hgx8
 
-from netqual import hostpath, pcisysfs
+from netqual import hostpath
+from netqual.agent import pcisysfs
 from netqual.hostpath import HostAudit, from_dict, to_dict
 
 DOCS = Path(__file__).resolve().parent.parent / "docs"

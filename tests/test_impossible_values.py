@@ -1,4 +1,4 @@
-"""Impossible values are a path's problem, never the file's (netqual.plausible).
+"""Impossible values are a path's problem, never the file's (netqual.analysis.plausible).
 
 A liar agent (a real agent process whose measurements are negated) makes its own paths
 unsafe with the reason "agent reported impossible values"; every other path of the run is
@@ -23,9 +23,9 @@ from conftest import AgentPool, AgentProc, cli_env
 from factories import make_results, write_results
 from test_trust import write_inventory
 
+from netqual.analysis.plausible import IMPOSSIBLE
+from netqual.analysis.policy import judge
 from netqual.models import Verdict
-from netqual.plausible import IMPOSSIBLE
-from netqual.policy import judge
 from netqual.results import load
 
 LIAR = textwrap.dedent(

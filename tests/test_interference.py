@@ -7,18 +7,17 @@ import dataclasses
 import numpy as np
 import pytest
 
-from netqual.errors import ResultsFileError
-from netqual.interference import (
+from netqual.analysis.interference import (
     check,
-    choose_sample,
     compare,
     from_dict,
     headline,
-    sample_size,
     to_dict,
 )
+from netqual.analysis.stats import rtt_stats
+from netqual.errors import ResultsFileError
 from netqual.models import Metric, PathResult, Tier, Verdict
-from netqual.stats import rtt_stats
+from netqual.planning.sampling import choose_sample, sample_size
 
 
 def path(src: str, dst: str, tier: Tier, base_us: float, spread_us: float = 2.0) -> PathResult:

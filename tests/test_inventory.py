@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from netqual.errors import InventoryError
-from netqual.inventory import load_inventory
 from netqual.models import KIB, MIB, Mode, Role
+from netqual.planning.inventory import load_inventory
 
 DESIGN_EXAMPLE = """
 [defaults]

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from netqual import lab
-from netqual.phases import Schedule
+from netqual.planning.phases import Schedule
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
 import lab_interference as bench

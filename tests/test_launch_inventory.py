@@ -16,8 +16,8 @@ import pytest
 from cli_helpers import run_in_process
 from conftest import cli_env
 
-from netqual.inventory import load_inventory
 from netqual.models import Role
+from netqual.planning.inventory import load_inventory
 
 K8S = Path(__file__).parent / "data" / "k8s"
 

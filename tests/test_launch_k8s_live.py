@@ -16,7 +16,7 @@ from urllib.parse import parse_qs, urlparse
 import pytest
 from cli_helpers import run_in_process
 
-from netqual.inventory import load_inventory
+from netqual.planning.inventory import load_inventory
 
 pytest.importorskip("kubernetes")
 

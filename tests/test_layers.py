@@ -42,24 +42,30 @@ def test_the_tree_keeps_the_layer_order() -> None:
     ("rel", "text", "expected"),
     [
         # statistics must not know how samples travelled
-        ("stats.py", "from netqual.transports.interface import RawBulk\n",
-         "netqual.stats imports netqual.transports.interface: analysis may not import measure"),
+        ("analysis/stats.py", "from netqual.transports.interface import RawBulk\n",
+         "netqual.analysis.stats imports netqual.transports.interface: "
+         "analysis may not import measure"),
         # the coordinator returns results; the commands write the report
-        ("coordinator.py", "def f():\n    from netqual.report import write_html\n",
-         "netqual.coordinator imports netqual.report: run may not import report"),
+        ("run/coordinator.py", "def f():\n    from netqual.report import write_html\n",
+         "netqual.run.coordinator imports netqual.report: run may not import report"),
         # the report shows waivers without importing the gate
         ("report/build.py", "from ..gate.model import Finding\n",
          "netqual.report.build imports netqual.gate.model: report may not import gate"),
-        # "from netqual import X" names the submodule X
+        # "from netqual import X" names the submodule X; a package's own layer applies
+        ("planning/estimate.py", "from netqual.analysis import interference\n",
+         "netqual.planning.estimate imports netqual.analysis: planning may not import analysis"),
+        ("agent/wire/protocol.py", "from netqual.agent import server\n",
+         "netqual.agent.wire.protocol imports netqual.agent: wire may not import measure"),
         ("models.py", "from netqual import results\n",
          "netqual.models imports netqual.results: core may not import analysis"),
-        ("stats.py", "import rich.console\n",
-         "netqual.stats imports rich.console: rich is for cli, render only"),
+        ("analysis/stats.py", "import rich.console\n",
+         "netqual.analysis.stats imports rich.console: rich is for cli, render only"),
         ("fresh.py", "x = 1\n", "netqual.fresh imports netqual.fresh: module has no layer"),
     ],
 )  # fmt: skip
 def test_a_wrong_import_is_named(tmp_path: Path, rel: str, text: str, expected: str) -> None:
-    root = _tree(tmp_path, {"__init__.py": "", "report/__init__.py": "", rel: text})
+    packages = {f"{d}/__init__.py": "" for d in ("report", "analysis", "run", "planning", "agent")}
+    root = _tree(tmp_path, {"__init__.py": "", "agent/wire/__init__.py": "", **packages, rel: text})
     found = [str(v) for v in check(root)]
     assert len(found) == 1, found
     assert expected in found[0]
@@ -71,20 +77,34 @@ def test_allowed_imports_pass(tmp_path: Path) -> None:
         tmp_path,
         {
             "__init__.py": "",
-            "cli/__init__.py": "import typer\nfrom netqual.coordinator import run\n",
-            "coordinator.py": "from netqual import stats\nfrom .probes import request_probe\n",
+            "cli/__init__.py": "import typer\nfrom netqual.run.coordinator import run\n",
+            "run/__init__.py": "",
+            "run/coordinator.py": "from netqual.analysis import stats\n"
+            "from .probes import request_probe\n",
+            "run/probes.py": "from netqual.agent.wire import protocol\n",
+            "agent/__init__.py": "",
+            "agent/wire/__init__.py": "",
+            "agent/wire/protocol.py": "from netqual.errors import X\n",
+            "analysis/__init__.py": "",
             "render/terminal.py": "from rich.table import Table\nfrom netqual.gate import x\n",
-            "stats.py": "from netqual.models import RawBulk\n",
+            "analysis/stats.py": "from netqual.models import RawBulk\n",
         },
     )
     assert check(root) == []
 
 
 def test_the_command_fails_on_a_violation(tmp_path: Path) -> None:
-    root = _tree(tmp_path, {"__init__.py": "", "stats.py": "import netqual.agent\n"})
+    root = _tree(
+        tmp_path,
+        {
+            "__init__.py": "",
+            "analysis/__init__.py": "",
+            "analysis/stats.py": "import netqual.agent\n",
+        },
+    )
     proc = _run_check(root)
     assert proc.returncode == 1
-    assert "stats.py:1: netqual.stats imports netqual.agent" in proc.stdout
+    assert "stats.py:1: netqual.analysis.stats imports netqual.agent" in proc.stdout
 
 
 @pytest.mark.parametrize(

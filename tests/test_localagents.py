@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from netqual.errors import InputError
-from netqual.localagents import (
+from netqual.run.localagents import (
     DEFAULT_START_TIMEOUT_S,
     START_TIMEOUT_ENV,
     AgentStartError,

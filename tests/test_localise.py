@@ -10,7 +10,7 @@ import pytest
 from cli_helpers import run_in_process
 from factories import make_results, write_results
 
-from netqual.localise import suspects
+from netqual.analysis.localise import suspects
 from netqual.models import PathResult, SuspectKind, Verdict
 from netqual.pathtable import PathTable
 from netqual.results import load, results_to_dict

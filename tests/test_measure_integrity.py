@@ -20,9 +20,9 @@ from conftest import AgentPool, cli_env
 from test_tcp_pingpong_deadline import _tcp_pair
 from test_trust import SMALL, node, run_cli, wait_for_log, write_inventory
 
-from netqual.coordinator import RunConfig, measure_pair
+from netqual.agent.wire.protocol import Channel
 from netqual.models import Node, ProbePlan
-from netqual.protocol import Channel
+from netqual.run.coordinator import RunConfig, measure_pair
 from netqual.transports.integrity import (
     MAX_TAG_GAP,
     IntegrityFailure,

@@ -20,7 +20,7 @@ from test_agent_e2e import write_inventory
 from netqual.models import ProbePlan
 from netqual.report.recommend import recommend
 from netqual.results import load
-from netqual.retest import larger_plan
+from netqual.run.retest import larger_plan
 from netqual.runresults import Results
 
 

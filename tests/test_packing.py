@@ -11,11 +11,11 @@ from pathlib import Path
 import pytest
 
 from netqual.errors import InventoryError, UsageError
-from netqual.fabric import Fabric, Uplink
-from netqual.inventory import load_inventory
 from netqual.models import KIB, Node, PathResult, ProbePlan, Verdict
-from netqual.packing import Coverage, select
-from netqual.phases import (
+from netqual.planning.fabric import Fabric, Uplink
+from netqual.planning.inventory import load_inventory
+from netqual.planning.packing import Coverage, select
+from netqual.planning.phases import (
     Phase,
     Schedule,
     ScheduleConfig,
@@ -28,8 +28,8 @@ from netqual.phases import (
     resolve,
     resources,
 )
+from netqual.planning.schedule import Pair, full_mesh
 from netqual.progress import NullObserver
-from netqual.schedule import Pair, full_mesh
 
 
 def racked(n: int, racks: int) -> list[Node]:

@@ -10,10 +10,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from netqual.budget import BulkBudget, default_cap, stream_gbps
 from netqual.errors import UsageError
 from netqual.models import KIB, MIB, Node, PathResult, ProbePlan, Role, Verdict
-from netqual.phases import (
+from netqual.planning.budget import BulkBudget, default_cap, stream_gbps
+from netqual.planning.phases import (
     Phase,
     Schedule,
     ScheduleConfig,
@@ -26,8 +26,8 @@ from netqual.phases import (
     resolve,
     resources,
 )
+from netqual.planning.schedule import Pair, bipartite_pairs, circle_rounds
 from netqual.progress import Stage
-from netqual.schedule import Pair, bipartite_pairs, circle_rounds
 
 
 def node(

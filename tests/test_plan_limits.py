@@ -14,8 +14,8 @@ from conftest import AgentPool, new_token_file
 from test_agent_e2e import write_inventory
 
 from netqual.models import AgentLimits, ProbePlan
-from netqual.plan_check import limit_problem
-from netqual.preflight import _limits
+from netqual.planning.limits import limit_problem
+from netqual.run.preflight import _limits
 
 
 @pytest.fixture

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
+from netqual.analysis.policy import judge, load_policy
 from netqual.errors import PolicyError
 from netqual.models import BulkStats, Metric, Policy, RttStats, Verdict
-from netqual.policy import judge, load_policy
 
 
 def rtt(p99: float, samples: int = 10_000, untrusted: tuple[str, ...] = ()) -> RttStats:

@@ -10,15 +10,15 @@ from collections.abc import Callable
 
 import pytest
 
-from netqual.errors import AuthError, IntegrityError, PeerError, ProtocolError
-from netqual.handshake import PROTOCOL_VERSION, ClientHandshake, _hkdf
-from netqual.protocol import (
+from netqual.agent.wire.handshake import PROTOCOL_VERSION, ClientHandshake, _hkdf
+from netqual.agent.wire.protocol import (
     HEADER,
     MAGIC,
     Channel,
     client_handshake,
     server_handshake,
 )
+from netqual.errors import AuthError, IntegrityError, PeerError, ProtocolError
 
 TOKEN = b"0123456789abcdef0123456789abcdef"
 

@@ -12,9 +12,8 @@ import pytest
 from cli_helpers import run_in_process
 from factories import classify, make_rtt
 
-from netqual import localise
+from netqual.analysis import localise
 from netqual.errors import InventoryError, UsageError
-from netqual.inventory import load_inventory
 from netqual.models import (
     Metric,
     Mode,
@@ -28,7 +27,15 @@ from netqual.models import (
     Verdict,
 )
 from netqual.pathtable import PathTable
-from netqual.rails import Rails, build, default_rails, endpoints, rail_plans, split_endpoint
+from netqual.planning.inventory import load_inventory
+from netqual.planning.rails import (
+    Rails,
+    build,
+    default_rails,
+    endpoints,
+    rail_plans,
+    split_endpoint,
+)
 from netqual.results import load, summarize, write_json
 from netqual.runresults import Results
 
@@ -94,7 +101,7 @@ def test_a_nic_address_used_twice_names_both(tmp_path: Path) -> None:
 
 
 def _ends(sched: object) -> list[tuple[str, str]]:
-    from netqual.schedule import Schedule
+    from netqual.planning.schedule import Schedule
 
     assert isinstance(sched, Schedule)
     return [(a.name, b.name) for r in sched.rounds() for a, b in r]

@@ -23,7 +23,7 @@ from netqual.errors import TransportUnavailableError
 from netqual.transports.rdma import verbs
 
 RDMA_DIR = Path(verbs.__file__).parent
-SOURCES = [*sorted(RDMA_DIR.glob("*.py")), RDMA_DIR.parents[1] / "doctor.py"]
+SOURCES = [*sorted(RDMA_DIR.glob("*.py")), RDMA_DIR.parents[1] / "agent" / "doctor.py"]
 
 # Variable (or attribute) names that hold pyverbs objects in the transport's source.
 RECEIVERS = {

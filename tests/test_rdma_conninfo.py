@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from netqual.agent.wire.messages import Fields
 from netqual.errors import BadRequestError, ProtocolError, UsageError
-from netqual.messages import Fields
 from netqual.models import KIB, MIB, ProbePlan
 from netqual.transports.interface import AgentLimits
 from netqual.transports.rdma import RdmaOptions, transport_for_agent

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from netqual import doctor
+from netqual.agent import doctor
 from netqual.transports.rdma import hotloop, verbs
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -15,9 +15,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from netqual.agent.wire.protocol import connect
 from netqual.errors import TransportUnavailableError
 from netqual.models import KIB, MIB, ProbePlan
-from netqual.protocol import connect
 from netqual.transports.rdma import RdmaOptions, RdmaTransport, devices, verbs
 from netqual.transports.rdma.gid import Family, LinkLayer
 
@@ -46,7 +46,7 @@ def _port() -> tuple[str, int, str]:
 @pytest.fixture(scope="module")
 def responder() -> Iterator[tuple[str, int, RdmaOptions, bytes | None]]:
     from netqual.auth import load_token, write_token
-    from netqual.localagents import start_agent, stop_agents
+    from netqual.run.localagents import start_agent, stop_agents
 
     device, port, host = _port()
     options = RdmaOptions(device=device, port=port)

@@ -79,7 +79,7 @@ def test_debian_fallback_appends_dist_packages_at_the_end() -> None:
 def _run_rdma(tmp_path: Path, agent_env: dict[str, str]) -> tuple[int, str, str]:
     """`netqual run --transport rdma --keep-going` over two real local agents: rc, stdout,
     stderr."""
-    from netqual.localagents import local_agents
+    from netqual.run.localagents import local_agents
 
     saved = dict(os.environ)
     os.environ.update(agent_env)  # the agents inherit it

@@ -19,9 +19,9 @@ from collections.abc import Iterator
 
 import pytest
 
+from netqual.agent.wire.protocol import connect
 from netqual.errors import ProbeError
 from netqual.models import KIB, ProbePlan
-from netqual.protocol import connect
 from netqual.transports.interface import AgentLimits
 from netqual.transports.rdma import (
     RdmaOptions,
@@ -255,7 +255,7 @@ def test_close_releases_children_first_and_twice_is_harmless(fabric: Fabric) -> 
 @pytest.fixture
 def fake_agent(fabric: Fabric, monkeypatch: pytest.MonkeyPatch) -> Iterator[int]:
     """A real netqual agent (thread) whose RDMA transport runs on the fake verbs."""
-    from netqual.agent import Agent
+    from netqual.agent.server import Agent
 
     monkeypatch.setitem(verbs._loaded, "pyverbs", module(fabric))
     agent = Agent("127.0.0.1", 0, None, name="fakeB", limits=AgentLimits())

@@ -10,8 +10,10 @@ import numpy as np
 import pytest
 from factories import make_results, rank_key
 
+from netqual.agent.probe_request import PeerRef, ProbeRequest
+from netqual.analysis.matrix import STATISTICS, build_matrix
+from netqual.analysis.stats import rtt_stats
 from netqual.errors import UsageError
-from netqual.matrix import STATISTICS, build_matrix
 from netqual.models import (
     RTT_STATISTICS,
     AgentLimits,
@@ -23,10 +25,8 @@ from netqual.models import (
     RttStats,
     Verdict,
 )
-from netqual.probe_request import PeerRef, ProbeRequest
 from netqual.report.fmt import us
 from netqual.report.grid import report_nodes
-from netqual.stats import rtt_stats
 from netqual.transports import TransportKind, TransportOptions, get_transport
 from netqual.transports.rdma import RdmaOptions, RdmaTransport
 from netqual.transports.tcp import TcpTransport

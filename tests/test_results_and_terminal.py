@@ -11,6 +11,9 @@ import pytest
 from cli_helpers import check_golden
 from rich.console import Console
 
+from netqual.analysis.narrative import verdict_sentence
+from netqual.analysis.policy import judge
+from netqual.analysis.stats import rtt_stats
 from netqual.errors import ResultsFileError
 from netqual.models import (
     BulkStats,
@@ -24,9 +27,7 @@ from netqual.models import (
     Tier,
     Verdict,
 )
-from netqual.narrative import verdict_sentence
 from netqual.pathtable import PathTable
-from netqual.policy import judge
 from netqual.render.terminal import print_probe, print_results
 from netqual.results import (
     journal,
@@ -37,7 +38,6 @@ from netqual.results import (
     write_json,
 )
 from netqual.runresults import Results
-from netqual.stats import rtt_stats
 
 NODES = (
     Node("gpu01", "198.18.1.1", role=Role.COMPUTE, rack="r1", labels={"site": "dc"}),

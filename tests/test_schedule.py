@@ -8,9 +8,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from netqual import schedule
 from netqual.models import Mode, Node, Role
-from netqual.schedule import bipartite_pairs, circle_rounds, plan_rounds, sampled_pairs
+from netqual.planning import schedule
+from netqual.planning.schedule import bipartite_pairs, circle_rounds, plan_rounds, sampled_pairs
 
 
 def nodes(n: int, **kw: object) -> list[Node]:

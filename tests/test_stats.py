@@ -1,4 +1,4 @@
-"""Known-answer and property tests for the statistics (netqual.stats)."""
+"""Known-answer and property tests for the statistics (netqual.analysis.stats)."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from netqual.analysis.stats import bulk_stats, needed_samples, quantile_ci, rtt_stats
 from netqual.models import Metric
-from netqual.stats import bulk_stats, needed_samples, quantile_ci, rtt_stats
 from netqual.transports import RawBulk
 
 

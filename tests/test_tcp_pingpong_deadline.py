@@ -13,9 +13,9 @@ import time
 import numpy as np
 import pytest
 
+from netqual.agent.wire.protocol import Channel
 from netqual.errors import BusyError, ProbeError
 from netqual.models import ProbePlan
-from netqual.protocol import Channel
 from netqual.transports.interface import AgentLimits, BufferBudget
 from netqual.transports.tcp import TcpTransport
 

@@ -18,12 +18,19 @@ from pathlib import Path
 import pytest
 from conftest import AgentPool, AgentProc, cli_env
 
-from netqual.coordinator import RunConfig, measure_pair
+from netqual.agent.probe_request import request_probe
+from netqual.agent.wire.handshake import PROTOCOL_VERSION, SessionKeys
+from netqual.agent.wire.protocol import (
+    FRAME_JSON,
+    HEADER,
+    MAGIC,
+    Channel,
+    connect,
+    server_handshake,
+)
 from netqual.errors import IntegrityError, PeerError
-from netqual.handshake import PROTOCOL_VERSION, SessionKeys
 from netqual.models import Node, ProbePlan
-from netqual.probe_request import request_probe
-from netqual.protocol import FRAME_JSON, HEADER, MAGIC, Channel, connect, server_handshake
+from netqual.run.coordinator import RunConfig, measure_pair
 from netqual.transports import TransportKind
 
 SMALL = ProbePlan(iterations=300, warmup=30, chunks_bytes=(64 * 1024,), depths=(1,), timeout_s=20)

@@ -18,10 +18,10 @@ import datetime as dt
 
 import numpy as np
 
+from netqual.analysis.diff import p99_rises
 from netqual.campaign.config import Campaign, Milestone
 from netqual.campaign.store import WEEK_PATHS, RunRow, Store
 from netqual.campaign.stored import stored_paths
-from netqual.diff import p99_rises
 from netqual.errors import CampaignError
 from netqual.gate import Finding, GateReport, Outcome, Profile, Status, evaluate
 from netqual.gate.regression import MaxP99IncreasePct, NoClassDrop, NoMissingPaths

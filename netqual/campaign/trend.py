@@ -15,9 +15,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from netqual.analysis.diff import p99_rises
 from netqual.campaign.config import Campaign
 from netqual.campaign.store import WEEK_PATHS, Store
-from netqual.diff import p99_rises
 from netqual.pathtable import VERDICTS
 
 MAX_LISTED = 50  # paths listed per movement; the counts cover all of them

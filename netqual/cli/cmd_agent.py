@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from netqual.agent import Agent
+from netqual.agent.server import Agent
 from netqual.auth import load_token
 from netqual.cli.app import (
     GidIndexOpt,

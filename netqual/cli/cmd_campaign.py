@@ -20,7 +20,7 @@ from netqual.cli.cmd_gate import _today, emit_gate
 from netqual.errors import UsageError
 from netqual.gate import Waiver, load_profile
 from netqual.render.campaign import print_added, print_trend
-from netqual.runfiles import load_run
+from netqual.run.runfiles import load_run
 from netqual.workload import load_workload
 from netqual.workload.judge import apply as apply_workload
 

@@ -12,13 +12,13 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
-from netqual import preflight
 from netqual.auth import load_token
 from netqual.cli.app import JsonOpt, TokenFileOpt, TransportOpt, app, console, err_console
 from netqual.errors import EXIT_FAIL, EXIT_OK
-from netqual.inventory import load_inventory
 from netqual.models import Node, PreflightReport, ProbePlan
+from netqual.planning.inventory import load_inventory
 from netqual.render.check import print_check
+from netqual.run import preflight
 from netqual.transports import TransportKind
 
 CheckTimeoutOpt = Annotated[

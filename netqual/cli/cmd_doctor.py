@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from netqual import doctor as doctor_core
+from netqual.agent import doctor as doctor_core
 from netqual.cli.app import JsonOpt, TokenFileOpt, TransportOpt, app, console
 from netqual.cli.cmd_check import check as check_command
 from netqual.render.doctor import render

@@ -14,7 +14,7 @@ from netqual.cli.cmd_gate import _today
 from netqual.errors import UsageError
 from netqual.gate import evaluate, load_profile
 from netqual.outfiles import write_text_atomic
-from netqual.runfiles import load_run
+from netqual.run.runfiles import load_run
 
 
 @app.command()

@@ -22,7 +22,7 @@ from netqual.gate import (
 )
 from netqual.outfiles import write_text_atomic
 from netqual.render.gate import print_gate
-from netqual.runfiles import load_run
+from netqual.run.runfiles import load_run
 from netqual.workload import load_workload
 from netqual.workload.judge import apply as apply_workload
 

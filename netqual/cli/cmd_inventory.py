@@ -9,13 +9,13 @@ import typer
 
 from netqual.cli.app import app, err_console
 from netqual.errors import InputError
-from netqual.launch import Draft, render_inventory
-from netqual.launch import hostfile as hostfile_mod
-from netqual.launch import k8s as k8s_mod
-from netqual.launch import slurm as slurm_mod
-from netqual.launch.draft import DEFAULT_MAX_NODES
 from netqual.models import DEFAULT_PORT
 from netqual.outfiles import write_text_atomic
+from netqual.planning.launch import Draft, render_inventory
+from netqual.planning.launch import hostfile as hostfile_mod
+from netqual.planning.launch import k8s as k8s_mod
+from netqual.planning.launch import slurm as slurm_mod
+from netqual.planning.launch.draft import DEFAULT_MAX_NODES
 
 inventory_app = typer.Typer(
     help="Write an inventory from a hostfile, Slurm or Kubernetes.\n\n"

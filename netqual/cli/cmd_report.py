@@ -10,14 +10,14 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
+from netqual.analysis.diff import DEFAULT_INCREASE_PCT, DEFAULT_MIN_DELTA_US, diff_json, diff_runs
+from netqual.analysis.matrix import STATISTICS
 from netqual.cli import rundir
 from netqual.cli.app import ForceOpt, JsonOpt, WorkloadOpt, app, console
-from netqual.diff import DEFAULT_INCREASE_PCT, DEFAULT_MIN_DELTA_US, diff_json, diff_runs
 from netqual.errors import NetqualError, UsageError
 from netqual.gate import evaluate, load_profile
 from netqual.gate.profile import Profile
 from netqual.gate.regression import MaxP99IncreasePct
-from netqual.matrix import STATISTICS
 from netqual.outfiles import write_text_atomic
 from netqual.render.diff import print_diff
 from netqual.render.terminal import print_results
@@ -26,7 +26,7 @@ from netqual.report import write_csv, write_html
 from netqual.report.html import render_diff_html
 from netqual.report.view import GateBanner
 from netqual.results import results_to_dict
-from netqual.runfiles import load_run
+from netqual.run.runfiles import load_run
 from netqual.runresults import Results
 from netqual.workload import load_workload
 from netqual.workload.judge import apply as apply_workload

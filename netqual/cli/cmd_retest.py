@@ -7,20 +7,20 @@ from typing import Annotated
 
 import typer
 
-from netqual import resume as resume_mod
-from netqual import retest as retest_mod
+from netqual.analysis.diff import diff_runs
 from netqual.auth import load_token
 from netqual.cli import rundir
 from netqual.cli.app import JsonOpt, TokenFileOpt, app, console, err_console
 from netqual.cli.cmd_run import InsecureOpt, measure_into
-from netqual.coordinator import RunConfig, run_identity
-from netqual.coordinator import run as run_coordinator
-from netqual.diff import diff_runs
-from netqual.inventory import load_inventory
-from netqual.plan_check import DEFAULT_LIMITS, check_limits
+from netqual.planning.inventory import load_inventory
+from netqual.planning.limits import DEFAULT_LIMITS, check_limits
 from netqual.render.diff import print_diff
 from netqual.report.fmt import plural
 from netqual.results import load
+from netqual.run import resume as resume_mod
+from netqual.run import retest as retest_mod
+from netqual.run.coordinator import RunConfig, run_identity
+from netqual.run.coordinator import run as run_coordinator
 from netqual.transports import TransportKind
 
 

@@ -12,11 +12,8 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
-from netqual import demo as demo_mod
-from netqual import estimate
-from netqual import plan_options as plan_mod
-from netqual import resume as resume_mod
-from netqual import schedule as schedule_mod
+from netqual.analysis.interference import TOLERANCE
+from netqual.analysis.policy import load_policy, short_plan_problem
 from netqual.auth import load_token
 from netqual.cli import rundir
 from netqual.cli.app import (
@@ -50,28 +47,21 @@ from netqual.cli.fanin_opts import (
     FetchProfileOpt,
     fanin_config,
 )
-from netqual.coordinator import (
-    RunConfig,
-    finalise_interrupted,
-    is_configuration,
-    measure_pair,
-    run_identity,
-)
-from netqual.coordinator import run as run_coordinator
 from netqual.errors import EXIT_RUNTIME, NotMeasuredError, OutputError, UsageError
 from netqual.fetchprofile import PLAIN
 from netqual.gate import load_profile
-from netqual.interference import DEFAULT_FRACTION, DEFAULT_MINIMUM, TOLERANCE
-from netqual.inventory import Inventory, load_inventory
 from netqual.models import Metric, Mode, Policy, ProbePlan
-from netqual.packing import Coverage
-from netqual.phases import Schedule, ScheduleConfig
-from netqual.plan_check import check_limits
-from netqual.policy import load_policy, short_plan_problem
-from netqual.preflight import PreflightFailed
+from netqual.planning import estimate
+from netqual.planning import options as plan_mod
+from netqual.planning import schedule as schedule_mod
+from netqual.planning.inventory import Inventory, load_inventory
+from netqual.planning.limits import check_limits
+from netqual.planning.packing import Coverage
+from netqual.planning.phases import Schedule, ScheduleConfig
+from netqual.planning.rails import Rails, default_rails
+from netqual.planning.rails import build as rails_build
+from netqual.planning.sampling import DEFAULT_FRACTION, DEFAULT_MINIMUM
 from netqual.progress import RunObserver, Stage
-from netqual.rails import Rails, default_rails
-from netqual.rails import build as rails_build
 from netqual.render.dryrun import print_dry_run
 from netqual.render.progress import observer
 from netqual.render.terminal import print_probe, print_results
@@ -79,7 +69,18 @@ from netqual.render.workload import print_workload_path, print_workload_results
 from netqual.report import write_html
 from netqual.report.view import GateBanner
 from netqual.results import path_to_dict, results_to_dict
-from netqual.runfiles import load_run
+from netqual.run import demo as demo_mod
+from netqual.run import resume as resume_mod
+from netqual.run.coordinator import (
+    RunConfig,
+    finalise_interrupted,
+    is_configuration,
+    measure_pair,
+    run_identity,
+)
+from netqual.run.coordinator import run as run_coordinator
+from netqual.run.preflight import PreflightFailed
+from netqual.run.runfiles import load_run
 from netqual.runresults import Results
 from netqual.transports import TransportKind, TransportOptions
 from netqual.units import format_size

@@ -16,9 +16,9 @@ from typing import Annotated, NoReturn
 
 import typer
 
+from netqual.analysis.narrative import DEMO_INVENTORY
 from netqual.errors import NetqualError, UsageError
 from netqual.interrupts import deliver
-from netqual.narrative import DEMO_INVENTORY
 from netqual.outfiles import check_out_dir, check_own_file, new_run_dir
 from netqual.runresults import Results
 

@@ -2,18 +2,22 @@
 imports one from a layer it may not use, or a third-party package reserved for another
 layer (rich and typer only in the terminal edges, jinja2 only in the HTML report).
 
-Layers, lowest first. Each may import its own layer and the ones listed after ``->``:
+Layers, lowest first; each is a package prefix (the core is the top level of ``netqual``):
 
-    core      records, errors, units, schema, file helpers   -> (nothing)
-    inputs    inventory (and its generators), plan, tokens   -> core
-    wire      the agent control channel, hop probe           -> core
-    measure   transports, the probe request, agent, doctor   -> core, inputs, wire
-    analysis  stats, matrix, policy, results codec, diff     -> core, inputs
-    gate      pass/fail judgement                            -> core, analysis
-    report    report.html, CSV                               -> core, analysis
-    render    terminal and CI text                           -> core, analysis, gate
-    run       coordinator, local agents, demo, lab, vm       -> core .. analysis (no output)
-    cli       commands                                       -> everything
+    core      netqual.* (top level)  records, errors, units, schema, file helpers
+    planning  netqual.planning       inventory, plan, pairs, rounds, budget, estimate
+    wire      netqual.agent.wire     the control channel both sides speak
+    measure   netqual.agent, netqual.transports: the agent and the probes
+    analysis  netqual.analysis, netqual.results, netqual.workload, netqual.campaign
+    gate      netqual.gate           pass/fail judgement
+    report    netqual.report         report.html, CSV
+    render    netqual.render         terminal and CI text
+    run       netqual.run, netqual.lab, netqual.vm: the coordinator side (no output)
+    cli       netqual.cli            commands
+
+and may import (``ALLOWED`` below): planning, wire -> core; measure -> core, planning,
+wire; analysis -> core, planning; gate, report -> core, analysis; render -> core, planning,
+analysis, gate; run -> everything below it except gate, report and render; cli -> all.
 
 So the core returns results and only the edges (cli) write output; statistics never know
 how samples travelled; the report shows waivers without importing the gate. A module
@@ -36,86 +40,59 @@ PACKAGE = "netqual"
 
 ALLOWED: Mapping[str, frozenset[str]] = {
     "core": frozenset(),
-    "inputs": frozenset({"core"}),
+    "planning": frozenset({"core"}),
     "wire": frozenset({"core"}),
-    "measure": frozenset({"core", "inputs", "wire"}),
-    "analysis": frozenset({"core", "inputs"}),
+    "measure": frozenset({"core", "planning", "wire"}),
+    "analysis": frozenset({"core", "planning"}),
     "gate": frozenset({"core", "analysis"}),
     "report": frozenset({"core", "analysis"}),
-    "render": frozenset({"core", "analysis", "gate"}),
-    "run": frozenset({"core", "inputs", "wire", "measure", "analysis"}),
+    "render": frozenset({"core", "planning", "analysis", "gate"}),
+    "run": frozenset({"core", "planning", "wire", "measure", "analysis"}),
     "cli": frozenset(
-        {"core", "inputs", "wire", "measure", "analysis", "gate", "report", "render", "run"}
+        {"core", "planning", "wire", "measure", "analysis", "gate", "report", "render", "run"}
     ),
     "devtools": frozenset(),
 }
 
-# Longest prefix wins: "netqual.transports.rdma.verbs" -> "netqual.transports".
+# Package prefixes; the longest prefix wins ("netqual.agent.wire.protocol" -> wire). Only the
+# core's modules sit at the top level and are named one by one.
+CORE_MODULES = (
+    "errors",
+    "units",
+    "models",
+    "pathtable",  # paths as columns (numpy), rows as PathResult
+    "runresults",  # Results: one run as the commands and outputs read it
+    "schema",
+    "tomlfile",
+    "plan_codec",
+    "names",  # node name and address rules
+    "filedata",  # bounds on parsed input files (depth, ints, floats)
+    "outfiles",  # creating output files (no symlinks followed)
+    "progress",  # run phases and their counters; rendering is render/'s
+    "interrupts",  # where a signal's KeyboardInterrupt may land
+    "auth",  # the shared token
+    "fetchprofile",  # connectors' fetch patterns, as data
+    "fanin_model",  # fan-in sweep records
+    "hostpath",  # host path audit records, affinity classes
+)
+
 MODULE_LAYERS: Mapping[str, str] = {
     "netqual": "core",  # the package itself: __version__
-    "netqual.errors": "core",
-    "netqual.units": "core",
-    "netqual.models": "core",
-    "netqual.fetchprofile": "core",  # connectors' fetch patterns, as data
-    "netqual.fanin_model": "core",  # fan-in sweep records
-    "netqual.fanin": "analysis",  # fan-in levels, knee, verdict, TTFT projection
-    "netqual.fanin_run": "run",  # the fan-in sweep against the agents
-    "netqual.pathtable": "core",  # paths as columns (numpy), rows as PathResult
-    "netqual.runresults": "core",  # Results: one run as the commands and outputs read it
-    "netqual.hostpath": "core",  # host path audit records, affinity classes
-    "netqual.schema": "core",
-    "netqual.tomlfile": "core",
-    "netqual.plan_codec": "core",
-    "netqual.names": "core",  # node name and address rules
-    "netqual.filedata": "core",  # bounds on parsed input files (depth, ints, floats)
-    "netqual.outfiles": "core",  # creating output files (no symlinks followed)
-    "netqual.progress": "core",  # run phases and their counters; rendering is render/'s
-    "netqual.interrupts": "core",  # where a signal's KeyboardInterrupt may land
-    "netqual.auth": "inputs",
-    "netqual.plan_options": "inputs",
-    "netqual.plan_check": "inputs",  # a plan against the agents' limits, before any agent
-    "netqual.inventory": "inputs",
-    "netqual.fabric": "inputs",  # stated NIC and uplink rates
-    "netqual.launch": "inputs",  # inventories from hostfiles, Slurm, Kubernetes
-    "netqual.protocol": "wire",
-    "netqual.handshake": "wire",
-    "netqual.messages": "wire",  # peer input checked field by field
-    "netqual.hops": "wire",
-    "netqual.transports": "measure",
-    "netqual.probe_request": "measure",
+    **{f"netqual.{name}": "core" for name in CORE_MODULES},
+    "netqual.planning": "planning",
+    "netqual.agent.wire": "wire",
     "netqual.agent": "measure",
-    "netqual.admission": "measure",  # the agent's unauthenticated connections
-    "netqual.doctor": "measure",
-    "netqual.pcisysfs": "measure",  # the PCI/sysfs reader (host path audit, fleet fields)
-    "netqual.preflight": "measure",
-    "netqual.stats": "analysis",
-    "netqual.matrix": "analysis",
-    "netqual.policy": "analysis",
-    "netqual.plausible": "analysis",  # impossible values, verdicts judged from values
+    "netqual.transports": "measure",
+    "netqual.analysis": "analysis",
+    "netqual.results": "analysis",
     "netqual.workload": "analysis",
     "netqual.workload.model": "core",  # records and arithmetic only
-    "netqual.narrative": "analysis",
-    "netqual.diff": "analysis",
-    "netqual.localise": "analysis",
-    "netqual.results": "analysis",
-    "netqual.schedule": "analysis",
-    "netqual.rails": "analysis",
-    "netqual.estimate": "analysis",
-    "netqual.phases": "analysis",  # when probes run: phases, bulk waves (measuring is injected)
-    "netqual.packing": "analysis",  # which pairs get bulk, and bulk waves under the caps
-    "netqual.budget": "analysis",  # bulk caps per host, rack and site from plan and fabric
-    "netqual.interference": "analysis",
     "netqual.campaign": "analysis",  # campaign.toml, the DuckDB history store, trend, metrics
     "netqual.campaign.milestone": "gate",  # milestone gates: a profile plus the history rules
     "netqual.gate": "gate",
     "netqual.report": "report",
     "netqual.render": "render",
-    "netqual.coordinator": "run",
-    "netqual.resume": "run",
-    "netqual.runfiles": "run",  # a run as the user names it: DIR, results.json or .jsonl
-    "netqual.retest": "run",
-    "netqual.localagents": "run",
-    "netqual.demo": "run",
+    "netqual.run": "run",
     "netqual.lab": "run",
     "netqual.vm": "run",  # the qemu guest with Soft-RoCE (real verbs where the host has none)
     "netqual.cli": "cli",

@@ -9,13 +9,13 @@ from pathlib import Path
 
 import numpy as np
 
+from netqual.analysis.narrative import incomplete_note, is_demo, preliminary_note, waiver_problems
+from netqual.analysis.plausible import rejudge
 from netqual.errors import UsageError
 from netqual.gate.complete import Complete
 from netqual.gate.model import GateContext, GateReport, Outcome, Scope, WaiverState
 from netqual.gate.profile import Profile
-from netqual.narrative import incomplete_note, is_demo, preliminary_note, waiver_problems
 from netqual.pathtable import IntArray
-from netqual.plausible import rejudge
 from netqual.runresults import Results
 
 

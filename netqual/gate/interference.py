@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from netqual.analysis.interference import TOLERANCE, by_tier, tier_record
 from netqual.gate.model import (
     Finding,
     GateContext,
@@ -20,7 +21,6 @@ from netqual.gate.model import (
     pair_codes,
 )
 from netqual.gate.rules import Rule
-from netqual.interference import TOLERANCE, by_tier, tier_record
 from netqual.models import SampledPath
 from netqual.pathtable import IntArray, PathTable, union_names
 from netqual.units import format_us
@@ -55,7 +55,7 @@ def _not_checked(rule: Rule) -> Outcome:
 
 @dataclass(frozen=True)
 class InterferenceClean(Rule):
-    """No tier may be affected (netqual.interference: its median p99 ratio above the
+    """No tier may be affected (netqual.analysis.interference: its median p99 ratio above the
     tolerance and at least one sampled path disturbed), among the sampled paths in scope."""
 
     @property

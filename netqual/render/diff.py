@@ -8,7 +8,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from netqual.diff import PathChange, RunDiff
+from netqual.analysis.diff import PathChange, RunDiff
 from netqual.models import Verdict
 from netqual.units import format_us
 

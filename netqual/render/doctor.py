@@ -1,4 +1,4 @@
-"""Terminal view of ``netqual doctor`` results (the dict ``netqual.doctor.run`` returns)."""
+"""Terminal view of ``netqual doctor`` results (the dict ``netqual.agent.doctor.run`` returns)."""
 
 from __future__ import annotations
 

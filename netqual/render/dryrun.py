@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from rich.console import Console
 
-from netqual.estimate import DryRun
 from netqual.names import visible
+from netqual.planning.estimate import DryRun
 from netqual.units import format_size
 
 

@@ -7,7 +7,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from netqual.fanin import Projection, pays_up_to, project
+from netqual.analysis.fanin import Projection, pays_up_to, project
 from netqual.runresults import Results
 from netqual.units import format_duration_us, format_size, format_us
 

@@ -8,9 +8,9 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from netqual import localise
-from netqual.interference import headline
-from netqual.matrix import (
+from netqual.analysis import localise
+from netqual.analysis.interference import headline
+from netqual.analysis.matrix import (
     STATISTICS,
     Grouping,
     GroupRow,
@@ -21,8 +21,8 @@ from netqual.matrix import (
     rack_pair_groups,
     tier_groups,
 )
+from netqual.analysis.narrative import unmeasured_sentence, verdict_sentence
 from netqual.models import PathResult, Suspect, SuspectKind, Tier, Verdict
-from netqual.narrative import unmeasured_sentence, verdict_sentence
 from netqual.pathtable import TIERS
 from netqual.render.fanin import print_fanin
 from netqual.runresults import Results
@@ -42,7 +42,7 @@ def print_results(
 ) -> None:
     """Summary sentence, counts, matrix (per rack when large), per-hop table, worst paths.
 
-    ``stat`` names the matrix's statistic (``netqual.matrix.STATISTICS``); default: the
+    ``stat`` names the matrix's statistic (``netqual.analysis.matrix.STATISTICS``); default: the
     policy metric. A large run shows its worst rack pairs and first suspects only, so the
     whole fits a screen or two (at most about 60 lines); ``show_all`` prints every one."""
     run = results.run
@@ -116,7 +116,7 @@ def suspect_line(s: Suspect) -> str:
 
 
 def print_suspects(console: Console, results: Results, limit: int | None = SUSPECTS_SHOWN) -> None:
-    """Where the problem sits (netqual.localise): nodes, rack pairs, links, asymmetries."""
+    """Where the problem sits (netqual.analysis.localise): nodes, rack pairs, links, asymmetries."""
     found = localise.run_suspects(results)
     if (problem := localise.cannot_localise(results)) is not None:
         console.print(Text(f"suspects: {problem}", style="yellow"), soft_wrap=True)

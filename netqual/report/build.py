@@ -10,9 +10,9 @@ from typing import Any
 import numpy as np
 
 from netqual import __version__
-from netqual.interference import headline
+from netqual.analysis.interference import headline
+from netqual.analysis.narrative import unmeasured_sentence, verdict_sentence
 from netqual.models import PathResult, Verdict, Waiver
-from netqual.narrative import unmeasured_sentence, verdict_sentence
 from netqual.pathtable import FloatArray, IntArray, worst_per_group
 from netqual.report import fmt
 from netqual.report.dist import distribution

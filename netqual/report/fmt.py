@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from netqual.analysis.narrative import path_label  # one wording for every renderer
 from netqual.models import Verdict
-from netqual.narrative import path_label  # one wording for every renderer
 from netqual.units import format_us
 
 __all__ = ["CLASS_CODE", "path_label", "plural", "us"]

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from netqual.matrix import matrix_nodes
+from netqual.analysis.matrix import matrix_nodes
 from netqual.models import Node
 from netqual.pathtable import IntArray
 from netqual.runresults import Results

@@ -18,7 +18,7 @@ from typing import Any
 import jinja2
 import markupsafe
 
-from netqual.diff import RunDiff
+from netqual.analysis.diff import RunDiff
 from netqual.models import Verdict, Waiver
 from netqual.names import visible
 from netqual.outfiles import write_text_atomic

@@ -22,11 +22,11 @@ from typing import Any
 
 import numpy as np
 
-from netqual import localise
+from netqual.analysis import localise
+from netqual.analysis.narrative import unmeasured_sentence
+from netqual.analysis.policy import sample_limited
 from netqual.models import Metric, Node, Suspect, SuspectKind, Tier, Verdict
-from netqual.narrative import unmeasured_sentence
 from netqual.pathtable import NO_HOPS, TIERS, IntArray, PathTable
-from netqual.policy import sample_limited
 from netqual.report import fmt
 from netqual.runresults import Results
 

@@ -6,8 +6,8 @@ import datetime as dt
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from netqual.analysis.narrative import waiver_problems
 from netqual.models import Waiver
-from netqual.narrative import waiver_problems
 from netqual.pathtable import VERDICTS
 from netqual.runresults import Results
 

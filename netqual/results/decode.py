@@ -21,11 +21,12 @@ from typing import Annotated, Any, ClassVar
 
 import msgspec
 
+from netqual.analysis.interference import from_dict as interference_from_dict
+from netqual.analysis.localise import suspect_from_dict
+from netqual.analysis.matrix import fill_tiers
+from netqual.analysis.plausible import mark_impossible
 from netqual.errors import ResultsFileError
 from netqual.filedata import MAX_FLOAT, MAX_INT, checked
-from netqual.interference import from_dict as interference_from_dict
-from netqual.localise import suspect_from_dict
-from netqual.matrix import fill_tiers
 from netqual.models import (
     DEFAULT_PORT,
     SCHEMA_VERSION,
@@ -44,7 +45,6 @@ from netqual.models import (
 )
 from netqual.pathtable import PathTable
 from netqual.plan_codec import plan_from_dict
-from netqual.plausible import mark_impossible
 from netqual.results.fanin_codec import from_list as fanin_from_list
 from netqual.results.summary import summarize
 from netqual.runresults import Results
@@ -55,7 +55,7 @@ from netqual.workload.model import Workload
 # the int64/float64 columns and the arithmetic on them.
 Us = Annotated[float, msgspec.Meta(ge=0, le=MAX_FLOAT)]
 # What an agent measured: any number in range is read, and an impossible one (negative,
-# zero, out of order) makes its path unsafe (netqual.plausible), never the file unreadable.
+# zero, out of order) makes its path unsafe (netqual.analysis.plausible), never the file unreadable.
 Measured = Annotated[float, msgspec.Meta(ge=-MAX_FLOAT, le=MAX_FLOAT)]
 Float = Annotated[float, msgspec.Meta(ge=-MAX_FLOAT, le=MAX_FLOAT)]
 Count = Annotated[int, msgspec.Meta(ge=0, le=MAX_INT)]

@@ -11,8 +11,9 @@ import math
 from pathlib import Path
 from typing import Any, TextIO
 
-from netqual.interference import to_dict as interference_to_dict
-from netqual.localise import suspect_to_dict
+from netqual.analysis.interference import to_dict as interference_to_dict
+from netqual.analysis.localise import suspect_to_dict
+from netqual.analysis.stats import BINS_PER_DECADE, bin_index
 from netqual.models import (
     BulkStats,
     Metric,
@@ -28,7 +29,6 @@ from netqual.outfiles import write_atomic
 from netqual.plan_codec import plan_to_dict
 from netqual.results.fanin_codec import to_list as fanin_to_list
 from netqual.runresults import Results
-from netqual.stats import BINS_PER_DECADE, bin_index
 
 
 def _t(value_us: float) -> float:

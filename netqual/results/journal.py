@@ -27,12 +27,12 @@ from typing import Any, TextIO
 
 import msgspec
 
+from netqual.analysis.plausible import mark_impossible
 from netqual.errors import OutputError, ResultsFileError
 from netqual.filedata import load_json
 from netqual.models import PathResult, Verdict
 from netqual.outfiles import write_atomic
 from netqual.pathtable import PathTable
-from netqual.plausible import mark_impossible
 from netqual.results.decode import decode_path
 from netqual.results.encode import path_to_dict
 
@@ -151,7 +151,7 @@ def read(path: Path) -> Journal:
             if i == len(lines) - 1:
                 break
             raise
-    # A liar agent's impossible values make its path unsafe here too (netqual.plausible).
+    # A liar agent's impossible values make its path unsafe here too (netqual.analysis.plausible).
     rows = iter(mark_impossible(PathTable.from_paths(wire))) if wire else iter(())
     done: dict[Key, PathResult] = {}
     pending: dict[Key, PathResult] = {}

@@ -12,8 +12,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from netqual.agent.wire.messages import Fields
 from netqual.errors import UsageError
-from netqual.messages import Fields
 from netqual.models import AgentLimits, RawBulk, RawProbe
 from netqual.transports.interface import Transport
 from netqual.transports.rdma.options import RdmaOptions

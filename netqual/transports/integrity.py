@@ -1,7 +1,7 @@
 """Measurement integrity: TCP ping-pong replies and bulk chunks bound to the session key.
 
-The control frames are MAC'd (``netqual.protocol``), but the timed traffic is raw bytes on
-the same socket. Without a check, anything on the path (a proxy at the node's address that
+The control frames are MAC'd (``netqual.agent.wire.protocol``), but the timed traffic is raw
+bytes on the same socket. Without a check, anything on the path (a proxy at the node's address that
 relays the authenticated handshake) could answer the echoes itself and make a slow path
 look fast. Everything here is computed before or after the timed loop, never inside it:
 
@@ -35,9 +35,9 @@ import struct
 
 import numpy as np
 
+from netqual.agent.wire.messages import Fields
+from netqual.agent.wire.protocol import Channel
 from netqual.errors import ProbeError, ProtocolError
-from netqual.messages import Fields
-from netqual.protocol import Channel
 
 log = logging.getLogger("netqual.agent")
 

@@ -15,9 +15,9 @@ import threading
 from collections.abc import Iterator, Mapping
 from typing import Any, ClassVar
 
+from netqual.agent.wire.protocol import Channel
 from netqual.errors import BusyError
 from netqual.models import AgentLimits, ProbePlan, RawBulk, RawProbe
-from netqual.protocol import Channel
 
 
 class BufferBudget:
@@ -76,7 +76,7 @@ class Transport(abc.ABC):
     ) -> None:
         """Serve one request of ``kind`` (prefixed with ``name + "."``) from an initiator.
 
-        The request is decoded with ``netqual.messages.Fields`` and checked with
+        The request is decoded with ``netqual.agent.wire.messages.Fields`` and checked with
         ``limits``: raise BadRequestError / LimitError (the agent answers them and keeps
         the session). Payload buffers are held through ``buffers`` (BusyError when full).
         """

@@ -22,6 +22,8 @@ from typing import Any
 
 import numpy as np
 
+from netqual.agent.wire.messages import Fields
+from netqual.agent.wire.protocol import Channel
 from netqual.errors import (
     BadRequestError,
     LimitError,
@@ -29,9 +31,7 @@ from netqual.errors import (
     PeerUnreachableError,
     ProbeError,
 )
-from netqual.messages import Fields
 from netqual.models import ProbePlan
-from netqual.protocol import Channel
 from netqual.transports import integrity
 from netqual.transports.integrity import Rounds
 from netqual.transports.interface import AgentLimits, BufferBudget, RawBulk, RawProbe, Transport

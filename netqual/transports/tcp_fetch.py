@@ -20,10 +20,10 @@ from typing import Any
 
 import numpy as np
 
+from netqual.agent.wire.protocol import Channel
 from netqual.errors import PeerUnreachableError, ProbeError
 from netqual.fetchprofile import FetchProfile, profile
 from netqual.models import ProbePlan, RawBulk, RawProbe
-from netqual.protocol import Channel
 from netqual.transports import integrity
 from netqual.transports.tcp import (
     _REQ_BYTES,

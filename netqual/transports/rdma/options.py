@@ -14,8 +14,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from netqual.agent.wire.messages import Fields
 from netqual.errors import UsageError
-from netqual.messages import Fields
 
 ENV_DEVICE = "NETQUAL_RDMA_DEVICE"
 ENV_PORT = "NETQUAL_RDMA_PORT"

@@ -6,10 +6,10 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from netqual.agent.wire.messages import Fields
+from netqual.agent.wire.protocol import Channel
 from netqual.errors import BadRequestError, TransportUnavailableError
-from netqual.messages import Fields
 from netqual.models import ProbePlan
-from netqual.protocol import Channel
 from netqual.transports.interface import AgentLimits
 
 

@@ -24,6 +24,8 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from netqual.agent.wire.messages import Fields
+from netqual.agent.wire.protocol import Channel, peer_error
 from netqual.errors import (
     BadRequestError,
     ErrorCode,
@@ -33,9 +35,7 @@ from netqual.errors import (
     ProbeError,
     TransportUnavailableError,
 )
-from netqual.messages import Fields
 from netqual.models import ProbePlan
-from netqual.protocol import Channel, peer_error
 from netqual.transports.interface import AgentLimits, BufferBudget, RawBulk, RawProbe, Transport
 from netqual.transports.rdma import bulk, devices, pingpong, verbs
 from netqual.transports.rdma.conninfo import ConnInfo

@@ -1,0 +1,1 @@
+"""The control channel: framing, handshake, checked message fields, hop probes."""

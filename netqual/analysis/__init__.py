@@ -1,0 +1,1 @@
+"""Analysis: statistics, verdicts, the matrix, localisation, diff and interference."""

@@ -1,0 +1,239 @@
+"""The interference check: did the run disturb what it measured?
+
+After a run, a random sample of paths (default the larger of 2% and 8 paths, the 2% share
+capped at 64 paths so a 500,000-path run does not spend hours re-measuring; at least one
+per tier) is measured again *alone*: one pair at a time, ping-pong only, nothing else
+running. For each sampled path the run's RTT is compared with the alone RTT.
+
+Definitions (exact):
+
+- a path's ratio is run / alone, for p50 and for p99;
+- a path is *disturbed* when its p99 ratio exceeds ``tolerance`` (default 1.2) **and**
+  its run p99 lies above the alone p99's distribution-free 95% confidence interval (when
+  the alone measurement carries one for p99): beyond both practical and statistical noise;
+- a tier is *affected* when the median p99 ratio of its sampled paths exceeds
+  ``tolerance`` and at least one of them is disturbed (one noisy path out of three
+  leaves the median alone; half the tier inflated several times over does not);
+- ``p50_ratio`` / ``p99_ratio`` are medians over the sample (and over a tier's paths);
+- ``verdict_changes`` counts sampled paths whose verdict alone differs from the run's.
+
+The JSON mapping (``interference`` in the results file) lives here too.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any
+
+from netqual.errors import ResultsFileError
+from netqual.models import (
+    Interference,
+    PathResult,
+    SampledPath,
+    Tier,
+    TierInterference,
+    Verdict,
+)
+from netqual.planning.sampling import DEFAULT_FRACTION, DEFAULT_MINIMUM, choose_sample
+
+TOLERANCE = 1.2
+
+
+def _disturbed(run: PathResult, alone: PathResult, tolerance: float) -> bool:
+    assert run.rtt is not None and alone.rtt is not None
+    if alone.rtt.p99_us <= 0 or run.rtt.p99_us <= tolerance * alone.rtt.p99_us:
+        return False
+    if alone.rtt.ci95_metric == "p99" and alone.rtt.ci95_high_us is not None:
+        return run.rtt.p99_us > alone.rtt.ci95_high_us
+    return True
+
+
+def _median(values: Sequence[float | None]) -> float | None:
+    kept = [v for v in values if v is not None]
+    return statistics.median(kept) if kept else None
+
+
+def by_tier(sampled: Iterable[SampledPath]) -> dict[Tier, list[SampledPath]]:
+    out: dict[Tier, list[SampledPath]] = {}
+    for s in sorted(sampled, key=lambda s: s.tier.value):
+        out.setdefault(s.tier, []).append(s)
+    return out
+
+
+def tier_record(tier: Tier, members: Sequence[SampledPath], tolerance: float) -> TierInterference:
+    p99 = _median([s.p99_ratio for s in members])
+    return TierInterference(
+        tier=tier,
+        paths=len(members),
+        p50_ratio=_median([s.p50_ratio for s in members]),
+        p99_ratio=p99,
+        affected=p99 is not None and p99 > tolerance and any(s.disturbed for s in members),
+    )
+
+
+def compare(
+    pairs: Sequence[tuple[PathResult, PathResult]], tolerance: float = TOLERANCE
+) -> Interference:
+    """(run path, alone path) pairs -> the interference record."""
+    sampled: list[SampledPath] = []
+    for run, alone in pairs:
+        assert run.rtt is not None
+        ok = alone.error is None and alone.rtt is not None
+        sampled.append(
+            SampledPath(
+                src=run.src,
+                dst=run.dst,
+                tier=run.tier,
+                run_p50_us=run.rtt.p50_us,
+                run_p99_us=run.rtt.p99_us,
+                alone_p50_us=alone.rtt.p50_us if ok and alone.rtt else None,
+                alone_p99_us=alone.rtt.p99_us if ok and alone.rtt else None,
+                run_verdict=run.verdict,
+                alone_verdict=alone.verdict if ok else None,
+                disturbed=ok and _disturbed(run, alone, tolerance),
+                error=alone.error,
+            )
+        )
+    tiers = [
+        tier_record(tier, members, tolerance)
+        for tier, members in by_tier(s for s in sampled if s.error is None).items()
+    ]
+    return Interference(
+        sample=len(sampled),
+        p50_ratio=_median([s.p50_ratio for s in sampled]),
+        p99_ratio=_median([s.p99_ratio for s in sampled]),
+        verdict_changes=sum(
+            1 for s in sampled if s.alone_verdict is not None and s.alone_verdict != s.run_verdict
+        ),
+        tolerance=tolerance,
+        tiers=tuple(tiers),
+        paths=tuple(sampled),
+    )
+
+
+def check(
+    paths: Sequence[PathResult],
+    measure_alone: Callable[[PathResult], PathResult],
+    fraction: float = DEFAULT_FRACTION,
+    minimum: int = DEFAULT_MINIMUM,
+    seed: int | None = None,
+    tolerance: float = TOLERANCE,
+) -> Interference:
+    """Re-measure a sample one path at a time with ``measure_alone`` and compare."""
+    sample = choose_sample(paths, fraction, minimum, seed)
+    return compare([(p, measure_alone(p)) for p in sample], tolerance)
+
+
+def headline(inter: Interference, schedule: str | None = None) -> str | None:
+    """One sentence for a report's first screen when the run disturbed itself, else None.
+
+    ``schedule``: the run's ``run.schedule.name``; the advice depends on it."""
+    if not inter.exceeds:
+        return None
+    parts = []
+    for t in inter.tiers:
+        if t.affected and t.p99_ratio is not None:
+            parts.append(f"{t.tier.value} (p99 x{t.p99_ratio:.1f})")
+    if schedule == "unaligned":
+        advice = "re-run with --schedule aligned"
+    else:
+        advice = "look for other traffic on the fabric, or re-run with --parallel 1"
+    return (
+        "The run disturbed its own measurement: paths re-measured alone were faster on "
+        + ", ".join(parts)
+        + f". Verdicts of these tiers may be pessimistic; {advice}."
+    )
+
+
+# -- JSON --------------------------------------------------------------------------------
+def _r(x: float | None) -> float | None:
+    return None if x is None else round(x, 4)
+
+
+def to_dict(inter: Interference) -> dict[str, Any]:
+    return {
+        "sample": inter.sample,
+        "p50_ratio": _r(inter.p50_ratio),
+        "p99_ratio": _r(inter.p99_ratio),
+        "verdict_changes": inter.verdict_changes,
+        "tolerance": inter.tolerance,
+        "exceeds": inter.exceeds,
+        "affected_tiers": [t.value for t in inter.affected_tiers],
+        "tiers": [
+            {
+                "tier": t.tier.value,
+                "paths": t.paths,
+                "p50_ratio": _r(t.p50_ratio),
+                "p99_ratio": _r(t.p99_ratio),
+                "affected": t.affected,
+            }
+            for t in inter.tiers
+        ],
+        "paths": [
+            {
+                "src": s.src,
+                "dst": s.dst,
+                "tier": s.tier.value,
+                "run_p50_us": round(s.run_p50_us, 3),
+                "run_p99_us": round(s.run_p99_us, 3),
+                "alone_p50_us": None if s.alone_p50_us is None else round(s.alone_p50_us, 3),
+                "alone_p99_us": None if s.alone_p99_us is None else round(s.alone_p99_us, 3),
+                "run_verdict": s.run_verdict.value,
+                "alone_verdict": None if s.alone_verdict is None else s.alone_verdict.value,
+                "disturbed": s.disturbed,
+                "error": s.error,
+            }
+            for s in inter.paths
+        ],
+    }
+
+
+def _opt(d: Mapping[str, Any], key: str) -> float | None:
+    v = d.get(key)
+    return None if v is None else float(v)
+
+
+def from_dict(d: Any, source: str) -> Interference:
+    """Inverse of to_dict; a malformed object is a ResultsFileError naming the field."""
+    field = "interference"
+    try:
+        tiers = tuple(
+            TierInterference(
+                tier=Tier(t["tier"]),
+                paths=int(t["paths"]),
+                p50_ratio=_opt(t, "p50_ratio"),
+                p99_ratio=_opt(t, "p99_ratio"),
+                affected=bool(t["affected"]),
+            )
+            for t in d.get("tiers", ())
+        )
+        paths = tuple(
+            SampledPath(
+                src=str(s["src"]),
+                dst=str(s["dst"]),
+                tier=Tier(s["tier"]),
+                run_p50_us=float(s["run_p50_us"]),
+                run_p99_us=float(s["run_p99_us"]),
+                alone_p50_us=_opt(s, "alone_p50_us"),
+                alone_p99_us=_opt(s, "alone_p99_us"),
+                run_verdict=Verdict(s["run_verdict"]),
+                alone_verdict=None
+                if s.get("alone_verdict") is None
+                else Verdict(s["alone_verdict"]),
+                disturbed=bool(s["disturbed"]),
+                error=s.get("error"),
+            )
+            for s in d.get("paths", ())
+        )
+        return Interference(
+            sample=int(d["sample"]),
+            p50_ratio=_opt(d, "p50_ratio"),
+            p99_ratio=_opt(d, "p99_ratio"),
+            verdict_changes=int(d["verdict_changes"]),
+            tolerance=float(d.get("tolerance", TOLERANCE)),
+            tiers=tiers,
+            paths=paths,
+        )
+    except (KeyError, TypeError, ValueError, AttributeError) as err:
+        raise ResultsFileError(source, f"malformed interference record: {err!r}", field) from err

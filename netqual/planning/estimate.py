@@ -1,0 +1,290 @@
+"""``netqual run --dry-run``: what a run would do and how long each phase takes, without
+contacting any agent; the same model is recorded in ``run.schedule.estimate`` of a run.
+
+Duration model (stated, not measured; ``DurationModel`` holds the constants), per phase:
+
+- pre-flight: two passes over every agent (``netqual check``, then the coordinator's own
+  check), each ``check_s`` per agent over 64 and 32 parallel connections;
+- ping-pong: every round runs its pairs at once, except that pairs sharing a host run one
+  after another and at most ``--parallel`` run together: a round takes
+  ``batches x (request_s + (warm-up + iterations) x rtt_us)`` with batches =
+  max(most pairs on one host, ceil(pairs / parallel));
+- bulk: the waves the packer makes of the covered pairs (netqual.planning.packing: the fabric's
+  caps and ``--bulk-pairs``), each as long as one bulk request: ``request_s`` plus every
+  cell's bytes at the cell's rate, the lesser of ``goodput_gbps`` of the transport and
+  what ``depth`` reads of ``chunk`` keep in flight at the link rate (budget.stream_gbps);
+- interference check: the sampled paths one at a time, each a ping-pong request.
+
+Every pair's ping-pong is assumed to succeed (a failed pair skips its bulk; a timed-out
+one takes up to its timeout), so slow or broken paths make a real run longer.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from netqual.models import Mode, Node, ProbePlan
+from netqual.plan_codec import plan_to_dict
+from netqual.planning import budget, packing, phases, sampling
+from netqual.planning import rails as rails_mod
+from netqual.planning.fabric import DEFAULT_NIC_GBPS, Fabric
+from netqual.planning.phases import Schedule as Timing
+from netqual.planning.phases import ScheduleConfig
+from netqual.planning.schedule import Pair, Schedule
+
+PREVIEW_ROUNDS = 3
+PREVIEW_PAIRS = 6
+CHECK_THREADS = (64, 32)  # netqual check's and the coordinator's parallel connections
+
+
+@dataclass(frozen=True)
+class DurationModel:
+    request_s: float = 0.5  # connect, authenticate, hop probe, tear down: per request
+    check_s: float = 0.1  # one agent's answer in a pre-flight pass
+    rtt_us: dict[str, float] = field(default_factory=lambda: {"tcp": 50.0, "rdma": 10.0})
+    goodput_gbps: dict[str, float] = field(default_factory=lambda: {"tcp": 10.0, "rdma": 50.0})
+
+    def pingpong_s(self, plan: ProbePlan, transport: str) -> float:
+        return self.request_s + (plan.warmup + plan.iterations) * self.rtt_us[transport] * 1e-6
+
+    def bulk_s(self, plan: ProbePlan, transport: str, link_gbps: float = DEFAULT_NIC_GBPS) -> float:
+        """One bulk-only request (its single unkept ping-pong round is negligible)."""
+        if not plan.bulk:
+            return 0.0
+        seconds = self.request_s
+        for chunk in plan.chunks_bytes:
+            for depth in plan.depths:
+                stream = budget.stream_gbps(chunk, depth, link_gbps, budget.REFERENCE_RTT_US)
+                rate = min(self.goodput_gbps[transport], stream)
+                seconds += plan.reads_for(chunk) * chunk * 8 / (rate * 1e9)
+        return seconds
+
+    def to_dict(self, transport: str) -> dict[str, float]:
+        return {
+            "request_s": self.request_s,
+            "check_s": self.check_s,
+            "rtt_us": self.rtt_us[transport],
+            "goodput_gbps": self.goodput_gbps[transport],
+        }
+
+
+@dataclass(frozen=True)
+class PhaseEstimate:
+    name: str  # preflight | pingpong | bulk | interference
+    count: int  # agent checks, batches, waves, sampled paths
+    unit_s: float  # seconds of one of them
+    seconds: float
+    rule: str  # how count x unit_s was reached, in words
+
+
+@dataclass(frozen=True)
+class DryRun:
+    inventory: str
+    nodes: int
+    mode: Mode
+    transport: str
+    rounds: int
+    pairs: int
+    max_pairs_per_round: int
+    batches: int  # sum over rounds of the batches each round is split into
+    plan: ProbePlan
+    phases: tuple[PhaseEstimate, ...]
+    fabric: str  # the assumption the bulk caps came from
+    bulk_pairs: int
+    bulk_waves: int
+    model: DurationModel
+    preview: tuple[tuple[tuple[str, str], ...], ...]  # first rounds, first pairs of each
+    preview_sizes: tuple[int, ...]  # how many pairs each previewed round has
+    rails: str = "none"  # --rails (docs/rails.md)
+    rail_plans: tuple[rails_mod.RailPlan, ...] = ()  # per rail: endpoints, pairs
+
+    @property
+    def estimated_s(self) -> float:
+        return sum(p.seconds for p in self.phases)
+
+
+def _host_codes(nodes: tuple[Node, ...]) -> np.ndarray:
+    codes: dict[str, int] = {}
+    return np.array([codes.setdefault(n.address, len(codes)) for n in nodes], dtype=np.int64)
+
+
+def round_batches(plan: Schedule, parallel: int | None) -> int:
+    """Sum over rounds of max(most pairs touching one host, ceil(pairs / parallel))."""
+    host = _host_codes(plan.nodes)
+    total = 0
+    for pos in plan.rounds_positions():
+        if not len(pos):
+            continue
+        a, b = host[pos[:, 0]], host[pos[:, 1]]
+        busiest = int(np.bincount(np.concatenate([a, b[b != a]])).max())
+        total += max(busiest, math.ceil(len(pos) / parallel) if parallel else 1)
+    return total
+
+
+def _bulk_waves(
+    sched: Schedule, cfg: ScheduleConfig, plan: ProbePlan, fabric: Fabric
+) -> tuple[int, int]:
+    """(pairs with bulk, waves) as the run would pack them, every ping-pong succeeding."""
+    budget = phases.resolve(cfg, plan, sched.nodes, fabric)
+    rounds: list[Sequence[Pair]] = list(sched.rounds())
+    groups = [[p for r in rounds for p in r]] if cfg.schedule is Timing.ALIGNED else rounds
+    pairs = waves = 0
+    for group in groups:
+        chosen = packing.select(group, cfg.bulk_pairs)
+        covered = [p for p, c in zip(group, chosen, strict=True) if c]
+        pairs += len(covered)
+        waves += len(phases.bulk_waves(covered, budget))
+    return pairs, waves
+
+
+def estimate_phases(
+    sched: Schedule,
+    transport: str,
+    plan: ProbePlan,
+    parallel: int | None = None,
+    cfg: ScheduleConfig | None = None,
+    fabric: Fabric | None = None,
+    interference_fraction: float = sampling.DEFAULT_FRACTION,
+    interference_minimum: int = sampling.DEFAULT_MINIMUM,
+    model: DurationModel | None = None,
+) -> tuple[tuple[PhaseEstimate, ...], int, int, int]:
+    """(phases, batches, pairs with bulk, bulk waves) of a run of ``sched``."""
+    model, cfg, fabric = model or DurationModel(), cfg or ScheduleConfig(), fabric or Fabric()
+    n = len(sched.nodes)
+    passes = sum(math.ceil(n / t) for t in CHECK_THREADS)
+    out = [
+        PhaseEstimate(
+            "preflight", n, model.check_s, passes * model.check_s,
+            f"2 passes over {n:,} agents, {'/'.join(map(str, CHECK_THREADS))} at once",
+        )
+    ]  # fmt: skip
+    batches = round_batches(sched, parallel)
+    pingpong_s = model.pingpong_s(plan, transport)
+    link = min([fabric.nic(x) for x in sched.nodes] or [DEFAULT_NIC_GBPS])
+    bulk_s = model.bulk_s(plan, transport, link)
+    one_request = cfg.schedule is Timing.UNALIGNED or not plan.bulk
+    unit = (
+        pingpong_s + (bulk_s - model.request_s if plan.bulk else 0.0) if one_request else pingpong_s
+    )
+    what = "ping-pong and bulk in one request" if one_request and plan.bulk else "ping-pong"
+    out.append(
+        PhaseEstimate(
+            "pingpong", batches, unit, batches * unit,
+            f"{sched.round_count:,} rounds in {batches:,} batches x one {what} request",
+        )
+    )  # fmt: skip
+    bulk_pairs = bulk_waves = 0
+    if plan.bulk and not one_request:
+        bulk_pairs, bulk_waves = _bulk_waves(sched, cfg, plan, fabric)
+        out.append(
+            PhaseEstimate(
+                "bulk", bulk_waves, bulk_s, bulk_waves * bulk_s,
+                f"{bulk_pairs:,} pairs ({cfg.bulk_pairs.label}) in {bulk_waves:,} waves x one "
+                f"bulk request at <= {link:g} Gbit/s",
+            )
+        )  # fmt: skip
+    if interference_minimum > 0:
+        sample = sampling.sample_size(sched.pair_count, interference_fraction, interference_minimum)
+        out.append(
+            PhaseEstimate(
+                "interference", sample, pingpong_s, sample * pingpong_s,
+                f"{sample:,} sampled paths one at a time x one ping-pong request",
+            )
+        )  # fmt: skip
+    return tuple(out), batches, bulk_pairs, bulk_waves
+
+
+def dry_run(
+    inventory: str,
+    nodes: tuple[Node, ...],
+    mode: Mode,
+    transport: str,
+    plan: ProbePlan,
+    parallel: int | None = None,
+    sample_k: int = 2,
+    model: DurationModel | None = None,
+    cfg: ScheduleConfig | None = None,
+    fabric: Fabric | None = None,
+    interference_fraction: float = sampling.DEFAULT_FRACTION,
+    interference_minimum: int = sampling.DEFAULT_MINIMUM,
+    rails: rails_mod.Rails = rails_mod.Rails.NONE,
+) -> DryRun:
+    model, fabric = model or DurationModel(), fabric or Fabric()
+    sched = rails_mod.build(nodes, mode, rails, sample_k)
+    ends = sched.nodes
+    estimated, batches, bulk_pairs, bulk_waves = estimate_phases(
+        sched, transport, plan, parallel, cfg, fabric,
+        interference_fraction, interference_minimum, model,
+    )  # fmt: skip
+    preview = tuple(
+        tuple((ends[a].name, ends[b].name) for a, b in sched.round_positions(r)[:PREVIEW_PAIRS])
+        for r in range(min(PREVIEW_ROUNDS, sched.round_count))
+    )
+    sizes = tuple(len(sched.round_positions(r)) for r in range(len(preview)))
+    return DryRun(
+        inventory=inventory,
+        nodes=len(nodes),
+        mode=mode,
+        transport=transport,
+        rounds=sched.round_count,
+        pairs=sched.pair_count,
+        max_pairs_per_round=sched.max_round_pairs(),
+        batches=batches,
+        plan=plan,
+        phases=estimated,
+        fabric=fabric.assumption(),
+        bulk_pairs=bulk_pairs,
+        bulk_waves=bulk_waves,
+        model=model,
+        preview=preview,
+        preview_sizes=sizes,
+        rails=rails.value,
+        rail_plans=rails_mod.rail_plans(sched),
+    )
+
+
+def phases_to_dict(estimated: Sequence[PhaseEstimate]) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        p.name: {"count": p.count, "unit_s": round(p.unit_s, 6), "seconds": round(p.seconds, 3)}
+        for p in estimated
+    }
+    out["total_s"] = round(sum(p.seconds for p in estimated), 3)
+    return out
+
+
+def dry_run_to_dict(d: DryRun) -> dict[str, object]:
+    return {
+        "dry_run": True,
+        "inventory": d.inventory,
+        "nodes": d.nodes,
+        "mode": d.mode.value,
+        "transport": d.transport,
+        "rounds": d.rounds,
+        "pairs": d.pairs,
+        "max_pairs_per_round": d.max_pairs_per_round,
+        "batches": d.batches,
+        "bulk_pairs": d.bulk_pairs,
+        "bulk_waves": d.bulk_waves,
+        "fabric": d.fabric,
+        "plan": plan_to_dict(d.plan),
+        "estimate": {
+            "duration_s": round(d.estimated_s, 3),
+            "phases": phases_to_dict(d.phases),
+            "model": d.model.to_dict(d.transport),
+        },
+        "preview": [[list(p) for p in r] for r in d.preview],
+        "rails": d.rails,
+        "per_rail": [
+            {
+                "rail": r.rail,
+                "endpoints": [{"name": n, "address": a} for n, a in r.endpoints],
+                "pairs": r.pairs,
+            }
+            for r in d.rail_plans
+        ],
+    }

@@ -1,0 +1,1 @@
+"""A run from the coordinator's side: pre-flight, measuring, resume, retest, run files."""

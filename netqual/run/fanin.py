@@ -1,0 +1,120 @@
+"""The fan-in sweep (``run --fanin``, docs/fanin.md): for each storage node, for each
+level k, k compute nodes (each with the profile's ranks) fetch chunks from it at once.
+
+Each rank is one ``probe`` request to its compute node's agent with a bulk-only plan
+naming the fetch profile; a level's requests are sent together and the level ends when
+the last one answers. The sweep runs after every pair has been measured, one storage node
+and one level at a time, so it never overlaps the pair probes or itself.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+
+from netqual.agent.probe_request import SilentAgentError, request_probe
+from netqual.analysis import fanin
+from netqual.errors import NetqualError
+from netqual.fanin_model import FaninConfig, FaninLevel, FaninResult
+from netqual.fetchprofile import profile
+from netqual.models import Node, ProbePlan, RawBulk, Role
+from netqual.transports import TransportKind, TransportOptions
+
+
+@dataclass(frozen=True)
+class SweepContext:
+    transport: TransportKind
+    token: bytes | None
+    options: TransportOptions
+    knee_factor: float
+    timeout_s: float  # per rank's request
+
+
+def readers_order(nodes: Sequence[Node]) -> list[Node]:
+    """Compute nodes, one rack after another in turn (r1, r2, r1, r2, ...): a level shares
+    a rack uplink only once it has more readers than there are racks."""
+    racks: dict[str, list[Node]] = {}
+    for n in nodes:
+        if n.role in (Role.COMPUTE, Role.ANY):
+            racks.setdefault(n.rack or "", []).append(n)
+    out: list[Node] = []
+    queues = list(racks.values())
+    while any(queues):
+        for q in queues:
+            if q:
+                out.append(q.pop(0))
+    return out
+
+
+def plan_for(cfg: FaninConfig, timeout_s: float) -> ProbePlan:
+    prof = profile(cfg.profile)
+    return ProbePlan(
+        iterations=1,
+        warmup=0,
+        chunks_bytes=(cfg.chunk_bytes,),
+        depths=(prof.slices_in_flight,),
+        bulk_bytes=0,
+        min_reads=cfg.chunks,
+        timeout_s=timeout_s,
+        fetch_profile=cfg.profile,
+    )
+
+
+def sweep(
+    nodes: Sequence[Node],
+    cfg: FaninConfig,
+    ctx: SweepContext,
+    on_level: Callable[[str, FaninLevel], None] | None = None,
+) -> tuple[FaninResult, ...]:
+    prof = profile(cfg.profile)
+    order = readers_order(nodes)
+    plan = plan_for(cfg, ctx.timeout_s)
+    out = []
+    for storage in (n for n in nodes if n.role is Role.STORAGE):
+        levels = []
+        for k in cfg.levels:
+            if k > len(order):
+                lv = FaninLevel(k, None, skipped=f"only {len(order)} compute nodes")
+            else:
+                lv = _level(storage, order[:k], prof.ranks, prof.ranks_in_step, plan, ctx)
+            levels.append(lv)
+            if on_level is not None:
+                on_level(storage.name, lv)
+        out.append(fanin.judge(storage.name, cfg.profile, cfg.chunk_bytes, ctx.knee_factor, levels))
+    return tuple(out)
+
+
+def _level(
+    storage: Node,
+    readers: Sequence[Node],
+    ranks: int,
+    ranks_in_step: bool,
+    plan: ProbePlan,
+    ctx: SweepContext,
+) -> FaninLevel:
+    jobs = [r for r in readers for _ in range(ranks)]
+
+    def one(reader: Node) -> RawBulk | str:
+        try:
+            out = request_probe(
+                reader, storage, ctx.transport, plan, ctx.token, ctx.timeout_s + 15.0, ctx.options
+            )
+        except (NetqualError, SilentAgentError, OSError) as err:
+            return f"{reader.name}: {err}"
+        cells = [b for b in out.raw.bulk if b.error is None]
+        if not cells:
+            why = next((b.error for b in out.raw.bulk if b.error), "no chunk fetched")
+            return f"{reader.name}: {why}"
+        return cells[0]
+
+    with ThreadPoolExecutor(max_workers=len(jobs)) as pool:
+        got = list(pool.map(one, jobs))
+    per_node: list[list[RawBulk]] = [[] for _ in readers]
+    errors = []
+    for i, g in enumerate(got):
+        if isinstance(g, str):
+            errors.append(g)
+        else:
+            per_node[i // ranks].append(g)
+    return fanin.level(storage, readers, per_node, errors, ranks_in_step)

@@ -1,0 +1,214 @@
+"""``netqual run --resume``: continue an interrupted run from ``DIR/results.jsonl``.
+
+A run writes ``DIR/run.json`` (what it measures: nodes, mode, transport, policy, probe
+plan) before its pre-flight check, and appends each measurement to ``results.jsonl`` the
+moment it exists (record kinds: ``netqual.results.journal``). To resume, the identity
+must match (else ``ResumeMismatchError``, exit 2, unless forced), the torn last line a
+crash may leave is cut off (that measurement is redone), and the coordinator continues
+from what the file holds: finished pairs are skipped, pairs with their ping-pong done get
+only their bulk phase, and the interference check keeps its sample and the paths it has
+already re-measured. Every pair ends up exactly once.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import hashlib
+import json
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from netqual.errors import InputError, UsageError
+from netqual.filedata import load_json
+from netqual.models import Mode, Node, PathResult, Policy, ProbePlan
+from netqual.outfiles import make_out_dir, open_append, write_text_atomic
+from netqual.plan_codec import plan_to_dict
+from netqual.planning.schedule import build
+from netqual.results import journal, node_to_dict, policy_to_dict
+from netqual.results.journal import Journal
+
+IDENTITY_FILE = "run.json"
+JSONL = "results.jsonl"
+
+
+class ResumeMismatchError(InputError):
+    """The run directory holds a run of something else (another inventory or plan)."""
+
+
+@dataclass(frozen=True)
+class Resume:
+    """What an interrupted run already measured (``journal.done`` are finished pairs)."""
+
+    started_at: str
+    journal: Journal
+
+    @property
+    def done(self) -> Mapping[tuple[str, str], PathResult]:
+        return self.journal.done
+
+
+def identity(
+    nodes: tuple[Node, ...],
+    mode: Mode,
+    sample_k: int,
+    transport: str,
+    policy: Policy,
+    plan: ProbePlan,
+) -> dict[str, Any]:
+    return {
+        "nodes": [node_to_dict(n) for n in nodes],
+        "mode": mode.value,
+        "sample_k": sample_k if mode is Mode.SAMPLED else None,
+        "transport": transport,
+        "policy": policy_to_dict(policy),
+        "plan": plan_to_dict(plan),
+    }
+
+
+def fingerprint(ident: Mapping[str, Any]) -> str:
+    return hashlib.sha256(json.dumps(ident, sort_keys=True).encode()).hexdigest()
+
+
+def write_identity(out_dir: Path, ident: Mapping[str, Any], started_at: str) -> None:
+    doc = {"started_at": started_at, "fingerprint": fingerprint(ident), "identity": ident}
+    write_text_atomic(out_dir / IDENTITY_FILE, json.dumps(doc, indent=1) + "\n", sync=True)
+
+
+def begin(out_dir: Path, ident: Mapping[str, Any], resume: Resume | None) -> None:
+    """Before the pre-flight check: the run's identity and its (empty, unless resumed)
+    results.jsonl exist, so a run killed at any moment from here on can be resumed."""
+    make_out_dir(out_dir)
+    started = (resume.started_at if resume else "") or dt.datetime.now(dt.timezone.utc).isoformat(
+        timespec="milliseconds"
+    )
+    write_identity(out_dir, ident, started)
+    with open_append(out_dir / JSONL, new=resume is None):
+        pass
+
+
+def abandon(out_dir: Path, created: bool) -> None:
+    """Undo ``begin`` for a run that stopped before measuring anything (its pre-flight
+    check failed): the same --out works again once the configuration is fixed."""
+    jsonl = out_dir / JSONL
+    if jsonl.is_file() and jsonl.stat().st_size == 0:
+        jsonl.unlink()
+        (out_dir / IDENTITY_FILE).unlink(missing_ok=True)
+        if created:
+            with contextlib.suppress(OSError):  # not empty: leave it
+                out_dir.rmdir()
+
+
+def _differences(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:
+    out = []
+    old_nodes = {n["name"]: n for n in old.get("nodes", [])}
+    new_nodes = {n["name"]: n for n in new["nodes"]}
+    if old_nodes != new_nodes:
+        gone, added = sorted(old_nodes.keys() - new_nodes), sorted(new_nodes.keys() - old_nodes)
+        changed = sorted(k for k in old_nodes.keys() & new_nodes if old_nodes[k] != new_nodes[k])
+        for label, names in (("removed", gone), ("added", added), ("changed", changed)):
+            if names:
+                more = f" and {len(names) - 3} more" if len(names) > 3 else ""
+                out.append(f"nodes {label}: {', '.join(names[:3])}{more}")
+    if old.get("pairs") != new.get("pairs"):
+        out.append("the pairs to re-test differ")
+    for key in ("mode", "sample_k", "transport"):
+        if old.get(key) != new[key]:
+            out.append(f"{key} {old.get(key)} -> {new[key]}")
+    for key in ("policy", "plan"):
+        o, n = old.get(key) or {}, new[key]
+        for k in sorted(n):
+            if o.get(k) != n[k]:
+                out.append(f"{key}.{k} {o.get(k)} -> {n[k]}")
+    return out
+
+
+def _read_identity(out_dir: Path) -> dict[str, Any]:
+    path = out_dir / IDENTITY_FILE
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        raise ResumeMismatchError(
+            str(path), "missing: not a directory written by netqual run (--force to resume)"
+        ) from None
+    except OSError as err:
+        raise ResumeMismatchError(str(path), f"unreadable: {err} (--force to resume)") from err
+    doc = load_json(
+        raw, str(path), lambda s, why: ResumeMismatchError(s, f"{why} (--force to resume)")
+    )
+    if not isinstance(doc, dict) or not isinstance(doc.get("identity"), dict):
+        raise ResumeMismatchError(str(path), "no run identity in it (--force to resume)")
+    return doc
+
+
+def _cut_torn_tail(jsonl: Path) -> None:
+    """Drop bytes after the last newline: a pair cut off mid-write is measured again."""
+    with jsonl.open("rb+") as f:
+        size = f.seek(0, os.SEEK_END)
+        keep = size
+        while keep > 0:
+            step = min(keep, 1 << 16)
+            f.seek(keep - step)
+            block = f.read(step)
+            nl = block.rfind(b"\n")
+            if nl >= 0:
+                keep = keep - step + nl + 1
+                break
+            keep -= step
+        if keep != size:
+            f.truncate(keep)
+            f.flush()
+            os.fsync(f.fileno())
+
+
+def prepare(out_dir: Path, ident: Mapping[str, Any], force: bool) -> Resume:
+    """Check that out_dir holds this run, repair its results.jsonl, return what is done.
+
+    With ``force`` a different identity is accepted: finished pairs the new plan also has
+    are kept, the others dropped from results.jsonl."""
+    jsonl = out_dir / JSONL
+    if not jsonl.is_file():
+        raise UsageError("--resume", f"{jsonl} does not exist: nothing to resume")
+    started_at = ""
+    same = False
+    try:
+        doc = _read_identity(out_dir)
+        started_at = str(doc.get("started_at") or "")
+        diffs = _differences(doc["identity"], ident)
+        same = not diffs and doc.get("fingerprint") == fingerprint(ident)
+        if not same and not force:
+            raise ResumeMismatchError(
+                str(out_dir / IDENTITY_FILE),
+                "this directory holds a different run: "
+                + "; ".join(diffs or ["identity differs"])
+                + " (--force resumes anyway, keeping the finished pairs the new plan has)",
+            )
+    except ResumeMismatchError:
+        if not force:
+            raise
+    _cut_torn_tail(jsonl)
+    held = journal.read(jsonl)
+    wanted: set[tuple[str, str]] | None = None
+    if not same and ident.get("pairs") is not None:
+        wanted = {(a, b) for a, b in ident["pairs"]}
+    elif not same:
+        nodes = tuple(Node(n["name"], n["address"]) for n in ident["nodes"])
+        sched = build(nodes, Mode(ident["mode"]), ident["sample_k"] or 0)
+        wanted = {
+            (nodes[a].name, nodes[b].name)
+            for pos in sched.rounds_positions()
+            for a, b in pos.tolist()
+        }
+    if wanted is not None:  # another plan: its interference sample is chosen afresh
+        done = {k: p for k, p in held.done.items() if k in wanted}
+        pending = {k: p for k, p in held.pending.items() if k in wanted}
+        kept = journal.Journal(done, pending)
+        if (len(done), len(pending), held.sample) != (len(held.done), len(held.pending), None):
+            journal.rewrite(jsonl, kept)
+        return Resume(started_at=started_at, journal=kept)
+    if held.duplicates:
+        journal.rewrite(jsonl, held)
+    return Resume(started_at=started_at, journal=held)

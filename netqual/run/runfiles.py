@@ -1,0 +1,98 @@
+"""Read a run as the user names it: its directory, its results.json, or the results.jsonl
+an interrupted run leaves (paths so far, plus the run.json written before the first pair).
+
+A run read from results.jsonl is marked incomplete, with the pairs its schedule had.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from typing import Any
+
+from netqual import __version__
+from netqual.analysis import localise
+from netqual.errors import ResultsFileError
+from netqual.filedata import load_json
+from netqual.models import SCHEMA_VERSION, Mode, Node, PathResult
+from netqual.pathtable import PathTable
+from netqual.planning.schedule import build
+from netqual.results import journal, load, results_from_dict, summarize
+from netqual.run.resume import IDENTITY_FILE
+from netqual.runresults import Results
+from netqual.schema import validate
+
+
+def load_run(path: Path) -> Results:
+    """``DIR`` (its results.json, else its results.jsonl), ``results.json`` or ``.jsonl``."""
+    if path.is_dir():
+        for name in ("results.json", "results.jsonl"):
+            if (path / name).is_file():
+                return load_run(path / name)
+        raise ResultsFileError(str(path), "no results.json or results.jsonl in this directory")
+    if path.suffix == ".jsonl":
+        return load_partial(path)
+    return load(path)
+
+
+def load_partial(jsonl: Path) -> Results:
+    """The measurements of results.jsonl as an incomplete run (pairs with ping-pong only
+    as ``journal.as_pending`` shows them); its run.json supplies the rest."""
+    source = str(jsonl)
+    held = journal.read(jsonl)
+    paths = journal.measured_paths(held)
+    ident = _identity(jsonl.parent / IDENTITY_FILE)
+    nodes = ident.get("nodes") or _nodes_of(paths)
+    doc = {
+        "schema_version": SCHEMA_VERSION,
+        "tool": {"name": "netqual", "version": __version__},
+        "run": {
+            "started_at": ident.get("started_at", ""),
+            "finished_at": "",
+            "transport": ident.get("transport") or (paths[0].transport if paths else "tcp"),
+            "mode": ident.get("mode") or Mode.FULL_MESH.value,
+            "policy": ident.get("policy") or {},
+            "plan": ident.get("plan") or {},
+            "complete": False,
+            "pairs_planned": _planned(ident),
+        },
+        "nodes": nodes,
+        "paths": [],
+        "summary": {},
+    }
+    # run.json is a file like any other: its part of the document meets the schema too
+    validate({**doc, "paths": [], "summary": {"counts": {}}}, source)
+    results = results_from_dict(doc, source)
+    table = PathTable.from_paths(paths, [n.name for n in results.nodes])
+    results = dataclasses.replace(
+        results, paths=table, summary=summarize(table, results.run.policy.metric)
+    )
+    return dataclasses.replace(results, suspects=localise.suspects(results))
+
+
+def _identity(path: Path) -> dict[str, Any]:
+    try:
+        doc = load_json(path.read_bytes(), str(path), ResultsFileError)
+    except (OSError, ResultsFileError):
+        return {}
+    if not isinstance(doc, dict) or not isinstance(doc.get("identity"), dict):
+        return {}
+    return {**doc["identity"], "started_at": doc.get("started_at", "")}
+
+
+def _planned(ident: dict[str, Any]) -> int | None:
+    if ident.get("pairs") is not None:
+        return len(ident["pairs"])
+    try:
+        nodes = tuple(Node(n["name"], n["address"]) for n in ident["nodes"])
+        return build(nodes, Mode(ident["mode"]), ident.get("sample_k") or 2).pair_count
+    except (KeyError, TypeError, ValueError):
+        return None
+
+
+def _nodes_of(paths: list[PathResult]) -> list[dict[str, Any]]:
+    names = {name for p in paths for name in p.key}
+    return [
+        {"name": n, "address": "", "port": 18515, "role": "any", "rack": None, "labels": {}}
+        for n in sorted(names)
+    ]

@@ -18,6 +18,7 @@ import numpy as np
 import numpy.typing as npt
 
 from netqual.fetchprofile import PROFILES
+from netqual.fleet_model import ConfigSnapshot
 
 if TYPE_CHECKING:
     pass
@@ -637,6 +638,7 @@ class AgentCheck:
     transport_ok: bool | None = None
     problems: tuple[str, ...] = ()
     warnings: tuple[str, ...] = ()
+    snapshot: ConfigSnapshot | None = None  # its configuration (docs/evidence.md)
 
     @property
     def ok(self) -> bool:

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from netqual.fanin_model import FaninResult
+from netqual.fleet_model import FleetResult
 from netqual.models import (
     SCHEMA_VERSION,
     Interference,
@@ -48,6 +49,9 @@ class Results:
     retest_of: str | None = None  # the run directory this run re-measured
     not_measured: tuple[NotMeasured, ...] = ()  # configuration failures, not paths
     fanin: tuple[FaninResult, ...] = ()  # run --fanin: one sweep per storage node
+    fleet: FleetResult | None = (
+        None  # configuration snapshots and outliers (netqual.analysis.fleet)
+    )
 
     @property
     def unmeasured(self) -> int | None:

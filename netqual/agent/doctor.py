@@ -221,7 +221,10 @@ def healthy(problems: Iterable[Mapping[str, Any]]) -> bool:
 def run(inventory: Path | None, token_file: Path | None, insecure: bool = False) -> dict[str, Any]:
     """This node, or every agent of ``inventory``: reports, problems, and a healthy flag."""
     if inventory is None:
+        from netqual.agent.fleet_snapshot import collect
+
         report = local_report()
+        report["configuration"] = collect()  # docs/evidence.md; never raises
         nodes: dict[str, Any] = {report["node"]: report}
         problems = all_problems(nodes)
         mode = "local"

@@ -24,6 +24,7 @@ from types import FrameType
 from typing import Any
 
 from netqual import __version__
+from netqual.agent import fleet_snapshot
 from netqual.agent.admission import Admission
 from netqual.agent.probe_request import serve_probe
 from netqual.agent.wire import hops as hops_mod
@@ -247,6 +248,8 @@ class Agent:
             ch.send("info", self.info())
         elif kind == "doctor":
             ch.send("doctor", _doctor_report())
+        elif kind == "snapshot":
+            ch.send("snapshot", fleet_snapshot.to_wire(fleet_snapshot.collect()))
         elif kind == "probe":
             with self._measurement():
                 serve_probe(ch, body, self.name, self.token, self.limits, self.transport)

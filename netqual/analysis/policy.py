@@ -7,6 +7,7 @@ from pathlib import Path
 
 import numpy as np
 
+from netqual.analysis.fleet import parse_fleet
 from netqual.errors import PolicyError
 from netqual.models import BulkStats, Metric, Policy, PolicyFieldError, RttStats, Verdict
 from netqual.pathtable import VERDICTS, BoolArray, FloatArray, IntArray, PathTable
@@ -25,7 +26,9 @@ def load_policy(path: Path) -> Policy:
     source = str(path)
     data = read_toml(path, _error)
     top = Fields(source, data, "", _error)
-    top.check_keys({"policy"})
+    top.check_keys({"policy", "fleet"})
+    if "fleet" in data:  # checked here too, so a run stops on it before measuring
+        parse_fleet(data["fleet"], source)
     table = data.get("policy")
     if not isinstance(table, dict):
         raise top.fail("policy", "missing [policy] table")

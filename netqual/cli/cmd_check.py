@@ -12,12 +12,24 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
+from netqual.analysis.fleet import evaluate, load_fleet_policy
+from netqual.analysis.fleet import to_dict as fleet_to_dict
 from netqual.auth import load_token
-from netqual.cli.app import JsonOpt, TokenFileOpt, TransportOpt, app, console, err_console
+from netqual.cli.app import (
+    JsonOpt,
+    PolicyOpt,
+    TokenFileOpt,
+    TransportOpt,
+    app,
+    console,
+    err_console,
+)
 from netqual.errors import EXIT_FAIL, EXIT_OK
+from netqual.fleet_model import FleetPolicy, FleetResult
 from netqual.models import Node, PreflightReport, ProbePlan
 from netqual.planning.inventory import load_inventory
 from netqual.render.check import print_check
+from netqual.render.fleet import print_fleet
 from netqual.run import preflight
 from netqual.transports import TransportKind
 
@@ -47,6 +59,15 @@ def check(
             "passed (agents still starting).",
         ),
     ] = 0.0,
+    fleet: Annotated[
+        bool,
+        typer.Option(
+            "--fleet",
+            help="Also show every node's configuration snapshot and the outliers across "
+            "nodes (docs/evidence.md); exit 1 on an outlier.",
+        ),
+    ] = False,
+    policy: PolicyOpt = None,
     as_json: JsonOpt = False,
 ) -> int:
     """Check every agent of an inventory before a run.
@@ -59,8 +80,10 @@ def check(
     Examples:
       netqual check inventory.toml
       netqual check inventory.toml --transport rdma
+      netqual check inventory.toml --fleet --policy policy.toml
     """
     inv = load_inventory(inventory)
+    expect = load_fleet_policy(policy) if policy else FleetPolicy()
     token = load_token(token_file or inv.token_file, insecure=insecure)
     kind = TransportKind.parse(transport).value
     deadline = time.monotonic() + wait
@@ -68,21 +91,35 @@ def check(
     while not report.ok and time.monotonic() + 1.0 < deadline:
         time.sleep(1.0)
         report = preflight.check(inv.nodes, token, kind, timeout)
+    found = None
+    if fleet:
+        roles = {n.name: n.role.value for n in inv.nodes}
+        snaps = [n.snapshot for n in report.nodes if n.snapshot is not None]
+        found = evaluate(snaps, roles, expect)
     if as_json:
-        typer.echo(json.dumps(report_to_dict(report), indent=1))
+        typer.echo(json.dumps(report_to_dict(report, found), indent=1))
     else:
         print_check(console(), report)
-    return EXIT_OK if report.ok else EXIT_FAIL
+        if found is not None:
+            missing = [n.node for n in report.nodes if n.snapshot is None]
+            print_fleet(console(), found, missing)
+    return EXIT_OK if report.ok and not (found and found.outliers) else EXIT_FAIL
 
 
-def report_to_dict(report: PreflightReport) -> dict[str, object]:
-    return {
+def report_to_dict(report: PreflightReport, found: FleetResult | None = None) -> dict[str, object]:
+    doc: dict[str, object] = {
         "ok": report.ok,
         "transport": report.transport,
         "coordinator_version": report.coordinator_version,
         "duration_s": report.duration_s,
-        "nodes": [{**asdict(n), "ok": n.ok} for n in report.nodes],
+        "nodes": [
+            {k: v for k, v in asdict(n).items() if k != "snapshot"} | {"ok": n.ok}
+            for n in report.nodes
+        ],
     }
+    if found is not None:
+        doc["fleet"] = fleet_to_dict(found)
+    return doc
 
 
 def preflight_or_stop(

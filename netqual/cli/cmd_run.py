@@ -12,6 +12,7 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
+from netqual.analysis.fleet import load_fleet_policy
 from netqual.analysis.interference import TOLERANCE
 from netqual.analysis.policy import load_policy, short_plan_problem
 from netqual.auth import load_token
@@ -49,6 +50,7 @@ from netqual.cli.fanin_opts import (
 )
 from netqual.errors import EXIT_RUNTIME, NotMeasuredError, OutputError, UsageError
 from netqual.fetchprofile import PLAIN
+from netqual.fleet_model import FleetPolicy
 from netqual.gate import load_profile
 from netqual.models import Metric, Mode, Policy, ProbePlan
 from netqual.planning import estimate
@@ -489,6 +491,7 @@ def run(
         interference_fraction=_share(interference_fraction),
         fanin=sweep,
         rails=run_rails,
+        fleet_policy=load_fleet_policy(policy) if policy else FleetPolicy(),
     )
     if resume and out is None:
         raise UsageError("--resume", "needs --out DIR: the directory of the run to continue")

@@ -74,6 +74,7 @@ CORE_MODULES = (
     "fetchprofile",  # connectors' fetch patterns, as data
     "fanin_model",  # fan-in sweep records
     "hostpath",  # host path audit records, affinity classes
+    "fleet_model",  # configuration snapshots, fleet policy, outliers
 )
 
 MODULE_LAYERS: Mapping[str, str] = {

@@ -47,6 +47,7 @@ def evaluate(
         interrupted=not results.run.complete,
         not_measured=results.not_measured,
         resume_command=resume_command(results, results_source),
+        fleet=results.fleet,
     )
     # A stored verdict is a claim; the gate judges the values (an edited "offload-safe" with
     # a 1 s p99 fails), keeping the worse of the two.

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from netqual.fleet_model import FleetResult
 from netqual.models import Interference, Metric, Node, NotMeasured, Role, Tier, Waiver
 from netqual.pathtable import TIERS, BoolArray, IntArray, PathTable, union_names
 
@@ -82,7 +83,8 @@ class Finding:
 
     @property
     def label(self) -> str:
-        return f"{self.src} -> {self.dst}"
+        # a node's finding (a configuration outlier) names the node once
+        return self.src if self.src == self.dst else f"{self.src} -> {self.dst}"
 
 
 @dataclass(frozen=True)
@@ -114,6 +116,7 @@ class GateContext:
     interrupted: bool = False
     not_measured: tuple[NotMeasured, ...] = ()  # configuration failures, with reasons
     resume_command: str = "netqual run INVENTORY --out DIR --resume"
+    fleet: FleetResult | None = None  # the run's configuration check (netqual.analysis.fleet)
 
     def waived(self, table: PathTable, rows: IntArray) -> BoolArray:
         """Which of ``rows`` an active waiver excuses (``Waiver.covers``: either

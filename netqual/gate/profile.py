@@ -14,6 +14,7 @@ from typing import Any
 
 from netqual.errors import ProfileError
 from netqual.gate.complete import Complete
+from netqual.gate.fleet import FleetConsistent, FleetExpected
 from netqual.gate.interference import InterferenceClean, MaxInterferenceRatio
 from netqual.gate.model import Scope
 from netqual.gate.regression import MaxP99IncreasePct, NoClassDrop, NoMissingPaths
@@ -39,6 +40,8 @@ LIMIT_KEYS = (
     "min_workload_verdict",
     "interference_clean",
     "max_interference_p99_ratio",
+    "fleet_consistent",
+    "fleet_expected",
 )
 SCOPE_KEYS = ("name", "racks", "roles", "nodes", "tiers")
 BASELINE_KEYS = (
@@ -144,6 +147,10 @@ def _limit_rules(
         rules.append(
             MaxInterferenceRatio(scope, f.number(t["max_interference_p99_ratio"], key, 1.0))
         )
+    if "fleet_consistent" in t and f.flag(t["fleet_consistent"], f"{where}.fleet_consistent"):
+        rules.append(FleetConsistent(scope))
+    if "fleet_expected" in t and f.flag(t["fleet_expected"], f"{where}.fleet_expected"):
+        rules.append(FleetExpected(scope))
     return rules
 
 

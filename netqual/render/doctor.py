@@ -10,6 +10,18 @@ from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
+from netqual.fleet_model import ConfigSnapshot
+from netqual.render.fleet import device_summary
+
+
+def _configuration(console: Console, snap: ConfigSnapshot) -> None:
+    """This node's snapshot: the fleet keys, then its devices (docs/evidence.md)."""
+    console.print("  configuration")
+    for key, value in snap.fleet.items():
+        console.print(Text(f"    {key:<24}{value}"), soft_wrap=True)
+    console.print(Text(f"    {'devices':<24}{device_summary(snap)}"), soft_wrap=True)
+
+
 _MARK = {"error": ("x", "bold red"), "warning": ("!", "yellow")}
 
 
@@ -41,6 +53,8 @@ def _node(console: Console, name: str, report: Mapping[str, Any]) -> None:
     if report.get("unreachable"):
         console.print("  agent did not answer")
         return
+    if isinstance(config := report.get("configuration"), Mapping):
+        _configuration(console, ConfigSnapshot(name, tuple(sorted(config.items()))))
     pv = report.get("pyverbs", {})
     if pv.get("available"):
         line = f"{pv.get('version') or 'unknown version'} from {pv.get('location')}"

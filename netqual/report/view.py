@@ -19,6 +19,7 @@ import numpy as np
 from netqual.models import Node, PathResult
 from netqual.pathtable import FloatArray, IntArray, worst_per_group
 from netqual.report import fmt
+from netqual.report.fleet import FleetView
 from netqual.report.grid import NODE_MATRIX_MAX, pair_rows, report_nodes
 from netqual.report.recommend import Recommendation
 from netqual.report.waivers import WaiverNote
@@ -120,6 +121,7 @@ class ReportView:
     summarised: str | None = None  # the note of a page that embeds only some paths
     incomplete: str | None = None  # first-screen alert: pairs not measured, how to finish
     two_verdicts: str | None = None  # with a workload: both counts, which one the gate uses
+    fleet: FleetView | None = None  # the "Configuration" section (report/fleet.py)
 
 
 def rack_spans(nodes: Sequence[Node]) -> list[RackSpan]:

@@ -21,6 +21,7 @@ from typing import Annotated, Any, ClassVar
 
 import msgspec
 
+from netqual.analysis.fleet import from_dict as fleet_from_dict
 from netqual.analysis.interference import from_dict as interference_from_dict
 from netqual.analysis.localise import suspect_from_dict
 from netqual.analysis.matrix import fill_tiers
@@ -471,6 +472,7 @@ def results_from_dict(
         retest_of=retest_of,
         not_measured=tuple(not_measured),
         fanin=fanin_from_list(d["fanin"], source) if d.get("fanin") is not None else (),
+        fleet=fleet_from_dict(d["fleet"], source) if d.get("fleet") is not None else None,
     )
 
 
@@ -490,6 +492,7 @@ class _Document(msgspec.Struct):
     retest_of: Any = msgspec.UNSET
     not_measured: Any = msgspec.UNSET
     fanin: Any = msgspec.UNSET
+    fleet: Any = msgspec.UNSET
 
 
 def _json_error(source: str, text: str) -> ResultsFileError:

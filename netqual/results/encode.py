@@ -11,6 +11,7 @@ import math
 from pathlib import Path
 from typing import Any, TextIO
 
+from netqual.analysis.fleet import to_dict as fleet_to_dict
 from netqual.analysis.interference import to_dict as interference_to_dict
 from netqual.analysis.localise import suspect_to_dict
 from netqual.analysis.stats import BINS_PER_DECADE, bin_index
@@ -209,6 +210,8 @@ def results_to_dict(r: Results, *, paths: bool = True) -> dict[str, Any]:
         doc["interference"] = interference_to_dict(r.interference)
     if r.fanin:
         doc["fanin"] = fanin_to_list(r.fanin)
+    if r.fleet is not None:
+        doc["fleet"] = fleet_to_dict(r.fleet)
     return doc
 
 

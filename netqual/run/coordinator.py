@@ -26,13 +26,14 @@ from netqual import __version__, interrupts
 from netqual.agent.probe_request import SilentAgentError, request_probe
 from netqual.agent.wire.messages import Fields
 from netqual.agent.wire.protocol import connect
-from netqual.analysis import interference, localise
+from netqual.analysis import fleet, interference, localise
 from netqual.analysis.matrix import tier_of
 from netqual.analysis.plausible import check_path
 from netqual.analysis.policy import judge
 from netqual.analysis.stats import bulk_stats, rtt_stats
 from netqual.errors import ErrorCode, NetqualError, NoAgentsError, PeerError
 from netqual.fanin_model import FaninConfig, FaninResult
+from netqual.fleet_model import FleetPolicy, FleetResult
 from netqual.models import (
     Interference,
     Mode,
@@ -94,6 +95,8 @@ class RunConfig:
     def endpoints(self) -> tuple[Node, ...]:
         """What the paths run between: the nodes, or with rails every NIC of every node."""
         return rails_mod.endpoint_nodes(self.nodes, self.rails)
+
+    fleet_policy: FleetPolicy = field(default_factory=FleetPolicy)  # [fleet] of the policy
 
 
 def plan_of(cfg: RunConfig) -> schedule.Schedule:
@@ -415,7 +418,20 @@ def run(
                 spent.interference_s = time.monotonic() - inter_at
         except KeyboardInterrupt:
             stopped = stages.stage
-    return _finalise(cfg, out_dir, plan, started, budget, rec, inter, stopped, spent)
+    fleet_found = fleet_of(cfg, preflight)
+    return _finalise(cfg, out_dir, plan, started, budget, rec, inter, stopped, spent, fleet_found)
+
+
+def fleet_of(cfg: RunConfig, preflight: PreflightReport | None) -> FleetResult | None:
+    """The configuration check over the snapshots the pre-flight collected (none without
+    a pre-flight: retest and demo ask their agents here, not in a pre-flight)."""
+    if preflight is None:
+        return None
+    snaps = [n.snapshot for n in preflight.nodes if n.snapshot is not None]
+    if not snaps:  # agents that do not answer "snapshot" (a simulation): no claim at all
+        return None
+    roles = {n.name: n.role.value for n in cfg.nodes}
+    return fleet.evaluate(snaps, roles, cfg.fleet_policy)
 
 
 def finalise_interrupted(
@@ -573,6 +589,7 @@ def _finalise(
     inter: Interference | None,
     stopped: Stage | None,
     spent: _Spent,
+    fleet_found: FleetResult | None = None,
 ) -> Results:
     """results.json from what the run holds; an interrupted run's pairs with ping-pong only
     are in it as measured so far (``journal.as_pending``)."""
@@ -630,6 +647,7 @@ def _finalise(
         retest_of=cfg.retest_of,
         not_measured=tuple(rec.skipped),
         fanin=spent.fanin,
+        fleet=fleet_found,
     )
     write_json(out_dir / "results.json", results)
     return results

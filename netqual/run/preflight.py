@@ -17,6 +17,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from netqual import __version__
+from netqual.agent import fleet_snapshot
 from netqual.agent.wire.messages import Fields
 from netqual.agent.wire.protocol import connect
 from netqual.errors import (
@@ -26,6 +27,7 @@ from netqual.errors import (
     NetqualError,
     PeerUnreachableError,
 )
+from netqual.fleet_model import ConfigSnapshot
 from netqual.models import AgentCheck, Node, PreflightReport, ProbePlan
 from netqual.planning.limits import limit_problem, limits_differ, reported_limits
 
@@ -85,6 +87,7 @@ def check_node(
         problems.append(f"agent runs netqual {version}, this coordinator {__version__}")
     offset_s: float | None = None
     transport_ok: bool | None = None
+    snapshot: ConfigSnapshot | None = None
     try:
         with ch:
             ch.set_timeout(timeout_s)
@@ -98,6 +101,8 @@ def check_node(
             refused, differ = _limits(info, plan)
             problems += [refused] if refused else []
             warnings += [differ] if differ else []
+            snapshot, why = _snapshot(ch, node.name)
+            warnings += [why] if why else []
             ch.send("bye")
     except (NetqualError, OSError) as err:
         problems.append(f"agent stopped answering: {err}")
@@ -114,7 +119,19 @@ def check_node(
         transport_ok=transport_ok,
         problems=tuple(problems),
         warnings=tuple(warnings),
+        snapshot=snapshot,
     )
+
+
+def _snapshot(ch: Any, node: str) -> tuple[ConfigSnapshot | None, str | None]:
+    """The agent's configuration snapshot; a failure is a warning (the fleet check then
+    lacks this node), never a reason to refuse the agent."""
+    try:
+        return fleet_snapshot.from_peer(
+            ch.request("snapshot", {}, reply="snapshot"), node, ch.peer
+        ), None
+    except NetqualError as err:
+        return None, f"no configuration snapshot: {err}"
 
 
 def _limits(info: dict[str, Any], plan: ProbePlan | None) -> tuple[str | None, str | None]:

@@ -1,0 +1,324 @@
+"""One node's configuration snapshot (docs/evidence.md), read from sysfs and procfs.
+
+Every agent answers a ``snapshot`` request with it during the pre-flight check and
+``netqual doctor`` shows it locally. Everything the platform does not expose is recorded
+as ``unknown``, never an error: a laptop, a container and a veth lab host all answer.
+``Roots`` moves sysfs, procfs and /etc so that tests build fixture trees from the kernel's
+documented layouts; the ethtool ioctl, the pyverbs port query and ``dcb`` run only on the
+live roots (they ask the running kernel, not a tree).
+
+``from_peer`` is the coordinator's side: every key and value a peer sent is read through
+``messages.Fields`` and shown through ``names.visible``.
+"""
+
+from __future__ import annotations
+
+import array
+import contextlib
+import fcntl
+import re
+import shutil
+import socket
+import struct
+import subprocess
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from netqual import __version__
+from netqual.agent.wire.messages import Fields
+from netqual.errors import BadRequestError
+from netqual.fleet_model import KEY_PATTERN, MAX_KEYS, MAX_VALUE_CHARS, UNKNOWN, ConfigSnapshot
+from netqual.names import visible
+from netqual.transports.rdma.gid import GidEntry, GidSelectionError, GidType, LinkLayer, select_gid
+
+ARPHRD_LOOPBACK = "772"
+DCB_TIMEOUT_S = 2.0
+_IB_MTUS = (4096, 2048, 1024, 512, 256)
+
+
+@dataclass(frozen=True)
+class Roots:
+    sys: Path = Path("/sys")
+    proc: Path = Path("/proc")
+    etc: Path = Path("/etc")
+
+    @property
+    def live(self) -> bool:
+        return self == Roots()
+
+
+def _read(path: Path) -> str:
+    """A sysfs/procfs file's first line, or UNKNOWN (absent, unreadable, EINVAL on a
+    down link's ``speed``, empty)."""
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace").strip()
+    except OSError:
+        return UNKNOWN
+    return text.splitlines()[0].strip() if text else UNKNOWN
+
+
+def _children(path: Path) -> list[str]:
+    try:
+        return sorted(p.name for p in path.iterdir())
+    except OSError:
+        return []
+
+
+def distinct(values: Iterable[str]) -> str:
+    """The known values, each once, numbers in numeric order, comma-separated; UNKNOWN
+    when none is known."""
+    known = {v for v in values if v != UNKNOWN}
+    if not known:
+        return UNKNOWN
+    return ",".join(sorted(known, key=lambda v: (not v.isdigit(), int(v) if v.isdigit() else 0, v)))
+
+
+def _os_name(etc: Path) -> str:
+    try:
+        text = (etc / "os-release").read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return UNKNOWN
+    for line in text.splitlines():
+        if line.startswith("PRETTY_NAME="):
+            return line.split("=", 1)[1].strip().strip('"') or UNKNOWN
+    return UNKNOWN
+
+
+def _drvinfo(ifname: str) -> tuple[str, str]:
+    """(driver, firmware) from the ETHTOOL_GDRVINFO ioctl; UNKNOWN where it says nothing."""
+    buf = array.array("B", bytes(196))  # struct ethtool_drvinfo
+    struct.pack_into("I", buf, 0, 0x3)  # ETHTOOL_GDRVINFO
+    ifreq = struct.pack("16sP", ifname.encode()[:15], buf.buffer_info()[0])
+    try:
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+            fcntl.ioctl(s.fileno(), 0x8946, ifreq)  # SIOCETHTOOL
+    except OSError:
+        return UNKNOWN, UNKNOWN
+    raw = buf.tobytes()
+
+    def field(offset: int) -> str:
+        text = raw[offset : offset + 32].split(b"\0", 1)[0].decode(errors="replace").strip()
+        return text if text and text.upper() != "N/A" else UNKNOWN
+
+    return field(4), field(68)
+
+
+def _pfc(ifname: str) -> str:
+    """PFC-enabled priorities from ``dcb pfc show`` (iproute2); UNKNOWN without it or
+    where the driver has no DCB."""
+    dcb = shutil.which("dcb")
+    if dcb is None:
+        return UNKNOWN
+    try:
+        out = subprocess.run(
+            [dcb, "pfc", "show", "dev", ifname, "prio-pfc"],
+            capture_output=True,
+            text=True,
+            timeout=DCB_TIMEOUT_S,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return UNKNOWN
+    found = re.findall(r"\b([0-7]):(on|off)\b", out.stdout)
+    if out.returncode != 0 or not found:
+        return UNKNOWN
+    return ",".join(p for p, state in found if state == "on") or "none"
+
+
+def _ecn_priorities(net: Path) -> str:
+    """Priorities with RoCE ECN on as reaction and notification point (mlx5:
+    ``ecn/roce_rp/enable/N`` and ``ecn/roce_np/enable/N``)."""
+    rp, np_ = net / "ecn" / "roce_rp" / "enable", net / "ecn" / "roce_np" / "enable"
+    prios = [p for p in _children(rp) if p.isdigit()]
+    if not prios:
+        return UNKNOWN
+    on = [p for p in prios if _read(rp / p) == "1" and _read(np_ / p) == "1"]
+    return ",".join(sorted(on, key=int)) or "none"
+
+
+def _netdevs(roots: Roots, out: dict[str, str]) -> list[str]:
+    """Per-interface keys; the names of the up, non-loopback interfaces."""
+    up: list[str] = []
+    for name in _children(roots.sys / "class" / "net"):
+        net = roots.sys / "class" / "net" / name
+        if _read(net / "type") == ARPHRD_LOOPBACK:
+            continue
+        key = f"nic.{name}"
+        if not KEY_PATTERN.fullmatch(key + ".mtu"):
+            continue  # a name no key can carry (kernel names are 15 safe characters)
+        driver = UNKNOWN
+        with contextlib.suppress(OSError):
+            driver = (net / "device" / "driver").resolve(strict=True).name
+        firmware = UNKNOWN
+        if roots.live:
+            ioctl_driver, firmware = _drvinfo(name)
+            driver = driver if driver != UNKNOWN else ioctl_driver
+        speed = _read(net / "speed")
+        out[f"{key}.driver"] = driver
+        out[f"{key}.firmware"] = firmware
+        out[f"{key}.operstate"] = _read(net / "operstate")
+        out[f"{key}.speed_mbps"] = speed if speed.isdigit() else UNKNOWN  # -1: no link
+        out[f"{key}.mtu"] = _read(net / "mtu")
+        out[f"{key}.pfc_priorities"] = _pfc(name) if roots.live else UNKNOWN
+        out[f"{key}.ecn_priorities"] = _ecn_priorities(net)
+        if out[f"{key}.operstate"] == "up":
+            up.append(name)
+    return up
+
+
+def _gid_type(text: str, link: LinkLayer) -> GidType:
+    if link is LinkLayer.INFINIBAND:
+        return GidType.IB
+    return GidType.ROCE_V2 if "v2" in text.lower() else GidType.ROCE_V1
+
+
+GID_TYPE_TEXT = {GidType.IB: "IB", GidType.ROCE_V1: "RoCE v1", GidType.ROCE_V2: "RoCE v2"}
+
+
+def _port(dev: str, port: Path, roots: Roots, out: dict[str, str], verbs_mtu: int | None) -> str:
+    """One RDMA port's keys; returns its state word (ACTIVE, DOWN, ...)."""
+    key = f"rdma.{dev}/{port.name}"
+    state = _read(port / "state").split(":")[-1].strip() or UNKNOWN
+    link_text = _read(port / "link_layer")
+    link = LinkLayer.ETHERNET if link_text == "Ethernet" else LinkLayer.INFINIBAND
+    out[f"{key}.state"] = state
+    out[f"{key}.link_layer"] = link_text
+    rate = _read(port / "rate")  # "100 Gb/sec (4X EDR)"
+    out[f"{key}.rate"] = rate
+    width = re.search(r"\((\d+X)", rate)
+    out[f"{key}.width"] = width.group(1) if width else UNKNOWN
+    active = _read(port / "active_mtu")
+    out[f"{key}.active_mtu"] = (
+        active if active.isdigit() else str(verbs_mtu) if verbs_mtu else UNKNOWN
+    )
+    entries: list[GidEntry] = []
+    for index in _children(port / "gids"):
+        if not index.isdigit() or len(entries) >= 64:
+            continue
+        with contextlib.suppress(ValueError):
+            entry = GidEntry(
+                int(index),
+                _read(port / "gids" / index),
+                _gid_type(_read(port / "gid_attrs" / "types" / index), link),
+            )
+            if entry.empty:
+                continue
+            entries.append(entry)
+            netdev = _read(port / "gid_attrs" / "ndevs" / index)
+            type_text = GID_TYPE_TEXT[entry.gid_type]
+            out[f"{key}.gid.{index}"] = f"{type_text} {entry.family.value} {netdev}"
+    try:
+        chosen = select_gid(entries, link, where=f"{dev} port {port.name}").entry
+        out[f"{key}.gid_index"] = str(chosen.index)
+        out[f"{key}.gid_type"] = GID_TYPE_TEXT[chosen.gid_type]
+    except GidSelectionError:
+        out[f"{key}.gid_index"] = out[f"{key}.gid_type"] = UNKNOWN  # none, or ambiguous
+    return state
+
+
+def _verbs_mtus() -> dict[tuple[str, int], int]:
+    """Active MTU per (device, port) from ibv_query_port: sysfs does not show it."""
+    try:
+        from netqual.transports.rdma import devices, verbs
+
+        found = devices.scan(verbs.load())
+    except Exception:  # no pyverbs, no device, a provider error: the MTU stays unknown
+        return {}
+    return {(d.name, p.num): p.mtu_bytes for d in found for p in d.ports}
+
+
+def _rdma(roots: Roots, out: dict[str, str]) -> list[str]:
+    """Per-port keys; the key prefixes of the ACTIVE ports."""
+    ib = roots.sys / "class" / "infiniband"
+    names = _children(ib)
+    mtus = _verbs_mtus() if roots.live and names else {}
+    active: list[str] = []
+    for dev in names:
+        if not KEY_PATTERN.fullmatch(f"rdma.{dev}/1.gid.255"):
+            continue
+        out[f"rdma.{dev}.firmware"] = _read(ib / dev / "fw_ver")
+        for port in _children(ib / dev / "ports"):
+            if not port.isdigit():
+                continue
+            path = ib / dev / "ports" / port
+            if _port(dev, path, roots, out, mtus.get((dev, int(port)))) == "ACTIVE":
+                active.append(f"rdma.{dev}/{port}")
+    return active
+
+
+def _pyverbs_version() -> str:
+    """Without importing it (slow, and it may load a provider): the package metadata, or
+    dpkg's record of python3-pyverbs where netqual would load it from (doctor's route)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    from netqual.transports.rdma.verbs import DEBIAN_DIST_PACKAGES, _dpkg_version
+
+    try:
+        return version("pyverbs")
+    except PackageNotFoundError:
+        pass
+    if Path(DEBIAN_DIST_PACKAGES, "pyverbs").is_dir():
+        return _dpkg_version("python3-pyverbs") or UNKNOWN
+    return UNKNOWN
+
+
+def collect(roots: Roots | None = None) -> dict[str, str]:
+    """This node's snapshot: every fleet key and per-device key, as text."""
+    roots = roots or Roots()
+    out: dict[str, str] = {}
+    up = _netdevs(roots, out)
+    ports = _rdma(roots, out)
+    sysctl = roots.proc / "sys" / "net" / "ipv4"
+    if roots.live:
+        from netqual.transports.rdma.verbs import libibverbs_version
+
+        out["rdma_core"] = libibverbs_version() or UNKNOWN
+        out["pyverbs"] = _pyverbs_version()
+    out |= {
+        "kernel": _read(roots.proc / "sys" / "kernel" / "osrelease"),
+        "os": _os_name(roots.etc),
+        "netqual": __version__,
+        "tcp_congestion_control": _read(sysctl / "tcp_congestion_control"),
+        "tcp_ecn": _read(sysctl / "tcp_ecn"),
+        "mtu": distinct(out[f"nic.{n}.mtu"] for n in up),
+        "link_speed_mbps": distinct(out[f"nic.{n}.speed_mbps"] for n in up),
+        "driver": distinct(out[f"nic.{n}.driver"] for n in up),
+        "firmware": distinct(
+            [out[f"nic.{n}.firmware"] for n in up]
+            + [v for k, v in out.items() if k.startswith("rdma.") and k.endswith(".firmware")]
+        ),
+        "roce_mtu": distinct(out[f"{p}.active_mtu"] for p in ports),
+        "roce_gid_type": distinct(out[f"{p}.gid_type"] for p in ports),
+        "gid_index": distinct(out[f"{p}.gid_index"] for p in ports),
+        "pfc_priorities": distinct(out[f"nic.{n}.pfc_priorities"] for n in up),
+        "ecn_priorities": distinct(out[f"nic.{n}.ecn_priorities"] for n in up),
+        # PCI fields come from the host path audit's sysfs reader once it exists; until
+        # then this snapshot does not read PCI config space itself.
+        "iommu": UNKNOWN,
+        "acs": UNKNOWN,
+        "relaxed_ordering": UNKNOWN,
+    }
+    ecn = out["ecn_priorities"]
+    out["ecn"] = UNKNOWN if ecn == UNKNOWN else ("false" if ecn == "none" else "true")
+    return {k: v[:MAX_VALUE_CHARS] for k, v in sorted(out.items())}
+
+
+def to_wire(values: dict[str, str]) -> dict[str, Any]:
+    return {"values": values}
+
+
+def from_peer(body: object, node: str, peer: str) -> ConfigSnapshot:
+    """A peer's ``snapshot`` answer, checked: at most MAX_KEYS keys of the key pattern,
+    each value a bounded string, shown literally."""
+    values = Fields(body, "snapshot", peer).obj("values")
+    assert values is not None  # required: obj() raises when missing
+    if len(values.body) > MAX_KEYS:
+        raise BadRequestError(peer, "snapshot.values", f"more than {MAX_KEYS} keys")
+    pairs: list[tuple[str, str]] = []
+    for key in values.body:
+        if not isinstance(key, str) or not KEY_PATTERN.fullmatch(key):
+            raise BadRequestError(peer, "snapshot.values", f"bad key {str(key)[:40]!r}")
+        pairs.append((key, visible(values.string(key, MAX_VALUE_CHARS))))
+    return ConfigSnapshot(node, tuple(sorted(pairs)))

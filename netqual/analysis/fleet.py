@@ -1,0 +1,227 @@
+"""The fleet configuration check (docs/evidence.md): which nodes' configuration differs.
+
+Two rules over the nodes' snapshots (``fleet_model``). Consistency: within each inventory
+role, every fleet key not in ``allow_differ`` should have one value; the nodes that do not
+hold the majority value are outliers, listed with it and the nodes that have it (a tie has
+no majority: every node of the key is listed). Expectations: a key the policy's ``[fleet]``
+gives a value must have it on every node; a node that cannot say (``unknown``) is listed
+too, since nothing shows that it matches. A key with an expectation is judged by it only.
+Unknown values never count towards a majority.
+
+Also the ``[fleet]`` section of the policy file, and the results file's ``fleet`` key.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from netqual.errors import PolicyError, ResultsFileError
+from netqual.fleet_model import (
+    FLEET_KEYS,
+    KEY_PATTERN,
+    MAX_KEYS,
+    MAX_VALUE_CHARS,
+    UNKNOWN,
+    ConfigSnapshot,
+    FleetOutlier,
+    FleetPolicy,
+    FleetResult,
+    value_text,
+)
+from netqual.names import visible
+from netqual.tomlfile import read_toml
+
+GID_TYPES = {"roce v2": "RoCE v2", "rocev2": "RoCE v2", "roce v1": "RoCE v1", "rocev1": "RoCE v1"}
+GID_TYPES["ib"] = "IB"
+
+
+def evaluate(
+    snapshots: Sequence[ConfigSnapshot],
+    roles: Mapping[str, str] | None = None,
+    policy: FleetPolicy | None = None,
+) -> FleetResult:
+    """Outliers of ``snapshots``: expectations first, then consistency, node order kept."""
+    policy = policy or FleetPolicy()
+    roles = roles or {}
+    expected = dict(policy.expected)
+    outliers: list[FleetOutlier] = []
+    for key, want in policy.expected:
+        for snap in snapshots:
+            have = snap.fleet[key]
+            if have != want:
+                role = roles.get(snap.node, "any")
+                outliers.append(FleetOutlier(snap.node, key, have, expected=want, role=role))
+    groups: dict[str, list[ConfigSnapshot]] = {}
+    for snap in snapshots:
+        groups.setdefault(roles.get(snap.node, "any"), []).append(snap)
+    for role, members in groups.items():
+        for key in FLEET_KEYS:
+            if key in expected or key in policy.allow_differ:
+                continue
+            outliers += _differ(role, key, [(s.node, s.fleet[key]) for s in members])
+    return FleetResult(tuple(snapshots), tuple(outliers))
+
+
+def _differ(role: str, key: str, values: list[tuple[str, str]]) -> list[FleetOutlier]:
+    known = [(n, v) for n, v in values if v != UNKNOWN]
+    counts = Counter(v for _n, v in known)
+    if len(counts) <= 1:
+        return []
+    ranked = counts.most_common()
+    if ranked[0][1] == ranked[1][1]:  # a tie: no value is the majority
+        return [FleetOutlier(n, key, v, role=role) for n, v in known]
+    majority = ranked[0][0]
+    holders = tuple(n for n, v in known if v == majority)
+    return [
+        FleetOutlier(n, key, v, majority=majority, majority_nodes=holders, role=role)
+        for n, v in known
+        if v != majority
+    ]
+
+
+def key_rows(result: FleetResult) -> list[tuple[str, list[tuple[str, list[str]]]]]:
+    """Per fleet key: each value with the nodes that have it, most common first and
+    unknown last (the table ``check --fleet`` and the report show)."""
+    rows = []
+    for key in FLEET_KEYS:
+        by_value: dict[str, list[str]] = {}
+        for s in result.snapshot:
+            by_value.setdefault(s.fleet[key], []).append(s.node)
+        ranked = sorted(by_value.items(), key=lambda kv: (kv[0] == UNKNOWN, -len(kv[1]), kv[0]))
+        rows.append((key, ranked))
+    return rows
+
+
+def nodes_text(names: Sequence[str], total: int) -> str:
+    """'all 4' or 'a1, a2 +3'."""
+    if len(names) == total and total > 1:
+        return f"all {total}"
+    shown = ", ".join(names[:6])
+    return shown + (f" +{len(names) - 6}" if len(names) > 6 else "")
+
+
+# -- [fleet] in the policy file --------------------------------------------------------
+
+
+def parse_fleet(table: object, source: str) -> FleetPolicy:
+    """``[fleet]``: fleet keys with expected values, and ``allow_differ``. Every mistake
+    is a PolicyError naming ``fleet.KEY``."""
+
+    def fail(field: str, problem: str) -> PolicyError:
+        return PolicyError(source, problem, f"fleet.{field}" if field else "fleet")
+
+    if not isinstance(table, dict):
+        raise fail("", "must be a table ([fleet])")
+    expected: list[tuple[str, str]] = []
+    allow: frozenset[str] = frozenset()
+    for key, value in table.items():
+        if key == "allow_differ":
+            if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+                raise fail(key, "must be a list of fleet keys")
+            unknown_keys = [v for v in value if v not in FLEET_KEYS]
+            if unknown_keys:
+                raise fail(key, f"unknown fleet key {unknown_keys[0]!r} ({_keys_hint()})")
+            allow = frozenset(value)
+            continue
+        if key not in FLEET_KEYS:
+            raise fail(key, f"unknown fleet key ({_keys_hint()})")
+        text = value_text(value)
+        if text is None or not text or len(text) > MAX_VALUE_CHARS:
+            raise fail(key, f"{value!r} is not a value (a string, integer, true/false or list)")
+        if key == "roce_gid_type":
+            if text.lower() not in GID_TYPES:
+                raise fail(key, f"{text!r} is not a GID type (RoCE v2, RoCE v1 or IB)")
+            text = GID_TYPES[text.lower()]
+        expected.append((key, text))
+    both = allow & {k for k, _v in expected}
+    if both:
+        key = sorted(both)[0]
+        raise fail(key, f"{key} has an expected value and is in allow_differ: choose one")
+    return FleetPolicy(tuple(expected), allow)
+
+
+def _keys_hint() -> str:
+    return "fleet keys: " + ", ".join(FLEET_KEYS)
+
+
+def load_fleet_policy(path: Path) -> FleetPolicy:
+    """The ``[fleet]`` section of a policy file; none: no expectations, nothing excused."""
+    data = read_toml(path, PolicyError)
+    if "fleet" not in data:
+        return FleetPolicy()
+    return parse_fleet(data["fleet"], str(path))
+
+
+# -- the results file's ``fleet`` key -------------------------------------------------
+
+
+def to_dict(result: FleetResult) -> dict[str, Any]:
+    outliers = []
+    for o in result.outliers:
+        item: dict[str, Any] = {"node": o.node, "key": o.key, "value": o.value, "role": o.role}
+        if o.expected is not None:
+            item["expected"] = o.expected
+        else:
+            item["majority"] = o.majority
+            item["majority_nodes"] = list(o.majority_nodes)
+        outliers.append(item)
+    return {
+        "snapshot": {s.node: dict(s.values) for s in result.snapshot},
+        "outliers": outliers,
+    }
+
+
+def from_dict(data: object, source: str) -> FleetResult:
+    """The ``fleet`` key of a results file, checked; its text shown literally."""
+
+    def bad(field: str, problem: str) -> ResultsFileError:
+        return ResultsFileError(source, problem, f"fleet.{field}" if field else "fleet")
+
+    if not isinstance(data, dict):
+        raise bad("", "must be an object")
+    nodes = data.get("snapshot", {})
+    if not isinstance(nodes, dict):
+        raise bad("snapshot", "must be an object of nodes")
+    snaps = []
+    for node, values in nodes.items():
+        if not isinstance(values, dict) or len(values) > MAX_KEYS:
+            raise bad(f"snapshot.{str(node)[:40]}", f"must be an object of <= {MAX_KEYS} keys")
+        pairs = []
+        for k, v in values.items():
+            if not KEY_PATTERN.fullmatch(k) or not isinstance(v, str):
+                raise bad(f"snapshot.{str(node)[:40]}", f"bad entry {str(k)[:40]!r}")
+            pairs.append((k, visible(v[:MAX_VALUE_CHARS])))
+        snaps.append(ConfigSnapshot(visible(str(node)[:255]), tuple(sorted(pairs))))
+    raw = data.get("outliers", [])
+    if not isinstance(raw, list):
+        raise bad("outliers", "must be a list")
+    outliers = []
+    for i, item in enumerate(raw):
+        if not isinstance(item, dict):
+            raise bad(f"outliers[{i}]", "must be an object")
+        text = {}
+        for field in ("node", "key", "value", "expected", "majority", "role"):
+            value = item.get(field)
+            if value is not None and not isinstance(value, str):
+                raise bad(f"outliers[{i}].{field}", "must be a string")
+            text[field] = visible(value[:MAX_VALUE_CHARS]) if value is not None else None
+        if text["node"] is None or text["key"] is None or text["value"] is None:
+            raise bad(f"outliers[{i}]", "needs node, key and value")
+        holders = item.get("majority_nodes", [])
+        if not isinstance(holders, list) or not all(isinstance(h, str) for h in holders):
+            raise bad(f"outliers[{i}].majority_nodes", "must be a list of node names")
+        outliers.append(
+            FleetOutlier(
+                text["node"],
+                text["key"],
+                text["value"],
+                expected=text["expected"],
+                majority=text["majority"],
+                majority_nodes=tuple(visible(h[:255]) for h in holders),
+                role=text["role"] or "any",
+            )
+        )
+    return FleetResult(tuple(snaps), tuple(outliers))

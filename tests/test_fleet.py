@@ -1,0 +1,254 @@
+"""The fleet configuration check, one layer at a time: the snapshot read from sysfs/procfs
+fixture trees (the kernel's documented layouts), a peer's snapshot checked field by
+field, the consistency and expectation rules, ``[fleet]`` in the policy file, the results
+file's ``fleet`` key, the gate rules and the report section. The real thing (agents in
+network namespaces, one host's MTU lowered) is tests/test_lab_fleet.py."""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+from pathlib import Path
+
+import pytest
+from factories import make_results, write_results
+
+from netqual.agent import fleet_snapshot
+from netqual.agent.fleet_snapshot import Roots, collect, from_peer
+from netqual.analysis import fleet
+from netqual.analysis.policy import load_policy
+from netqual.errors import BadRequestError, PolicyError, ResultsFileError
+from netqual.fleet_model import FLEET_KEYS, UNKNOWN, ConfigSnapshot, FleetPolicy
+from netqual.gate import evaluate as gate_evaluate
+from netqual.gate.model import Status
+from netqual.gate.profile import parse_profile_text
+from netqual.report import write_html
+from netqual.results import load
+
+MAPPED_V4 = "0000:0000:0000:0000:0000:ffff:c612:010a"  # ::ffff:198.18.1.10
+LINK_LOCAL = "fe80:0000:0000:0000:0202:c9ff:fe00:0001"
+
+
+def _write(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text + "\n")
+
+
+def fixture_roots(tmp_path: Path, *, mtu: int = 9000) -> Roots:
+    """An mlx5-style host: lo, one up NIC with a RoCE port, one down NIC; sysctls, os-release."""
+    sys_, proc, etc = tmp_path / "sys", tmp_path / "proc", tmp_path / "etc"
+    net = sys_ / "class" / "net"
+    _write(net / "lo" / "type", "772")
+    _write(net / "lo" / "mtu", "65536")
+    for name, state, speed, value in (("ens1", "up", "100000", mtu), ("eno1", "down", "-1", 1500)):
+        _write(net / name / "type", "1")
+        _write(net / name / "operstate", state)
+        _write(net / name / "speed", speed)
+        _write(net / name / "mtu", str(value))
+    driver = sys_ / "bus" / "pci" / "drivers" / "mlx5_core"
+    driver.mkdir(parents=True)
+    (net / "ens1" / "device").mkdir()
+    (net / "ens1" / "device" / "driver").symlink_to(driver)
+    for prio in range(8):  # ECN on priority 3 only, as reaction and notification point
+        on = "1" if prio == 3 else "0"
+        _write(net / "ens1" / "ecn" / "roce_rp" / "enable" / str(prio), on)
+        _write(net / "ens1" / "ecn" / "roce_np" / "enable" / str(prio), on)
+    dev = sys_ / "class" / "infiniband" / "mlx5_0"
+    _write(dev / "fw_ver", "28.39.1002")
+    port = dev / "ports" / "1"
+    _write(port / "state", "4: ACTIVE")
+    _write(port / "link_layer", "Ethernet")
+    _write(port / "rate", "100 Gb/sec (4X EDR)")
+    _write(port / "active_mtu", "4096")
+    gids = {0: (LINK_LOCAL, "IB/RoCE v1"), 1: (LINK_LOCAL, "RoCE v2"), 2: (MAPPED_V4, "IB/RoCE v1")}
+    gids[3] = (MAPPED_V4, "RoCE v2")
+    for i in range(4, 6):
+        _write(port / "gids" / str(i), "0000:0000:0000:0000:0000:0000:0000:0000")
+    for i, (gid, kind) in gids.items():
+        _write(port / "gids" / str(i), gid)
+        _write(port / "gid_attrs" / "types" / str(i), kind)
+        _write(port / "gid_attrs" / "ndevs" / str(i), "ens1")
+    ipv4 = proc / "sys" / "net" / "ipv4"
+    _write(ipv4 / "tcp_congestion_control", "cubic")
+    _write(ipv4 / "tcp_ecn", "1")
+    _write(proc / "sys" / "kernel" / "osrelease", "6.8.0-49-generic")
+    _write(etc / "os-release", 'NAME="Ubuntu"\nPRETTY_NAME="Ubuntu 24.04.1 LTS"')
+    return Roots(sys=sys_, proc=proc, etc=etc)
+
+
+def test_snapshot_reads_the_documented_sysfs_and_procfs_layouts(tmp_path: Path) -> None:
+    got = collect(fixture_roots(tmp_path))
+    assert {k: got[k] for k in ("kernel", "os", "tcp_congestion_control", "tcp_ecn")} == {
+        "kernel": "6.8.0-49-generic",
+        "os": "Ubuntu 24.04.1 LTS",
+        "tcp_congestion_control": "cubic",
+        "tcp_ecn": "1",
+    }
+    # only the up, non-loopback NIC counts for the fleet keys; the down one is still shown
+    assert (got["mtu"], got["link_speed_mbps"], got["driver"]) == ("9000", "100000", "mlx5_core")
+    assert got["nic.eno1.operstate"] == "down" and got["nic.eno1.speed_mbps"] == UNKNOWN
+    assert "nic.lo.mtu" not in got
+    # the GID the probes pick: RoCE v2, IPv4, not link-local (the transport's own rule)
+    assert (got["gid_index"], got["roce_gid_type"], got["roce_mtu"]) == ("3", "RoCE v2", "4096")
+    assert got["rdma.mlx5_0/1.gid.2"] == "RoCE v1 IPv4 ens1"
+    assert got["rdma.mlx5_0/1.gid.1"] == "RoCE v2 IPv6 ens1"
+    assert "rdma.mlx5_0/1.gid.4" not in got  # empty entries are left out
+    assert got["rdma.mlx5_0/1.width"] == "4X"
+    assert got["firmware"] == "28.39.1002"
+    assert (got["ecn"], got["ecn_priorities"]) == ("true", "3")
+    # not readable from a tree (dcb, PCI reader not there yet): unknown, not an error
+    assert got["pfc_priorities"] == got["iommu"] == got["acs"] == UNKNOWN
+
+
+def test_a_platform_without_anything_gives_unknown_never_an_error(tmp_path: Path) -> None:
+    got = collect(Roots(sys=tmp_path / "s", proc=tmp_path / "p", etc=tmp_path / "e"))
+    assert got["netqual"]
+    assert all(got[k] == UNKNOWN for k in ("kernel", "os", "mtu", "gid_index", "ecn", "tcp_ecn"))
+
+
+def test_ambiguous_gids_leave_the_probe_gid_unknown(tmp_path: Path) -> None:
+    roots = fixture_roots(tmp_path)
+    port = roots.sys / "class" / "infiniband" / "mlx5_0" / "ports" / "1"
+    _write(port / "gids" / "4", MAPPED_V4.replace("010a", "010b"))
+    _write(port / "gid_attrs" / "types" / "4", "RoCE v2")
+    got = collect(roots)
+    assert got["rdma.mlx5_0/1.gid_index"] == UNKNOWN  # two RoCE v2 IPv4 GIDs, none chosen
+    assert got["gid_index"] == UNKNOWN
+
+
+def test_a_peer_snapshot_is_checked_and_shown_literally() -> None:
+    snap = from_peer({"values": {"mtu": "9000", "os": "evil\x1b[2J\u202e"}}, "n1", "peer")
+    assert snap.get("mtu") == "9000"
+    assert snap.get("os") == "evil\\x1b[2J\\u202e"
+    with pytest.raises(BadRequestError, match=r"snapshot.values.os: holds a control character"):
+        from_peer({"values": {"os": "a\nb"}}, "n1", "peer")
+    with pytest.raises(BadRequestError, match=r"snapshot.values: bad key"):
+        from_peer({"values": {"bad key": "x"}}, "n1", "peer")
+    with pytest.raises(BadRequestError, match=r"snapshot.values: more than 1024 keys"):
+        from_peer({"values": {f"k{i}": "x" for i in range(1025)}}, "n1", "peer")
+    with pytest.raises(BadRequestError, match=r"snapshot.values.mtu: longer than 256"):
+        from_peer({"values": {"mtu": "9" * 300}}, "n1", "peer")
+    with pytest.raises(BadRequestError, match=r"snapshot.values: missing"):
+        from_peer({}, "n1", "peer")
+
+
+def snap(node: str, **values: str) -> ConfigSnapshot:
+    return ConfigSnapshot(node, tuple(sorted(values.items())))
+
+
+def test_outliers_name_the_node_key_majority_and_who_has_it() -> None:
+    snaps = [snap("a", mtu="9000"), snap("b", mtu="9000"), snap("c", mtu="1400"), snap("d")]
+    found = fleet.evaluate(snaps)
+    assert [o.text for o in found.outliers] == ["c: mtu 1400 (majority 9000 on a, b)"]
+    # roles are compared apart: one storage node at 1400 is no outlier of the computes
+    roles = {"a": "compute", "b": "compute", "c": "storage"}
+    assert fleet.evaluate(snaps, roles).outliers == ()
+    tie = fleet.evaluate([snap("a", mtu="9000"), snap("b", mtu="1500")])
+    assert [o.text for o in tie.outliers] == [
+        "a: mtu 9000 (no majority among the any nodes)",
+        "b: mtu 1500 (no majority among the any nodes)",
+    ]
+    allowed = fleet.evaluate(snaps, policy=FleetPolicy(allow_differ=frozenset({"mtu"})))
+    assert allowed.outliers == ()
+
+
+def test_expected_values_come_first_and_unknown_does_not_pass() -> None:
+    snaps = [snap("a", mtu="9000", ecn="true"), snap("b", mtu="9000"), snap("c", mtu="1400")]
+    policy = FleetPolicy(expected=(("ecn", "true"),))
+    found = fleet.evaluate(snaps, policy=policy)
+    assert [o.text for o in found.outliers] == [
+        "b: ecn unknown (expected true)",
+        "c: ecn unknown (expected true)",
+        "c: mtu 1400 (majority 9000 on a, b)",
+    ]
+    assert len(found.unexpected) == 2 and len(found.consistency) == 1
+
+
+def test_fleet_policy_section_is_validated_naming_the_field(tmp_path: Path) -> None:
+    good = tmp_path / "good.toml"
+    good.write_text(
+        '[policy]\nmetric = "p99"\n[fleet]\nmtu = 4096\nroce_gid_type = "RoCEv2"\n'
+        'pfc_priorities = [3]\necn = true\nallow_differ = ["kernel"]\n'
+    )
+    load_policy(good)  # [fleet] is allowed next to [policy]
+    got = fleet.load_fleet_policy(good)
+    assert dict(got.expected) == {
+        "mtu": "4096",
+        "roce_gid_type": "RoCE v2",
+        "pfc_priorities": "3",
+        "ecn": "true",
+    }
+    assert got.allow_differ == {"kernel"}
+    for body, message in (
+        ("mtus = 9000", "fleet.mtus: unknown fleet key (fleet keys: kernel, os,"),
+        ('roce_gid_type = "v3"', "fleet.roce_gid_type: 'v3' is not a GID type"),
+        ("mtu = 9000.5", "fleet.mtu: 9000.5 is not a value"),
+        ('allow_differ = ["nope"]', "fleet.allow_differ: unknown fleet key 'nope'"),
+        ('mtu = 9000\nallow_differ = ["mtu"]', "fleet.mtu: mtu has an expected value and is"),
+    ):
+        bad = tmp_path / "bad.toml"
+        bad.write_text(f'[policy]\nmetric = "p99"\n[fleet]\n{body}\n')
+        with pytest.raises(PolicyError) as err:
+            load_policy(bad)
+        assert str(err.value).startswith(f"{bad}: {message}")
+        with pytest.raises(PolicyError) as err:
+            fleet.load_fleet_policy(bad)
+        assert str(err.value).startswith(f"{bad}: {message}")
+
+
+def _with_fleet(tmp_path: Path) -> tuple[Path, Path]:
+    results = make_results(4, samples=2000, all_safe=True)
+    names = [n.name for n in results.nodes]
+    snaps = [snap(n, mtu="9000") for n in names[:-1]] + [snap(names[-1], mtu="1400")]
+    found = fleet.evaluate(snaps)
+    with_fleet = write_results(tmp_path / "new.json", dataclasses.replace(results, fleet=found))
+    without = write_results(tmp_path / "old.json", results)
+    return with_fleet, without
+
+
+def test_results_keep_the_fleet_and_old_files_still_load(tmp_path: Path) -> None:
+    with_fleet, without = _with_fleet(tmp_path)
+    back = load(with_fleet)
+    assert back.fleet is not None
+    majority = ", ".join(s.node for s in back.fleet.snapshot[:3])
+    first = back.fleet.outliers[0]
+    assert first.text == f"{first.node}: mtu 1400 (majority 9000 on {majority})"
+    assert load(without).fleet is None
+    text = with_fleet.read_text().replace('"value":"1400"', '"value":14')
+    (tmp_path / "bad.json").write_text(text)
+    with pytest.raises(ResultsFileError, match=r"fleet.outliers\[0\].value: must be a string"):
+        load(tmp_path / "bad.json")
+
+
+PROFILE = "[limits]\nfleet_consistent = true\nfleet_expected = true\n"
+
+
+def test_gate_fails_naming_node_and_key_and_without_snapshots(tmp_path: Path) -> None:
+    with_fleet, without = _with_fleet(tmp_path)
+    profile = parse_profile_text(PROFILE, "p.toml")
+    today = dt.date(2026, 12, 1)
+    report = gate_evaluate(load(with_fleet), profile, today=today)
+    outcome = {o.rule: o for o in report.outcomes}
+    consistent = outcome["fleet_consistent"]
+    assert consistent.status is Status.FAIL
+    assert consistent.failing[0].label == consistent.failing[0].src  # the node, once
+    assert consistent.failing[0].detail.startswith("mtu 1400 (majority 9000 on ")
+    assert outcome["fleet_expected"].status is Status.PASS  # nothing expected
+    bare = {o.rule: o for o in gate_evaluate(load(without), profile, today=today).outcomes}
+    assert bare["fleet_consistent"].status is Status.FAIL
+    assert "no configuration snapshots" in bare["fleet_consistent"].message
+
+
+def test_report_has_a_configuration_section_outliers_first(tmp_path: Path) -> None:
+    with_fleet, without = _with_fleet(tmp_path)
+    write_html(load(with_fleet), tmp_path / "r.html")
+    html = (tmp_path / "r.html").read_text()
+    assert html.index('id="fleet-outliers"') < html.index('id="fleet-keys"')
+    assert 'id="fleet-alert"' in html and "mtu 1400 (majority 9000 on" in html
+    write_html(load(without), tmp_path / "old.html")
+    assert 'id="configuration"' not in (tmp_path / "old.html").read_text()
+
+
+def test_snapshot_module_reads_this_host_without_error() -> None:
+    got = fleet_snapshot.collect()  # whatever this machine has: never raises
+    assert got["netqual"] and set(FLEET_KEYS) <= set(got)

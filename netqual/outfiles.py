@@ -12,6 +12,12 @@ through it, or pre-create the directory a run is about to use. So:
 - an output directory that is a symlink or belongs to another user is refused:
   ``check_out_dir``; a default run directory gets an unpredictable name and is created
   exclusively: ``new_run_dir``;
+- a directory above the run's can belong to someone else, who could swap the run
+  directory for a symlink (or another directory) after it was checked. So every file is
+  created, renamed and appended *relative to a descriptor of its directory* (``dir_fd``),
+  opened once per write with O_DIRECTORY | O_NOFOLLOW; a run directory, once checked, is
+  remembered by device and inode (``_checked``), and a write into one that is no longer
+  that very directory is refused: ``_open_parent``;
 - ENOSPC, EACCES and the like become one ``OutputError`` line naming the file, with the
   temporary file removed.
 """
@@ -20,10 +26,10 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import errno
 import os
 import secrets
 import stat
-import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TextIO
@@ -32,6 +38,11 @@ from netqual.errors import OutputError
 
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+_DIRECTORY = getattr(os, "O_DIRECTORY", 0)
+
+# Run directories this process checked (absolute path -> (st_dev, st_ino)): writes into
+# them must land in that very directory, whatever its path resolves to later.
+_checked: dict[str, tuple[int, int]] = {}
 
 
 def _problem(err: OSError) -> str:
@@ -70,7 +81,14 @@ def make_out_dir(directory: Path) -> None:
         directory.mkdir(parents=True, exist_ok=True)
     except OSError as err:
         raise OutputError(str(directory), _problem(err)) from err
-    check_out_dir(directory)
+    _remember(directory)
+
+
+def _remember(directory: Path) -> None:
+    """Check the directory through a descriptor (no symlink followed, ours) and remember
+    which one it is: later writes go into this one or nowhere. A directory checked before
+    in this process must still be the same one."""
+    os.close(_open_checked(directory, strict=True))
 
 
 def new_run_dir(prefix: str, where: Path = Path()) -> Path:
@@ -85,6 +103,7 @@ def new_run_dir(prefix: str, where: Path = Path()) -> Path:
             continue
         except OSError as err:
             raise OutputError(str(path), _problem(err)) from err
+        _remember(path)
         return path
     raise OutputError(str(where), "could not create a new run directory")
 
@@ -95,11 +114,54 @@ def check_own_file(path: Path) -> None:
     _check_ours(path, directory=False)
 
 
-def _refuse_foreign(path: Path) -> None:
+_REPLACED = "is no longer the directory netqual checked"
+
+
+def _open_dir(directory: Path, checked: bool) -> int:
+    """A descriptor of ``directory``. A checked run directory is opened without following a
+    symlink and must be a directory of ours; any other directory is opened as given (the
+    user named it, symlinks included)."""
+    flags = os.O_RDONLY | _DIRECTORY | _CLOEXEC | (_NOFOLLOW if checked else 0)
+    try:
+        fd = os.open(directory, flags)
+    except OSError as err:
+        if checked and err.errno in (errno.ELOOP, errno.ENOTDIR):
+            raise OutputError(
+                str(directory), f"{_REPLACED} (now a symlink or a file); not written"
+            ) from err
+        raise OutputError(str(directory), _problem(err)) from err
+    st = os.fstat(fd)
+    if checked and st.st_uid != os.geteuid():
+        os.close(fd)
+        raise OutputError(str(directory), f"belongs to another user (uid {st.st_uid})")
+    return fd
+
+
+def _open_checked(directory: Path, *, strict: bool = False) -> int:
+    """A descriptor of ``directory``; a run directory checked before must still be that
+    very one. ``strict``: check it as a run directory and remember it."""
+    key = os.path.abspath(directory)
+    want = _checked.get(key)
+    fd = _open_dir(directory, strict or want is not None)
+    st = os.fstat(fd)
+    if want is not None and (st.st_dev, st.st_ino) != want:
+        os.close(fd)
+        raise OutputError(str(directory), f"{_REPLACED} (now another directory); not written")
+    if strict:
+        _checked[key] = (st.st_dev, st.st_ino)
+    return fd
+
+
+def _open_parent(path: Path) -> int:
+    """The descriptor every write of ``path`` goes through (see the module's docstring)."""
+    return _open_checked(path.parent)
+
+
+def _refuse_foreign(path: Path, dfd: int) -> None:
     """An existing destination must be a regular file of ours (or a symlink, which the
     rename replaces without following)."""
     try:
-        st = path.lstat()
+        st = os.stat(path.name, dir_fd=dfd, follow_symlinks=False)
     except FileNotFoundError:
         return
     except OSError as err:
@@ -108,27 +170,46 @@ def _refuse_foreign(path: Path) -> None:
         raise OutputError(str(path), "exists and is not a regular file")
 
 
+def _new_temp(path: Path, dfd: int) -> tuple[int, str]:
+    """A new file with a random name beside ``path`` (O_EXCL | O_NOFOLLOW: a planted name is
+    never followed or reused)."""
+    for _ in range(16):
+        name = f".{path.name}.{secrets.token_hex(6)}.tmp"
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC
+        try:
+            return os.open(name, flags, 0o644, dir_fd=dfd), name
+        except FileExistsError:
+            continue
+    raise OutputError(str(path), "could not create a temporary file beside it")
+
+
 def write_atomic(path: Path, write: Callable[[TextIO], object], *, sync: bool = False) -> None:
     """Write ``path`` through a new temporary file beside it, then rename: a reader never
-    sees half a file, a planted name is never followed, a failure leaves nothing behind."""
-    _refuse_foreign(path)
+    sees half a file, a planted name is never followed, a failure leaves nothing behind.
+    Created and renamed relative to one descriptor of the directory: a directory swapped
+    meanwhile does not redirect the file."""
+    dfd = _open_parent(path)
     tmp: str | None = None
     try:
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+        _refuse_foreign(path, dfd)
+        fd, tmp = _new_temp(path, dfd)
         os.fchmod(fd, 0o644)
         with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
             write(f)
             f.flush()
             if sync:
                 os.fsync(f.fileno())
-        os.replace(tmp, path)
+        os.replace(tmp, path.name, src_dir_fd=dfd, dst_dir_fd=dfd)
         tmp = None
+        if sync:
+            os.fsync(dfd)  # the rename itself survives a crash
     except OSError as err:
         raise OutputError(str(path), f"cannot write: {_problem(err)}") from err
     finally:
         if tmp is not None:
             with contextlib.suppress(OSError):
-                os.unlink(tmp)
+                os.unlink(tmp, dir_fd=dfd)
+        os.close(dfd)
 
 
 def write_text_atomic(path: Path, text: str, *, sync: bool = False) -> None:
@@ -139,29 +220,33 @@ def write_text_atomic(path: Path, text: str, *, sync: bool = False) -> None:
 def open_append(path: Path, *, new: bool) -> Iterator[TextIO]:
     """results.jsonl: ``new`` creates it (replacing a regular file of ours, never writing
     through a symlink); else it must already be a regular file of ours, opened to append
-    without following a symlink."""
+    without following a symlink. Opened relative to its directory's descriptor."""
+    dfd = _open_parent(path)
+    try:
+        fd = _open_for_append(path, dfd, new)
+    finally:
+        os.close(dfd)
+    with os.fdopen(fd, "a", encoding="utf-8") as f:
+        yield f
+
+
+def _open_for_append(path: Path, dfd: int, new: bool) -> int:
+    name = path.name
     if new:
-        _refuse_foreign(path)
+        _refuse_foreign(path, dfd)
         with contextlib.suppress(FileNotFoundError):
-            if path.is_symlink() or path.exists():
-                path.unlink()
+            os.unlink(name, dir_fd=dfd)
         flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL
     else:
         flags = os.O_WRONLY | os.O_APPEND
-
-    def opener(name: str, _: int) -> int:
-        fd = os.open(name, flags | _NOFOLLOW | _CLOEXEC, 0o644)
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode) or st.st_uid != os.geteuid():
-            os.close(fd)
-            raise OutputError(str(path), "is not a regular file of this user")
-        return fd
-
     try:
-        f = open(path, "a", encoding="utf-8", opener=opener)  # noqa: SIM115  (closed below)
+        fd = os.open(name, flags | _NOFOLLOW | _CLOEXEC, 0o644, dir_fd=dfd)
     except OSError as err:
-        if os.path.islink(path):
+        if err.errno == errno.ELOOP:
             raise OutputError(str(path), "is a symlink; refusing to write through it") from err
         raise OutputError(str(path), f"cannot open: {_problem(err)}") from err
-    with f:
-        yield f
+    st = os.fstat(fd)
+    if not stat.S_ISREG(st.st_mode) or st.st_uid != os.geteuid():
+        os.close(fd)
+        raise OutputError(str(path), "is not a regular file of this user")
+    return fd

@@ -128,10 +128,14 @@ def test_retest_says_when_it_stays_preliminary_and_counts_in_words(
     r = cli("retest", "run", "--path", "gpu01:gpu02", "--iterations", "300", cwd=tmp_path)
     assert r.returncode == 0, r.stdout + r.stderr
     text = " ".join(r.stdout.split())
-    assert "re-testing 1 path of run with 300 iterations into run-retest" in text
+    [new] = tmp_path.glob("run-retest-*")
+    assert f"re-testing 1 path of run with 300 iterations into {new.name}" in text
     assert "preliminary: 300 samples per path, the policy needs 10,000: the re-test stays" in text
-    again = cli("retest", "run", "--path", "gpu01:gpu02", "--iterations", "300", cwd=tmp_path)
-    assert again.returncode == 2 and "run-retest already holds a run" in again.stderr
+    args = ["retest", "run", "--path", "gpu01:gpu02", "--iterations", "300"]
+    again = cli(*args, "--out", new.name, cwd=tmp_path)
+    assert again.returncode == 2 and f"{new.name} already holds a run" in again.stderr
+    no_out = cli(*args, "--resume", cwd=tmp_path)
+    assert no_out.returncode == 2 and "--resume: needs --out DIR" in no_out.stderr
     over = cli("retest", "run", "--iterations", "1000000", "--out", "x", cwd=tmp_path)
     assert over.returncode == 2 and "--iterations: iterations+warmup" in over.stderr
 

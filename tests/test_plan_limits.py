@@ -236,7 +236,8 @@ def test_retest_lists_an_agent_down_at_the_start_as_not_measured(
         "300", "--token-file", str(agents.token_file), cwd=tmp_path,
     )  # fmt: skip
     assert r.returncode == 0, r.stdout + r.stderr
-    doc = json.loads((tmp_path / "run-retest" / "results.json").read_text())
+    [new] = tmp_path.glob("run-retest-*")  # the default out: a new directory per re-test
+    doc = json.loads((new / "results.json").read_text())
     assert [(p["src"], p["dst"]) for p in doc["paths"]] == [("gpu01", "gpu02")]
     [skipped] = doc["not_measured"]
     assert (skipped["src"], skipped["dst"]) == ("gpu01", "gpu03")

@@ -4,6 +4,7 @@ names the run it re-tests; report and diff show before and after."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 from conftest import AgentPool
@@ -29,9 +30,18 @@ def test_retest_of_marginal_paths_and_of_one_path_both_ways(
     # re-tested (marginal, or unsafe when this loaded machine pushes p99 past 500 us).
     assert "offload-safe" not in {p["verdict"] for p in first["paths"]}
 
+    # Someone planted the old default name (<run>-retest) as a symlink to a directory of the
+    # user's: the default out is a new, unguessable directory instead, the plant untouched.
+    victim = tmp_path / "victim"
+    victim.mkdir()
+    (tmp_path / "run1-retest").symlink_to(victim, target_is_directory=True)
     r = netqual_cli("retest", str(run1), "--token-file", str(agents.token_file), timeout_s=120)
     assert r.returncode == 0, r.stderr
-    again = json.loads((tmp_path / "run1-retest" / "results.json").read_text())
+    [new] = tmp_path.glob("run1-retest-*")
+    assert re.fullmatch(r"run1-retest-\d{8}-\d{6}-[0-9a-f]{6}", new.name)
+    assert f"into {new}" in " ".join(r.stdout.split())
+    assert list(victim.iterdir()) == [] and (tmp_path / "run1-retest").is_symlink()
+    again = json.loads((new / "results.json").read_text())
     assert again["retest_of"] == str(run1.resolve())
     # Twice the run's would still be preliminary: the default reaches min_samples.
     assert again["run"]["plan"]["iterations"] == 10_000

@@ -12,6 +12,7 @@ from netqual.auth import load_token
 from netqual.cli import rundir
 from netqual.cli.app import JsonOpt, TokenFileOpt, app, console, err_console
 from netqual.cli.cmd_run import InsecureOpt, measure_into
+from netqual.errors import UsageError
 from netqual.planning.inventory import load_inventory
 from netqual.planning.limits import DEFAULT_LIMITS, check_limits
 from netqual.render.diff import print_diff
@@ -60,7 +61,7 @@ def retest(
         typer.Option(
             "--out",
             help="New run directory; never one that holds a run unless --force.  "
-            "[default: DIR-retest]",
+            "[default: a new DIR-retest-<UTC date-time>-<random> beside DIR]",
         ),
     ] = None,
     force: Annotated[
@@ -100,6 +101,8 @@ def retest(
     if not pairs:
         console().print(f"nothing to re-test: no {verdict} paths in {run_dir}")
         return
+    if resume and out is None:
+        raise UsageError("--resume", "needs --out DIR: the directory of the re-test to continue")
     new_dir = out or retest_mod.default_out(run_dir)
     rundir.check_out(new_dir, force, resume)
     pol = before.run.policy

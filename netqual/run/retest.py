@@ -15,6 +15,7 @@ import numpy as np
 
 from netqual.errors import UsageError
 from netqual.models import ProbePlan, Verdict
+from netqual.outfiles import new_run_dir
 from netqual.runresults import Results
 
 DEFAULT_VERDICTS = "unsafe,marginal"
@@ -100,5 +101,9 @@ def results_file(run: Path) -> Path:
 
 
 def default_out(run_dir: Path) -> Path:
+    """``<run>-retest-<UTC date-time>-<random>`` beside the run, created now with an
+    exclusive mkdir: a name derived from the run alone could be planted in advance (a
+    symlink or a directory of someone else's at ``<run>-retest``), and a second re-test of
+    the same run gets its own directory."""
     base = run_dir if run_dir.is_dir() else run_dir.parent
-    return base.parent / f"{base.name}-retest"
+    return new_run_dir(f"{base.name}-retest", base.parent)

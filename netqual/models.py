@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import numpy.typing as npt
 
+from netqual.choices import choices_text
 from netqual.fetchprofile import PROFILES
 from netqual.fleet_model import ConfigSnapshot
 
@@ -370,7 +371,7 @@ class Policy:
     def __post_init__(self) -> None:
         if not isinstance(self.metric, Metric):
             raise PolicyFieldError(
-                "metric", f"must be one of p50, p90, p99, p999, got {self.metric!r}"
+                "metric", f"must be one of {choices_text(Metric)}, got {self.metric!r}"
             )
         for name in ("safe_max_us", "unsafe_above_us"):
             value = getattr(self, name)

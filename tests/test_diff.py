@@ -13,7 +13,7 @@ from cli_helpers import Run, check_golden, run_in_process
 from factories import make_results, write_results
 
 from netqual.analysis.diff import diff_runs
-from netqual.models import Verdict
+from netqual.models import Metric, Verdict
 from netqual.pathtable import PathTable
 from netqual.results import summarize
 
@@ -35,7 +35,7 @@ def _pair(tmp: Path) -> None:
         replace(p, src=p.dst, dst=p.src) if (p.src, p.dst) == ("gpu01", "gpu03") else p
         for p in kept
     ]
-    new = replace(new, paths=PathTable.from_paths(flipped), summary=summarize(flipped))
+    new = replace(new, paths=PathTable.from_paths(flipped), summary=summarize(flipped, Metric.P99))
     write_results(tmp / "old.json", old)
     write_results(tmp / "new.json", new)
 

@@ -87,7 +87,7 @@ def test_plain_progress_ticks_when_nothing_finishes() -> None:
     """A log never looks hung: with no event for the interval, the timer prints a line."""
     buf = io.StringIO()
     console = Console(file=buf, width=100, force_terminal=False, color_system=None)
-    with PlainObserver(console, every_s=0.05) as shown:
+    with PlainObserver(console, Metric.P99, every_s=0.05) as shown:
         shown.phase(Stage.INTERFERENCE, 0, 8)
         deadline = time.monotonic() + 5
         while buf.getvalue().count("\n") < 2 and time.monotonic() < deadline:
@@ -108,5 +108,5 @@ def test_rich_progress_shows_the_phase_and_its_counts_at_once() -> None:
         shown.progress.refresh()
     assert "ping-pong" in first and "round 1/7, pairs 0/28" in first
     assert "pairs 1/28" in buf.getvalue() and "worst: a -> b unsafe" in buf.getvalue()
-    with pytest.raises(UsageError, match="--progress"), observer(console, "fancy"):
+    with pytest.raises(UsageError, match="--progress"), observer(console, "fancy", Metric.P99):
         pass

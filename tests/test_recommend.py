@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from netqual.models import (
+    Metric,
     Mode,
     Node,
     PathResult,
@@ -48,7 +49,7 @@ def results(paths: list[PathResult]) -> Results:
         ProbePlan(),
         {},
     )
-    return Results(meta, NODES, PathTable.from_paths(paths), summarize(paths))
+    return Results(meta, NODES, PathTable.from_paths(paths), summarize(paths, Metric.P99))
 
 
 def test_distance_is_blamed_not_every_node() -> None:

@@ -13,6 +13,7 @@ from factories import make_results, rank_key
 from netqual.agent.probe_request import PeerRef, ProbeRequest
 from netqual.analysis.matrix import STATISTICS, build_matrix
 from netqual.analysis.stats import rtt_stats
+from netqual.choices import ChoiceError, parse_choice
 from netqual.errors import UsageError
 from netqual.models import (
     RTT_STATISTICS,
@@ -34,7 +35,7 @@ from netqual.units import format_us
 
 
 def test_every_metric_names_its_quantile_and_field() -> None:
-    rtt = rtt_stats(np.arange(1, 20_001, dtype=np.int64) * 1000)  # 1..20000 us
+    rtt = rtt_stats(np.arange(1, 20_001, dtype=np.int64) * 1000, Metric.P99)  # 1..20000 us
     assert {f.name for f in dataclasses.fields(RttStats)} >= {m.field for m in Metric}
     for m in Metric:
         assert rtt.value(m) == getattr(rtt, m.field) == rtt.statistic(m.value)
@@ -93,7 +94,7 @@ def test_one_microsecond_format(value: float | None, text: str) -> None:
 
 
 def test_transports_are_built_by_the_registry_from_typed_options() -> None:
-    with pytest.raises(UsageError, match=r"unknown transport 'udp' \(choose from tcp, rdma\)"):
+    with pytest.raises(UsageError, match=r"unknown transport 'udp' \(tcp or rdma\)"):
         TransportKind.parse("udp")
     assert isinstance(get_transport("tcp"), TcpTransport)
     # a run's options travel in the probe request (a typed field) and win over the agent's
@@ -116,3 +117,13 @@ def test_transports_are_built_by_the_registry_from_typed_options() -> None:
     plain = get_transport("rdma", node_name="gpu02", options=own)
     assert isinstance(plain, RdmaTransport)
     assert (plain.options, plain.peer_options) == (own.rdma, None)
+
+
+def test_parse_choice_names_the_field_and_lists_the_enum_values() -> None:
+    assert parse_choice(Metric, "p999", "policy.metric") is Metric.P999
+    with pytest.raises(ChoiceError) as got:
+        parse_choice(Metric, "p95", "policy.metric")
+    assert got.value.where == "policy.metric"
+    assert got.value.problem == "unknown metric 'p95' (p50, p90, p99 or p999)"
+    with pytest.raises(ChoiceError, match=r"unknown role 'gpu' \(compute, storage or any\)"):
+        parse_choice(Role, "gpu", "node[0].role")

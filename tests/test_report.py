@@ -18,7 +18,7 @@ from cli_helpers import Run, run_in_process
 from factories import make_results, write_results
 
 from netqual.gate import Waiver
-from netqual.models import Verdict
+from netqual.models import Metric, Verdict
 from netqual.pathtable import PathTable
 from netqual.report import build, render_html, write_csv
 from netqual.report.build import build_view
@@ -230,7 +230,7 @@ def test_512_nodes_render_fast_and_small(tmp_path: Path) -> None:
 
 def test_renders_odd_but_valid_inputs() -> None:
     res = make_results(4)
-    empty = replace(res, paths=PathTable.empty(), summary=summarize(()))
+    empty = replace(res, paths=PathTable.empty(), summary=summarize((), Metric.P99))
     assert "No paths were measured." in render_html(empty)
     unracked = replace(res, nodes=tuple(replace(n, rack=None) for n in res.nodes))
     assert "Cluster: <b>4 nodes, 6 paths (full-mesh)</b>" in render_html(unracked)

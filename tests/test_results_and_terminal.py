@@ -17,6 +17,7 @@ from netqual.analysis.stats import rtt_stats
 from netqual.errors import ResultsFileError
 from netqual.models import (
     BulkStats,
+    Metric,
     Mode,
     Node,
     PathResult,
@@ -51,7 +52,7 @@ def path(src: str, dst: str, base_us: float, hops: int, tier: Tier) -> PathResul
     # Deterministic exponential tail (inverse CDF on a grid): no RNG, stable across numpy.
     u = np.linspace(0.0, 0.9999, 10_000)
     samples = (base_us - np.log1p(-u) * base_us * 0.1) * 1000
-    rtt = rtt_stats(samples.astype(np.int64))
+    rtt = rtt_stats(samples.astype(np.int64), Metric.P99)
     bulk = (BulkStats(8 << 20, 8, 32, 24.5, 2600.0, 2950.0, 3100.0),)
     verdict, reasons = judge(Policy(), rtt, bulk)
     return PathResult(src, dst, "tcp", verdict, reasons, rtt, bulk, hops, tier)
@@ -81,7 +82,9 @@ def sample_results() -> Results:
         ProbePlan(),
         {"function": "time.perf_counter_ns"},
     )
-    return Results(meta, NODES, PathTable.from_paths(paths), summarize(paths), tool_version="0.1.0")
+    return Results(
+        meta, NODES, PathTable.from_paths(paths), summarize(paths, Metric.P99), tool_version="0.1.0"
+    )
 
 
 def render(fn: object, *args: object) -> str:

@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 
 from netqual.analysis.fleet import parse_fleet
+from netqual.choices import ChoiceError, parse_choice
 from netqual.errors import PolicyError
 from netqual.models import BulkStats, Metric, Policy, PolicyFieldError, RttStats, Verdict
 from netqual.pathtable import VERDICTS, BoolArray, FloatArray, IntArray, PathTable
@@ -34,11 +35,10 @@ def load_policy(path: Path) -> Policy:
         raise top.fail("policy", "missing [policy] table")
     f = Fields(source, table, "policy", _error)
     f.check_keys({"metric", "safe_max_us", "unsafe_above_us", "min_samples", "fanin_knee_factor"})
-    metric_text = f.string("metric", DEFAULT_POLICY.metric.value)
     try:
-        metric = Metric(metric_text)
-    except ValueError:
-        raise f.fail("metric", f"unknown metric {metric_text!r} (p50, p90, p99 or p999)") from None
+        metric = parse_choice(Metric, f.string("metric", DEFAULT_POLICY.metric.value), "metric")
+    except ChoiceError as err:
+        raise f.fail(err.where, err.problem) from None
     safe = f.number("safe_max_us", DEFAULT_POLICY.safe_max_us)
     unsafe = f.number("unsafe_above_us", DEFAULT_POLICY.unsafe_above_us)
     min_samples = f.integer("min_samples", DEFAULT_POLICY.min_samples, low=1)

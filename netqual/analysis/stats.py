@@ -58,7 +58,7 @@ def log_histogram(sorted_us: npt.NDArray[np.float64]) -> tuple[tuple[float, ...]
     return edges, tuple(int(c) for c in counts)
 
 
-def rtt_stats(rtt_ns: npt.NDArray[np.int64], metric: Metric = Metric.P99) -> RttStats:
+def rtt_stats(rtt_ns: npt.NDArray[np.int64], metric: Metric) -> RttStats:
     """Reduce kept RTT samples (ns, warm-up already dropped) to RttStats in microseconds."""
     if len(rtt_ns) == 0:
         raise ValueError("no samples")

@@ -8,9 +8,14 @@ from typing import Annotated
 
 import typer
 
-from netqual.models import Node
+from netqual.models import Node, Policy, ProbePlan
 from netqual.render.console import LiteralConsole
 from netqual.transports import TRANSPORT_NAMES
+from netqual.units import format_size
+
+# option help shows the defaults of the records themselves: one place for each
+_POLICY, _PLAN = Policy(), ProbePlan()
+_DEPTHS = ", ".join(map(str, _PLAN.depths))
 
 app = typer.Typer(
     name="netqual",
@@ -82,7 +87,9 @@ PolicyOpt = Annotated[
     Path | None,
     typer.Option(
         "--policy",
-        help="Policy TOML (docs/policy.md).  [default: p99 <= 200 us safe, > 500 us unsafe]",
+        help="Policy TOML (docs/policy.md).  [default: "
+        f"{_POLICY.metric.value} <= {_POLICY.safe_max_us:g} us safe, "
+        f"> {_POLICY.unsafe_above_us:g} us unsafe]",
     ),
 ]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON instead of tables.")]
@@ -97,15 +104,19 @@ WorkloadOpt = Annotated[
 ]
 
 IterationsOpt = Annotated[
-    int | None, typer.Option("--iterations", help="Kept ping-pong samples.  [default: 10000]")
+    int | None,
+    typer.Option("--iterations", help=f"Kept ping-pong samples.  [default: {_PLAN.iterations}]"),
 ]
 WarmupOpt = Annotated[
-    int | None, typer.Option("--warmup", help="Discarded warm-up iterations.  [default: 1000]")
+    int | None,
+    typer.Option("--warmup", help=f"Discarded warm-up iterations.  [default: {_PLAN.warmup}]"),
 ]
 SizeOpt = Annotated[
     str | None,
     typer.Option(
-        "--size", metavar="BYTES", help="Ping-pong message size (64, 4KiB).  [default: 64]"
+        "--size",
+        metavar="BYTES",
+        help=f"Ping-pong message size (64, 4KiB).  [default: {_PLAN.size_bytes}]",
     ),
 ]
 ChunkOpt = Annotated[
@@ -113,17 +124,19 @@ ChunkOpt = Annotated[
     typer.Option(
         "--chunk",
         metavar="BYTES",
-        help="Bulk chunk size, repeatable.  [default: 64KiB, 1MiB, 8MiB]",
+        help="Bulk chunk size, repeatable.  "
+        f"[default: {', '.join(map(format_size, _PLAN.chunks_bytes))}]",
     ),
 ]
 DepthOpt = Annotated[
     list[int] | None,
-    typer.Option("--depth", help="Outstanding bulk reads, repeatable.  [default: 1, 8]"),
+    typer.Option("--depth", help=f"Outstanding bulk reads, repeatable.  [default: {_DEPTHS}]"),
 ]
 ForceOpt = Annotated[bool, typer.Option("--force", help="Replace output files that already exist.")]
 NoBulkOpt = Annotated[bool, typer.Option("--no-bulk", help="Skip the bulk-read probes.")]
 TimeoutOpt = Annotated[
-    float | None, typer.Option("--timeout", help="Per-pair timeout in seconds.  [default: 120]")
+    float | None,
+    typer.Option("--timeout", help=f"Per-pair timeout in seconds.  [default: {_PLAN.timeout_s:g}]"),
 ]
 
 

@@ -16,6 +16,7 @@ from netqual.analysis.fleet import load_fleet_policy
 from netqual.analysis.interference import TOLERANCE
 from netqual.analysis.policy import load_policy, short_plan_problem
 from netqual.auth import load_token
+from netqual.choices import ChoiceError, parse_choice
 from netqual.cli import rundir
 from netqual.cli.app import (
     ChunkOpt,
@@ -210,11 +211,9 @@ def _workload(text: str | None, plan: ProbePlan) -> tuple[Workload | None, Probe
 
 def _mode(name: str) -> Mode:
     try:
-        return Mode(name)
-    except ValueError:
-        raise UsageError(
-            "--mode", f"unknown mode {name!r} (full-mesh, bipartite, sampled)"
-        ) from None
+        return parse_choice(Mode, name, "--mode")
+    except ChoiceError as err:
+        raise UsageError(err.where, err.problem) from None
 
 
 def _share(value: float) -> float:

@@ -64,6 +64,7 @@ CORE_MODULES = (
     "runresults",  # Results: one run as the commands and outputs read it
     "schema",
     "tomlfile",
+    "choices",  # parse_choice: an enum value from typed text, one wording
     "plan_codec",
     "names",  # node name and address rules
     "filedata",  # bounds on parsed input files (depth, ints, floats)

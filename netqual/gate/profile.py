@@ -12,6 +12,8 @@ from importlib.resources import files
 from pathlib import Path
 from typing import Any
 
+from netqual.analysis.policy import DEFAULT_POLICY
+from netqual.choices import ChoiceError, parse_choice
 from netqual.errors import ProfileError
 from netqual.gate.complete import Complete
 from netqual.gate.fleet import FleetConsistent, FleetExpected
@@ -131,14 +133,11 @@ def _limit_rules(
     if "no_errors" in t and f.flag(t["no_errors"], f"{where}.no_errors"):
         rules.append(NoErrors(scope))
     if "min_workload_verdict" in t:
-        text = f.text(t["min_workload_verdict"], f"{where}.min_workload_verdict")
+        key = f"{where}.min_workload_verdict"
         try:
-            verdict = Verdict(text)
-        except ValueError as err:
-            raise f.fail(
-                f"{where}.min_workload_verdict",
-                f"unknown verdict {text!r} (offload-safe, marginal or unsafe)",
-            ) from err
+            verdict = parse_choice(Verdict, f.text(t["min_workload_verdict"], key), key)
+        except ChoiceError as err:
+            raise f.fail(err.where, err.problem) from err
         rules.append(MinWorkloadVerdict(scope, verdict))
     if "interference_clean" in t and f.flag(t["interference_clean"], f"{where}.interference_clean"):
         rules.append(InterferenceClean(scope))
@@ -156,13 +155,16 @@ def _limit_rules(
 
 def _scope(f: _Fields, t: Mapping[str, Any], where: str) -> Scope:
     try:
-        roles = frozenset(Role(r) for r in f.strings(t.get("roles", []), f"{where}.roles"))
-    except ValueError as err:
-        raise f.fail(f"{where}.roles", f"{err} (use compute, storage, any)") from err
-    try:
-        tiers = frozenset(Tier(x) for x in f.strings(t.get("tiers", []), f"{where}.tiers"))
-    except ValueError as err:
-        raise f.fail(f"{where}.tiers", f"{err} (use {', '.join(x.value for x in Tier)})") from err
+        roles = frozenset(
+            parse_choice(Role, r, f"{where}.roles")
+            for r in f.strings(t.get("roles", []), f"{where}.roles")
+        )
+        tiers = frozenset(
+            parse_choice(Tier, x, f"{where}.tiers")
+            for x in f.strings(t.get("tiers", []), f"{where}.tiers")
+        )
+    except ChoiceError as err:
+        raise f.fail(err.where, err.problem) from err
     scope = Scope(
         name=f.text(t.get("name", where), f"{where}.name"),
         racks=frozenset(f.strings(t.get("racks", []), f"{where}.racks")),
@@ -203,9 +205,11 @@ def parse_profile(data: Mapping[str, Any], source: str) -> Profile:
     head = f.table(data.get("profile", {}), "profile", ("name", "description", "metric"))
     name = f.text(head.get("name", Path(source).stem), "profile.name")
     try:
-        metric = Metric(head.get("metric", "p99"))
-    except ValueError as err:
-        raise f.fail("profile.metric", f"{err} (use p50, p90, p99, p999)") from err
+        metric = parse_choice(
+            Metric, head.get("metric", DEFAULT_POLICY.metric.value), "profile.metric"
+        )
+    except ChoiceError as err:
+        raise f.fail(err.where, err.problem) from err
     limits = f.table(data.get("limits", {}), "limits", (*LIMIT_KEYS, "complete"))
     rules = _limit_rules(f, limits, "limits", Scope(), metric)
     scopes = data.get("scope", [])

@@ -14,6 +14,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from netqual.choices import ChoiceError, parse_choice
 from netqual.errors import TopologyError
 from netqual.models import DEFAULT_PORT, Role
 
@@ -158,9 +159,9 @@ def parse(raw: Mapping[str, Any], source: str) -> Topology:
         _keys(source, h, where, {"name", "rack", "role", "site"})
         role_text = _str(source, h, "role", where, "compute")
         try:
-            role = Role(role_text)
-        except ValueError as err:
-            raise TopologyError(source, "must be compute, storage or any", f"{where}.role") from err
+            role = parse_choice(Role, role_text, f"{where}.role")
+        except ChoiceError as err:
+            raise TopologyError(source, err.problem, err.where) from err
         hosts.append(
             HostSpec(
                 name=_name(source, h, where),

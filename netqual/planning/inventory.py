@@ -6,6 +6,7 @@ import ipaddress
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from netqual.choices import ChoiceError, parse_choice
 from netqual.errors import InventoryError
 from netqual.models import DEFAULT_PORT, Mode, Nic, Node, ProbePlan, Role
 from netqual.names import address_problem, name_problem, nic_name_problem
@@ -93,11 +94,10 @@ def load_inventory(path: Path, base_plan: ProbePlan | None = None) -> Inventory:
         if (address, port) in endpoints:
             raise f.fail("port", f"{address}:{port} is also node {endpoints[(address, port)]!r}")
         endpoints[(address, port)] = name
-        role_text = f.string("role", "any")
         try:
-            role = Role(role_text)
-        except ValueError:
-            raise f.fail("role", f"unknown role {role_text!r} (compute, storage or any)") from None
+            role = parse_choice(Role, f.string("role", Role.ANY.value), "role")
+        except ChoiceError as err:
+            raise f.fail(err.where, err.problem) from None
         if "nic_gbps" in raw:
             nic_gbps[name] = f.number("nic_gbps", 0.0)
         nodes.append(
@@ -121,9 +121,9 @@ def load_inventory(path: Path, base_plan: ProbePlan | None = None) -> Inventory:
     mode_text = run.string("mode")
     if mode_text:
         try:
-            mode = Mode(mode_text)
-        except ValueError:
-            raise run.fail("mode", f"unknown mode {mode_text!r}") from None
+            mode = parse_choice(Mode, mode_text, "mode")
+        except ChoiceError as err:
+            raise run.fail(err.where, err.problem) from None
 
     probe_raw = data.get("probe", {})
     if not isinstance(probe_raw, dict):

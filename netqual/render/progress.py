@@ -55,7 +55,7 @@ class _Shown:
 class ProgressObserver:
     """A live bar (rich), cleared when the run ends."""
 
-    def __init__(self, console: Console, metric: Metric = Metric.P99) -> None:
+    def __init__(self, console: Console, metric: Metric) -> None:
         self.shown = _Shown(metric, time.monotonic)
         self.progress = Progress(
             TextColumn("{task.description}", markup=False),
@@ -113,7 +113,7 @@ class PlainObserver:
     def __init__(
         self,
         console: Console,
-        metric: Metric = Metric.P99,
+        metric: Metric,
         every_s: float = PLAIN_EVERY_S,
         clock: Callable[[], float] = time.monotonic,
         ticker: bool = True,
@@ -177,10 +177,11 @@ class _Quiet(NullObserver):
 
 
 @contextlib.contextmanager
-def observer(console: Console, mode: str, metric: Metric = Metric.P99) -> Iterator[RunObserver]:
+def observer(console: Console, mode: str, metric: Metric) -> Iterator[RunObserver]:
     """The display ``--progress`` asks for, shown while the block runs."""
     if mode not in MODES:
-        raise UsageError("--progress", f"unknown mode {mode!r} (plain, rich, none or auto)")
+        allowed = f"{', '.join(MODES[:-1])} or {MODES[-1]}"
+        raise UsageError("--progress", f"unknown mode {mode!r} ({allowed})")
     if mode == "auto":
         mode = "rich" if console.is_terminal and not console.is_dumb_terminal else "plain"
     shown: ProgressObserver | PlainObserver | _Quiet

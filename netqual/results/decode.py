@@ -26,6 +26,7 @@ from netqual.analysis.interference import from_dict as interference_from_dict
 from netqual.analysis.localise import suspect_from_dict
 from netqual.analysis.matrix import fill_tiers
 from netqual.analysis.plausible import mark_impossible
+from netqual.choices import ChoiceError, parse_choice
 from netqual.errors import ResultsFileError
 from netqual.filedata import MAX_FLOAT, MAX_INT, checked
 from netqual.models import (
@@ -394,9 +395,9 @@ def results_from_dict(
     for i, n in enumerate(rd.get(d, "nodes", "")):
         w = f"nodes[{i}]"
         try:
-            role = Role(n.get("role") or "any")
-        except ValueError as err:
-            raise rd.fail(f"{w}.role", f"unknown role {n.get('role')!r}") from err
+            role = parse_choice(Role, n.get("role") or Role.ANY.value, f"{w}.role")
+        except ChoiceError as err:
+            raise rd.fail(err.where, err.problem) from err
         nodes.append(
             Node(
                 name=rd.string(n, "name", w),

@@ -16,7 +16,7 @@ from netqual.pathtable import PathTable, worst_first
 WORST_PATHS = 10
 
 
-def summarize(paths: PathTable | Iterable[PathResult], metric: Metric = Metric.P99) -> Summary:
+def summarize(paths: PathTable | Iterable[PathResult], metric: Metric) -> Summary:
     """Counts per verdict and the worst paths: unsafe first, then by the policy metric
     (``PathTable.ranked``: one sort over columns, no per-path objects)."""
     table = paths if isinstance(paths, PathTable) else PathTable.from_paths(paths)

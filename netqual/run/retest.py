@@ -13,6 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
+from netqual.choices import ChoiceError, parse_choice
 from netqual.errors import UsageError
 from netqual.models import ProbePlan, Verdict
 from netqual.outfiles import new_run_dir
@@ -26,10 +27,9 @@ def parse_verdicts(text: str) -> frozenset[Verdict]:
     out = set()
     for word in filter(None, (w.strip() for w in text.split(","))):
         try:
-            out.add(Verdict(word))
-        except ValueError:
-            allowed = ", ".join(v.value for v in Verdict)
-            raise UsageError("--verdict", f"unknown verdict {word!r} (one of {allowed})") from None
+            out.add(parse_choice(Verdict, word, "--verdict"))
+        except ChoiceError as err:
+            raise UsageError(err.where, err.problem) from None
     if not out:
         raise UsageError("--verdict", "give at least one verdict")
     return frozenset(out)

@@ -14,7 +14,7 @@ from netqual import __version__
 from netqual.analysis import localise
 from netqual.errors import ResultsFileError
 from netqual.filedata import load_json
-from netqual.models import SCHEMA_VERSION, Mode, Node, PathResult
+from netqual.models import DEFAULT_PORT, SCHEMA_VERSION, Mode, Node, PathResult, Role
 from netqual.pathtable import PathTable
 from netqual.planning.schedule import build
 from netqual.results import journal, load, results_from_dict, summarize
@@ -93,6 +93,13 @@ def _planned(ident: dict[str, Any]) -> int | None:
 def _nodes_of(paths: list[PathResult]) -> list[dict[str, Any]]:
     names = {name for p in paths for name in p.key}
     return [
-        {"name": n, "address": "", "port": 18515, "role": "any", "rack": None, "labels": {}}
+        {
+            "name": n,
+            "address": "",
+            "port": DEFAULT_PORT,
+            "role": Role.ANY.value,
+            "rack": None,
+            "labels": {},
+        }
         for n in sorted(names)
     ]

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from netqual.agent.wire.messages import Fields
+from netqual.choices import ChoiceError, parse_choice
 from netqual.errors import UsageError
 from netqual.models import AgentLimits, RawBulk, RawProbe
 from netqual.transports.interface import Transport
@@ -26,11 +27,9 @@ class TransportKind(str, enum.Enum):
     @classmethod
     def parse(cls, name: str, option: str = "--transport") -> TransportKind:
         try:
-            return cls(name)
-        except ValueError:
-            raise UsageError(
-                option, f"unknown transport {name!r} (choose from {', '.join(TRANSPORT_NAMES)})"
-            ) from None
+            return parse_choice(cls, name, option, "transport")
+        except ChoiceError as err:
+            raise UsageError(err.where, err.problem) from None
 
 
 TRANSPORT_NAMES = tuple(k.value for k in TransportKind)

@@ -14,6 +14,7 @@ import socket
 from collections.abc import Callable
 from pathlib import Path
 
+from netqual.choices import ChoiceError, parse_choice
 from netqual.errors import InputError
 from netqual.models import DEFAULT_PORT, Node, Role
 from netqual.planning.launch.draft import (
@@ -68,11 +69,9 @@ def _port(text: str | None, default: int, source: str, where: str) -> int:
 
 def _role(text: str | None, source: str, where: str) -> Role:
     try:
-        return Role(text or "any")
-    except ValueError:
-        raise InputError(
-            source, f"unknown role {text!r} (compute, storage or any)", where
-        ) from None
+        return parse_choice(Role, text or Role.ANY.value, where)
+    except ChoiceError as err:
+        raise InputError(source, err.problem, err.where) from None
 
 
 def from_hosts(

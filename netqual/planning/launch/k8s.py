@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from netqual.choices import ChoiceError, parse_choice
 from netqual.errors import ClusterApiError, InputError, UsageError
 from netqual.filedata import load_json
 from netqual.models import DEFAULT_PORT, Node, Role
@@ -210,13 +211,9 @@ def from_k8s(
         labels = node_labels[node_name]
         role_text = labels.get(req.role_label, "any")
         try:
-            role = Role(role_text)
-        except ValueError:
-            raise InputError(
-                nodes_source,
-                f"node {node_name}: unknown role {role_text!r} (compute, storage or any)",
-                f"metadata.labels.{req.role_label}",
-            ) from None
+            role = parse_choice(Role, role_text, f"metadata.labels.{req.role_label}")
+        except ChoiceError as err:
+            raise InputError(nodes_source, f"node {node_name}: {err.problem}", err.where) from None
         extra = {
             k: labels[v] for k, v in (("site", ZONE_LABEL), ("region", REGION_LABEL)) if v in labels
         }

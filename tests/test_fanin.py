@@ -138,3 +138,14 @@ def test_knee_factor_is_a_policy_field(tmp_path: Path) -> None:
         load_policy(f)
     with pytest.raises(PolicyFieldError):
         Policy(fanin_knee_factor=True)
+
+
+def test_no_projection_when_the_sweep_did_not_fetch_the_workloads_chunk() -> None:
+    w = load_workload("qwen3-coder-480b-tp8")
+    r = fanin.judge("st1", PLAIN, 256 << 10, 2.0, [lv(1, 100), lv(2, 100)])
+    assert fanin.project(r, w) == ()
+    why = fanin.no_projection(r, w)
+    assert why is not None and "262,144-byte chunks" in why and "8,126,464" in why
+    same = dataclasses.replace(r, chunk_bytes=w.chunk_bytes)
+    assert fanin.no_projection(same, w) is None and len(fanin.project(same, w)) == 2
+    assert fanin.pays_sentence(fanin.project(same, w)) == "offload pays up to 2 concurrent readers"

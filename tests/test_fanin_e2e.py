@@ -45,8 +45,8 @@ def inventory(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
         agents.close()
 
 
-def sweep(inventory: Path, out: Path, *extra: str) -> dict[str, Any]:
-    r = netqual_cli("run", str(inventory), "--out", str(out), *SMALL, *SWEEP, *extra)
+def sweep(inventory: Path, out: Path, *extra: str, plan: list[str] = SMALL) -> dict[str, Any]:
+    r = netqual_cli("run", str(inventory), "--out", str(out), *plan, *SWEEP, *extra)
     assert r.returncode == 0, r.stdout + r.stderr
     doc: dict[str, Any] = json.loads((out / "results.json").read_text())
     doc["_stdout"] = r.stdout
@@ -101,3 +101,49 @@ def test_fanin_needs_bipartite_and_a_known_profile(inventory: Path, tmp_path: Pa
     )  # fmt: skip
     assert r.returncode == 2 and "unknown 'nope'" in r.stderr
     assert not (tmp_path / "a").exists() and not (tmp_path / "b").exists()
+
+
+WORKLOAD = """[workload]
+layers = 2
+kv_heads = 1
+head_dim = 128
+dtype = "bf16"
+tp = 1
+chunk_tokens = 256
+local_read_gbps = 2.0
+prompt_tokens = 2560
+hit_ratio = 1.0
+"""
+
+
+def test_workload_projects_kv_fetch_per_level_and_says_where_offload_pays(
+    inventory: Path, tmp_path: Path
+) -> None:
+    """A 256 KiB-chunk workload (2 layers x 1 KV head x 128 x bf16 x K,V x 256 tokens):
+    the sweep fetches its chunk, and terminal and report say up to which level the
+    projected fetch (every chunk at p99) beats reading the chunks locally at 2 Gbit/s."""
+    wl = tmp_path / "wl.toml"
+    wl.write_text(WORKLOAD)
+    plan = [*SMALL[:4], "--allow-short-plan", "--chunk", "256KiB", "--depth", "1"]
+    doc = sweep(inventory, tmp_path / "run", "--fanin", "1,2,3", "--workload", str(wl), plan=plan)
+    (st,) = doc["fanin"]
+    assert st["chunk_bytes"] == 256 << 10  # the workload's chunk per rank
+    baseline_us = 10 * (256 << 10) * 8 / 2e9 * 1e6  # 10 chunks read locally at 2 Gbit/s
+    pays = [lv["readers"] for lv in st["levels"] if 10 * lv["chunk_us"]["p99"] < baseline_us]
+    expected = 0
+    for k in (1, 2, 3):  # pays up to the last level before the first that does not
+        if k not in pays:
+            break
+        expected = k
+    out = doc["_stdout"]
+    if expected:
+        assert f"st: offload pays up to {expected} concurrent reader" in out
+    else:
+        assert "st: offload does not pay even at 1 reader" in out
+    assert "KV fetch" in out and "TTFT (p99)" in out
+    html = (tmp_path / "run" / "report.html").read_text()
+    first = html.index('id="fanin"')
+    assert first < html.index('id="heatmap"')  # on the first screen, above the matrix
+    assert html.count('class="fanin-chart"') == 2  # chunk p99 and projected fetch curves
+    assert "projected KV fetch per request (10 chunks) vs readers" in html
+    assert "<script src" not in html and "http" not in html.split("<body")[1][:200000]

@@ -168,10 +168,22 @@ class Projection:
         return self.change_p99_us < 0
 
 
+def no_projection(result: FaninResult, w: Workload) -> str | None:
+    """Why ``w`` cannot be projected on this sweep; None when it can."""
+    if w.prompt_chunks is None:
+        return "the workload gives no prompt_tokens: no per-request projection"
+    if result.chunk_bytes != w.chunk_bytes:
+        return (
+            f"the sweep fetched {result.chunk_bytes:,}-byte chunks, the workload's are "
+            f"{w.chunk_bytes:,} bytes per rank: no projection (run --fanin with --workload)"
+        )
+    return None
+
+
 def project(result: FaninResult, w: Workload) -> tuple[Projection, ...]:
-    """Per measured level; () when the workload has no prompt_tokens."""
+    """Per measured level; () when ``no_projection`` says why not."""
     chunks = w.prompt_chunks
-    if chunks is None:
+    if chunks is None or no_projection(result, w) is not None:
         return ()
     serial = w.round_trips_per_chunk
     base = chunks * w.budget_us
@@ -183,6 +195,14 @@ def project(result: FaninResult, w: Workload) -> tuple[Projection, ...]:
         p99 = chunks * serial * lv.chunk.p99_us
         out.append(Projection(lv.readers, chunks, p50, p99, base, p50 - base, p99 - base))
     return tuple(out)
+
+
+def pays_sentence(projections: Sequence[Projection]) -> str:
+    """Up to which concurrency offload pays (every chunk at p99); needs one projection."""
+    k = pays_up_to(projections)
+    if k is None:
+        return f"offload does not pay even at {projections[0].readers} reader(s)"
+    return f"offload pays up to {_readers(k)}"
 
 
 def pays_up_to(projections: Sequence[Projection]) -> int | None:

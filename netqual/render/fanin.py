@@ -7,17 +7,13 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from netqual.analysis.fanin import Projection, pays_up_to, project
+from netqual.analysis.fanin import no_projection, pays_sentence, project
 from netqual.runresults import Results
 from netqual.units import format_duration_us, format_size, format_us
 
 
-def pays_sentence(storage: str, projections: tuple[Projection, ...]) -> str:
-    """Up to which concurrency offload pays on ``storage`` (every chunk at p99)."""
-    k = pays_up_to(projections)
-    if k is None:
-        return f"{storage}: offload does not pay even at {projections[0].readers} reader"
-    return f"{storage}: offload pays up to {k} concurrent readers"
+def _signed(us: float) -> str:
+    return ("+" if us >= 0 else "-") + format_duration_us(abs(us))
 
 
 def print_fanin(console: Console, results: Results) -> None:
@@ -31,11 +27,11 @@ def print_fanin(console: Console, results: Results) -> None:
         )  # fmt: skip
         proj = {p.readers: p for p in project(f, results.workload)} if results.workload else {}
         table = Table(box=None, pad_edge=False)
-        for col in ("readers", "chunk p50", "p99", "p99.9", "chunks", "Gb/s/reader", "Gb/s"):
+        for col in ("readers", "chunk p50", "p99", "p99.9", "chunks", "Gb/s/rdr", "Gb/s"):
             table.add_column(col, justify="right")
         if proj:
-            table.add_column("KV fetch/request", justify="right")
-            table.add_column("vs baseline", justify="right")
+            table.add_column("KV fetch", justify="right", no_wrap=True)
+            table.add_column("TTFT (p99)", justify="right", no_wrap=True)
         table.add_column("note")
         for lv in f.levels:
             c = lv.chunk
@@ -58,7 +54,7 @@ def print_fanin(console: Console, results: Results) -> None:
                     if p is None
                     else [
                         format_duration_us(p.fetch_p50_us),
-                        f"{p.change_p50_us / 1e6:+.2f} s ({p.change_p99_us / 1e6:+.2f} s at p99)",
+                        f"{_signed(p.change_p50_us)} ({_signed(p.change_p99_us)})",
                     ]
                 )
             notes = [s for s in (lv.skipped,) if s]
@@ -70,7 +66,9 @@ def print_fanin(console: Console, results: Results) -> None:
             table.add_row(*(Text(x) for x in row))
         console.print(table)
         if proj:
-            console.print(Text(pays_sentence(f.storage, tuple(proj.values())), style="bold"))
+            console.print(Text(f"{f.storage}: {pays_sentence(tuple(proj.values()))}", style="bold"))
+        elif results.workload is not None and (why := no_projection(f, results.workload)):
+            console.print(Text(f"{f.storage}: {why}"), style="dim")
     if any(
         "p99" in (lv.chunk.untrusted if lv.chunk else ()) for f in results.fanin for lv in f.levels
     ):

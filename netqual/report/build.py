@@ -16,6 +16,7 @@ from netqual.models import PathResult, Verdict, Waiver
 from netqual.pathtable import FloatArray, IntArray, worst_per_group
 from netqual.report import fmt
 from netqual.report.dist import distribution
+from netqual.report.fanin import fanin_panels
 from netqual.report.fleet import fleet_view
 from netqual.report.grid import NODE_MATRIX_MAX, pair_rows, report_nodes
 from netqual.report.recommend import recommend
@@ -402,4 +403,5 @@ def build_view(
         incomplete=unmeasured_sentence(results),
         two_verdicts=two_verdicts_sentence(results),
         fleet=fleet_view(results),
+        fanin=fanin_panels(results),
     )

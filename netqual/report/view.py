@@ -26,6 +26,7 @@ from netqual.report.waivers import WaiverNote
 from netqual.runresults import Results
 
 if TYPE_CHECKING:
+    from netqual.report.fanin import FaninPanel
     from netqual.report.workload import WorkloadView
 
 DETAIL_MAX = 500  # paths whose histogram, bulk cells and reasons are embedded
@@ -122,6 +123,7 @@ class ReportView:
     incomplete: str | None = None  # first-screen alert: pairs not measured, how to finish
     two_verdicts: str | None = None  # with a workload: both counts, which one the gate uses
     fleet: FleetView | None = None  # the "Configuration" section (report/fleet.py)
+    fanin: Sequence[FaninPanel] = ()  # run --fanin: per storage node, on the first screen
 
 
 def rack_spans(nodes: Sequence[Node]) -> list[RackSpan]:

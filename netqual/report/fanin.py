@@ -1,0 +1,140 @@
+"""The report's fan-in panels (``run --fanin``, docs/fanin.md), on the first screen: per
+storage node its verdict, chunk p50/p99 against concurrent readers (inline SVG, with the
+knee's line), and with a workload the projected KV fetch per request against the
+baseline and up to which concurrency offload pays."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from netqual.analysis.fanin import Projection, no_projection, pays_sentence, project
+from netqual.fanin_model import FaninResult
+from netqual.runresults import Results
+from netqual.units import format_duration_us, format_size
+
+W, H, LEFT, TOP, BOTTOM = 360, 170, 56, 22, 30  # chart box, px
+
+
+@dataclass(frozen=True)
+class Chart:
+    title: str
+    lines: Sequence[tuple[str, str, str]]  # (css class, SVG points, legend label)
+    band: str  # SVG polygon points (p50 to p99 spread), "" for none
+    hline: tuple[float, str] | None  # (y px, label): the knee's line or the baseline
+    xticks: Sequence[tuple[float, str]]
+    yticks: Sequence[tuple[float, str]]
+    marks: Sequence[tuple[float, float, str]]  # (x, y, tooltip) points with their value
+
+
+@dataclass(frozen=True)
+class FaninPanel:
+    storage: str
+    headline: str  # verdict, and with a workload: up to which concurrency offload pays
+    detail: str
+    charts: Sequence[Chart]
+
+
+def _scale(levels: Sequence[int], top_value: float) -> tuple[dict[int, float], float]:
+    """x px per level (evenly spaced: levels are usually 1, 2, 4, 8, 16) and px per unit."""
+    step = (W - LEFT - 16) / max(1, len(levels) - 1)
+    xs = {k: LEFT + 8 + i * step for i, k in enumerate(levels)}
+    return xs, (H - TOP - BOTTOM) / (top_value or 1.0)
+
+
+def _y(value: float, per: float) -> float:
+    return H - BOTTOM - value * per
+
+
+def _pts(points: Sequence[tuple[float, float]]) -> str:
+    return " ".join(f"{x:.1f},{y:.1f}" for x, y in points)
+
+
+def _yticks(top: float, per: float) -> list[tuple[float, str]]:
+    """Five ticks from 0 to ``top`` microseconds, in the unit that suits ``top``."""
+    div, unit = (1e6, "s") if top >= 2e6 else (1e3, "ms") if top >= 2e3 else (1.0, "us")
+    return [(_y(top * i / 4, per), f"{top * i / 4 / div:.3g} {unit}") for i in range(5)]
+
+
+def chunk_chart(f: FaninResult) -> Chart | None:
+    measured = [lv for lv in f.levels if lv.chunk is not None]
+    if not measured:
+        return None
+    ks = [lv.readers for lv in measured]
+    base = measured[0].chunk
+    assert base is not None
+    knee_line = f.knee_factor * base.p99_us
+    top = max([knee_line] + [lv.chunk.p99_us for lv in measured if lv.chunk]) * 1.08
+    xs, per = _scale(ks, top)
+    p99 = [(xs[lv.readers], _y(lv.chunk.p99_us, per)) for lv in measured if lv.chunk]
+    p50 = [(xs[lv.readers], _y(lv.chunk.p50_us, per)) for lv in measured if lv.chunk]
+    marks = [
+        (xs[lv.readers], _y(lv.chunk.p99_us, per),
+         f"{lv.readers} readers: p99 {format_duration_us(lv.chunk.p99_us)}, "
+         f"p50 {format_duration_us(lv.chunk.p50_us)}, {lv.chunk.samples:,} chunks")
+        for lv in measured if lv.chunk
+    ]  # fmt: skip
+    return Chart(
+        title=f"chunk completion ({format_size(f.chunk_bytes)}, {f.profile}) vs readers",
+        lines=(("p99", _pts(p99), "p99"), ("p50", _pts(p50), "p50")),
+        band="",
+        hline=(_y(knee_line, per), f"knee line: {f.knee_factor:g} x p99 at {ks[0]}"),
+        xticks=[(xs[k], str(k)) for k in ks],
+        yticks=_yticks(top, per),
+        marks=marks,
+    )
+
+
+def ttft_chart(f: FaninResult, proj: Sequence[Projection]) -> Chart | None:
+    if not proj:
+        return None
+    ks = [p.readers for p in proj]
+    top = max([proj[0].baseline_us] + [p.fetch_p99_us for p in proj]) * 1.08
+    xs, per = _scale(ks, top)
+    p50 = [(xs[p.readers], _y(p.fetch_p50_us, per)) for p in proj]
+    p99 = [(xs[p.readers], _y(p.fetch_p99_us, per)) for p in proj]
+    marks = [
+        (xs[p.readers], _y(p.fetch_p50_us, per),
+         f"{p.readers} readers: KV fetch {format_duration_us(p.fetch_p50_us)} per request "
+         f"(p99 chunks: {format_duration_us(p.fetch_p99_us)}); TTFT "
+         f"{_signed(p.change_p50_us)} vs baseline")
+        for p in proj
+    ]  # fmt: skip
+    return Chart(
+        title=f"projected KV fetch per request ({proj[0].chunks} chunks) vs readers",
+        lines=(("p50", _pts(p50), "chunks at p50"),),
+        band=_pts(p50 + p99[::-1]),
+        hline=(_y(proj[0].baseline_us, per), "baseline (without offload)"),
+        xticks=[(xs[k], str(k)) for k in ks],
+        yticks=_yticks(top, per),
+        marks=marks,
+    )
+
+
+def _signed(us: float) -> str:
+    return ("+" if us >= 0 else "-") + format_duration_us(abs(us))
+
+
+def fanin_panels(results: Results) -> tuple[FaninPanel, ...]:
+    out = []
+    w = results.workload
+    for f in results.fanin:
+        proj = project(f, w) if w is not None else ()
+        headline = f"{f.storage}: {f.verdict}"
+        detail = ""
+        if w is not None and not proj:
+            detail = no_projection(f, w) or ""
+        if proj:
+            headline = f"{f.storage}: {pays_sentence(proj)}; {f.verdict}"
+            detail = (
+                "Projected per request: every cached chunk fetched one after another "
+                f"({w.round_trips_per_chunk if w else 1} serial read(s) each) at the level's "
+                "chunk p50 (line) to p99 (band), against the same chunks without offload; "
+                "it pays where even the p99 end is below the baseline. TTFT change at each "
+                "level: "
+                + ", ".join(f"{p.readers}: {_signed(p.change_p50_us)}" for p in proj)
+                + "."
+            )
+        charts = tuple(c for c in (chunk_chart(f), ttft_chart(f, proj)) if c is not None)
+        out.append(FaninPanel(f.storage, headline, detail, charts))
+    return tuple(out)

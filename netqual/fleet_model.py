@@ -39,9 +39,9 @@ FLEET_KEYS: dict[str, str] = {
     "pfc_priorities": "PFC-enabled priorities",
     "ecn": "RoCE ECN enabled on some priority (true/false)",
     "ecn_priorities": "priorities with RoCE ECN enabled (reaction and notification point)",
-    "iommu": "IOMMU mode",
-    "acs": "PCIe ACS of the NICs' upstream bridges",
-    "relaxed_ordering": "PCIe relaxed ordering of the NICs",
+    "iommu": "IOMMU mode (off, passthrough, translated)",
+    "acs": "ACS P2P redirect on a bridge above the NICs (true/false)",
+    "relaxed_ordering": "PCIe relaxed ordering enabled on the NICs (true/false)",
 }
 
 

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 from factories import make_results, write_results
+from sysfs_trees import hgx8
 
 from netqual.agent import fleet_snapshot
 from netqual.agent.fleet_snapshot import Roots, collect, from_peer
@@ -36,7 +37,8 @@ def _write(path: Path, text: str) -> None:
 
 def fixture_roots(tmp_path: Path, *, mtu: int = 9000) -> Roots:
     """An mlx5-style host: lo, one up NIC with a RoCE port, one down NIC; sysctls, os-release."""
-    sys_, proc, etc = tmp_path / "sys", tmp_path / "proc", tmp_path / "etc"
+    roots = Roots(tmp_path)
+    sys_, proc, etc = roots.sys, roots.proc, roots.etc
     net = sys_ / "class" / "net"
     _write(net / "lo" / "type", "772")
     _write(net / "lo" / "mtu", "65536")
@@ -73,7 +75,7 @@ def fixture_roots(tmp_path: Path, *, mtu: int = 9000) -> Roots:
     _write(ipv4 / "tcp_ecn", "1")
     _write(proc / "sys" / "kernel" / "osrelease", "6.8.0-49-generic")
     _write(etc / "os-release", 'NAME="Ubuntu"\nPRETTY_NAME="Ubuntu 24.04.1 LTS"')
-    return Roots(sys=sys_, proc=proc, etc=etc)
+    return roots
 
 
 def test_snapshot_reads_the_documented_sysfs_and_procfs_layouts(tmp_path: Path) -> None:
@@ -96,14 +98,30 @@ def test_snapshot_reads_the_documented_sysfs_and_procfs_layouts(tmp_path: Path) 
     assert got["rdma.mlx5_0/1.width"] == "4X"
     assert got["firmware"] == "28.39.1002"
     assert (got["ecn"], got["ecn_priorities"]) == ("true", "3")
-    # not readable from a tree (dcb, PCI reader not there yet): unknown, not an error
+    # not readable from a tree (dcb asks the kernel), no PCI tree here: unknown, no error
     assert got["pfc_priorities"] == got["iommu"] == got["acs"] == UNKNOWN
 
 
 def test_a_platform_without_anything_gives_unknown_never_an_error(tmp_path: Path) -> None:
-    got = collect(Roots(sys=tmp_path / "s", proc=tmp_path / "p", etc=tmp_path / "e"))
+    got = collect(Roots(tmp_path / "nothing"))
     assert got["netqual"]
-    assert all(got[k] == UNKNOWN for k in ("kernel", "os", "mtu", "gid_index", "ecn", "tcp_ecn"))
+    keys = ("kernel", "os", "mtu", "gid_index", "ecn", "tcp_ecn", "iommu", "acs")
+    assert all(got[k] == UNKNOWN for k in keys)
+
+
+def test_pci_fields_come_from_the_host_path_reader(tmp_path: Path) -> None:
+    hgx8(tmp_path, acs_on_switch_b=True)  # 8 NICs; ACS redirect above mlx5_2 and mlx5_3
+    got = collect(Roots(tmp_path))
+    assert got["pci.mlx5_0.acs_redirect"] == "false"
+    assert got["pci.mlx5_2.acs_redirect"] == "true"
+    assert got["pci.mlx5_2.bdf"] == "0000:15:00.0"
+    assert got["pci.mlx5_0.link"] == "32 GT/s x16 of 32 GT/s x16"
+    assert (got["acs"], got["relaxed_ordering"]) == ("false,true", "true")
+    # the same tree without config space (an unprivileged reader): unknown, not false
+    for cfg in tmp_path.glob("sys/devices/**/config"):
+        cfg.write_bytes(cfg.read_bytes()[:64])
+    got = collect(Roots(tmp_path))
+    assert (got["acs"], got["relaxed_ordering"]) == (UNKNOWN, UNKNOWN)
 
 
 def test_ambiguous_gids_leave_the_probe_gid_unknown(tmp_path: Path) -> None:

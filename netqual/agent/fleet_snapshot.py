@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from netqual import __version__
+from netqual.agent import pcisysfs
 from netqual.agent.wire.messages import Fields
 from netqual.errors import BadRequestError
 from netqual.fleet_model import KEY_PATTERN, MAX_KEYS, MAX_VALUE_CHARS, UNKNOWN, ConfigSnapshot
@@ -34,15 +35,29 @@ from netqual.names import visible
 from netqual.transports.rdma.gid import GidEntry, GidSelectionError, GidType, LinkLayer, select_gid
 
 ARPHRD_LOOPBACK = "772"
+
 DCB_TIMEOUT_S = 2.0
 _IB_MTUS = (4096, 2048, 1024, 512, 256)
 
 
 @dataclass(frozen=True)
 class Roots:
-    sys: Path = Path("/sys")
-    proc: Path = Path("/proc")
-    etc: Path = Path("/etc")
+    """The file system root the trees hang from: ``root/sys``, ``root/proc``, ``root/etc``
+    (``/`` on a host; the PCI reader takes the same root)."""
+
+    root: Path = Path("/")
+
+    @property
+    def sys(self) -> Path:
+        return self.root / "sys"
+
+    @property
+    def proc(self) -> Path:
+        return self.root / "proc"
+
+    @property
+    def etc(self) -> Path:
+        return self.root / "etc"
 
     @property
     def live(self) -> bool:
@@ -264,6 +279,36 @@ def _pyverbs_version() -> str:
     return UNKNOWN
 
 
+def _flag(value: bool | None) -> str:
+    return UNKNOWN if value is None else ("true" if value else "false")
+
+
+def _pci(roots: Roots, out: dict[str, str]) -> None:
+    """IOMMU mode, and per NIC its PCIe link, relaxed ordering and the ACS P2P redirect of
+    the bridges above it, from the host path audit's PCI reader (``agent/pcisysfs``; the
+    config-space fields need root, else they stay unknown)."""
+    audit = pcisysfs.audit(roots.root, "snapshot")
+    out["iommu"] = audit.iommu.mode
+    acs: list[str] = []
+    for nic in audit.nics:
+        key = f"pci.{nic.name}"
+        if not KEY_PATTERN.fullmatch(key + ".relaxed_ordering"):
+            continue
+        out[f"{key}.bdf"] = nic.bdf
+        known_link = nic.link.speed_gts is not None or nic.link.width is not None
+        out[f"{key}.link"] = nic.link.text() if known_link else UNKNOWN
+        out[f"{key}.relaxed_ordering"] = _flag(nic.relaxed_ordering)
+        redirect = [b.acs_redirect for b in nic.upstream]
+        known = [r for r in redirect if r is not None]
+        above = UNKNOWN if len(known) < len(redirect) or not redirect else _flag(any(known))
+        out[f"{key}.acs_redirect"] = above
+        acs.append(above)
+    out["relaxed_ordering"] = distinct(
+        v for k, v in out.items() if k.startswith("pci.") and k.endswith(".relaxed_ordering")
+    )
+    out["acs"] = distinct(acs)
+
+
 def collect(roots: Roots | None = None) -> dict[str, str]:
     """This node's snapshot: every fleet key and per-device key, as text."""
     roots = roots or Roots()
@@ -294,12 +339,8 @@ def collect(roots: Roots | None = None) -> dict[str, str]:
         "gid_index": distinct(out[f"{p}.gid_index"] for p in ports),
         "pfc_priorities": distinct(out[f"nic.{n}.pfc_priorities"] for n in up),
         "ecn_priorities": distinct(out[f"nic.{n}.ecn_priorities"] for n in up),
-        # PCI fields come from the host path audit's sysfs reader once it exists; until
-        # then this snapshot does not read PCI config space itself.
-        "iommu": UNKNOWN,
-        "acs": UNKNOWN,
-        "relaxed_ordering": UNKNOWN,
     }
+    _pci(roots, out)
     ecn = out["ecn_priorities"]
     out["ecn"] = UNKNOWN if ecn == UNKNOWN else ("false" if ecn == "none" else "true")
     return {k: v[:MAX_VALUE_CHARS] for k, v in sorted(out.items())}

@@ -102,6 +102,7 @@ class HostAudit:
     nics: tuple[HostDevice, ...] = ()
     affinity: tuple[Affinity, ...] = ()
     iommu: Iommu = Iommu()
+    error: str | None = None  # why the node's audit is missing (its agent's answer)
 
     def cls(self, gpu: str, nic: str) -> str:
         for a in self.affinity:
@@ -246,6 +247,8 @@ def link_findings(audit: HostAudit) -> list[HostFinding]:
     """A GPU or NIC below its maximum PCIe speed or width, or whose link sysfs did not give."""
     out = []
     for d in (*audit.gpus, *audit.nics):
+        if d.link == PcieLink():
+            continue  # no PCIe link attributes at all (a virtio NIC): nothing to judge
         if d.link.full is not True:
             state = "link unknown" if d.link.full is None else "trained below its maximum"
             text = f"{d.bdf}: {state}: {d.link.text()}"
@@ -316,7 +319,8 @@ def device_to_dict(d: HostDevice, nic: bool) -> dict[str, Any]:
 
 
 def to_dict(audit: HostAudit) -> dict[str, Any]:
-    return {
+    extra = {} if audit.error is None else {"error": audit.error}
+    return extra | {
         "gpus": [device_to_dict(g, nic=False) for g in audit.gpus],
         "nics": [device_to_dict(n, nic=True) for n in audit.nics],
         "affinity": [{"gpu": a.gpu, "nic": a.nic, "class": a.cls} for a in audit.affinity],
@@ -339,7 +343,7 @@ def known(value: object) -> Any:
 
 def from_dict(node: str, d: Mapping[str, Any]) -> HostAudit:
     """Inverse of ``to_dict`` for a document whose shape was already checked (the results
-    schema, or ``netqual.hostpeer`` for what an agent sent)."""
+    schema, or ``netqual.agent.wire.hostpeer`` for what an agent sent)."""
 
     def link(x: Mapping[str, Any]) -> PcieLink:
         return PcieLink(
@@ -378,4 +382,5 @@ def from_dict(node: str, d: Mapping[str, Any]) -> HostAudit:
             units=known(iommu.get("units")),
             cmdline=tuple(iommu.get("cmdline", ())),
         ),
+        error=d.get("error"),
     )

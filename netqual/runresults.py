@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 from netqual.fanin_model import FaninResult
 from netqual.fleet_model import FleetResult
+from netqual.hostpath import HostAudit
 from netqual.models import (
     SCHEMA_VERSION,
     Interference,
@@ -52,6 +53,7 @@ class Results:
     fleet: FleetResult | None = (
         None  # configuration snapshots and outliers (netqual.analysis.fleet)
     )
+    hosts: tuple[HostAudit, ...] = ()  # each node's host path audit (netqual.hostpath)
 
     @property
     def unmeasured(self) -> int | None:

@@ -15,7 +15,10 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from netqual.errors import NetqualError, TransportUnavailableError
+from netqual import hostpath
+from netqual.agent import pcisysfs
+from netqual.agent.wire import hostpeer
+from netqual.errors import BadRequestError, NetqualError, TransportUnavailableError
 from netqual.transports.rdma import devices, hotloop, verbs
 from netqual.transports.rdma.gid import GidType, LinkLayer
 
@@ -31,15 +34,21 @@ def problem(severity: str, message: str, node: str | None = None) -> dict[str, A
     return entry
 
 
-def local_report(node: str | None = None) -> dict[str, Any]:
+def local_report(node: str | None = None, sysfs_root: Path = Path("/")) -> dict[str, Any]:
     """Everything doctor knows about this node. Never raises for a missing RDMA stack."""
+    name = node or socket.gethostname()
+    audit = pcisysfs.audit(sysfs_root, name)
     report: dict[str, Any] = {
-        "node": node or socket.gethostname(),
+        "node": name,
+        "hostpath": hostpath.to_dict(audit),
         "pyverbs": {"available": False},
         "libibverbs": verbs.libibverbs_version(),
         "sysfs_devices": verbs.rdma_sysfs_devices(),
         "devices": [],
-        "problems": [],
+        "problems": [
+            problem(WARNING, f"host path: {f.subject}: {f.rule}: {f.text}")
+            for f in hostpath.findings(audit)
+        ],
     }
     try:
         pv = verbs.load()
@@ -149,7 +158,7 @@ def gather(nodes: Iterable[Any], token: bytes | None, timeout_s: float = 10.0) -
             with ch:
                 ch.set_timeout(timeout_s)
                 body = ch.request("doctor", {}, reply="doctor")
-            reports[node.name] = body
+            reports[node.name] = _checked_hostpath(body, node.name)
         except (NetqualError, OSError) as err:
             reports[node.name] = {
                 "node": node.name,
@@ -158,6 +167,20 @@ def gather(nodes: Iterable[Any], token: bytes | None, timeout_s: float = 10.0) -
                 "problems": [problem(ERROR, f"could not ask the agent: {err}")],
             }
     return reports
+
+
+def _checked_hostpath(body: Any, node: str) -> Any:
+    """The agent's host path audit re-encoded from the checked records (``hostpeer``), or
+    dropped with a problem naming the bad field: nothing unchecked reaches a terminal."""
+    if not isinstance(body, dict) or "hostpath" not in body:
+        return body
+    try:
+        audit = hostpeer.from_peer(body["hostpath"], node, node)
+    except BadRequestError as err:
+        found = body.get("problems")
+        problems: list[Any] = found if isinstance(found, list) else []
+        return {**body, "hostpath": None, "problems": [*problems, problem(WARNING, str(err))]}
+    return {**body, "hostpath": hostpath.to_dict(audit)}
 
 
 def _active_ports(report: Mapping[str, Any]) -> list[dict[str, Any]]:
@@ -218,12 +241,17 @@ def healthy(problems: Iterable[Mapping[str, Any]]) -> bool:
     return not any(p.get("severity") == ERROR for p in problems)
 
 
-def run(inventory: Path | None, token_file: Path | None, insecure: bool = False) -> dict[str, Any]:
+def run(
+    inventory: Path | None,
+    token_file: Path | None,
+    insecure: bool = False,
+    sysfs_root: Path = Path("/"),
+) -> dict[str, Any]:
     """This node, or every agent of ``inventory``: reports, problems, and a healthy flag."""
     if inventory is None:
         from netqual.agent.fleet_snapshot import collect
 
-        report = local_report()
+        report = local_report(sysfs_root=sysfs_root)
         report["configuration"] = collect()  # docs/evidence.md; never raises
         nodes: dict[str, Any] = {report["node"]: report}
         problems = all_problems(nodes)

@@ -20,11 +20,12 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import asdict
+from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from netqual import __version__
-from netqual.agent import fleet_snapshot
+from netqual import __version__, hostpath
+from netqual.agent import fleet_snapshot, pcisysfs
 from netqual.agent.admission import Admission
 from netqual.agent.probe_request import serve_probe
 from netqual.agent.wire import hops as hops_mod
@@ -60,8 +61,10 @@ class Agent:
         name: str | None = None,
         limits: AgentLimits | None = None,
         transport_options: TransportOptions | None = None,
+        sysfs_root: Path = Path("/"),
     ) -> None:
         self.host = host
+        self.sysfs_root = sysfs_root  # the host path audit reads sysfs below it
         self.port = port
         self.token = token
         self.name = name or socket.gethostname()
@@ -250,6 +253,8 @@ class Agent:
             ch.send("doctor", _doctor_report())
         elif kind == "snapshot":
             ch.send("snapshot", fleet_snapshot.to_wire(fleet_snapshot.collect()))
+        elif kind == "hostpath":
+            ch.send("hostpath", hostpath.to_dict(pcisysfs.audit(self.sysfs_root, self.name)))
         elif kind == "probe":
             with self._measurement():
                 serve_probe(ch, body, self.name, self.token, self.limits, self.transport)

@@ -185,6 +185,15 @@ RdmaDeviceOpt = Annotated[
 RdmaPortOpt = Annotated[
     int | None, typer.Option("--rdma-port", help="RDMA port number.  [default: the active port]")
 ]
+SysfsRootOpt = Annotated[
+    Path,
+    typer.Option(
+        "--sysfs-root",
+        metavar="DIR",
+        help="Root the host path audit reads sys/ and proc/cmdline below (tests, "
+        "containers with the host's /sys mounted elsewhere).",
+    ),
+]
 GidIndexOpt = Annotated[
     int | None,
     typer.Option(

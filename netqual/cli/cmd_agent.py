@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import sys
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -14,6 +15,7 @@ from netqual.cli.app import (
     GidIndexOpt,
     RdmaDeviceOpt,
     RdmaPortOpt,
+    SysfsRootOpt,
     TokenFileOpt,
     app,
     err_console,
@@ -51,6 +53,7 @@ def agent(
     rdma_port: RdmaPortOpt = None,
     gid_index: GidIndexOpt = None,
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Log every session.")] = False,
+    sysfs_root: SysfsRootOpt = Path("/"),
 ) -> None:
     """Run the agent that answers probes (one on every node).
 
@@ -86,6 +89,7 @@ def agent(
         name=name,
         limits=AgentLimits(max_sessions=max_sessions, auth_timeout_s=auth_timeout),
         transport_options=own.over(TransportOptions.from_env()),
+        sysfs_root=sysfs_root,
     )
     a.bind()
     a.install_signal_handlers()

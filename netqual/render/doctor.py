@@ -11,6 +11,8 @@ from rich.table import Table
 from rich.text import Text
 
 from netqual.fleet_model import ConfigSnapshot
+from netqual.hostpath import from_dict
+from netqual.names import visible
 from netqual.render.fleet import device_summary
 
 
@@ -65,6 +67,9 @@ def _node(console: Console, name: str, report: Mapping[str, Any]) -> None:
     console.print(f"  libibverbs  {report.get('libibverbs') or 'not found'}")
     if (loop := report.get("pingpong_loop")) is not None:
         console.print(f"  ping-pong   {loop.get('text', 'unknown')}")
+    if (audit := report.get("hostpath")) is not None:
+        for line in host_lines(name, audit):
+            console.print(line, soft_wrap=False, markup=False, highlight=False)
     sysfs = report.get("sysfs_devices", [])
     console.print(
         f"  sysfs       {', '.join(sysfs) if sysfs else 'no /sys/class/infiniband devices'}"
@@ -90,3 +95,19 @@ def _node(console: Console, name: str, report: Mapping[str, Any]) -> None:
                 gids,
             )
     console.print(Padding(table, (0, 0, 0, 2), expand=False))
+
+
+def host_lines(node: str, doc: Mapping[str, Any]) -> list[str]:
+    """GPUs, NICs and IOMMU, then each GPU's best NIC, from a ``hostpath`` mapping."""
+    audit = from_dict(node, doc)
+    lines = [
+        f"  host path   {len(audit.gpus)} GPU(s), {len(audit.nics)} NIC(s), "
+        f"IOMMU {audit.iommu.mode} (docs/rails.md)"
+    ]
+    for gpu in audit.gpus:
+        nic, cls = audit.best_nic(gpu.name)
+        lines.append(
+            f"  {gpu.name:<11} {gpu.bdf} NUMA {'?' if gpu.numa_node is None else gpu.numa_node}"
+            f", best NIC {nic or 'none'} {cls}"
+        )
+    return [visible(line) for line in lines]

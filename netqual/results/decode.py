@@ -21,6 +21,7 @@ from typing import Annotated, Any, ClassVar
 
 import msgspec
 
+from netqual import hostpath
 from netqual.analysis.fleet import from_dict as fleet_from_dict
 from netqual.analysis.interference import from_dict as interference_from_dict
 from netqual.analysis.localise import suspect_from_dict
@@ -474,6 +475,7 @@ def results_from_dict(
         not_measured=tuple(not_measured),
         fanin=fanin_from_list(d["fanin"], source) if d.get("fanin") is not None else (),
         fleet=fleet_from_dict(d["fleet"], source) if d.get("fleet") is not None else None,
+        hosts=tuple(hostpath.from_dict(node, doc) for node, doc in (d.get("hosts") or {}).items()),
     )
 
 
@@ -494,6 +496,7 @@ class _Document(msgspec.Struct):
     not_measured: Any = msgspec.UNSET
     fanin: Any = msgspec.UNSET
     fleet: Any = msgspec.UNSET
+    hosts: Any = msgspec.UNSET
 
 
 def _json_error(source: str, text: str) -> ResultsFileError:

@@ -15,6 +15,7 @@ from netqual.analysis.fleet import to_dict as fleet_to_dict
 from netqual.analysis.interference import to_dict as interference_to_dict
 from netqual.analysis.localise import suspect_to_dict
 from netqual.analysis.stats import BINS_PER_DECADE, bin_index
+from netqual.hostpath import hosts_to_dict
 from netqual.models import (
     BulkStats,
     Metric,
@@ -212,6 +213,8 @@ def results_to_dict(r: Results, *, paths: bool = True) -> dict[str, Any]:
         doc["fanin"] = fanin_to_list(r.fanin)
     if r.fleet is not None:
         doc["fleet"] = fleet_to_dict(r.fleet)
+    if r.hosts:
+        doc["hosts"] = hosts_to_dict(r.hosts)
     return doc
 
 

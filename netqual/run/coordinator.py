@@ -24,8 +24,9 @@ import numpy as np
 
 from netqual import __version__, interrupts
 from netqual.agent.probe_request import SilentAgentError, request_probe
+from netqual.agent.wire import hostpeer
 from netqual.agent.wire.messages import Fields
-from netqual.agent.wire.protocol import connect
+from netqual.agent.wire.protocol import Channel, connect
 from netqual.analysis import fleet, interference, localise
 from netqual.analysis.matrix import tier_of
 from netqual.analysis.plausible import check_path
@@ -34,6 +35,7 @@ from netqual.analysis.stats import bulk_stats, rtt_stats
 from netqual.errors import ErrorCode, NetqualError, NoAgentsError, PeerError
 from netqual.fanin_model import FaninConfig, FaninResult
 from netqual.fleet_model import FleetPolicy, FleetResult
+from netqual.hostpath import HostAudit
 from netqual.models import (
     Interference,
     Mode,
@@ -134,12 +136,15 @@ def check_agents(
     timeout_s: float = 5.0,
     idle_wait_s: float = 0.0,
     busy: dict[str, int] | None = None,
+    hosts: dict[str, HostAudit] | None = None,
 ) -> dict[str, str]:
     """Ask every agent for ``info`` in parallel; returns {node name: problem} for failures.
 
     ``idle_wait_s``: ask again until the agent runs no probe (``measuring`` 0) for at
     most that long (``--resume`` after a killed coordinator: its probes end within a
-    second). Agents still measuring then are noted in ``busy`` (node -> probes)."""
+    second). Agents still measuring then are noted in ``busy`` (node -> probes).
+    ``hosts``: each agent's host path audit goes there (node -> audit); an agent whose
+    audit is unusable gets one with ``error`` set, and is not counted as failed."""
 
     def one(node: Node) -> str | None:
         try:
@@ -157,6 +162,10 @@ def check_agents(
                     time.sleep(IDLE_POLL_S)
                 if running and busy is not None:
                     busy[node.name] = running
+                if hosts is not None:
+                    hosts[node.name] = _host_audit(ch, node.name)
+                    if hosts[node.name].error is not None:
+                        return None  # the agent may have ended the session on it: no bye
                 ch.send("bye")
         except (NetqualError, OSError) as err:
             return str(err)
@@ -165,6 +174,13 @@ def check_agents(
     with ThreadPoolExecutor(max_workers=min(32, max(1, len(nodes)))) as pool:
         results = dict(zip((n.name for n in nodes), pool.map(one, nodes), strict=True))
     return {name: problem for name, problem in results.items() if problem is not None}
+
+
+def _host_audit(ch: Channel, node: str) -> HostAudit:
+    try:
+        return hostpeer.from_peer(ch.request("hostpath", reply="hostpath"), node, node)
+    except NetqualError as err:  # a bad field (named), or an agent that cannot audit
+        return HostAudit(node, error=str(err))
 
 
 IDLE_POLL_S = 0.1
@@ -475,6 +491,7 @@ def _measure(
         cfg.token,
         idle_wait_s=RESUME_IDLE_WAIT_S if resumed else 0.0,
         busy=spent.busy,
+        hosts=spent.hosts,
     )
     refused = {k: f"{k} failed the pre-flight check: {v}" for k, v in failed.items()}
     refused |= {k: f"agent on {k} not answering at the start: {v}" for k, v in down.items()}
@@ -563,6 +580,7 @@ class _Spent:
     fanin: tuple[FaninResult, ...] = ()
     fanin_s: float = 0.0
     agents: dict[str, dict[str, object]] = field(default_factory=dict)  # run.agents
+    hosts: dict[str, HostAudit] = field(default_factory=dict)  # each agent's host path audit
 
 
 def _fanin(cfg: RunConfig, spent: _Spent) -> None:
@@ -648,6 +666,7 @@ def _finalise(
         not_measured=tuple(rec.skipped),
         fanin=spent.fanin,
         fleet=fleet_found,
+        hosts=tuple(spent.hosts[n.name] for n in cfg.nodes if n.name in spent.hosts),
     )
     write_json(out_dir / "results.json", results)
     return results

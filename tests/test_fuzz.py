@@ -152,6 +152,8 @@ def _answer(ch: Channel) -> dict[str, Any] | None:
     ch.set_timeout(15)
     try:
         msg = ch.recv()
+        if msg.kind == "rdma.accepted":  # checked; what follows is the device's answer
+            msg = ch.recv()
     except (NetqualError, OSError):
         return None
     return msg.body if msg.kind == "error" else None

@@ -12,12 +12,37 @@ from __future__ import annotations
 import abc
 import contextlib
 import threading
+import time
 from collections.abc import Iterator, Mapping
 from typing import Any, ClassVar
 
 from netqual.agent.wire.protocol import Channel
-from netqual.errors import BusyError
+from netqual.errors import BusyError, PeerSilentError
 from netqual.models import AgentLimits, ProbePlan, RawBulk, RawProbe
+
+# A real agent accepts (or refuses) a measurement request as soon as it has checked it,
+# before any buffer or device is set up: waiting longer for the answer only waits for a
+# node that passed the pre-flight check yet sits on its requests (``PeerSilentError``).
+ACCEPT_TIMEOUT_S = 10.0
+
+
+def accepted(
+    ch: Channel, kind: str, body: Mapping[str, Any], deadline: float, reply: str = "ok"
+) -> dict[str, Any]:
+    """Send a measurement request and wait at most ACCEPT_TIMEOUT_S (and never past the
+    probe's ``deadline``) for the responder's acceptance ``reply``; its refusal is the
+    usual PeerError. Afterwards the channel runs to ``deadline`` again."""
+    waited_s = min(ACCEPT_TIMEOUT_S, max(0.0, deadline - time.monotonic()))
+    ch.set_deadline(time.monotonic() + waited_s)
+    try:
+        answer = ch.request(kind, body, reply=reply)
+    except TimeoutError as err:
+        raise PeerSilentError(
+            f"{ch.peer} never answered the {kind} request (waited {waited_s:.1f} s; its agent "
+            "passed the pre-flight check, so it is up but not serving measurements)"
+        ) from err
+    ch.set_deadline(deadline)
+    return answer
 
 
 class BufferBudget:

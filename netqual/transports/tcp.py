@@ -27,14 +27,20 @@ from netqual.agent.wire.protocol import Channel
 from netqual.errors import (
     BadRequestError,
     LimitError,
-    PeerSilentError,
     PeerUnreachableError,
     ProbeError,
 )
 from netqual.models import ProbePlan
 from netqual.transports import integrity
 from netqual.transports.integrity import Rounds
-from netqual.transports.interface import AgentLimits, BufferBudget, RawBulk, RawProbe, Transport
+from netqual.transports.interface import (
+    AgentLimits,
+    BufferBudget,
+    RawBulk,
+    RawProbe,
+    Transport,
+    accepted,
+)
 
 _REQ_BYTES = 8  # one bulk read request: a random challenge (docs/security.md)
 _TIMEVAL = struct.Struct("@ll")
@@ -97,10 +103,11 @@ class TcpTransport(Transport):
         nonce = integrity.new_nonce()
         challenges = secrets.token_bytes(count * integrity.tag_width(size))
         out, into = Rounds(count, size, challenges), Rounds(count, size)
-        _accepted(
+        accepted(
             ch,
             "tcp.pingpong",
             {"size_bytes": size, "count": count, "timeout_s": timeout, "nonce": nonce.hex()},
+            deadline,
         )
         sock = ch.sock
         _kernel_timeouts(sock, timeout)
@@ -149,7 +156,7 @@ class TcpTransport(Transport):
         timeout = _remaining(deadline, f"bulk {chunk}x{depth}")
         ch.set_deadline(deadline)
         nonce = integrity.new_nonce()
-        _accepted(
+        accepted(
             ch,
             "tcp.bulk",
             {
@@ -159,6 +166,7 @@ class TcpTransport(Transport):
                 "timeout_s": timeout,
                 "nonce": nonce.hex(),
             },
+            deadline,
         )
         sock = ch.sock
         _kernel_timeouts(sock, timeout)
@@ -298,15 +306,6 @@ class TcpTransport(Transport):
         finally:
             ch.set_timeout(limits.idle_timeout_s)
         integrity.answer_end(ch, "tcp.bulk.end", bytes(requests), "bulk read")
-
-
-def _accepted(ch: Channel, kind: str, body: dict[str, Any]) -> None:
-    """Send a measurement request; the responder's ``ok`` must come before the deadline
-    (a real agent answers at once, or refuses: silence means it will stay silent)."""
-    try:
-        ch.request(kind, body)
-    except TimeoutError as err:
-        raise PeerSilentError(f"{ch.peer} never answered the {kind} request") from err
 
 
 def _key(ch: Channel, *, responder: bool) -> bytes:

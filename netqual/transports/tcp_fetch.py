@@ -25,9 +25,9 @@ from netqual.errors import PeerUnreachableError, ProbeError
 from netqual.fetchprofile import FetchProfile, profile
 from netqual.models import ProbePlan, RawBulk, RawProbe
 from netqual.transports import integrity
+from netqual.transports.interface import accepted
 from netqual.transports.tcp import (
     _REQ_BYTES,
-    _accepted,
     _bulk_tag_width,
     _kernel_timeouts,
     _key,
@@ -65,7 +65,7 @@ def fetch(ch: Channel, prof: FetchProfile, chunk: int, chunks: int, deadline: fl
     timeout = _remaining(deadline, f"fetch {chunk} bytes ({prof.name})")
     ch.set_deadline(deadline)
     nonce = integrity.new_nonce()
-    _accepted(
+    accepted(
         ch,
         "tcp.bulk",
         {
@@ -75,6 +75,7 @@ def fetch(ch: Channel, prof: FetchProfile, chunk: int, chunks: int, deadline: fl
             "timeout_s": timeout,
             "nonce": nonce.hex(),
         },
+        deadline,
     )
     sock = ch.sock
     _kernel_timeouts(sock, timeout)

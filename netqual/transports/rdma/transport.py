@@ -2,9 +2,11 @@
 
 Conversation (initiator -> responder, on the agents' authenticated channel):
 
-1. ``rdma.connect`` {conninfo, plan, deadline_s, options?} -> responder opens its device,
-   connects its QP (RTS) and answers ``rdma.connected`` {conninfo, details}, then spins on
-   its side of the ping-pong.
+1. ``rdma.connect`` {conninfo, plan, deadline_s, options?} -> responder checks it and
+   answers ``rdma.accepted`` at once (a responder that does not is silent: the initiator
+   gives up after ``ACCEPT_TIMEOUT_S``, ``PeerSilentError``, and the run drops that node),
+   then opens its device, connects its QP (RTS) and answers ``rdma.connected`` {conninfo,
+   details}, then spins on its side of the ping-pong.
 2. The initiator connects its QP, runs ping-pong, then the bulk reads (the responder's CPU
    is idle: RDMA READ needs none).
 3. ``rdma.close`` -> ``rdma.closed`` {rounds}; the responder tears everything down. If the
@@ -32,11 +34,19 @@ from netqual.errors import (
     LimitError,
     NetqualError,
     PeerError,
+    PeerSilentError,
     ProbeError,
     TransportUnavailableError,
 )
 from netqual.models import ProbePlan
-from netqual.transports.interface import AgentLimits, BufferBudget, RawBulk, RawProbe, Transport
+from netqual.transports.interface import (
+    AgentLimits,
+    BufferBudget,
+    RawBulk,
+    RawProbe,
+    Transport,
+    accepted,
+)
 from netqual.transports.rdma import bulk, devices, pingpong, verbs
 from netqual.transports.rdma.conninfo import ConnInfo
 from netqual.transports.rdma.endpoint import Endpoint
@@ -126,11 +136,13 @@ class RdmaTransport(Transport):
             }
             if self.peer_options is not None and not self.peer_options.empty:
                 body["options"] = self.peer_options.to_json()
-            channel.set_deadline(deadline)
             try:
-                reply = channel.request("rdma.connect", body, reply="rdma.connected")
-            except PeerError:
-                closed = True  # the responder gave up before holding anything: pass it on
+                # Accepted at once by a real agent (before it opens its device): a silent
+                # one costs ACCEPT_TIMEOUT_S, not the probe's whole deadline.
+                accepted(channel, "rdma.connect", body, deadline, reply="rdma.accepted")
+                reply = channel.expect("rdma.connected")
+            except (PeerError, PeerSilentError):
+                closed = True  # the responder holds nothing (or never listened): pass it on
                 raise
             peer = ConnInfo.from_json(reply.get("conninfo", {}), channel.peer)
             ep.connect(peer)
@@ -269,6 +281,7 @@ class RdmaTransport(Transport):
         deadline = time.monotonic() + min(duration_s, limits.max_duration_s)
         budget = buffers or BufferBudget(limits.max_buffer_bytes)
         with budget.hold(cells.max_chunk_bytes + 2 * cells.size_bytes):
+            channel.send("rdma.accepted")  # checked; the device set-up may take a while
             self._respond_on_device(channel, options, peer, cells, deadline)
 
     def _respond_on_device(

@@ -11,10 +11,10 @@ APT_PACKAGES=(
   chromium        # headless browser: the HTML report screenshot test
   python3-pyverbs rdma-core ibverbs-providers ibverbs-utils perftest  # RDMA transport, doctor, bench/rdma_vs_perftest
   gcc libibverbs-dev  # compiles the RDMA ping-pong loop (netqual/transports/rdma/hotloop.c) at pip install
-  qemu-system-x86 busybox-static cpio kmod  # the Soft-RoCE guest (tests/test_rxe_guest.py, netqual lab rdma-shell)
-  slurmd slurmctld slurm-client munge  # tests/test_slurm_job.py: a single-host Slurm cluster
-  prometheus      # tests/test_campaign_prometheus.py: a real server scrapes `campaign serve`
-  strace          # tests/test_campaign_walkthrough.py: slows one agent for week 2 (syscall delay injection)
+  qemu-system-x86 busybox-static cpio kmod  # the Soft-RoCE guest (tests/env/test_rxe_guest.py, netqual lab rdma-shell)
+  slurmd slurmctld slurm-client munge  # tests/env/test_slurm_job.py: a single-host Slurm cluster
+  prometheus      # tests/env/test_campaign_prometheus.py: a real server scrapes `campaign serve`
+  strace          # tests/e2e/test_campaign_walkthrough.py: slows one agent for week 2 (syscall delay injection)
 )
 
 if [[ "${NETQUAL_SKIP_APT:-0}" != 1 && $(id -u) == 0 ]] && command -v apt-get >/dev/null; then
@@ -41,6 +41,6 @@ fi
 # same minor version (3.11 on Debian 12).
 if [[ "${NETQUAL_SKIP_APT:-0}" != 1 ]] && command -v apt-get >/dev/null; then
   .venv/bin/netqual lab rdma-shell --prepare \
-    || echo "setup: guest kernel not prepared; tests/test_rxe_guest.py will try again"
+    || echo "setup: guest kernel not prepared; tests/env/test_rxe_guest.py will try again"
 fi
 echo "setup: ready (.venv/bin/netqual)"

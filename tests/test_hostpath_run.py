@@ -11,9 +11,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import AgentPool, cli_env
+from agentpool import AgentPool, cli_env
+from e2e_cli import netqual_cli, write_inventory
 from sysfs_trees import far_nic, hgx8
-from test_agent_e2e import netqual_cli, write_inventory
 
 from netqual import hostpath, schema
 from netqual.agent import pcisysfs

@@ -1,7 +1,7 @@
 """A silent RDMA responder (a real process that passes the handshake and ``info``, then
 never answers ``rdma.connect``) costs ACCEPT_TIMEOUT_S, not the probe's deadline, and is a
 ``peer-silent`` failure naming it, which a run turns into "drop the node after its first
-timeout" (tests/test_agent_lifetime.py shows the run side). The initiating agent runs on
+timeout" (tests/e2e/test_agent_lifetime.py shows the run side). The initiating agent runs on
 the fake verbs (no RDMA device here); the silent responder is the process."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import cli_env
+from agentpool import cli_env
 
 from netqual.agent.probe_request import request_probe
 from netqual.agent.wire.protocol import connect

@@ -3,7 +3,7 @@
     python3 examples/slurm/single_host_cluster.py up DIR    # prints: export SLURM_CONF=...
     python3 examples/slurm/single_host_cluster.py down DIR
 
-tests/test_slurm_job.py starts one per test session.
+tests/env/test_slurm_job.py starts one per test session.
 
 Everything lives in one directory: a fresh munge key and socket (the machine's munged, if
 any, is left alone), a generated slurm.conf with one node of 8 CPUs (config_overrides lets

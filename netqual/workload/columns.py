@@ -4,7 +4,7 @@ A run judges each pair as it finishes (``judge.judged``: a one-row table), and
 ``report --workload`` and ``gate --workload`` re-judge a whole run: a 1,024-node full mesh
 is half a million paths, so here the cells, fetch times, speedups, verdicts and break-even
 RTTs are numpy over the bulk CSR columns, and only the reasons (per-path text by contract)
-are built per path, by ``Wording``. tests/workload_oracle.py keeps the per-path version
+are built per path, by ``Wording``. tests/support/workload_oracle.py keeps the per-path version
 the columns must agree with.
 """
 

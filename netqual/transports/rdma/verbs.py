@@ -64,7 +64,8 @@ MTU_BYTES = {1: 256, 2: 512, 3: 1024, 4: 2048, 5: 4096}
 PORT_STATES = {0: "NOP", 1: "DOWN", 2: "INIT", 3: "ARMED", 4: "ACTIVE", 5: "ACTIVE_DEFER"}
 
 # Everything the transport and doctor touch on pyverbs objects. ``load`` refuses a pyverbs
-# that lacks any of it, and tests/test_rdma_api.py checks it against the installed module.
+# that lacks any of it, and tests/unit/transports/test_rdma_api.py checks it against the
+# installed module.
 REQUIRED_API: dict[str, tuple[str, ...]] = {
     "device.get_device_list": (),
     "device.Device": ("name",),

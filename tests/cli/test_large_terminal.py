@@ -1,0 +1,42 @@
+"""A large run's terminal report stays readable: the worst rack pairs and the first
+suspects by default, every one with --all; counts grouped (15,563)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+from cli_helpers import run_in_process
+from paths import REPO
+
+sys.path.insert(0, str(REPO / "bench"))
+from scale import synthetic_results  # bench/scale.py: the 1,024-node file maker
+
+
+@pytest.fixture(scope="module")
+def big(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """288 nodes in 9 racks: 45 rack pairs, 41,328 paths, a slow node, a slow rack pair."""
+    path = tmp_path_factory.mktemp("big") / "results.json"
+    synthetic_results(path, 288)
+    return path
+
+
+def test_default_report_fits_60_lines_and_names_the_worst(
+    big: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("NETQUAL_WIDTH", "100")
+    r = run_in_process(["report", str(big)], tmp_path, monkeypatch, capsys)
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert len(lines) <= 60, r.stdout
+    assert lines[0].startswith("39,921 of 41,328 paths offload-safe; 289 unsafe")
+    assert "1,118 marginal" in lines[0]
+    assert "by rack pair (us): the 8 worst of 45" in r.stdout
+    assert "r001 <-> r002" in r.stdout  # the all-marginal rack pair is among the shown
+    assert "... 37 more rack pairs" in r.stdout and "--all shows every one" in r.stdout
+    assert "more in results.json (--all shows them)" in r.stdout
+    everything = run_in_process(["report", str(big), "--all"], tmp_path, monkeypatch, capsys)
+    assert everything.returncode == 0, everything.stderr
+    assert everything.stdout.count(" <-> r0") >= 45 and "more rack pairs" not in everything.stdout
+    assert "more in results.json" not in everything.stdout

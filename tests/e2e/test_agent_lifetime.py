@@ -1,0 +1,169 @@
+"""Agent lifetime: a probe ends with its coordinator, a silent node costs one timeout, and a
+probe's size is capped. Real agent processes on 127.0.0.1 (a fake agent only for the
+silent node, which no real agent can be made to be)."""
+
+from __future__ import annotations
+
+import json
+import socket
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from agentpool import AgentPool, cli_env
+from peers import node, serving, write_inventory
+
+from netqual.agent.probe_request import PeerRef, ProbeRequest
+from netqual.agent.wire.protocol import Channel, connect, server_handshake
+from netqual.models import AgentLimits, Node, ProbePlan
+from netqual.run.coordinator import RESUME_IDLE_WAIT_S, RunConfig, check_agents, run
+
+LONG = ProbePlan(iterations=1_000_000, warmup=0, bulk=False, timeout_s=120)
+
+
+def measuring(agent: Node, token: bytes) -> int:
+    ch, _ = connect(agent.address, agent.port, token, agent.name, 5, expect_name=agent.name)
+    with ch:
+        return int(ch.request("info", reply="info")["measuring"])
+
+
+def wait_until(check: object, within_s: float) -> float:
+    """Seconds until ``check()`` held (polled every 20 ms); fails after ``within_s``."""
+    start = time.monotonic()
+    while time.monotonic() - start < within_s:
+        if check():  # type: ignore[operator]
+            return time.monotonic() - start
+        time.sleep(0.02)
+    raise AssertionError(f"not within {within_s} s")
+
+
+def test_a_probe_stops_within_a_second_when_its_coordinator_leaves(
+    agents: AgentPool, token: bytes
+) -> None:
+    a, b = (node(x) for x in agents.start_many([("gpu01", "-v"), ("gpu02", "-v")]))
+    ch, _ = connect(a.address, a.port, token, a.name, 5, expect_name=a.name)
+    request = ProbeRequest(PeerRef(b.name, b.address, b.port), "tcp", LONG, hops=False)
+    ch.send("probe", request.to_body())
+    # Both ends are in the timed loop (a million round trips: far longer than this test).
+    wait_until(lambda: measuring(a, token) and measuring(b, token), 20)
+    ch.close()  # what the kernel does for a coordinator killed with -9
+    took = wait_until(lambda: measuring(a, token) == 0 and measuring(b, token) == 0, 10)
+    assert took < 1.0, f"the probe outlived its coordinator by {took:.2f} s"
+    log = agents.agents[0].stderr()
+    assert "stopped: the coordinator" in log and "left" in log, log
+
+
+def test_kill_9_of_a_running_netqual_run_stops_its_probe_within_a_second(
+    agents: AgentPool, token: bytes, tmp_path: Path
+) -> None:
+    """The review's case: the coordinator process is killed mid-probe; the agents stopped
+    measuring only at the probe's own deadline (and distorted a resumed run's pairs)."""
+    a, b = (node(x) for x in agents.start_many([("gpu01",), ("gpu02",)]))
+    inventory = tmp_path / "inventory.toml"
+    write_inventory(inventory, [("gpu01", a.port), ("gpu02", b.port)], agents.token_file)
+    cmd = [sys.executable, "-m", "netqual", "run", str(inventory), "--out", str(tmp_path / "o")]
+    cmd += ["--iterations", "1000000", "--warmup", "0", "--no-bulk", "--allow-short-plan"]
+    proc = subprocess.Popen(cmd, env=cli_env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        wait_until(lambda: measuring(a, token) and measuring(b, token), 60)
+    finally:
+        proc.kill()  # SIGKILL: no clean-up of any kind
+        _, err = proc.communicate(timeout=10)
+    took = wait_until(lambda: measuring(a, token) == 0 and measuring(b, token) == 0, 10)
+    assert took < 1.0, f"the probe outlived its killed coordinator by {took:.2f} s"
+    assert b"Traceback" not in err
+
+
+def test_resume_waits_for_probes_still_running_on_the_agents(
+    agents: AgentPool, token: bytes
+) -> None:
+    """``run --resume`` asks the agents (``check_agents`` with an idle wait) until no probe
+    runs there: a dead run's probe is waited for, one that goes on is detected."""
+    a, b = (node(x) for x in agents.start_many([("gpu01",), ("gpu02",)]))
+    ch, _ = connect(a.address, a.port, token, a.name, 5, expect_name=a.name)
+    request = ProbeRequest(PeerRef(b.name, b.address, b.port), "tcp", LONG, hops=False)
+    ch.send("probe", request.to_body())
+    wait_until(lambda: measuring(a, token) and measuring(b, token), 20)
+    busy: dict[str, int] = {}
+    assert check_agents((a, b), token, idle_wait_s=0.3, busy=busy) == {}
+    assert busy == {"gpu01": 1, "gpu02": 1}  # detected: still measuring after the wait
+    threading.Timer(0.5, ch.close).start()  # the old run's coordinator goes away
+    busy.clear()
+    start = time.monotonic()
+    assert check_agents((a, b), token, idle_wait_s=RESUME_IDLE_WAIT_S, busy=busy) == {}
+    assert busy == {}  # waited for: both ended while asked
+    assert 0.4 < time.monotonic() - start < 3.0
+
+
+class SilentAgent:
+    """Answers the handshake and ``info`` like an agent, then sits on every request it
+    should measure for: a probe (as the source) or a tcp.* request (as the responder)."""
+
+    def __init__(self, name: str, token: bytes) -> None:
+        self.name, self.token = name, token
+        self.requests: list[str] = []
+
+    def handle(self, conn: socket.socket) -> None:
+        conn.settimeout(60)
+        ch = Channel(conn, "peer")
+        server_handshake(ch, self.token, self.name, "0")
+        while (msg := ch.recv()).kind != "bye":
+            if msg.kind == "info":
+                ch.send("info", {"name": self.name, "measuring": 0})
+            else:
+                self.requests.append(msg.kind)
+                conn.recv(1)  # until the other side gives up and closes
+                return
+
+
+@pytest.mark.parametrize("position", ["source", "responder"])
+def test_a_silent_node_costs_one_timeout_then_its_pairs_are_marked(
+    agents: AgentPool, token: bytes, tmp_path: Path, position: str
+) -> None:
+    real = [node(x) for x in agents.start_many([("gpu01",), ("gpu02",)])]
+    silent = SilentAgent("gpu03", token)
+    plan = ProbePlan(iterations=200, warmup=10, bulk=False, timeout_s=1.0)
+    with serving(silent.handle) as server:
+        mute = Node(name="gpu03", address="127.0.0.1", port=server.port)
+        # The mesh measures each pair one way, from the node listed first.
+        nodes = (mute, *real) if position == "source" else (*real, mute)
+        start = time.monotonic()
+        results = run(RunConfig(nodes=nodes, plan=plan, token=token), tmp_path / "out")
+        took = time.monotonic() - start
+    assert results.run.complete
+    paths = json.loads((tmp_path / "out/results.json").read_text())["paths"]
+    assert len(paths) == 3
+    errors = {(p["src"], p["dst"]): p["error"] or "" for p in paths}
+    with_silent = [e for (src, dst), e in errors.items() if "gpu03" in (src, dst)]
+    assert len(with_silent) == 2 and len(silent.requests) == 1, (errors, silent.requests)
+    tried = "no result from gpu03" if position == "source" else "gpu03 never answered the tcp"
+    assert sum(tried in e and "not measured" not in e for e in with_silent) == 1, errors
+    marked = [e for e in with_silent if "not measured: agent on gpu03 never answered an" in e]
+    assert len(marked) == 1, errors
+    assert next(p for p in paths if p["error"] == marked[0])["verdict"] == "unsafe"
+    # one timeout (coordinator: plan 1 s + 15 s; responder: the plan's 1 s), not one per round
+    assert took < 2 * (plan.timeout_s + 15.0), took
+    assert all(not e for (src, dst), e in errors.items() if "gpu03" not in (src, dst)), errors
+
+
+@pytest.mark.parametrize(
+    ("plan", "problem"),
+    [
+        (
+            ProbePlan(
+                chunks_bytes=tuple(range(4096, 4096 + 64)), depths=(1, 2), bulk_bytes=1 << 20
+            ),
+            "128 bulk cells (chunks x depths) exceed max_cells=64",
+        ),
+        (
+            ProbePlan(chunks_bytes=(1, 2), depths=(1, 2, 3), bulk_bytes=1 << 20, min_reads=1),
+            "4718592 bulk reads over all cells exceed max_probe_reads=4194304",
+        ),
+    ],
+)
+def test_a_probe_is_capped_in_cells_and_reads_over_all_cells(plan: ProbePlan, problem: str) -> None:
+    assert AgentLimits().check(plan) == problem
+    assert AgentLimits().check(ProbePlan()) is None

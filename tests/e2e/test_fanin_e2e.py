@@ -1,0 +1,149 @@
+"""``run --fanin`` with real agents on loopback: every level written, chunk completion per
+level, a verdict per storage node, fetch profiles over real TCP sockets.
+
+Three compute agents (two racks) and one storage agent, each on its own 127.0.0.x, shared
+by the module's runs. Loopback has no storage link to saturate, so these tests check what
+is written and that the numbers are what was measured (sample counts, bytes); the knee
+against a shaped link is tests/env/test_lab_fanin.py's.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from agentpool import AgentPool, new_token_file
+from e2e_cli import netqual_cli
+
+SMALL = ["--iterations", "200", "--warmup", "20", "--no-bulk", "--allow-short-plan"]
+SWEEP = ["--mode", "bipartite", "--interference-sample", "0", "--fanin-chunks", "25"]
+
+
+@pytest.fixture(scope="module")
+def inventory(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    tmp = tmp_path_factory.mktemp("fanin")
+    agents = AgentPool(tmp, new_token_file(tmp))
+    specs: list[tuple[str, ...]] = [(f"c{i}", "--listen", f"127.0.0.{30 + i}:0") for i in range(3)]
+    specs.append(("st", "--listen", "127.0.0.40:0"))
+    try:
+        started = agents.start_many(specs, timeout_s=90)
+        lines = [f'[defaults]\ntoken_file = "{agents.token_file}"\n']
+        for i, (a, spec) in enumerate(zip(started, specs, strict=True)):
+            role, rack = ("storage", "r9") if a.name == "st" else ("compute", f"r{1 + i % 2}")
+            host = spec[2].rsplit(":", 1)[0]
+            lines.append(
+                f'[[node]]\nname = "{a.name}"\naddress = "{host}"\nport = {a.port}\n'
+                f'role = "{role}"\nrack = "{rack}"\n'
+            )
+        inv = tmp / "inventory.toml"
+        inv.write_text("\n".join(lines))
+        yield inv
+    finally:
+        agents.close()
+
+
+def sweep(inventory: Path, out: Path, *extra: str, plan: list[str] = SMALL) -> dict[str, Any]:
+    r = netqual_cli("run", str(inventory), "--out", str(out), *plan, *SWEEP, *extra)
+    assert r.returncode == 0, r.stdout + r.stderr
+    doc: dict[str, Any] = json.loads((out / "results.json").read_text())
+    doc["_stdout"] = r.stdout
+    return doc
+
+
+def test_plain_sweep_writes_every_level_with_its_samples_and_a_verdict(
+    inventory: Path, tmp_path: Path
+) -> None:
+    doc = sweep(inventory, tmp_path / "run", "--fanin", "1,2,3,8", "--fanin-chunk", "128KiB")
+    (st,) = doc["fanin"]
+    assert st["storage"] == "st" and st["profile"] == "plain" and st["chunk_bytes"] == 128 << 10
+    levels = {lv["readers"]: lv for lv in st["levels"]}
+    assert sorted(levels) == [1, 2, 3, 8]
+    for k in (1, 2, 3):
+        lv = levels[k]
+        assert lv["chunk_us"]["samples"] == 25 * k  # one sample per chunk of every reader
+        assert lv["chunk_us"]["p50"] <= lv["chunk_us"]["p99"] <= lv["chunk_us"]["p999"]
+        assert lv["chunk_us"]["untrusted"] == ["p99", "p999"]  # 25-75 chunks only
+        assert len(lv["nodes"]) == k and not lv["errors"]
+        # all bytes over the longest reader's time: at most k readers' mean goodput
+        assert 0 < lv["aggregate_gbps"] <= k * lv["goodput_gbps_per_reader"] * 1.000001
+    # readers alternate racks: the third reader is the first to share a rack uplink
+    assert levels[2]["shared_uplinks"] == [] and levels[3]["shared_uplinks"] == ["r1 (2 readers)"]
+    assert levels[1]["aggregate_gbps"] == pytest.approx(levels[1]["goodput_gbps_per_reader"])
+    assert levels[8]["chunk_us"] is None and levels[8]["skipped"] == "only 3 compute nodes"
+    assert st["verdict"].startswith("safe up to ") and "preliminary" in st["verdict"]
+    out = doc["_stdout"]
+    assert "fan-in st (plain, 128KiB chunks): safe up to" in out
+    assert "only 3 compute nodes" in out
+
+
+def test_mooncake_profile_fetches_in_slices_over_tcp(inventory: Path, tmp_path: Path) -> None:
+    """8 ranks per node, 64 KiB slices: a 1 MiB chunk is 16 slice reads, all verified."""
+    doc = sweep(
+        inventory, tmp_path / "run", "--fanin", "1", "--fetch-profile", "mooncake",
+        "--fanin-chunk", "1MiB",
+    )  # fmt: skip
+    (st,) = doc["fanin"]
+    (lv,) = st["levels"]
+    assert st["profile"] == "mooncake"
+    assert lv["chunk_us"]["samples"] == 8 * 25  # 8 ranks of one node, 25 chunks each
+    assert st["knee"] is None and st["verdict"].startswith("not judged")
+
+
+def test_fanin_needs_bipartite_and_a_known_profile(inventory: Path, tmp_path: Path) -> None:
+    r = netqual_cli("run", str(inventory), "--out", str(tmp_path / "a"), "--fanin", "1,2")
+    assert r.returncode == 2 and "--fanin: needs --mode bipartite" in r.stderr
+    r = netqual_cli(
+        "run", str(inventory), "--out", str(tmp_path / "b"), "--mode", "bipartite",
+        "--fanin", "1,2", "--fetch-profile", "nope",
+    )  # fmt: skip
+    assert r.returncode == 2 and "unknown 'nope'" in r.stderr
+    assert not (tmp_path / "a").exists() and not (tmp_path / "b").exists()
+
+
+WORKLOAD = """[workload]
+layers = 2
+kv_heads = 1
+head_dim = 128
+dtype = "bf16"
+tp = 1
+chunk_tokens = 256
+local_read_gbps = 2.0
+prompt_tokens = 2560
+hit_ratio = 1.0
+"""
+
+
+def test_workload_projects_kv_fetch_per_level_and_says_where_offload_pays(
+    inventory: Path, tmp_path: Path
+) -> None:
+    """A 256 KiB-chunk workload (2 layers x 1 KV head x 128 x bf16 x K,V x 256 tokens):
+    the sweep fetches its chunk, and terminal and report say up to which level the
+    projected fetch (every chunk at p99) beats reading the chunks locally at 2 Gbit/s."""
+    wl = tmp_path / "wl.toml"
+    wl.write_text(WORKLOAD)
+    plan = [*SMALL[:4], "--allow-short-plan", "--chunk", "256KiB", "--depth", "1"]
+    doc = sweep(inventory, tmp_path / "run", "--fanin", "1,2,3", "--workload", str(wl), plan=plan)
+    (st,) = doc["fanin"]
+    assert st["chunk_bytes"] == 256 << 10  # the workload's chunk per rank
+    baseline_us = 10 * (256 << 10) * 8 / 2e9 * 1e6  # 10 chunks read locally at 2 Gbit/s
+    pays = [lv["readers"] for lv in st["levels"] if 10 * lv["chunk_us"]["p99"] < baseline_us]
+    expected = 0
+    for k in (1, 2, 3):  # pays up to the last level before the first that does not
+        if k not in pays:
+            break
+        expected = k
+    out = doc["_stdout"]
+    if expected:
+        assert f"st: offload pays up to {expected} concurrent reader" in out
+    else:
+        assert "st: offload does not pay even at 1 reader" in out
+    assert "KV fetch" in out and "TTFT (p99)" in out
+    html = (tmp_path / "run" / "report.html").read_text()
+    first = html.index('id="fanin"')
+    assert first < html.index('id="heatmap"')  # on the first screen, above the matrix
+    assert html.count('class="fanin-chart"') == 2  # chunk p99 and projected fetch curves
+    assert "projected KV fetch per request (10 chunks) vs readers" in html
+    assert "<script src" not in html and "http" not in html.split("<body")[1][:200000]

@@ -1,0 +1,84 @@
+"""`netqual retest`: the chosen paths re-measured with a larger plan into a new run that
+names the run it re-tests; report and diff show before and after."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+from agentpool import AgentPool
+from e2e_cli import netqual_cli, write_inventory
+
+SMALL = ["--iterations", "400", "--warmup", "20", "--no-bulk", "--allow-short-plan"]
+
+
+def test_retest_of_marginal_paths_and_of_one_path_both_ways(
+    agents: AgentPool, tmp_path: Path
+) -> None:
+    procs = agents.start_many([(f"n{i}",) for i in range(3)], timeout_s=90)
+    inv = tmp_path / "inv.toml"
+    write_inventory(inv, procs, agents.token_file)
+    run1 = tmp_path / "run1"
+    # A short plan on purpose: run refuses it without --allow-short-plan.
+    r = netqual_cli(
+        "run", str(inv), "--out", str(run1), *SMALL, "--allow-short-plan", timeout_s=120
+    )
+    assert r.returncode == 0, r.stderr
+    first = json.loads((run1 / "results.json").read_text())
+    # 400 samples < the policy's 10,000: no path can be offload-safe, so all three are
+    # re-tested (marginal, or unsafe when this loaded machine pushes p99 past 500 us).
+    assert "offload-safe" not in {p["verdict"] for p in first["paths"]}
+
+    # Someone planted the old default name (<run>-retest) as a symlink to a directory of the
+    # user's: the default out is a new, unguessable directory instead, the plant untouched.
+    victim = tmp_path / "victim"
+    victim.mkdir()
+    (tmp_path / "run1-retest").symlink_to(victim, target_is_directory=True)
+    r = netqual_cli("retest", str(run1), "--token-file", str(agents.token_file), timeout_s=120)
+    assert r.returncode == 0, r.stderr
+    [new] = tmp_path.glob("run1-retest-*")
+    assert re.fullmatch(r"run1-retest-\d{8}-\d{6}-[0-9a-f]{6}", new.name)
+    assert f"into {new}" in " ".join(r.stdout.split())
+    assert list(victim.iterdir()) == [] and (tmp_path / "run1-retest").is_symlink()
+    again = json.loads((new / "results.json").read_text())
+    assert again["retest_of"] == str(run1.resolve())
+    # Twice the run's would still be preliminary: the default reaches min_samples.
+    assert again["run"]["plan"]["iterations"] == 10_000
+    assert again["run"]["preliminary"] is False
+    assert sorted((p["src"], p["dst"]) for p in again["paths"]) == sorted(
+        (p["src"], p["dst"]) for p in first["paths"]
+    )
+    assert all(p["rtt_us"]["samples"] == 10_000 for p in again["paths"])
+
+    out2 = tmp_path / "one"
+    args = ["retest", str(run1), "--path", "n0:n2", "--both-directions", "--iterations", "600"]
+    r = netqual_cli(*args, "--out", str(out2), timeout_s=120)
+    assert r.returncode == 0, r.stderr
+    both = json.loads((out2 / "results.json").read_text())
+    assert [(p["src"], p["dst"]) for p in both["paths"]] in (
+        [("n0", "n2"), ("n2", "n0")],
+        [("n2", "n0"), ("n0", "n2")],
+    )
+
+    r = netqual_cli("report", str(out2 / "results.json"))
+    assert r.returncode == 0, r.stderr
+    assert f"re-test of {run1.resolve()}: before and after" in r.stdout
+    r = netqual_cli("diff", str(run1 / "results.json"), str(out2 / "results.json"), "--json")
+    assert r.returncode == 0, r.stderr
+    d = json.loads(r.stdout)
+    assert d["missing_paths"] == []  # paths not re-tested are not "missing"
+    assert {(c["src"], c["dst"]) for c in d["deltas"]} == {("n0", "n2"), ("n2", "n0")}
+
+
+def test_bad_path_and_verdict_are_usage_errors(agents: AgentPool, tmp_path: Path) -> None:
+    from factories import make_results, write_results
+
+    f = write_results(tmp_path / "results.json", make_results(4))
+    r = netqual_cli("retest", str(f), "--path", "gpu01:nosuch", timeout_s=240)
+    assert r.returncode == 2 and "--path" in r.stderr and "gpu01:nosuch" in r.stderr
+    r = netqual_cli("retest", str(f), "--verdict", "bad", timeout_s=240)
+    assert r.returncode == 2 and "--verdict" in r.stderr
+    safe = write_results(tmp_path / "safe.json", make_results(4, all_safe=True))
+    r = netqual_cli("retest", str(safe), timeout_s=240)
+    assert r.returncode == 0 and "nothing to re-test" in r.stdout

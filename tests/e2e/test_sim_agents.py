@@ -1,0 +1,35 @@
+"""The real coordinator (``netqual run``, a child process) against 64 simulated agents
+(bench/simagents.py: asyncio servers speaking the real protocol and token handshake,
+synthetic samples): full mesh with bulk, SIGKILL mid-run, --resume, every pair exactly
+once; the coordinator's threads and file descriptors stay bounded by a round's pairs."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+from paths import REPO
+
+sys.path.insert(0, str(REPO / "bench"))
+from simagents import check_once, coordinator, simulated  # bench/simagents.py
+
+
+@pytest.mark.slow  # 47-88 s on the shared 2-core host at load average 18
+def test_64_simulated_agents_full_mesh_survives_kill_9_and_resumes(tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    with simulated(64, tmp_path, delay_s=0.001) as (agents, inventory):
+        first = coordinator(inventory, out, False, None, limit_s=240, kill_at_lines=300)
+        assert first["killed"], first["stderr"]
+        kept = (out / "results.jsonl").read_bytes().count(b"\n")
+        assert 300 <= kept < 2016
+        second = coordinator(inventory, out, True, None, limit_s=240)
+        assert second["rc"] == 0 and not second["killed"], second["stderr"]
+        probes = agents.probes
+    once, paths, lines = check_once(out, 64 * 63 // 2)
+    assert once, (paths, lines)
+    # the resumed run measured only what was missing (ping-pong + bulk each) + a sample
+    assert probes < 2 * (2 * 2016) + 16
+    # one thread and one connection per pair of a round (32), plus a few of its own
+    for run in (first, second):
+        assert run["threads"] <= 32 + 40 and run["fds"] <= 32 + 40, run

@@ -1,0 +1,106 @@
+"""`netqual demo` as a user runs it: loopback agents, and (as root) the emulated fabric."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from agentpool import cli_env
+
+SMALL = ["--iterations", "1000", "--warmup", "100"]
+
+
+def demo(tmp_path: Path, *args: str, timeout_s: float = 180) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "netqual", "demo", "--out", str(tmp_path / "out"), *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout_s,
+        env=cli_env(),
+        check=False,
+    )
+
+
+def test_loopback_demo_prints_verdicts_and_writes_every_file(tmp_path: Path) -> None:
+    r = demo(tmp_path, "--loopback", "--agents", "3", *SMALL, "--chunk", "64KiB", "--depth", "1")
+    assert r.returncode == 0, r.stderr
+    assert "demo: loopback agents (--loopback given)" in r.stdout
+    assert "min_samples lowered to 1000" in r.stdout
+    assert " of 3 paths offload-safe" in r.stdout
+    assert "p99 RTT (us): row = source, column = destination" in r.stdout
+    out = tmp_path / "out"
+    assert {p.name for p in out.iterdir()} == {
+        "run.json",  # what the run measures, for --resume
+        "results.jsonl",
+        "results.json",
+        "report.html",
+    }
+    doc = json.loads((out / "results.json").read_text())
+    assert len(doc["paths"]) == 3
+    assert all(p["hops"] == 1 and p["rtt_us"]["samples"] == 1000 for p in doc["paths"])
+    assert doc["run"]["policy"]["min_samples"] == 1000
+
+
+def test_demo_rejects_a_single_agent(tmp_path: Path) -> None:
+    r = demo(tmp_path, "--loopback", "--agents", "1")
+    assert r.returncode == 2
+    assert "--agents" in r.stderr
+
+
+def _lab_leftovers() -> list[str]:
+    """Namespaces of the demo's own lab (the default state dir's prefix): another lab on
+    the host, with its own prefix, is not this test's leftover."""
+    from netqual.lab import default_state_dir
+    from netqual.lab.layout import prefix_for
+
+    prefix = prefix_for(default_state_dir())
+    names = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True, check=False)
+    return [line for line in names.stdout.splitlines() if line.startswith(prefix)]
+
+
+@pytest.mark.root
+@pytest.mark.slow
+def test_root_demo_builds_the_fabric_and_verdicts_follow_the_tiers(tmp_path: Path) -> None:
+    if os.geteuid() != 0 or shutil.which("ip") is None:
+        pytest.skip("needs root and iproute2 for network namespaces")
+    from netqual.lab import lab_available
+
+    if (reason := lab_available()) is not None:
+        pytest.skip(f"lab unavailable: {reason}")
+    r = demo(tmp_path, *SMALL, "--no-bulk")
+    assert r.returncode == 0, r.stderr
+    assert "building the emulated fabric" in r.stdout and "fabric removed" in r.stdout
+    doc = json.loads((tmp_path / "out" / "results.json").read_text())
+    paths = doc["paths"]
+    assert len(paths) == 28  # 8 hosts, full mesh
+    by_tier: dict[str, list[dict[str, object]]] = {}
+    for p in paths:
+        by_tier.setdefault(str(p["tier"]), []).append(p)
+    # hop counts from the TTL probe match the default topology (routers traversed + 1)
+    assert {p["hops"] for p in by_tier["same-rack"]} == {2}
+    assert {p["hops"] for p in by_tier["cross-rack"]} == {4}
+    assert {p["hops"] for p in by_tier["remote"]} == {5}
+
+    # latency grows with the tier, and each tier reads its injected round trip (cross rack
+    # 180 us, remote 890 us) at least, 10% slack
+    def median_p50(tier: str) -> float:
+        values = sorted(float(p["rtt_us"]["p50"]) for p in by_tier[tier])  # type: ignore[index]
+        return values[len(values) // 2]
+
+    assert median_p50("same-rack") < median_p50("cross-rack") < median_p50("remote")
+    assert median_p50("cross-rack") >= 0.9 * 180 and median_p50("remote") >= 0.9 * 890
+    assert all(p["verdict"] == "unsafe" for p in by_tier["remote"])
+
+    # the three classes come from the delays: each tier's most common verdict is its
+    # topology's (a single path's p99 can still catch another tenant's stall)
+    def usual(tier: str) -> str:
+        verdicts = [str(p["verdict"]) for p in by_tier[tier]]
+        return max(set(verdicts), key=verdicts.count)
+
+    assert [usual(t) for t in ("same-rack", "cross-rack")] == ["offload-safe", "marginal"]
+    assert _lab_leftovers() == []

@@ -1,0 +1,72 @@
+"""The summarised HTML report of a 1,024-node full mesh in headless Chromium: at 800 and
+1,400 px the page never scrolls sideways (the node view scrolls inside its own box),
+"What to do" is on the first screen at 1,400 x 900, and the headline groups its numbers.
+
+Needs chromium; skips otherwise (test_report_browser.chromium).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from pathlib import Path
+
+import pytest
+from browser import chromium, page_errors
+from paths import REPO
+
+from netqual.report import write_html
+from netqual.results import load
+
+sys.path.insert(0, str(REPO / "bench"))
+from scale import synthetic_results  # bench/scale.py: the 1,024-node file maker
+
+pytestmark = pytest.mark.browser
+
+# Appended to a copy of the report: after the page's own script ran, record the layout
+# where --dump-dom shows it.
+PROBE = """<script>
+window.addEventListener("load", function () {
+  var d = document.documentElement, todo = document.getElementById("recommendations");
+  var box = document.querySelector("#nodeview .canvas-box");
+  document.body.setAttribute("data-probe", JSON.stringify({
+    scroll: d.scrollWidth, client: d.clientWidth,
+    todo: Math.round(todo.getBoundingClientRect().top),
+    box: box ? Math.round(box.getBoundingClientRect().right) : null}));
+});
+</script>"""
+
+
+@pytest.fixture(scope="module")
+def report_1024(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    tmp = tmp_path_factory.mktemp("report1024")
+    synthetic_results(tmp / "results.json", 1024)
+    page = tmp / "report.html"
+    write_html(load(tmp / "results.json"), page)
+    probed = tmp / "probed.html"
+    probed.write_text(page.read_text().replace("</body>", PROBE + "</body>"))
+    return probed
+
+
+def layout(page: Path, width: int) -> tuple[dict[str, int], str]:
+    r = chromium(page.parent, f"--window-size={width},900", "--dump-dom", page.as_uri())
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert page_errors(r.stderr) == []
+    found = re.search(r"data-probe=\"([^\"]*)\"", r.stdout)
+    assert found is not None, "the probe script did not run"
+    return json.loads(found.group(1).replace("&quot;", '"')), r.stdout
+
+
+@pytest.mark.parametrize("width", [800, 1400])
+def test_no_page_level_horizontal_scroll(report_1024: Path, width: int) -> None:
+    probe, dom = layout(report_1024, width)
+    assert probe["scroll"] <= probe["client"], probe  # nothing wider than the window
+    assert probe["box"] is None or probe["box"] <= probe["client"], probe
+    assert 'data-ready="1"' in dom
+    if width == 1400:
+        assert probe["todo"] < 900 - 60, probe  # "What to do" starts on the first screen
+    sentence = re.search(r'<h1 class="verdict[^"]*" id="verdict">(.*?)</h1>', dom)
+    assert sentence is not None
+    assert sentence.group(1).startswith("520,623 of 523,776 paths offload-safe; 1,025 unsafe")
+    assert "1,024 nodes in 32 racks, 523,776 paths" in dom

@@ -1,0 +1,212 @@
+"""Real RDMA verbs in CI: two Soft-RoCE devices (rdma_rxe) in a qemu guest (netqual.vm).
+
+The guest boots ONCE for this module and runs tests/support/rxe_guest_cases.py, which drives
+netqual's command line (doctor, agents, probes) and bench/rdma_vs_perftest on rxe0/rxe1
+and writes one JSON record per case; each test below judges one case. Numbers under TCG
+emulation are functional only: no timing bound here except the ones that catch hangs.
+
+Skips (with the reason) only where qemu or the Debian kernel package cannot be had.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import shutil
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from paths import REPO
+
+from netqual.errors import GuestError
+from netqual.transports.rdma import hotloop
+from netqual.vm import GuestRun, cached_kernel, fetch_kernel, qemu_unavailable, run_in_guest
+
+pytestmark = [pytest.mark.rxe, pytest.mark.slow]
+
+CASES = REPO / "tests" / "support" / "rxe_guest_cases.py"
+# The guest's whole life: boot, ~11 Python starts at 20-60 s each under TCG, the probes.
+# About 6 minutes on two idle cores; the bound only stops a hung guest.
+GUEST_TIMEOUT_S = 1800.0
+KILLED_PROBE_TIMEOUT_S = 300.0  # the --timeout the killed-responder probe runs with
+
+
+@dataclass(frozen=True)
+class GuestResults:
+    run: GuestRun
+    out: Path
+
+    def case(self, name: str) -> dict[str, Any]:
+        path = self.out / f"{name}.json"
+        if not path.is_file():
+            pytest.fail(
+                f"the guest wrote no {path.name} (exit {self.run.exit_code}, "
+                f"timed out {self.run.timed_out}); console:\n{self.run.console_tail(12)}"
+            )
+        record: dict[str, Any] = json.loads(path.read_text())
+        return record
+
+    def path(self, name: str) -> dict[str, Any]:
+        """The results path object a ``probe --json`` case printed."""
+        record = self.case(name)
+        try:
+            doc: dict[str, Any] = json.loads(record["stdout"])
+        except json.JSONDecodeError:
+            pytest.fail(f"{name}: no JSON on stdout:\n{_shown(record)}")
+        return doc
+
+
+def _loop_kind() -> str:
+    """The loop the guest must run: the guest sees this host's files, so the compiled one
+    wherever this install built it (setup.sh installs gcc and libibverbs-dev for that)."""
+    return "python" if isinstance(hotloop.library(), str) else "compiled"
+
+
+def _shown(record: dict[str, Any]) -> str:
+    return (
+        f"argv {' '.join(record['argv'])}\nrc {record['rc']} after {record['elapsed_s']} s\n"
+        f"stdout:\n{record['stdout'][-3000:]}\nstderr:\n{record['stderr'][-3000:]}"
+    )
+
+
+def _pyverbs_for(python: str) -> str | None:
+    """Why this interpreter cannot use Debian's python3-pyverbs in the guest, or None."""
+    built = sorted(Path("/usr/lib/python3/dist-packages/pyverbs").glob("device.cpython-*.so"))
+    if not built:
+        return "Debian's python3-pyverbs is not installed (setup.sh installs it)"
+    tag = f"cpython-{sys.version_info.major}{sys.version_info.minor}"
+    if not any(tag in p.name for p in built):
+        return f"python3-pyverbs is built for {built[0].name}, the venv's Python is {tag}"
+    return None
+
+
+@pytest.fixture(scope="module")
+def guest(tmp_path_factory: pytest.TempPathFactory) -> GuestResults:
+    if reason := qemu_unavailable():
+        pytest.skip(f"qemu cannot run here: {reason}")
+    if shutil.which("apt-get") is None:
+        pytest.skip("no apt-get: the guest kernel comes from Debian's linux-image-amd64")
+    if reason := _pyverbs_for(sys.executable):
+        pytest.skip(f"the guest runs this venv's Python: {reason}")
+    try:
+        cached_kernel() or fetch_kernel()
+    except GuestError as err:
+        pytest.fail(f"guest kernel: {err}")
+    out = tmp_path_factory.mktemp("rxe-guest")
+    script = f"{sys.executable} {CASES} {out}\n"
+    run = run_in_guest(script, out, GUEST_TIMEOUT_S)
+    return GuestResults(run, out)
+
+
+def test_guest_ran_every_case(guest: GuestResults) -> None:
+    total = guest.case("total")
+    agents = guest.case("agents")
+    print(f"guest: {guest.run.elapsed_s:.0f} s wall; in the guest {total}; agents {agents}")
+    assert not guest.run.timed_out, guest.run.console_tail()
+    assert guest.run.exit_code == 0, guest.run.console_tail()
+    assert sorted(agents["ready_s"]) == sorted(agents["wanted"])
+
+
+def test_doctor_says_ready(guest: GuestResults) -> None:
+    record = guest.case("doctor")
+    assert record["rc"] == 0, _shown(record)
+    assert "ready for RDMA probes" in record["stdout"], _shown(record)
+    for device in ("rxe0", "rxe1"):
+        assert device in record["stdout"]
+    assert "198.18.0.1" in record["stdout"] and "198.18.0.2" in record["stdout"]
+    assert f"ping-pong   {_loop_kind()} loop" in record["stdout"], _shown(record)
+
+
+def test_default_plan_over_real_verbs(guest: GuestResults) -> None:
+    record = guest.case("probe_default")
+    path = guest.path("probe_default")
+    assert record["rc"] == 0 and path["error"] is None, _shown(record)
+    assert path["transport"] == "rdma"
+    assert path["rtt_us"]["samples"] == 10_000
+    assert 0 < path["rtt_us"]["min"] <= path["rtt_us"]["p50"] <= path["rtt_us"]["max"]
+    cells = {(c["chunk_bytes"], c["depth"]) for c in path["bulk"]}
+    assert cells == {(c, d) for c in (64 << 10, 1 << 20) for d in (1, 8)}  # DEFAULT_PLAN
+    for cell in path["bulk"]:
+        assert cell["reads"] > 0 and cell["goodput_gbps"] > 0, cell
+    details = path["details"]
+    assert details["device"] == "rxe0" and details["peer"]["device"] == "rxe1"
+    assert details["gid_type"] == "RoCEv2" and details["link_layer"] == "Ethernet"
+    assert details["path_mtu_bytes"] == 1024  # veth MTU 1500 on both ends
+    assert details["responder_rounds"] == 11_000  # 1,000 warm-up + 10,000 kept
+    # The compiled loop took the real pyverbs QP (its handle passed the check) on both ends.
+    for loop in (details["pingpong_loop"], details["peer"]["pingpong_loop"]):
+        assert loop.startswith(_loop_kind()), loop
+    assert details["pingpong_user_cpu_ns_per_round"] > 0
+
+
+def test_responder_killed_mid_probe(guest: GuestResults) -> None:
+    record = guest.case("responder_killed")
+    assert record["pingpong_running"], f"the ping-pong never got going:\n{_shown(record)}"
+    path = guest.path("responder_killed")
+    assert record["rc"] == 3, _shown(record)
+    assert path["verdict"] == "unsafe"
+    error = path["error"] or ""
+    # The channel closing ends the spin at once; a confirming write names the QP's fate.
+    assert "the responder closed the control channel" in error, error
+    assert "IBV_WC_RETRY_EXC_ERR (retry exceeded: peer unreachable or QP gone)" in error, error
+    after_kill_s = record["elapsed_s"] - record["killed_at_s"]
+    print(f"killed responder: probe ended {after_kill_s:.1f} s after the kill: {error}")
+    assert after_kill_s < KILLED_PROBE_TIMEOUT_S  # the failure, not the deadline, ended it
+
+
+def test_wrong_gid_index_is_a_clear_error(guest: GuestResults) -> None:
+    record = guest.case("gid_index")
+    assert record["rc"] == 3, _shown(record)
+    text = record["stdout"] + record["stderr"]
+    assert "unsafe" in text
+    assert re.search(r"GID index 7|gid.index.*7", text, re.IGNORECASE), _shown(record)
+
+
+def test_path_mtu_is_the_lower_end(guest: GuestResults) -> None:
+    record = guest.case("mtu")
+    path = guest.path("mtu")
+    mtus = record["active_mtu_bytes"]
+    assert mtus == {"rxe0": 1024, "rxe1": 512}, mtus  # nqb lowered to 1000 bytes
+    assert record["rc"] == 0 and path["error"] is None, _shown(record)
+    details = path["details"]
+    assert details["active_mtu_bytes"] == 1024 and details["peer"]["active_mtu_bytes"] == 512
+    assert details["path_mtu_bytes"] == 512  # read back from the QP after RTS
+    assert [c["reads"] > 0 for c in path["bulk"]] == [True]  # 64 KiB reads of 128 packets
+
+
+def test_agent_without_rdma_is_unavailable(guest: GuestResults) -> None:
+    record = guest.case("no_rdma")
+    assert record["rc"] == 3, _shown(record)
+    text = " ".join((record["stdout"] + record["stderr"]).split())
+    assert "rdma unavailable on plain" in text, _shown(record)
+    assert "no RDMA device" in text
+
+
+def _p50(table: str, tool: str) -> float:
+    for line in table.splitlines():
+        if line.startswith(tool + " "):
+            return float(line.split()[-3])  # "RTT p50" column
+    pytest.fail(f"no {tool} row in:\n{table}")
+
+
+def test_bench_next_to_perftest(guest: GuestResults, artefact: Callable[[str], None]) -> None:
+    record = guest.case("bench")
+    assert record["rc"] == 0, _shown(record)
+    table = record["stdout"]
+    tools = ("ib_write_lat", "ib_read_lat", "netqual", "netqual-python")
+    rows = {tool: _p50(table, tool) for tool in tools}
+    line = "rxe guest, RTT p50 us (TCG, functional only): " + ", ".join(
+        f"{tool} {value:.1f}" for tool, value in rows.items()
+    )
+    line += f"; netqual ({_loop_kind()}) / 2 x ib_write_lat p50 "
+    line += f"{rows['netqual'] / rows['ib_write_lat']:.2f}"
+    artefact(line)
+    print(table)
+    assert all(math.isfinite(v) and v > 0 for v in rows.values()), table
+    assert f"full RTT (write ping-pong, {_loop_kind()})" in table, table
+    assert "full RTT (write ping-pong, python)" in table, table

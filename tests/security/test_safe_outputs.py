@@ -1,0 +1,107 @@
+"""Outputs a user can trust: a run never replaces another run's results unless --force,
+the default --out is new for every run, and Ctrl-C leaves a finalised, resumable run that
+report, gate and diff read (directory, results.json or results.jsonl)."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from agentpool import AgentPool, cli_env
+from e2e_cli import netqual_cli, write_inventory
+
+SHORT = ["--iterations", "300", "--warmup", "20", "--no-bulk", "--allow-short-plan"]
+
+
+def test_existing_out_is_refused_unless_force(agents: AgentPool, tmp_path: Path) -> None:
+    started = agents.start_many([("gpu01",), ("gpu02",)])
+    inventory = tmp_path / "inventory.toml"
+    write_inventory(inventory, started, agents.token_file)
+    out = tmp_path / "out"
+    assert netqual_cli("run", str(inventory), "--out", str(out), *SHORT).returncode == 0
+    before = (out / "results.json").read_bytes()
+    again = netqual_cli("run", str(inventory), "--out", str(out), *SHORT)
+    assert again.returncode == 2, again.stderr
+    assert f"{out} already holds a run (results.json, results.jsonl)" in " ".join(
+        again.stderr.split()
+    )
+    assert (out / "results.json").read_bytes() == before
+    forced = netqual_cli("run", str(inventory), "--out", str(out), "--force", *SHORT)
+    assert forced.returncode == 0, forced.stderr
+    assert (out / "results.json").read_bytes() != before
+
+
+def test_default_out_is_a_new_directory_per_run(agents: AgentPool, tmp_path: Path) -> None:
+    started = agents.start_many([("gpu01",), ("gpu02",)])
+    inventory = tmp_path / "inventory.toml"
+    write_inventory(inventory, started, agents.token_file)
+    cmd = [sys.executable, "-m", "netqual", "run", str(inventory), *SHORT]
+    for _ in range(2):
+        r = subprocess.run(
+            cmd,
+            cwd=tmp_path,
+            env=cli_env(),
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+        assert r.returncode == 0, r.stderr
+        time.sleep(1.1)  # the directory name has one-second resolution
+    runs = sorted(p.name for p in tmp_path.glob("netqual-run-*"))
+    assert len(runs) == 2, runs
+    assert all((tmp_path / name / "results.json").is_file() for name in runs)
+
+
+def test_ctrl_c_saves_finalises_and_says_how_to_resume(agents: AgentPool, tmp_path: Path) -> None:
+    started = agents.start_many([("gpu01",), ("gpu02",), ("gpu03",)])
+    inventory = tmp_path / "inventory.toml"
+    write_inventory(inventory, started, agents.token_file)
+    out = tmp_path / "out"
+    jsonl = out / "results.jsonl"
+    # Long pairs (the three share one host, so they run one at a time).
+    cmd = [sys.executable, "-m", "netqual", "run", str(inventory), "--out", str(out)]
+    cmd += ["--iterations", "150000", "--warmup", "100", "--no-bulk"]
+    proc = subprocess.Popen(
+        cmd, env=cli_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    try:
+        end = time.monotonic() + 240
+        while time.monotonic() < end and proc.poll() is None:
+            if jsonl.is_file() and jsonl.read_text().count("\n") >= 1:
+                break
+            time.sleep(0.2)
+        assert proc.poll() is None, "the run finished before it could be interrupted"
+        proc.send_signal(signal.SIGINT)
+        _, stderr = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert proc.returncode == 130, stderr
+    err = " ".join(stderr.split())
+    saved = len(jsonl.read_text().splitlines())
+    assert 1 <= saved < 3
+    assert f"interrupted during the ping-pong phase: {saved} of 3 pairs saved in {jsonl}" in err
+    assert f"resume with netqual run {inventory} --out {out}" in err and "--resume" in err
+    doc = json.loads((out / "results.json").read_text())
+    assert doc["run"]["complete"] is False and doc["run"]["pairs_planned"] == 3
+    assert len(doc["paths"]) == saved
+    html = (out / "report.html").read_text(encoding="utf-8")
+    assert f"INCOMPLETE (run interrupted, {saved} of 3 pairs measured)" in html
+
+    r = netqual_cli("report", str(out))
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.startswith(f"INCOMPLETE (run interrupted, {saved} of 3 pairs measured)")
+    # What a crash leaves (no results.json): report, gate and diff read results.jsonl.
+    (out / "results.json").unlink()
+    for args in (["report", str(jsonl)], ["report", str(out)], ["diff", str(jsonl), str(jsonl)]):
+        r = netqual_cli(*args)
+        assert r.returncode == 0, (args, r.stderr)
+    g = netqual_cli("gate", str(jsonl))
+    assert g.returncode in (0, 1), g.stderr
+    assert "INCOMPLETE" in g.stdout

@@ -1,0 +1,314 @@
+"""Runs INSIDE the Soft-RoCE guest that tests/env/test_rxe_guest.py boots (not collected by pytest).
+
+The guest has rxe0 on 198.18.0.1 and rxe1 on 198.18.0.2 (netqual/vm/rxe-net.sh). This
+script runs netqual's command line (doctor, three agents, probes) and
+bench/rdma_vs_perftest there and writes one ``OUT/<case>.json`` per case ({argv, rc,
+stdout, stderr, elapsed_s, ...}); the host test judges them.
+
+Python under TCG needs 20-60 s (minutes on a loaded host) to import netqual, so this
+script imports ``netqual.cli`` once and forks every netqual process from itself: each
+child runs ``netqual.cli.main(argv)`` (what ``python -m netqual`` runs) with its own
+stdout/stderr files, CPU affinity and, for the agent without RDMA, its own mount
+namespace. The bench is run the same way; the responder agent it starts is a fresh
+interpreter (hence ``NETQUAL_AGENT_START_S``).
+
+Usage (in the guest): python tests/support/rxe_guest_cases.py OUT_DIR
+"""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import os
+import re
+import runpy
+import secrets
+import signal
+import subprocess
+import sys
+import time
+import traceback
+from dataclasses import dataclass
+from pathlib import Path
+
+from paths import REPO
+
+START_S = 600.0  # a fresh netqual interpreter under TCG on a loaded host, generously
+PROBE_S = 600.0  # one probe: the default plan at Soft-RoCE-under-TCG speed
+LOW_MTU = 1000  # nqb's MTU for the MTU case: rxe1's active MTU drops to 512 (rxe0 stays 1024)
+CLONE_NEWNS = 0x00020000
+# The default plan's ping-pong (10,000 kept + 1,000 warm-up) and depths (1, 8), with the
+# 64 KiB and 1 MiB chunks only: Soft-RoCE under TCG reads 3-10 MB/s, and the default's
+# 8 MiB cells alone move 512 MiB. --timeout: the 120 s default is for real networks
+# (600 s is the most an agent accepts by default).
+DEFAULT_PLAN = ("--chunk", "64KiB", "--chunk", "1MiB", "--timeout", "600")
+BENCH_ITERATIONS = 2000
+MID_PROBE_PACKETS = 3000  # rxe1 packets in before the responder is killed
+
+os.environ.update(
+    {
+        "PYTHONPATH": str(REPO),
+        "PYTHONUNBUFFERED": "1",
+        "NETQUAL_WIDTH": "100",
+        "NETQUAL_AGENT_START_S": str(START_S),
+        "OPENBLAS_NUM_THREADS": "1",
+    }
+)
+sys.path.insert(0, str(REPO))
+
+
+@dataclass(frozen=True)
+class AgentSpec:
+    name: str
+    host: str
+    port: int
+    cpu: int | None
+    args: tuple[str, ...]
+    no_rdma: bool = False
+
+    @property
+    def endpoint(self) -> str:
+        return f"{self.host}:{self.port}"
+
+
+A = AgentSpec("rxeA", "198.18.0.1", 18601, 0, ("--rdma-device", "rxe0"))
+B = AgentSpec("rxeB", "198.18.0.2", 18602, 1, ("--rdma-device", "rxe1"))
+# A node without RDMA: the same machine, but the agent's mount namespace hides every RDMA
+# device (sysfs classes and /dev/infiniband), as on a host without an RDMA NIC.
+PLAIN = AgentSpec("plain", "198.18.0.2", 18604, None, (), no_rdma=True)
+HIDDEN = ("/sys/class/infiniband", "/sys/class/infiniband_verbs", "/dev/infiniband")
+
+
+def _hide_rdma() -> None:
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.unshare(CLONE_NEWNS) != 0:
+        raise OSError(ctypes.get_errno(), "unshare(CLONE_NEWNS)")
+    subprocess.run(["mount", "--make-rprivate", "/"], check=True)
+    for path in HIDDEN:
+        if Path(path).exists():
+            subprocess.run(["mount", "-t", "tmpfs", "none", path], check=True)
+
+
+class Proc:
+    """One forked netqual process (``argv`` after ``netqual``, or a script path)."""
+
+    def __init__(
+        self,
+        out: Path,
+        case: str,
+        argv: list[str],
+        *,
+        script: Path | None = None,
+        cpu: int | None = None,
+        no_rdma: bool = False,
+    ) -> None:
+        self.case, self.argv = case, ([str(script)] if script else ["netqual"]) + argv
+        self.stdout, self.stderr = out / f"{case}.stdout", out / f"{case}.stderr"
+        self.start = time.monotonic()
+        self.rc: int | None = None
+        files = [
+            os.open(p, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+            for p in (self.stdout, self.stderr)
+        ]
+        sys.stdout.flush()
+        sys.stderr.flush()
+        pid = os.fork()
+        if pid:
+            self.pid = pid
+            for fd in files:
+                os.close(fd)
+            return
+        code = 70
+        try:
+            os.dup2(files[0], 1)
+            os.dup2(files[1], 2)
+            os.dup2(os.open(os.devnull, os.O_RDONLY), 0)
+            if cpu is not None:  # the two spinning ends on different vCPUs
+                os.sched_setaffinity(0, {cpu})
+            if no_rdma:
+                _hide_rdma()
+            sys.argv = list(self.argv)
+            if script:
+                runpy.run_path(str(script), run_name="__main__")
+                code = 0
+            else:
+                from netqual.cli import main
+
+                code = main(argv)
+        except SystemExit as done:
+            code = done.code if isinstance(done.code, int) else (0 if done.code is None else 1)
+        except BaseException:
+            traceback.print_exc()
+        finally:
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(code)
+
+    def poll(self) -> int | None:
+        if self.rc is None:
+            pid, status = os.waitpid(self.pid, os.WNOHANG)
+            if pid:
+                self.rc = os.waitstatus_to_exitcode(status)
+        return self.rc
+
+    def kill(self, sig: int = signal.SIGKILL) -> None:
+        if self.poll() is None:
+            os.kill(self.pid, sig)
+
+    def wait(self, timeout_s: float) -> bool:
+        """Wait up to ``timeout_s``; on timeout kill it. True when it ended on its own."""
+        end = time.monotonic() + timeout_s
+        while self.poll() is None:
+            if time.monotonic() > end:
+                self.kill()
+                os.waitpid(self.pid, 0)
+                self.rc = -9
+                return False
+            time.sleep(0.2)
+        return True
+
+    def record(self, timeout_s: float, **extra: object) -> dict[str, object]:
+        ended = self.wait(timeout_s)
+        return {
+            "argv": self.argv,
+            "rc": self.rc,
+            "timed_out": not ended,
+            "stdout": self.stdout.read_text(errors="replace"),
+            "stderr": self.stderr.read_text(errors="replace"),
+            "elapsed_s": round(time.monotonic() - self.start, 1),
+            **extra,
+        }
+
+
+def sh(*cmd: str) -> str:
+    return subprocess.run(cmd, capture_output=True, text=True, check=False).stdout
+
+
+def active_mtu(device: str) -> int | None:
+    m = re.search(r"active_mtu:\s*(\d+)", sh("ibv_devinfo", "-d", device))
+    return int(m.group(1)) if m else None
+
+
+def received_packets(device: str) -> int:
+    """RoCE packets ``device`` has received (rxe's hardware counter)."""
+    path = Path(f"/sys/class/infiniband/{device}/ports/1/hw_counters/rcvd_pkts")
+    return int(path.read_text())
+
+
+class Cases:
+    def __init__(self, out: Path) -> None:
+        self.out = out
+        self.token = out / "guest.token"
+        fd = os.open(self.token, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w") as f:
+            f.write(secrets.token_hex(32) + "\n")
+        self.agents: dict[str, Proc] = {}
+
+    def save(self, case: str, record: dict[str, object]) -> None:
+        (self.out / f"{case}.json").write_text(json.dumps(record, indent=1))
+
+    def run(
+        self,
+        case: str,
+        argv: list[str],
+        script: Path | None = None,
+        cpu: int | None = None,
+        no_rdma: bool = False,
+    ) -> Proc:
+        return Proc(self.out, case, argv, script=script, cpu=cpu, no_rdma=no_rdma)
+
+    def start_agent(self, spec: AgentSpec) -> None:
+        argv = ["agent", "--listen", spec.endpoint, "--name", spec.name]
+        argv += ["--token-file", str(self.token), *spec.args]
+        self.agents[spec.name] = self.run(
+            f"agent-{spec.name}", argv, cpu=spec.cpu, no_rdma=spec.no_rdma
+        )
+
+    def wait_agents(self, timeout_s: float) -> dict[str, float]:
+        """Seconds until each agent listened; an agent that died or never did is absent."""
+        ready: dict[str, float] = {}
+        end = time.monotonic() + timeout_s
+        while time.monotonic() < end and len(ready) < len(self.agents):
+            for name, proc in self.agents.items():
+                if name not in ready and "listening on" in proc.stdout.read_text(errors="replace"):
+                    ready[name] = round(time.monotonic() - proc.start, 1)
+            if any(p.poll() is not None for n, p in self.agents.items() if n not in ready):
+                break
+            time.sleep(0.5)
+        return ready
+
+    def probe(self, case: str, src: AgentSpec, dst: AgentSpec, *extra: str) -> Proc:
+        argv = ["probe", src.endpoint, dst.endpoint, "--transport", "rdma"]
+        return self.run(case, [*argv, "--token-file", str(self.token), *extra])
+
+    def stop(self) -> None:
+        for proc in self.agents.values():
+            proc.kill(signal.SIGTERM)
+        for proc in self.agents.values():
+            proc.wait(20)
+
+
+def main() -> int:
+    t0 = time.monotonic()
+    from netqual.cli import main as _warm  # noqa: F401  the one slow import, shared by forks
+
+    cases = Cases(Path(sys.argv[1]))
+    imported_s = round(time.monotonic() - t0, 1)
+    small = ["--iterations", "2000", "--warmup", "200"]
+    try:
+        # 1. doctor and every agent at once.
+        doctor = cases.run("doctor", ["doctor"])
+        for spec in (A, B, PLAIN):
+            cases.start_agent(spec)
+        ready = cases.wait_agents(START_S)
+        cases.save("agents", {"ready_s": ready, "wanted": [A.name, B.name, PLAIN.name]})
+        cases.save("doctor", doctor.record(START_S))
+        if len(ready) < 3:
+            return 2
+        # 2. the default plan, alone on the two vCPUs: A initiates, B responds.
+        default = cases.probe("probe_default", A, B, *DEFAULT_PLAN, "--json")
+        cases.save("probe_default", default.record(PROBE_S + 60))
+        # 3. the quick failures together.
+        gid = cases.probe("gid_index", A, B, *small, "--no-bulk", "--gid-index", "7")
+        no_rdma = cases.probe("no_rdma", A, PLAIN, *small, "--no-bulk")
+        cases.save("gid_index", gid.record(PROBE_S))
+        cases.save("no_rdma", no_rdma.record(PROBE_S))
+        # 4. perftest and netqual side by side on rxe0 (loopback; a fresh responder agent).
+        bench_argv = ["--iterations", str(BENCH_ITERATIONS)]
+        bench = cases.run("bench", bench_argv, script=REPO / "bench" / "rdma_vs_perftest")
+        cases.save("bench", bench.record(START_S + PROBE_S))
+        # 5. rxe1's netdev MTU lowered: the path MTU must follow the lower end.
+        sh("ip", "link", "set", "nqb", "mtu", str(LOW_MTU))
+        mtus = {"rxe0": active_mtu("rxe0"), "rxe1": active_mtu("rxe1")}
+        mtu = cases.probe("mtu", A, B, *small, "--chunk", "64KiB", "--depth", "1", "--json")
+        cases.save("mtu", mtu.record(PROBE_S, active_mtu_bytes=mtus))
+        # 6. the responder dies mid-probe: a ping-pong far longer than the test runs.
+        before = received_packets("rxe1")
+        killed = cases.probe(
+            "responder_killed",
+            A,
+            B,
+            *("--iterations", "990000", "--no-bulk", "--timeout", "300", "--json"),
+        )
+        # Mid-probe: rxe1 has received the warm-up's writes and more (each round trip
+        # is one packet in), so both QPs are in RTS and the ping-pong is running.
+        connected = False
+        while killed.poll() is None and time.monotonic() - killed.start < PROBE_S:
+            if received_packets("rxe1") - before > MID_PROBE_PACKETS:
+                connected = True
+                break
+            time.sleep(0.5)
+        cases.agents[B.name].kill()
+        killed_at_s = round(time.monotonic() - killed.start, 1)
+        cases.save(
+            "responder_killed",
+            killed.record(PROBE_S, pingpong_running=connected, killed_at_s=killed_at_s),
+        )
+        return 0
+    finally:
+        cases.stop()
+        cases.save("total", {"elapsed_s": round(time.monotonic() - t0, 1), "import_s": imported_s})
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -169,5 +169,29 @@
   });
   var first = document.querySelector("#worst-table tr[data-i]");
   if (first) drill(+first.dataset.i);
+  // rail selector (docs/rails.md): the matrix shows the endpoints of one rail only
+  var railPick = document.getElementById("rail-pick");
+  if (railPick && D.rails) {
+    railPick.addEventListener("change", function () {
+      var r = railPick.value === "" ? null : +railPick.value;
+      function on(k) { return r === null || D.rails[k] === r; }
+      document.querySelectorAll("#cells rect[data-x]").forEach(function (el) {
+        var show = on(+el.dataset.x) && on(+el.dataset.y);
+        el.style.display = show ? "" : "none";
+        var t = el.nextElementSibling;
+        if (t && t.classList.contains("cellval")) t.style.display = show ? "" : "none";
+      });
+      document.querySelectorAll("#heat-svg text.lbl").forEach(function (el) {
+        el.style.opacity = on(+el.dataset.i) ? "" : "0.25";
+      });
+      say(r === null ? "All rails." : "Rail " + r + ": only its NICs' paths are shown.");
+    });
+    // report.html#rail=1 opens on that rail (a link to one rail's view)
+    var want = /rail=(\d+)/.exec(location.hash);
+    if (want && D.rails.indexOf(+want[1]) >= 0) {
+      railPick.value = want[1];
+      railPick.dispatchEvent(new Event("change"));
+    }
+  }
   document.body.dataset.ready = "1";
 })();

@@ -280,7 +280,77 @@ def _asymmetries(c: PathColumns, metric: Metric) -> list[Suspect]:
 
 def suspects(results: Results) -> tuple[Suspect, ...]:
     metric = results.run.policy.metric
-    return localise(columns(results, metric), metric)
+    c = columns(results, metric)
+    found = localise(c, metric)
+    nics = {n.name: n.nic for n in results.nodes if n.nic is not None and n.agent is not None}
+    return by_nic(c, found, nics, metric) if nics else found
+
+
+def by_nic(
+    c: PathColumns, found: tuple[Suspect, ...], nics: Mapping[str, Any], metric: Metric
+) -> tuple[Suspect, ...]:
+    """With endpoints below the node (``NODE/NIC``, docs/rails.md), the node rule's
+    suspects are NICs. Read per rail plane and per node:
+
+    - ``rail``: more than half of a rail's endpoints are suspects (and at least two): the
+      plane (its switches) is the common cause, not each NIC;
+    - ``node``: every NIC of a node is a suspect: the host itself;
+    - ``nic``: otherwise, one NIC bad while the node's other rails are fine.
+    """
+    culprits = {s.subject: s for s in found if s.kind is SuspectKind.NODE and s.subject in nics}
+    if not culprits:
+        return found
+    rail_of = {name: nic.rail for name, nic in nics.items()}
+    node_of = {name: name.rsplit("/", 1)[0] for name in nics}
+    stats = _endpoint_stats(c)
+    out: list[Suspect] = []
+    rails_bad = set()
+    for rail in sorted(set(rail_of.values())):
+        members = [e for e, r in rail_of.items() if r == rail]
+        bad = [e for e in members if e in culprits]
+        if len(bad) >= 2 and len(bad) > MAJORITY * len(members):
+            rails_bad.add(rail)
+            worst = max(bad, key=lambda e: (stats[e]["bad_paths"], e))
+            ev = {"metric": metric.value, "rail": rail, "bad_nics": sorted(bad)}
+            ev |= {"nics": len(members), "worst": culprits[worst].evidence["worst"]}
+            out.append(Suspect(SuspectKind.RAIL, f"rail {rail}", ev))
+    left = {e: s for e, s in culprits.items() if rail_of[e] not in rails_bad}
+    for node in sorted({node_of[e] for e in left}):
+        mine = sorted((e for e in nics if node_of[e] == node), key=lambda e: rail_of[e])
+        bad = [e for e in mine if e in left]
+        others = [
+            {"nic": nics[e].name, "rail": rail_of[e], **stats.get(e, {})}
+            for e in mine
+            if e not in left
+        ]
+        if len(bad) == len(mine) and len(mine) > 1:
+            ev = dict(left[bad[0]].evidence)
+            ev["nics"] = [nics[e].name for e in bad]
+            out.append(Suspect(SuspectKind.NODE, node, ev))
+            continue
+        for e in bad:
+            ev = {**left[e].evidence, "node": node, "nic": nics[e].name, "rail": rail_of[e]}
+            out.append(Suspect(SuspectKind.NIC, e, {**ev, "other_nics": others}))
+    rest = [s for s in found if not (s.kind is SuspectKind.NODE and s.subject in culprits)]
+    return (*out, *rest)
+
+
+def _endpoint_stats(c: PathColumns) -> dict[str, dict[str, Any]]:
+    """Per endpoint: bad paths, paths and the median of the metric over its paths."""
+    n = len(c.node_names)
+    both = np.concatenate([c.src, c.dst])
+    bad2 = np.concatenate([c.verdict > 0] * 2)
+    paths_of = np.bincount(both, minlength=n)
+    bad_of = np.bincount(both[bad2], minlength=n)
+    medians = group_medians(both, np.concatenate([c.value_us] * 2), n)
+    return {
+        name: {
+            "bad_paths": int(bad_of[i]),
+            "paths": int(paths_of[i]),
+            "median_us": _us(float(medians[i])),
+        }
+        for i, name in enumerate(c.node_names)
+    }
 
 
 def run_suspects(results: Results) -> tuple[Suspect, ...]:

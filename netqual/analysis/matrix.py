@@ -63,7 +63,8 @@ def fill_tiers(table: PathTable, nodes: Sequence[Node]) -> PathTable:
 
 def order_nodes(nodes: Sequence[Node]) -> list[Node]:
     """The one node order of every matrix (terminal and report): site by site, rack by rack
-    (unracked last), storage after compute inside a rack, then by name, so matrix blocks
+    (unracked last), storage after compute inside a rack, then by rail (endpoints below the
+    node, docs/rails.md: a rail's NICs form one block), then by name, so matrix blocks
     follow the topology."""
     return sorted(
         nodes,
@@ -72,6 +73,7 @@ def order_nodes(nodes: Sequence[Node]) -> list[Node]:
             n.rack is None,
             n.rack or "",
             n.role is Role.STORAGE,
+            -1 if n.nic is None else n.nic.rail,
             n.name,
         ),
     )
@@ -265,6 +267,20 @@ def tier_order(key: str) -> tuple[float, str]:
 
 def tier_groups(paths: PathTable) -> Grouping:
     return Grouping(paths.tier, tuple(t.value for t in TIERS), tier_order)
+
+
+def rail_groups(paths: PathTable) -> Grouping | None:
+    """By rail (docs/rails.md): "rail 0", "rail 1", ...; "across rails" for a path between
+    NICs of different rails (--rails all). None when no path ran between NICs."""
+    if paths.nics is None:
+        return None
+    rails, codes = np.unique(paths.nics.rail, return_inverse=True)
+    labels = tuple("across rails" if r < 0 else f"rail {r}" for r in rails.tolist())
+    return Grouping(codes.reshape(-1).astype(np.int64), labels, rail_order)
+
+
+def rail_order(key: str) -> tuple[float, str]:
+    return (float(key.split()[1]) if key.startswith("rail ") else float("inf"), key)
 
 
 def rack_pair_groups(nodes: Sequence[Node], paths: PathTable) -> Grouping:

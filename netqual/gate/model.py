@@ -38,24 +38,31 @@ class Scope:
     roles: frozenset[Role] = frozenset()
     nodes: frozenset[str] = frozenset()
     tiers: frozenset[Tier] = frozenset()
+    rails: frozenset[int] = frozenset()  # paths between NICs of these rails (docs/rails.md)
 
     @property
     def is_all(self) -> bool:
-        return not (self.racks or self.roles or self.nodes or self.tiers)
+        return not (self.racks or self.roles or self.nodes or self.tiers or self.rails)
 
     def mask(self, table: PathTable, nodes: Mapping[str, Node]) -> BoolArray:
         """Which rows of ``table`` the scope covers. Each set is decided once per node name
         and looked up by the src and dst codes: the cost is per node, not per path."""
         keep = np.ones(len(table), dtype=np.bool_)
         ends = [nodes.get(name) for name in table.names]
-        if self.nodes:
-            keep &= _touches(table, [name in self.nodes for name in table.names])
+        if self.nodes:  # a node also names its NICs' endpoints ("gpu03" covers "gpu03/eth1")
+            keep &= _touches(
+                table,
+                [name in self.nodes or name.split("/")[0] in self.nodes for name in table.names],
+            )
         if self.racks:
             keep &= _touches(table, [n is not None and n.rack in self.racks for n in ends])
         if self.roles:
             keep &= _touches(table, [n is not None and n.role in self.roles for n in ends])
         if self.tiers:
             keep &= np.isin(table.tier, [i for i, t in enumerate(TIERS) if t in self.tiers])
+        if self.rails:  # a run without NICs has no path on any rail
+            nics = table.nics
+            keep &= np.isin(nics.rail, sorted(self.rails)) if nics is not None else False
         return keep
 
 

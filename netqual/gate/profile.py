@@ -45,7 +45,7 @@ LIMIT_KEYS = (
     "fleet_consistent",
     "fleet_expected",
 )
-SCOPE_KEYS = ("name", "racks", "roles", "nodes", "tiers")
+SCOPE_KEYS = ("name", "racks", "roles", "nodes", "tiers", "rails")
 BASELINE_KEYS = (
     "required",
     "max_p99_increase_pct",
@@ -171,10 +171,19 @@ def _scope(f: _Fields, t: Mapping[str, Any], where: str) -> Scope:
         roles=roles,
         nodes=frozenset(f.strings(t.get("nodes", []), f"{where}.nodes")),
         tiers=tiers,
+        rails=_rails(f, t.get("rails", []), f"{where}.rails"),
     )
     if scope.is_all:
-        raise f.fail(where, "a scope needs at least one of racks, roles, nodes, tiers")
+        raise f.fail(where, "a scope needs at least one of racks, roles, nodes, tiers, rails")
     return scope
+
+
+def _rails(f: _Fields, value: Any, where: str) -> frozenset[int]:
+    if not isinstance(value, list) or not all(
+        isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in value
+    ):
+        raise f.fail(where, "expected a list of rail numbers (integers >= 0)")
+    return frozenset(value)
 
 
 def _waiver(f: _Fields, t: Any, where: str) -> Waiver:

@@ -19,6 +19,7 @@ from netqual.analysis.matrix import (
     group_paths,
     hop_groups,
     rack_pair_groups,
+    rail_groups,
     tier_groups,
 )
 from netqual.analysis.narrative import unmeasured_sentence, verdict_sentence
@@ -79,6 +80,8 @@ def print_results(
     print_groups(console, results, "hops", hop_groups(results.paths))
     if (results.paths.tier != TIERS.index(Tier.UNKNOWN)).any():
         print_groups(console, results, "tier", tier_groups(results.paths))
+    if (rails := rail_groups(results.paths)) is not None:
+        print_groups(console, results, "rail", rails)
     print_worst(console, results)
     print_suspects(console, results, None if show_all else SUSPECTS_SHOWN)
     print_fanin(console, results)
@@ -102,6 +105,12 @@ def suspect_line(s: Suspect) -> str:
         ratio = e["ratio"]
         times = f", {ratio:.1f}x" if isinstance(ratio, float) else ""
         return f"asymmetry {s.subject}: {path(e['forward'])} vs {path(e['reverse'])}{times}"
+    if s.kind is SuspectKind.RAIL:
+        bad = e["bad_nics"]
+        assert isinstance(bad, list)
+        shown = ", ".join(str(x) for x in bad)
+        head = f"rail {e['rail']}: {len(bad)} of {e['nics']} NICs bad ({shown})"
+        return f"{head}; worst {path(e['worst'])}"
     if s.kind is SuspectKind.LINK:
         return (
             f"link {path(e)}; elsewhere {e['src']} has {e['src_bad_elsewhere']} of "
@@ -112,9 +121,24 @@ def suspect_line(s: Suspect) -> str:
     mine, overall = e.get("median_us"), e.get("all_paths_median_us")
     if isinstance(mine, float) and isinstance(overall, float):
         median = f", median {metric} {format_us(mine)} us vs {format_us(overall)} us over all paths"
-    return (
+    line = (
         f"{s.kind.value} {s.subject}: {e['bad_paths']} of {e['paths']} paths not "
         f"offload-safe{median}; worst {path(e['worst'])}"
+    )
+    if s.kind is SuspectKind.NIC and isinstance(others := e.get("other_nics"), list):
+        fine = "; ".join(_other_nic(o, metric) for o in others)
+        line += f"; other rails of {e['node']}: {fine}" if fine else ""
+    return line
+
+
+def _other_nic(o: object, metric: str) -> str:
+    """Another NIC of a suspect NIC's node: its rail, bad paths and median."""
+    if not isinstance(o, Mapping):
+        return "?"
+    median = o.get("median_us")
+    shown = f", median {metric} {format_us(median)} us" if isinstance(median, float) else ""
+    return (
+        f"{o.get('nic')} (rail {o.get('rail')}) {o.get('bad_paths')} of {o.get('paths')} bad{shown}"
     )
 
 

@@ -11,6 +11,7 @@ import numpy as np
 
 from netqual import __version__
 from netqual.analysis.interference import headline
+from netqual.analysis.matrix import group_paths, rail_groups
 from netqual.analysis.narrative import unmeasured_sentence, verdict_sentence
 from netqual.models import PathResult, Verdict, Waiver
 from netqual.pathtable import FloatArray, IntArray, worst_per_group
@@ -195,6 +196,9 @@ def compact_data(
         "detail": {str(embed[i]): _detail(t.row(i)) for i in detail_ids if i in embed},
         "waived": {str(embed[i]): w for i, w in sorted(waived.items()) if i in embed},
     }
+    rail_of = {n.name: n.nic.rail for n in results.nodes if n.nic is not None}
+    if rail_of:  # the matrix's rail selector: each row's rail, -1 for none
+        data["rails"] = [rail_of.get(name, -1) for name in order]
     if len(rows) < len(t):
         data["summary"] = {"paths": len(t), "embedded": len(rows)}
         data["grid"] = class_grid(results, order)
@@ -404,4 +408,16 @@ def build_view(
         two_verdicts=two_verdicts_sentence(results),
         fleet=fleet_view(results),
         fanin=fanin_panels(results),
+        **_rails(results),
     )
+
+
+def _rails(results: Results) -> dict[str, Any]:
+    """The per-rail parts of the view (docs/rails.md); none without NICs."""
+    grouping = rail_groups(results.paths)
+    if grouping is None or results.paths.nics is None:
+        return {}
+    return {
+        "rails": tuple(results.paths.nics.rails()),
+        "rail_rows": tuple(group_paths(results.paths, grouping)),
+    }

@@ -136,6 +136,8 @@ def recommend(results: Results, expired_waivers: Sequence[str] = ()) -> list[Rec
                 "port (and NIC firmware and MTU), then re-test it.",
             )
         )
+    out += [_nic(s, metric) for s in by_kind[SuspectKind.NIC]]
+    out += [_rail(s) for s in by_kind[SuspectKind.RAIL]]
     out += [_rack_pair(s, metric) for s in by_kind[SuspectKind.RACK_PAIR]]
     links = [_ev(s.evidence) for s in by_kind[SuspectKind.LINK]]
     if links:
@@ -245,6 +247,44 @@ def _whole_racks(culprits: set[str], nodes: Sequence[Node]) -> list[str]:
             by_rack[n.rack].append(n.name)
     return sorted(
         r for r, members in by_rack.items() if len(members) >= 2 and set(members) <= culprits
+    )
+
+
+def _nic(s: Suspect, metric: Metric) -> Recommendation:
+    """One NIC bad while the node's other rails are fine (docs/rails.md)."""
+    e = s.evidence
+    others = e.get("other_nics")
+    fine = ""
+    if isinstance(others, list) and others:
+        fine = (
+            " while its other rails are fine ("
+            + ", ".join(
+                f"{o.get('nic')}: {o.get('bad_paths')} of {o.get('paths')} bad"
+                for o in others
+                if isinstance(o, Mapping)
+            )
+            + ")"
+        )
+    return Recommendation(
+        "unsafe",
+        f"Check NIC {e.get('nic')} of {e.get('node')} (rail {e.get('rail')})",
+        f"{e['bad_paths']} of {e['paths']} paths of {s.subject} are not offload-safe{fine} "
+        f"(worst {_short(_ev(e['worst']), metric)}). Check that NIC's cable, transceiver and "
+        "switch port on its rail (and its firmware and MTU), then re-test it.",
+    )
+
+
+def _rail(s: Suspect) -> Recommendation:
+    """Most NICs of one rail bad: the rail's switch plane (docs/rails.md)."""
+    e = s.evidence
+    bad = e.get("bad_nics")
+    names = _names([str(x) for x in bad]) if isinstance(bad, list) else "?"
+    return Recommendation(
+        "unsafe",
+        f"Check the switch plane of {s.subject}",
+        f"{len(bad) if isinstance(bad, list) else '?'} of {e.get('nics')} NICs on {s.subject} "
+        f"are not offload-safe ({names}): the rail's switches or their uplinks are the "
+        "common cause. Keep KV traffic off this rail until a re-test passes.",
     )
 
 

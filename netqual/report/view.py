@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from netqual.analysis.matrix import GroupRow
 from netqual.models import Node, PathResult
 from netqual.pathtable import FloatArray, IntArray, worst_per_group
 from netqual.report import fmt
@@ -124,6 +125,10 @@ class ReportView:
     two_verdicts: str | None = None  # with a workload: both counts, which one the gate uses
     fleet: FleetView | None = None  # the "Configuration" section (report/fleet.py)
     fanin: Sequence[FaninPanel] = ()  # run --fanin: per storage node, on the first screen
+    # Paths between NICs (docs/rails.md): the rails for the matrix's selector, and per rail
+    # (label, paths, p50 median, p99 worst, safe, marginal, unsafe) for the "by rail" table.
+    rails: tuple[int, ...] = ()
+    rail_rows: tuple[GroupRow, ...] = ()
 
 
 def rack_spans(nodes: Sequence[Node]) -> list[RackSpan]:

@@ -5,12 +5,14 @@ from __future__ import annotations
 import itertools
 import json
 import random
+import re
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
 from cli_helpers import run_in_process
 from factories import classify, make_rtt
+from test_report_browser import chromium, page_errors
 
 from netqual.analysis import localise
 from netqual.errors import InventoryError, UsageError
@@ -36,6 +38,7 @@ from netqual.planning.rails import (
     rail_plans,
     split_endpoint,
 )
+from netqual.report.html import write_html
 from netqual.results import load, summarize, write_json
 from netqual.runresults import Results
 
@@ -272,3 +275,105 @@ def test_results_file_keeps_nics_and_old_files_load(tmp_path: Path) -> None:
     (tmp_path / "old.json").write_text(json.dumps(raw))
     old = load(tmp_path / "old.json")
     assert old.paths.nics is None and old.paths.row(0).rail is None
+
+
+def _kinds(res: Results) -> list[tuple[str, str]]:
+    return [(s.kind.value, s.subject) for s in res.suspects or ()]
+
+
+def test_one_slow_nic_is_a_nic_suspect_and_its_other_rail_is_fine() -> None:
+    res = rail_results(4, slow={("h3", 1): 700.0})
+    assert _kinds(res) == [("nic", "h3/eth1")]
+    (s,) = res.suspects or ()
+    assert s.evidence["node"] == "h3" and s.evidence["rail"] == 1
+    assert s.evidence["bad_paths"] == s.evidence["paths"] == 3
+    others = s.evidence["other_nics"]
+    assert isinstance(others, list) and len(others) == 1
+    other = others[0]
+    assert other["nic"] == "eth0" and other["bad_paths"] == 0 and other["paths"] == 3
+
+
+def test_a_whole_rail_is_a_rail_suspect_and_a_whole_node_a_node_suspect() -> None:
+    plane = rail_results(4, slow={(f"h{i}", 1): 700.0 for i in range(1, 5)})
+    assert _kinds(plane) == [("rail", "rail 1")]
+    assert plane.suspects and plane.suspects[0].evidence["bad_nics"] == [
+        "h1/eth1", "h2/eth1", "h3/eth1", "h4/eth1",
+    ]  # fmt: skip
+    host = rail_results(4, slow={("h2", 0): 700.0, ("h2", 1): 700.0})
+    assert _kinds(host) == [("node", "h2")]
+
+
+def test_terminal_reads_per_rail_and_names_the_nic(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    write_json(tmp_path / "results.json", rail_results(4, slow={("h3", 1): 700.0}))
+    r = run_in_process(["report", "results.json"], tmp_path, monkeypatch, capsys)
+    assert r.returncode == 0, r.stderr
+    assert "by rail (us)" in r.stdout
+    rows = {
+        " ".join(cells[:2]): cells[2:]
+        for x in r.stdout.splitlines()
+        if (cells := x.replace("│", " ").split())[:1] == ["rail"]
+    }
+    # paths, p50 median, p99 worst, safe, marginal, unsafe
+    assert rows["rail 0"] == ["6", "30.0", "60.0", "6", "0", "0"], r.stdout
+    assert rows["rail 1"] == ["6", "190.0", "700.0", "3", "0", "3"], r.stdout
+    text = " ".join(r.stdout.split())  # the suspect line wraps at 100 columns
+    assert (
+        "nic h3/eth1: 3 of 3 paths not offload-safe, median p99 700.0 us vs 60.0 us over all "
+        "paths; worst h1/eth1 -> h3/eth1 p99 700.0 us (unsafe); other rails of h3: eth0 "
+        "(rail 0) 0 of 3 bad, median p99 60.0 us" in text
+    ), r.stdout
+
+
+@pytest.fixture(scope="module")
+def rail_report(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("rails") / "report.html"
+    write_html(rail_results(4, slow={("h3", 1): 700.0}), path)
+    return path
+
+
+def test_report_has_a_rail_selector_a_rail_table_and_the_nic_advice(rail_report: Path) -> None:
+    html = rail_report.read_text()
+    assert (
+        '<select id="rail-pick"><option value="">all rails</option>'
+        '<option value="0">rail 0</option><option value="1">rail 1</option></select>' in html
+    )
+    table = html[html.index('<table id="rail-table">') :]
+    table = table[: table.index("</table>")]
+    cells = re.findall(r"<td[^>]*>([^<]*)</td>", table)
+    assert cells == ["rail 0", "6", "30.0 us", "60.0 us", "6", "0", "0",
+                     "rail 1", "6", "190.0 us", "700.0 us", "3", "0", "3"]  # fmt: skip
+    assert "Check NIC eth1 of h3 (rail 1)" in html
+    assert "while its other rails are fine (eth0: 0 of 3 bad)" in html
+
+
+def test_rail_view_in_a_browser_shows_only_that_rails_cells(rail_report: Path) -> None:
+    r = chromium(rail_report.parent, "--dump-dom", rail_report.as_uri() + "#rail=1")
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert page_errors(r.stderr) == []
+    dom = r.stdout
+    assert 'data-ready="1"' in dom
+    cells = re.findall(r'<rect class="cell (\w+)" data-x="(\d)" data-y="(\d)"([^>]*)>', dom)
+    assert len(cells) == 64
+    # rows/columns 0-3 are rail 0 (h1..h4/eth0), 4-7 rail 1: only the rail-1 block shows
+    shown = {(int(x), int(y)) for _, x, y, rest in cells if "display: none" not in rest}
+    assert shown == {(x, y) for x in range(4, 8) for y in range(4, 8)}
+    assert "Rail 1: only its NICs' paths are shown." in dom
+
+
+def test_gate_scopes_by_rail(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    write_json(tmp_path / "r.json", rail_results(4, slow={("h3", 1): 700.0}))
+    prof = '[profile]\nname = "rails"\n[limits]\nmax_unsafe = 100\n'
+    for rail, rc in ((0, 0), (1, 1)):
+        (tmp_path / "p.toml").write_text(
+            prof + f'[[scope]]\nname = "rail {rail}"\nrails = [{rail}]\nmax_unsafe = 0\n'
+        )
+        r = run_in_process(["gate", "r.json", "--profile", "p.toml"], tmp_path, monkeypatch, capsys)
+        assert r.returncode == rc, r.stdout + r.stderr
+    assert "rail 1: max_unsafe" in r.stdout and "h3/eth1" in r.stdout
+    (tmp_path / "p.toml").write_text(prof + '[[scope]]\nname = "x"\nrails = ["one"]\n')
+    r = run_in_process(["gate", "r.json", "--profile", "p.toml"], tmp_path, monkeypatch, capsys)
+    assert r.returncode == 2 and "scope[0].rails: expected a list of rail numbers" in r.stderr

@@ -2,30 +2,19 @@
 
 from __future__ import annotations
 
-import itertools
 import json
-import random
-import re
-from dataclasses import replace
 from pathlib import Path
 
 import pytest
 from cli_helpers import run_in_process
-from factories import classify, make_rtt
-from test_report_browser import chromium, page_errors
+from railsdata import rail_results
 
-from netqual.analysis import localise
 from netqual.errors import InventoryError, UsageError
 from netqual.models import (
-    Metric,
     Mode,
     Nic,
     Node,
     PathResult,
-    Policy,
-    ProbePlan,
-    RunMeta,
-    Tier,
     Verdict,
 )
 from netqual.pathtable import PathTable
@@ -34,12 +23,10 @@ from netqual.planning.rails import (
     Rails,
     build,
     default_rails,
-    endpoints,
     rail_plans,
     split_endpoint,
 )
-from netqual.report.html import write_html
-from netqual.results import load, summarize, write_json
+from netqual.results import load, write_json
 from netqual.runresults import Results
 
 
@@ -206,57 +193,6 @@ def test_path_nic_fields_survive_the_table_and_old_paths_have_none() -> None:
     assert PathTable.from_paths([_path("a", "b")]).nics is None
 
 
-def rail_results(
-    hosts: int = 4, rails: int = 2, slow: dict[tuple[str, int], float] | None = None
-) -> Results:
-    """A --rails same run: every host pair on every rail, p99 60 us unless an end is in
-    ``slow`` ((node, rail) -> p99 of its paths)."""
-    rng = random.Random(5)
-    slow = slow or {}
-    nodes = [
-        Node(
-            f"h{i}",
-            f"198.18.0.{i}",
-            rack="r1",
-            nics=tuple(Nic(f"eth{r}", f"198.18.{10 + r}.{i}", r) for r in range(rails)),
-        )
-        for i in range(1, hosts + 1)
-    ]
-    ends = [e for n in nodes for e in endpoints(n)]
-    paths = []
-    for a, b in itertools.combinations(ends, 2):
-        assert a.nic is not None and b.nic is not None
-        if a.nic.rail != b.nic.rail or a.node_name == b.node_name:
-            continue
-        p99 = max(
-            slow.get((a.node_name, a.nic.rail), 60.0), slow.get((b.node_name, b.nic.rail), 60.0)
-        )
-        rtt = replace(make_rtt(p99 / 2, 1.0, 10_000, rng, histogram=False), p99_us=p99)
-        verdict, reasons = classify(rtt, None, Policy())
-        paths.append(
-            PathResult(
-                a.name,
-                b.name,
-                "tcp",
-                verdict,
-                reasons,
-                rtt=rtt,
-                tier=Tier.SAME_RACK,
-                hops=2,
-                src_nic=a.nic.name,
-                dst_nic=b.nic.name,
-                rail=a.nic.rail,
-            )
-        )
-    meta = RunMeta(
-        "2026-12-01T12:00:00+00:00", "2026-12-01T12:01:00+00:00", "tcp", Mode.FULL_MESH,
-        Policy(), ProbePlan(), {},
-    )  # fmt: skip
-    table = PathTable.from_paths(paths, [e.name for e in ends])
-    res = Results(meta, tuple(ends), table, summarize(table, Metric.P99))
-    return replace(res, suspects=localise.suspects(res))
-
-
 def test_results_file_keeps_nics_and_old_files_load(tmp_path: Path) -> None:
     res = rail_results(3)
     write_json(tmp_path / "results.json", res)
@@ -324,42 +260,6 @@ def test_terminal_reads_per_rail_and_names_the_nic(
         "paths; worst h1/eth1 -> h3/eth1 p99 700.0 us (unsafe); other rails of h3: eth0 "
         "(rail 0) 0 of 3 bad, median p99 60.0 us" in text
     ), r.stdout
-
-
-@pytest.fixture(scope="module")
-def rail_report(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    path = tmp_path_factory.mktemp("rails") / "report.html"
-    write_html(rail_results(4, slow={("h3", 1): 700.0}), path)
-    return path
-
-
-def test_report_has_a_rail_selector_a_rail_table_and_the_nic_advice(rail_report: Path) -> None:
-    html = rail_report.read_text()
-    assert (
-        '<select id="rail-pick"><option value="">all rails</option>'
-        '<option value="0">rail 0</option><option value="1">rail 1</option></select>' in html
-    )
-    table = html[html.index('<table id="rail-table">') :]
-    table = table[: table.index("</table>")]
-    cells = re.findall(r"<td[^>]*>([^<]*)</td>", table)
-    assert cells == ["rail 0", "6", "30.0 us", "60.0 us", "6", "0", "0",
-                     "rail 1", "6", "190.0 us", "700.0 us", "3", "0", "3"]  # fmt: skip
-    assert "Check NIC eth1 of h3 (rail 1)" in html
-    assert "while its other rails are fine (eth0: 0 of 3 bad)" in html
-
-
-def test_rail_view_in_a_browser_shows_only_that_rails_cells(rail_report: Path) -> None:
-    r = chromium(rail_report.parent, "--dump-dom", rail_report.as_uri() + "#rail=1")
-    assert r.returncode == 0, r.stderr[-2000:]
-    assert page_errors(r.stderr) == []
-    dom = r.stdout
-    assert 'data-ready="1"' in dom
-    cells = re.findall(r'<rect class="cell (\w+)" data-x="(\d)" data-y="(\d)"([^>]*)>', dom)
-    assert len(cells) == 64
-    # rows/columns 0-3 are rail 0 (h1..h4/eth0), 4-7 rail 1: only the rail-1 block shows
-    shown = {(int(x), int(y)) for _, x, y, rest in cells if "display: none" not in rest}
-    assert shown == {(x, y) for x in range(4, 8) for y in range(4, 8)}
-    assert "Rail 1: only its NICs' paths are shown." in dom
 
 
 def test_gate_scopes_by_rail(

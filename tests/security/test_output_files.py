@@ -15,12 +15,10 @@ import pytest
 from agentpool import AgentPool, cli_env
 from cli_helpers import ROOT
 from factories import make_results, write_results
-from peers import write_inventory
+from peers import SHORT, write_inventory
 
 from netqual.errors import OutputError
 from netqual.outfiles import check_out_dir, new_run_dir, open_append, write_text_atomic
-
-SHORT = ["--iterations", "200", "--warmup", "10", "--no-bulk", "--allow-short-plan"]
 
 
 def cli(*args: str, cwd: Path, fsize: int | None = None) -> subprocess.CompletedProcess[str]:

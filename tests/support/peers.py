@@ -104,3 +104,7 @@ def run_cli(inventory: Path, out: Path, *extra: str) -> subprocess.CompletedProc
     return subprocess.run(
         cmd, env=cli_env(), capture_output=True, text=True, timeout=240, check=False
     )
+
+
+# A short run without bulk cells, below the policy's min_samples on purpose.
+SHORT = ["--iterations", "200", "--warmup", "10", "--no-bulk", "--allow-short-plan"]

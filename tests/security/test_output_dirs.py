@@ -23,8 +23,7 @@ import pytest
 from agentpool import AgentPool, cli_env
 from cli_helpers import finished_paths
 from factories import make_results, write_results
-from peers import write_inventory
-from test_output_files import SHORT
+from peers import SHORT, write_inventory
 
 from netqual.errors import OutputError
 from netqual.outfiles import make_out_dir, new_run_dir, open_append, write_atomic, write_text_atomic

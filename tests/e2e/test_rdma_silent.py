@@ -11,10 +11,11 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 from agentpool import cli_env
+from paths import SUPPORT
+from rdma_fakeverbs import Fabric, module
 
 from netqual.agent.probe_request import request_probe
 from netqual.agent.wire.protocol import connect
@@ -23,10 +24,7 @@ from netqual.models import AgentLimits, Node, ProbePlan
 from netqual.transports import TransportKind, interface
 from netqual.transports.rdma import RdmaTransport, verbs
 
-sys.path.insert(0, str(Path(__file__).parent))
-from rdma_fakeverbs import Fabric, module
-
-HERE = Path(__file__).parent
+HERE = SUPPORT  # silent_agent.py
 BOUND_S = 2.0  # ACCEPT_TIMEOUT_S for these tests (10 s by default)
 PLAN = ProbePlan(iterations=200, warmup=10, size_bytes=64, bulk=False, timeout_s=120)
 

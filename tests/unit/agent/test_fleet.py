@@ -2,7 +2,7 @@
 fixture trees (the kernel's documented layouts), a peer's snapshot checked field by
 field, the consistency and expectation rules, ``[fleet]`` in the policy file, the results
 file's ``fleet`` key, the gate rules and the report section. The real thing (agents in
-network namespaces, one host's MTU lowered) is tests/test_lab_fleet.py."""
+network namespaces, one host's MTU lowered) is tests/env/test_lab_fleet.py."""
 
 from __future__ import annotations
 

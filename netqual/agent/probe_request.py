@@ -16,12 +16,13 @@ import socket
 import threading
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
+from netqual.agent import counters
 from netqual.agent.wire import hops as hops_mod
 from netqual.agent.wire.messages import Fields
 from netqual.agent.wire.protocol import Channel, connect
@@ -209,9 +210,13 @@ class ProbeResult:
                     error=None if item.get("error") is None else b.text("error"),
                 )
             )
-        details = f.mapping("details") or {}
+        details = dict(f.mapping("details") or {})
         if len(json.dumps(details)) > _MAX_DETAILS_CHARS:
             raise BadRequestError(peer, "probe.result.details", "too large")
+        if details.get("counters") is not None:
+            details["counters"] = counters.checked(
+                details["counters"], "probe.result.details.counters", peer
+            )
 
         def hops(key: str) -> int | None:
             return None if body.get(key) is None else f.integer(key, 0, 255)
@@ -239,6 +244,7 @@ def serve_probe(
     token: bytes | None,
     limits: AgentLimits,
     make_transport: TransportFactory,
+    counting: counters.Counting | None = None,
 ) -> None:
     """Run on the initiating agent. A bad request raises (the agent answers it); a failed
     measurement is answered here as an error naming both ends."""
@@ -259,7 +265,11 @@ def serve_probe(
         phase = "measure"
         with peer_ch:
             watch.attach(peer_ch.sock)
+            # Host counters before and after the phase, both ends (never inside the loop).
+            window = counters.ProbeWindow(counting, peer_ch, req.transport == "tcp")
             raw = _initiate(transport, peer_ch, req.plan, deadline, req.peer.address)
+            if (moved := window.close()) is not None:
+                raw = replace(raw, details={**raw.details, "counters": moved})
             watch.close()
             with contextlib.suppress(NetqualError, OSError):
                 peer_ch.set_timeout(2.0)

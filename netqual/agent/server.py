@@ -25,7 +25,7 @@ from types import FrameType
 from typing import Any
 
 from netqual import __version__, hostpath
-from netqual.agent import fleet_snapshot, pcisysfs
+from netqual.agent import counters, fleet_snapshot, pcisysfs
 from netqual.agent.admission import Admission
 from netqual.agent.probe_request import serve_probe
 from netqual.agent.wire import hops as hops_mod
@@ -79,6 +79,8 @@ class Agent:
         self._conns: set[socket.socket] = set()
         self._conns_lock = threading.Lock()
         self._measuring = 0  # probes and transport requests in progress (``info``)
+        self.activity = counters.Activity()  # tells whether a counter window was shared
+        self.counter_sources = counters.Sources()
         # stop() may run in a signal handler: it only sets a flag and pokes this pipe, which
         # wakes the accept loop at once instead of at its next select timeout.
         self._wake_r, self._wake_w = socket.socketpair()
@@ -211,6 +213,7 @@ class Agent:
     # -- one session -------------------------------------------------------------------
     def _session(self, conn: socket.socket, peer: str, keys: SessionKeys | None) -> None:
         ch = Channel(conn, peer, max_frame_bytes=self.limits.max_frame_bytes, keys=keys)
+        counting = counters.Counting(self.activity, counters.Tally(), self.counter_sources)
         try:
             conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             ch.set_timeout(self.limits.idle_timeout_s)
@@ -219,7 +222,7 @@ class Agent:
                 if msg.kind == "bye":
                     break
                 try:
-                    self._dispatch(ch, msg.kind, msg.body)
+                    self._dispatch(ch, msg.kind, msg.body, counting)
                 except (BadRequestError, LimitError, BusyError) as err:
                     # A refused request, not a broken session: answer it and keep serving.
                     log.info("session %s: %s refused: %s", peer, msg.kind[:40], err)
@@ -246,7 +249,9 @@ class Agent:
             ch.close()
             self._sessions.release()
 
-    def _dispatch(self, ch: Channel, kind: str, body: dict[str, Any]) -> None:
+    def _dispatch(
+        self, ch: Channel, kind: str, body: dict[str, Any], counting: counters.Counting
+    ) -> None:
         if kind == "info":
             ch.send("info", self.info())
         elif kind == "doctor":
@@ -256,11 +261,13 @@ class Agent:
         elif kind == "hostpath":
             ch.send("hostpath", hostpath.to_dict(pcisysfs.audit(self.sysfs_root, self.name)))
         elif kind == "probe":
-            with self._measurement():
-                serve_probe(ch, body, self.name, self.token, self.limits, self.transport)
+            with self._measurement(counting):
+                serve_probe(ch, body, self.name, self.token, self.limits, self.transport, counting)
+        elif kind.startswith("counters."):  # before/after a probe phase (netqual.agent.counters)
+            counters.serve(ch, kind, body, counting)
         elif "." in kind and kind.split(".", 1)[0] in TRANSPORT_NAMES:
             transport = self.transport(kind.split(".", 1)[0])
-            with self._measurement():
+            with self._measurement(counting):
                 transport.respond(ch, kind, body, self.limits, self.buffers)
         else:
             raise BadRequestError(ch.peer, "kind", f"unknown request {kind[:40]!r}")
@@ -271,11 +278,12 @@ class Agent:
         return get_transport(name, node_name=self.name, options=self.transport_options, run=run)
 
     @contextlib.contextmanager
-    def _measurement(self) -> Iterator[None]:
+    def _measurement(self, counting: counters.Counting) -> Iterator[None]:
         with self._conns_lock:
             self._measuring += 1
         try:
-            yield
+            with self.activity.measuring(counting.mine):
+                yield
         finally:
             with self._conns_lock:
                 self._measuring -= 1

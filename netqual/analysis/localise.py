@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from netqual import counter_evidence
 from netqual.analysis.matrix import group_medians
 from netqual.analysis.policy import sample_limited
 from netqual.models import Metric, Suspect, SuspectKind, Tier
@@ -281,7 +282,7 @@ def _asymmetries(c: PathColumns, metric: Metric) -> list[Suspect]:
 def suspects(results: Results) -> tuple[Suspect, ...]:
     metric = results.run.policy.metric
     c = columns(results, metric)
-    found = localise(c, metric)
+    found = counter_evidence.annotate(results, localise(c, metric))
     nics = {n.name: n.nic for n in results.nodes if n.nic is not None and n.agent is not None}
     return by_nic(c, found, nics, metric) if nics else found
 

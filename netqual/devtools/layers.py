@@ -76,6 +76,7 @@ CORE_MODULES = (
     "fanin_model",  # fan-in sweep records
     "hostpath",  # host path audit records, affinity classes
     "fleet_model",  # configuration snapshots, fleet policy, outliers
+    "counter_evidence",  # what a path's counters say: carried_by, cause, advice lines
 )
 
 MODULE_LAYERS: Mapping[str, str] = {

@@ -208,6 +208,7 @@ def build_plan(topo: Topology, prefix: str) -> LabPlan:
                     b_ifname=ifname_to(ln.a),
                     delay_ns=round(ln.delay_us * 1000),
                     rate_bps=None if ln.rate_mbit is None else round(ln.rate_mbit * 1e6),
+                    loss_ppm=round(ln.loss_percent * 10_000),
                 )
             )
         else:

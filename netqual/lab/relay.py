@@ -37,6 +37,7 @@ import fcntl
 import gc
 import json
 import os
+import random
 import select
 import signal
 import struct
@@ -75,6 +76,7 @@ class RelayLink:
     b_ifname: str
     delay_ns: int  # one way
     rate_bps: int | None  # None: no rate limit
+    loss_ppm: int = 0  # packets dropped at random per million, each direction
 
     def to_json(self) -> dict[str, object]:
         return self.__dict__.copy()
@@ -90,6 +92,7 @@ class RelayLink:
             b_ifname=str(raw["b_ifname"]),
             delay_ns=int(str(raw["delay_ns"])),
             rate_bps=None if rate is None else int(str(rate)),
+            loss_ppm=int(str(raw.get("loss_ppm", 0))),
         )
 
 
@@ -112,10 +115,14 @@ def open_tun(netns: str, ifname: str) -> int:
 class LinkDirection:
     """Packets travelling one way over one link, in deadline order."""
 
-    __slots__ = ("busy_until_ns", "delay_ns", "dropped", "ns_per_byte", "out_fd", "queue")
+    __slots__ = (
+        "busy_until_ns", "delay_ns", "dropped", "loss", "lost", "ns_per_byte", "out_fd", "queue",
+    )  # fmt: skip
 
-    def __init__(self, out_fd: int, delay_ns: int, rate_bps: int | None) -> None:
+    def __init__(self, out_fd: int, delay_ns: int, rate_bps: int | None, loss_ppm: int = 0) -> None:
         self.out_fd = out_fd
+        self.loss = loss_ppm / 1e6
+        self.lost = 0
         self.delay_ns = delay_ns
         self.ns_per_byte = 8e9 / rate_bps if rate_bps else 0.0
         self.busy_until_ns = 0
@@ -125,6 +132,9 @@ class LinkDirection:
     def admit(self, packet: bytes, arrival_ns: int) -> None:
         """Queue ``packet`` to leave ``delay`` after ``arrival_ns`` (its nominal arrival:
         see ``Transit``), after the packets ahead of it: a link is first in, first out."""
+        if self.loss and random.random() < self.loss:
+            self.lost += 1
+            return
         queue = self.queue
         if len(queue) >= QUEUE_LIMIT:
             self.dropped += 1
@@ -196,11 +206,12 @@ class Stats:
             self.late_50us += 1
             self.late_max_ns = max(self.late_max_ns, late_ns)
 
-    def summary(self, dropped: int, chained: int) -> str:
+    def summary(self, dropped: int, chained: int, lost: int = 0) -> str:
         return (
             f"relay: {self.packets} packets ({chained} on a further delayed link), "
             f"{dropped} dropped (queue full), "
-            f"{self.late_50us} sent > 50 us late (worst {self.late_max_ns / 1e3:.0f} us)"
+            + (f"{lost} lost (the links' loss_percent), " if lost else "")
+            + f"{self.late_50us} sent > 50 us late (worst {self.late_max_ns / 1e3:.0f} us)"
         )
 
 
@@ -218,8 +229,8 @@ class Relay:
             fd_a = open_tun(link.a_netns, link.a_ifname)
             fd_b = open_tun(link.b_netns, link.b_ifname)
             # reading from A's device means the packet travels towards B
-            self.by_fd[fd_a] = LinkDirection(fd_b, link.delay_ns, link.rate_bps)
-            self.by_fd[fd_b] = LinkDirection(fd_a, link.delay_ns, link.rate_bps)
+            self.by_fd[fd_a] = LinkDirection(fd_b, link.delay_ns, link.rate_bps, link.loss_ppm)
+            self.by_fd[fd_b] = LinkDirection(fd_a, link.delay_ns, link.rate_bps, link.loss_ppm)
             self.fds += [fd_a, fd_b]
         self.directions = list(self.by_fd.values())
         self.transit = Transit(overhead_ns)
@@ -315,7 +326,8 @@ def main(argv: list[str]) -> int:
 
     def report(*_: object) -> None:
         dropped = sum(d.dropped for d in relay.directions)
-        sys.stderr.write(relay.stats.summary(dropped, relay.transit.chained) + "\n")
+        lost = sum(d.lost for d in relay.directions)
+        sys.stderr.write(relay.stats.summary(dropped, relay.transit.chained, lost) + "\n")
         sys.stderr.flush()
 
     signal.signal(signal.SIGUSR1, report)  # `netqual lab status` asks for the counters

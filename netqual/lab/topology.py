@@ -26,6 +26,7 @@ else:  # pragma: no cover
 NAME_RE = re.compile(r"^[a-z][a-z0-9-]{0,11}$")  # interface names are "to-" + peer name
 RESERVED = {"ctl"}  # the control namespace
 MAX_DELAY_US = 100_000.0
+MAX_LOSS_PERCENT = 50.0
 DEFAULT_QUEUE_US = 5_000.0  # a shaped link's queue: this long at its rate (tbf latency)
 MAX_HOSTS = 200
 
@@ -50,11 +51,13 @@ class LinkSpec:
     delay_us: float  # one way, each direction
     rate_mbit: float | None  # None: not rate-limited
     queue_us: float = DEFAULT_QUEUE_US  # shaped links: queue depth in time at the rate
+    loss_percent: float = 0.0  # packets the relay drops at random, each direction
 
     @property
     def relayed(self) -> bool:
-        """A link with a delay goes through the relay (which also applies its rate)."""
-        return self.delay_us > 0
+        """A link with a delay or a loss goes through the relay (which also applies its
+        rate): this kernel has no netem."""
+        return self.delay_us > 0 or self.loss_percent > 0
 
     @property
     def shaped(self) -> bool:
@@ -193,7 +196,7 @@ def parse(raw: Mapping[str, Any], source: str) -> Topology:
     pairs: set[frozenset[str]] = set()
     for i, ln in enumerate(_list(source, raw, "link")):
         where = f"link[{i}]"
-        _keys(source, ln, where, {"a", "b", "delay_us", "rate_mbit", "queue_us"})
+        _keys(source, ln, where, {"a", "b", "delay_us", "rate_mbit", "queue_us", "loss_percent"})
         a = _str(source, ln, "a", where, None)
         b = _str(source, ln, "b", where, None)
         for key, end in (("a", a), ("b", b)):
@@ -215,7 +218,14 @@ def parse(raw: Mapping[str, Any], source: str) -> Topology:
             )
         if queue is not None and not 100.0 <= queue <= 1_000_000.0:
             raise TopologyError(source, "must be 100 to 1000000", f"{where}.queue_us")
-        links.append(LinkSpec(a, b, delay, rate, queue or DEFAULT_QUEUE_US))
+        loss = _number(source, ln, "loss_percent", where) or 0.0
+        if not 0.0 <= loss <= MAX_LOSS_PERCENT:
+            raise TopologyError(
+                source, f"must be 0 to {MAX_LOSS_PERCENT:g}", f"{where}.loss_percent"
+            )
+        if loss and rate is not None and delay == 0:
+            raise TopologyError(source, "a lossy link needs a delay to be rate-limited", where)
+        links.append(LinkSpec(a, b, delay, rate, queue or DEFAULT_QUEUE_US, loss))
 
     host_names = {h.name for h in hosts}
     for i, host in enumerate(hosts):

@@ -29,6 +29,7 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from netqual import counter_evidence
 from netqual.errors import UsageError
 from netqual.models import Node, PathResult, ProbePlan
 from netqual.planning import packing
@@ -240,6 +241,12 @@ def merged_details(pingpong: PathResult, bulk: PathResult) -> dict[str, Any]:
     for label in ("bulk_wave_pairs", "incast_readers"):
         if label in bulk.details:
             details[label] = bulk.details[label]
+    a, b = pingpong.details.get("counters"), bulk.details.get("counters")
+    if isinstance(a, Mapping) and isinstance(b, Mapping):  # both phases' windows as one
+        details["counters"] = counter_evidence.merge(a, b)
+        details["carried_by"] = counter_evidence.carried_by(
+            details, pingpong.transport, pingpong.src_nic, pingpong.dst_nic
+        )
     return details
 
 

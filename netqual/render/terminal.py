@@ -24,6 +24,7 @@ from netqual.analysis.matrix import (
 )
 from netqual.analysis.narrative import unmeasured_sentence, verdict_sentence
 from netqual.models import PathResult, Suspect, SuspectKind, Tier, Verdict
+from netqual.names import visible
 from netqual.pathtable import TIERS
 from netqual.render.fanin import print_fanin
 from netqual.render.fleet import fleet_line
@@ -92,7 +93,16 @@ RACK_PAIRS_SHOWN = 8  # the worst ones; --all for every rack pair
 
 
 def suspect_line(s: Suspect) -> str:
-    """One suspect with its evidence, e.g. 'node gpu03: 14 of 15 paths not offload-safe ...'."""
+    """One suspect with its evidence, e.g. 'node gpu03: 14 of 15 paths not offload-safe ...',
+    and what its counters say ('; counters: loss (12 TCP retransmissions)')."""
+    c = s.evidence.get("counters")
+    if isinstance(c, Mapping) and isinstance(c.get("cause"), str):
+        said = visible(f"{c['cause']} ({c.get('example')})")
+        return f"{_suspect_line(s)}; counters: {said}"
+    return _suspect_line(s)
+
+
+def _suspect_line(s: Suspect) -> str:
     e = s.evidence
     metric = str(e["metric"])
 

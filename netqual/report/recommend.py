@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from netqual import counter_evidence
 from netqual.analysis import localise
 from netqual.analysis.narrative import unmeasured_sentence
 from netqual.analysis.policy import sample_limited
@@ -65,6 +66,8 @@ def recommend(results: Results, expired_waivers: Sequence[str] = ()) -> list[Rec
     policy = results.run.policy
     out: list[Recommendation] = _finish_notes(results) + _sample_notes(results)
     out += _error_notes(results)
+    # What the counters saw (loss, pauses/CNPs, another NIC) comes before any guess.
+    out += [Recommendation(*line) for line in counter_evidence.advice(results)]
     any_bad = bool((results.paths.verdict != Verdict.SAFE.rank).any())
     if not results.paths:
         return out or [

@@ -22,7 +22,7 @@ from typing import Any, TextIO
 
 import numpy as np
 
-from netqual import __version__, interrupts
+from netqual import __version__, counter_evidence, interrupts
 from netqual.agent.probe_request import SilentAgentError, request_probe
 from netqual.agent.wire import hostpeer
 from netqual.agent.wire.messages import Fields
@@ -238,6 +238,11 @@ def measure_pair(
     verdict, reasons = judge(cfg.policy, rtt, bulk)
     details = dict(out.raw.details)
     details["initiator"] = out.initiator
+    if isinstance(details.get("counters"), dict):
+        moved = counter_evidence.probe_bytes(plan)
+        details["counters"] = {**details["counters"], "probe_bytes": moved}
+        nics = (src.nic.name if src.nic else None, dst.nic.name if dst.nic else None)
+        details["carried_by"] = counter_evidence.carried_by(details, cfg.transport.value, *nics)
     if out.forward_hops is not None:
         details["forward_hops"] = out.forward_hops
     path = PathResult(

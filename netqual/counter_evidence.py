@@ -1,0 +1,301 @@
+"""What a path's counters say: which NIC carried its bytes, and why its tail is long.
+
+The agents record ``details.counters`` {``src``, ``dst``} (``netqual.agent.counters``); the
+coordinator adds ``probe_bytes`` (the payload the plan moves, both directions) and this
+module derives ``details.carried_by`` and, for a path that is not offload-safe, its
+cause, most specific first:
+
+* ``loss``: the probe's own TCP connection retransmitted, or an RDMA port that the path
+  had to itself counted sequence errors / ACK timeouts;
+* ``congestion``: pause frames, CNPs or ECN marks on one side's port (PFC or congestion
+  at that node), counted only when no other probe shared that side's window;
+* ``routing``: the bytes left through another NIC than intended, or through TCP/IP when
+  RDMA was asked.
+
+Everything here reads JSON values defensively: a results file may come from anywhere.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from netqual.models import ProbePlan, Suspect, SuspectKind, Verdict
+from netqual.runresults import Results
+
+CARRIED_SHARE = 0.9  # an interface carried the probe when it moved >= 90% of its payload
+MAX_RDMA_PACKET_BYTES = 4096  # the largest RoCE MTU: fewer packets cannot carry the bytes
+WORDS_BYTES = 4  # IB port_xmit_data / port_rcv_data count 32-bit words
+LOSS_RDMA = (
+    "out_of_sequence", "packet_seq_err", "local_ack_timeout_err", "rnr_nak_retry_err",
+    "rcvd_seq_err", "retry_exceeded_err", "duplicate_request", "implied_nak_seq_err",
+)  # fmt: skip
+CONGESTION_RDMA = ("np_cnp_sent", "rp_cnp_handled", "np_ecn_marked_roce_packets")
+PAUSE_WORDS = ("pause", "pfc", "xoff")
+# Retransmitted segments per packet sent that mean loss: a stalled host's tail loss probes
+# retransmit a few segments of 10,000s on loopback (0.03%); a 2% lossy link ~2%.
+LOSS_RETRANS_RATE = 0.002
+
+
+def probe_bytes(plan: ProbePlan) -> int:
+    """Payload one probe of ``plan`` moves, both directions: ping-pong messages out and
+    back, plus every bulk chunk."""
+    pingpong = 2 * (plan.warmup + plan.iterations) * plan.size_bytes
+    bulk = sum(plan.reads_for(c) * c * len(plan.depths) for c in plan.chunks_bytes)
+    return pingpong + (bulk if plan.bulk else 0)
+
+
+def _map(value: object) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}
+
+
+def _int(value: object) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
+def _iface_bytes(c: Mapping[str, Any]) -> int:
+    return _int(c.get("tx_bytes")) + _int(c.get("rx_bytes"))
+
+
+def _rdma_bytes(c: Mapping[str, Any]) -> int:
+    """Bytes an RDMA port moved: its data counters, else an upper bound from packets."""
+    words = _int(c.get("port_xmit_data")) + _int(c.get("port_rcv_data"))
+    if words:
+        return words * WORDS_BYTES
+    packets = sum(_int(c.get(k)) for k in ("port_xmit_packets", "port_rcv_packets",
+                                           "sent_pkts", "rcvd_pkts"))  # fmt: skip
+    return packets * MAX_RDMA_PACKET_BYTES
+
+
+def _side(
+    window: Mapping[str, Any], rdma: bool, intended: str | None, need: int
+) -> tuple[str | None, str | None]:
+    """(the NIC that carried this side's bytes, a problem) for one side's window."""
+    ifs = {k: _iface_bytes(_map(v)) for k, v in _map(window.get("interfaces")).items()}
+    ports = {k: _rdma_bytes(_map(v)) for k, v in _map(window.get("rdma")).items()}
+    if rdma:
+        moved = {k: b for k, b in ports.items() if b >= need}
+        if intended in moved:
+            return intended, None
+        if moved:
+            best = max(sorted(moved), key=moved.__getitem__)
+            return best, f"the bytes left through {best}, not {intended}" if intended else None
+        tcp = {k: b for k, b in ifs.items() if b >= CARRIED_SHARE * need}
+        # Only a host whose RDMA counters could be read can say that RDMA did not move.
+        if tcp and _int(window.get("rdma_ports_read")):
+            best = max(sorted(tcp), key=tcp.__getitem__)
+            return best, f"no RDMA port moved the bytes; IP interface {best} did (TCP, not RDMA)"
+        return None, None
+    moved = {k: b for k, b in ifs.items() if b >= CARRIED_SHARE * need}
+    if not moved:
+        return None, None
+    if intended in moved:
+        return intended, None
+    best = max(sorted(moved), key=moved.__getitem__)
+    return best, (f"the bytes left through {best}, not {intended}" if intended else None)
+
+
+def carried_by(
+    details: Mapping[str, Any],
+    transport: str,
+    src_nic: str | None = None,
+    dst_nic: str | None = None,
+) -> dict[str, Any] | None:
+    """``details.carried_by`` from ``details.counters``: {``src``, ``dst``, ``problem``};
+    None when the path has no counters. The intended NIC: the RDMA device and port the
+    probe used at each end, or the inventory's ``src_nic``/``dst_nic`` where given."""
+    counters = _map(details.get("counters"))
+    if not counters:
+        return None
+    need = max(1, _int(counters.get("probe_bytes")))
+    rdma = transport == "rdma"
+    peer = _map(details.get("peer"))
+
+    def device(d: Mapping[str, Any]) -> str | None:
+        dev, port = d.get("device"), d.get("port")
+        return f"{dev}/{port}" if isinstance(dev, str) and isinstance(port, int) else None
+
+    intended = {
+        "src": device(details) if rdma else src_nic,
+        "dst": device(peer) if rdma else dst_nic,
+    }
+    out: dict[str, Any] = {}
+    problems: list[str] = []
+    for end in ("src", "dst"):
+        window = counters.get(end)
+        if not isinstance(window, Mapping):
+            out[end] = None
+            continue
+        nic, problem = _side(window, rdma, intended[end], need)
+        out[end] = nic
+        if problem:
+            problems.append(f"{end}: {problem}")
+    out["problem"] = "; ".join(problems) or None
+    return out
+
+
+def merge(a: Mapping[str, Any], b: Mapping[str, Any]) -> dict[str, Any]:
+    """Two phases' ``details.counters`` of one path as one window (counts add up)."""
+    out: dict[str, Any] = {"probe_bytes": _int(a.get("probe_bytes")) + _int(b.get("probe_bytes"))}
+    for end in ("src", "dst"):
+        wa, wb = a.get(end), b.get(end)
+        if not isinstance(wa, Mapping) or not isinstance(wb, Mapping):
+            out[end] = wa if isinstance(wa, Mapping) else wb
+            continue
+        side: dict[str, Any] = {}
+        for group in ("interfaces", "rdma"):
+            ga, gb = _map(wa.get(group)), _map(wb.get(group))
+            side[group] = {
+                name: {k: _int(_map(ga.get(name)).get(k)) + _int(_map(gb.get(name)).get(k))
+                       for k in {**_map(ga.get(name)), **_map(gb.get(name))}}
+                for name in {**ga, **gb}
+            }  # fmt: skip
+        ra, rb = wa.get("tcp_retrans"), wb.get("tcp_retrans")
+        side["tcp_retrans"] = None if ra is None and rb is None else _int(ra) + _int(rb)
+        side["shared"] = bool(wa.get("shared")) or bool(wb.get("shared"))
+        side["rdma_ports_read"] = max(
+            _int(wa.get("rdma_ports_read")), _int(wb.get("rdma_ports_read"))
+        )
+        out[end] = side
+    return out
+
+
+def _sent_packets(window: Mapping[str, Any]) -> int:
+    """Packets the busiest interface of a side sent (the probe's, roughly)."""
+    ifs = _map(window.get("interfaces")).values()
+    return max((_int(_map(c).get("tx_packets")) for c in ifs), default=0)
+
+
+@dataclass(frozen=True)
+class Cause:
+    kind: str  # loss | congestion | routing
+    node: str | None  # the side it points at (congestion), else None
+    text: str  # the evidence in words: "12 TCP retransmissions", "rx_prio3_pause 40 at b"
+
+
+def cause(details: Mapping[str, Any], src: str, dst: str) -> Cause | None:
+    """The most specific cause the counters show, or None (module docstring)."""
+    counters = _map(details.get("counters"))
+    ends = {"src": src, "dst": dst}
+    retrans = sum(_int(_map(counters.get(e)).get("tcp_retrans")) for e in ends)
+    sent = sum(_sent_packets(_map(counters.get(e))) for e in ends)
+    if sent and retrans < LOSS_RETRANS_RATE * sent:
+        retrans = 0  # a few stray retransmissions: not what makes a tail
+    rdma_loss: list[str] = []
+    congestion: list[tuple[str, str]] = []
+    for end, node in ends.items():
+        window = _map(counters.get(end))
+        if window.get("shared") is True:
+            continue  # another probe moved these host counters too
+        for port, c in _map(window.get("rdma")).items():
+            for k in LOSS_RDMA:
+                if n := _int(_map(c).get(k)):
+                    rdma_loss.append(f"{k} {n:,} on {node} {port}")
+            for k in CONGESTION_RDMA:
+                if n := _int(_map(c).get(k)):
+                    congestion.append((node, f"{k} {n:,} on {node} {port}"))
+        for nic, c in _map(window.get("interfaces")).items():
+            for k, v in _map(c).items():
+                if any(w in str(k).lower() for w in PAUSE_WORDS) and (n := _int(v)):
+                    congestion.append((node, f"{k} {n:,} on {node} {nic}"))
+    if retrans or rdma_loss:
+        words = [f"{retrans:,} TCP retransmissions"] if retrans else []
+        return Cause("loss", None, ", ".join(words + rdma_loss[:3]))
+    if congestion:
+        nodes = {name for name, _ in congestion}
+        where = next(iter(nodes)) if len(nodes) == 1 else None
+        return Cause("congestion", where, ", ".join(t for _, t in congestion[:3]))
+    problem = _map(details.get("carried_by")).get("problem")
+    if isinstance(problem, str):
+        return Cause("routing", None, problem)
+    return None
+
+
+def path_causes(results: Results) -> list[tuple[int, Cause]]:
+    """(row, cause) of every path that is not offload-safe and whose counters say why."""
+    table = results.paths
+    out = []
+    for i in range(len(table)):
+        d = table.details[i]
+        if d is None or "counters" not in d or table.verdict[i] == Verdict.SAFE.rank:
+            continue
+        src, dst = table.names[table.src[i]], table.names[table.dst[i]]
+        if (c := cause(d, src, dst)) is not None:
+            out.append((i, c))
+    return out
+
+
+def annotate(results: Results, found: tuple[Suspect, ...]) -> tuple[Suspect, ...]:
+    """Suspects with the counters' cause added to their evidence (``counters``): a link's
+    from its own path; a node's from its bad paths, when they agree on one cause."""
+    causes = path_causes(results)
+    if not causes:
+        return found
+    table = results.paths
+    by_pair = {(table.names[table.src[i]], table.names[table.dst[i]]): c for i, c in causes}
+    out = []
+    for s in found:
+        picked: list[Cause] = []
+        if s.kind is SuspectKind.LINK:
+            a, _, b = s.subject.partition("->")
+            picked = [c for c in (by_pair.get((a, b)),) if c is not None]
+        elif s.kind is SuspectKind.NODE:
+            picked = [c for (a, b), c in by_pair.items() if s.subject in (a, b)]
+        kinds = {c.kind for c in picked}
+        if len(kinds) == 1:
+            ev = {"cause": picked[0].kind, "paths": len(picked), "example": picked[0].text}
+            out.append(Suspect(s.kind, s.subject, {**s.evidence, "counters": ev}))
+        else:
+            out.append(s)
+    return tuple(out)
+
+
+LISTED = 6
+
+
+def advice(results: Results) -> list[tuple[str, str, str]]:
+    """ "What to do" lines from the counters: (severity, title, text), loss first, then
+    congestion per node, then routing; each names the paths and the counts behind it."""
+    table = results.paths
+    groups: dict[tuple[str, str | None], list[tuple[int, Cause]]] = {}
+    for i, c in path_causes(results):
+        groups.setdefault((c.kind, c.node), []).append((i, c))
+    out = []
+    order = {"loss": 0, "congestion": 1, "routing": 2}
+    for (kind, node), items in sorted(
+        groups.items(), key=lambda g: (order[g[0][0]], g[0][1] or "")
+    ):
+        unsafe = any(table.verdict[i] == Verdict.UNSAFE.rank for i, _ in items)
+        shown = [
+            f"{table.names[table.src[i]]} -> {table.names[table.dst[i]]} ({c.text})"
+            for i, c in items[:LISTED]
+        ]
+        listed = "; ".join(shown) + (
+            f"; and {len(items) - LISTED} more" if len(items) > LISTED else ""
+        )
+        n = len(items)
+        paths = f"{n} path{'s' if n != 1 else ''}"
+        if kind == "loss":
+            title = f"Packet loss behind the tail of {paths}"
+            text = (
+                f"Their probes retransmitted: {listed}. Packets are dropped on these paths: "
+                "check the error and discard counters of the switch ports and NICs along "
+                "them, and the cables and optics, before re-testing."
+            )
+        elif kind == "congestion":
+            where = f"at {node}" if node else "on these paths"
+            title = f"Congestion or PFC pauses {where}"
+            text = (
+                f"Pause frames, CNPs or ECN marks were counted while {paths} measured: "
+                f"{listed}. The port is congested or paused by its peer: check PFC and ECN "
+                "settings and what else shares that port, then re-test."
+            )
+        else:
+            title = f"The bytes of {paths} took another NIC or TCP"
+            text = (
+                f"{listed}. Fix the routing, NIC selection or RDMA device (GID) choice so "
+                "that probes and KV transfers use the intended NIC, then re-test."
+            )
+        out.append(("unsafe" if unsafe else "marginal", title, text))
+    return out

@@ -66,7 +66,9 @@ def recommend(results: Results, expired_waivers: Sequence[str] = ()) -> list[Rec
     policy = results.run.policy
     out: list[Recommendation] = _finish_notes(results) + _sample_notes(results)
     out += _error_notes(results)
-    # What the counters saw (loss, pauses/CNPs, another NIC) comes before any guess.
+    # Configuration outliers, then what the counters saw (loss, pauses/CNPs, another NIC):
+    # both come before any hardware advice, which would otherwise be a guess.
+    out += _configuration_notes(results)
     out += [Recommendation(*line) for line in counter_evidence.advice(results)]
     any_bad = bool((results.paths.verdict != Verdict.SAFE.rank).any())
     if not results.paths:
@@ -175,6 +177,24 @@ def recommend(results: Results, expired_waivers: Sequence[str] = ()) -> list[Rec
             )
         )
     return out
+
+
+def _configuration_notes(results: Results) -> list[Recommendation]:
+    """The fleet check's outliers (docs/evidence.md): named before hardware advice."""
+    found = results.fleet
+    if found is None or not found.outliers:
+        return []
+    nodes = sorted({o.node for o in found.outliers})
+    return [
+        Recommendation(
+            "unsafe",
+            f"Fix the configuration of {_names(nodes)} first",
+            f"{fmt.plural(len(found.outliers), 'configuration outlier')}: "
+            f"{_names([o.text for o in found.outliers])}. A wrong MTU, GID type or PFC/ECN "
+            "setting makes exactly the tails and failures below; fix it and re-test before "
+            "acting on any hardware advice.",
+        )
+    ]
 
 
 def _unlocalised(results: Results, problem: str) -> Recommendation:

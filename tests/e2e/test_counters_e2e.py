@@ -9,10 +9,11 @@ from pathlib import Path
 
 from agentpool import AgentPool
 from e2e_cli import netqual_cli, write_inventory
-from test_agent_e2e import SMALL_PLAN, check_schema
 
-from netqual import counter_evidence
+from netqual import counter_evidence, schema
 from netqual.models import ProbePlan
+
+SMALL_PLAN = ["--iterations", "2000", "--warmup", "200", "--chunk", "64KiB", "--depth", "1"]
 
 
 def test_real_agents_record_which_interface_carried_each_phase(
@@ -25,7 +26,7 @@ def test_real_agents_record_which_interface_carried_each_phase(
     done = netqual_cli("run", str(inventory), "--out", str(out), *SMALL_PLAN, "--allow-short-plan")
     assert done.returncode in (0, 1), done.stderr
     doc = json.loads((out / "results.json").read_text())
-    check_schema(doc)
+    schema.validate(doc, "results.json")
     plan = ProbePlan(iterations=2000, warmup=200, chunks_bytes=(65536,), depths=(1,))
     # Ping-pong and bulk run as two requests (the bulk one with a single ping): both add up.
     pingpong = counter_evidence.probe_bytes(replace(plan, bulk=False))

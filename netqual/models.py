@@ -31,6 +31,11 @@ DEFAULT_PORT = 18515
 SCHEMA_VERSION = "1"  # the results file format (docs/results.md)
 
 
+def path_label(src: str, dst: str) -> str:
+    """How every output names a path (and a pair of nodes): 'gpu01 -> stor02'."""
+    return f"{src} -> {dst}"
+
+
 class Verdict(str, enum.Enum):
     SAFE = "offload-safe"
     MARGINAL = "marginal"
@@ -618,7 +623,7 @@ class Waiver:
 
     @property
     def label(self) -> str:
-        return f"{self.src} -> {self.dst}"
+        return f"{path_label(self.src, self.dst)}"
 
 
 @dataclass(frozen=True)

@@ -39,7 +39,7 @@ from netqual.errors import (
     TransportUnavailableError,
 )
 from netqual.fetchprofile import PLAIN
-from netqual.models import Node, PlanFieldError, ProbePlan
+from netqual.models import Node, PlanFieldError, ProbePlan, path_label
 from netqual.plan_codec import plan_from_dict, plan_to_dict
 from netqual.transports import (
     TRANSPORT_NAMES,
@@ -394,12 +394,12 @@ def _failure(
     if isinstance(err, ProtocolError) and phase == "setup":
         return ErrorCode.PEER_PROTOCOL, f"{peer.label} refused {me}: {err.problem}"
     if isinstance(err, PeerSilentError):
-        return ErrorCode.PEER_SILENT, f"{me} -> {target}: {err}"
+        return ErrorCode.PEER_SILENT, f"{path_label(me, target)}: {err}"
     if isinstance(err, TimeoutError):
-        return ErrorCode.PROBE_FAILED, f"{me} -> {target}: timed out"
+        return ErrorCode.PROBE_FAILED, f"{path_label(me, target)}: timed out"
     if isinstance(err, (ProbeError, ProtocolError)):
-        return ErrorCode.PROBE_FAILED, f"{me} -> {target}: {err}"
-    return err.code, f"{me} -> {target}: {err}"
+        return ErrorCode.PROBE_FAILED, f"{path_label(me, target)}: {err}"
+    return err.code, f"{path_label(me, target)}: {err}"
 
 
 def request_probe(

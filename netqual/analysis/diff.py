@@ -28,7 +28,7 @@ from typing import overload
 
 import numpy as np
 
-from netqual.models import Metric, PathResult, RttStats, Verdict
+from netqual.models import Metric, PathResult, RttStats, Verdict, path_label
 from netqual.pathtable import (
     NOT_FOUND,
     VERDICTS,
@@ -89,7 +89,7 @@ class PathChange:
 
     @property
     def label(self) -> str:
-        return f"{self.new.src} -> {self.new.dst}"
+        return path_label(self.new.src, self.new.dst)
 
     @property
     def old_us(self) -> float | None:
@@ -209,7 +209,7 @@ def _label_keys(t: PathTable, rows: IntArray) -> IntArray:
         return np.zeros(0, dtype=np.int64)
     if any(" -> " in n for n in names):
         labels = [
-            f"{names[a]} -> {names[b]}"
+            path_label(names[a], names[b])
             for a, b in zip(t.src[rows].tolist(), t.dst[rows].tolist(), strict=True)
         ]
         rank = {s: i for i, s in enumerate(sorted(set(labels)))}

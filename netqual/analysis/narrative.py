@@ -6,13 +6,9 @@ from collections.abc import Sequence, Set
 
 import numpy as np
 
-from netqual.models import PathResult, Verdict, Waiver
+from netqual.models import Verdict, Waiver, path_label
 from netqual.runresults import Results
 from netqual.units import format_us
-
-
-def path_label(p: PathResult) -> str:
-    return f"{p.src} -> {p.dst}"
 
 
 def verdict_sentence(results: Results) -> str:
@@ -87,7 +83,8 @@ def _counts_sentence(results: Results) -> str:
         text += f"; {n:,} {verdict.value}"
         if row is not None:
             worst = table.row(row)
-            text += f" (worst {path_label(worst)}, " if n > 1 else f": {path_label(worst)}, "
+            label = path_label(worst.src, worst.dst)
+            text += f" (worst {label}, " if n > 1 else f": {label}, "
             text += (
                 f"{metric.value} {format_us(worst.rtt.value(metric))} us"
                 if worst.rtt

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from netqual.fleet_model import FleetResult
-from netqual.models import Interference, Metric, Node, NotMeasured, Role, Tier, Waiver
+from netqual.models import Interference, Metric, Node, NotMeasured, Role, Tier, Waiver, path_label
 from netqual.pathtable import TIERS, BoolArray, IntArray, PathTable, union_names
 
 
@@ -91,7 +91,7 @@ class Finding:
     @property
     def label(self) -> str:
         # a node's finding (a configuration outlier) names the node once
-        return self.src if self.src == self.dst else f"{self.src} -> {self.dst}"
+        return self.src if self.src == self.dst else f"{path_label(self.src, self.dst)}"
 
 
 @dataclass(frozen=True)

@@ -8,6 +8,7 @@ from rich.text import Text
 
 from netqual.campaign.store import Added
 from netqual.campaign.trend import Movement, Trend
+from netqual.models import path_label
 from netqual.units import format_us
 
 SHOWN = 10
@@ -51,7 +52,7 @@ def _movement(console: Console, title: str, m: Movement) -> None:
     for label, moves, total in (("worse", m.worse, m.n_worse), ("better", m.better, m.n_better)):
         for p in moves[:SHOWN]:
             line = Text(
-                f"  {label}  {p.src} -> {p.dst}"
+                f"  {label}  {path_label(p.src, p.dst)}"
                 f"  p99 {_p99(p.old_p99_us)} -> {_p99(p.new_p99_us)} us"
             )
             if p.old_verdict != p.new_verdict:
@@ -114,7 +115,8 @@ def print_trend(console: Console, t: Trend) -> None:
         for due in t.waivers_due:
             console.print(
                 Text(
-                    f"  {due.src} -> {due.dst} ({due.milestone}): until {due.until.isoformat()},"
+                    f"  {path_label(due.src, due.dst)} ({due.milestone}): "
+                    f"until {due.until.isoformat()},"
                     f" {due.owner}: {due.reason}"
                 ),
                 soft_wrap=True,

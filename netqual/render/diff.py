@@ -9,7 +9,7 @@ from rich.table import Table
 from rich.text import Text
 
 from netqual.analysis.diff import PathChange, RunDiff
-from netqual.models import Verdict
+from netqual.models import Verdict, path_label
 from netqual.units import format_us
 
 SHOWN = 20
@@ -76,6 +76,6 @@ def print_diff(console: Console, d: RunDiff) -> None:
         ("Missing paths (in old, not in new)", d.missing_paths),
     ):
         if paths:
-            names = ", ".join(f"{p.src} -> {p.dst}" for p in paths[:SHOWN])
+            names = ", ".join(f"{path_label(p.src, p.dst)}" for p in paths[:SHOWN])
             more = f" and {len(paths) - SHOWN} more" if len(paths) > SHOWN else ""
             console.print(Text(f"{title}: ", style="bold") + Text(names + more), soft_wrap=True)

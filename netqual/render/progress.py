@@ -19,7 +19,7 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.text import Text
 
 from netqual.errors import UsageError
-from netqual.models import Metric, PathResult
+from netqual.models import Metric, PathResult, path_label
 from netqual.progress import NullObserver, PhaseState, RunObserver, Stage, clock_text
 from netqual.results import RunningWorst
 from netqual.units import format_us
@@ -198,4 +198,4 @@ def observer(console: Console, mode: str, metric: Metric) -> Iterator[RunObserve
 def progress_text(worst: PathResult, metric: Metric) -> str:
     """'worst: a -> b unsafe (p50 812.3 us)', naming the metric the policy judges."""
     value = f"{metric.value} {format_us(worst.rtt.value(metric))} us" if worst.rtt else "failed"
-    return f"worst: {worst.src} -> {worst.dst} {worst.verdict.value} ({value})"
+    return f"worst: {path_label(worst.src, worst.dst)} {worst.verdict.value} ({value})"

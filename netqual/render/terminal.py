@@ -23,7 +23,7 @@ from netqual.analysis.matrix import (
     tier_groups,
 )
 from netqual.analysis.narrative import unmeasured_sentence, verdict_sentence
-from netqual.models import PathResult, Suspect, SuspectKind, Tier, Verdict
+from netqual.models import PathResult, Suspect, SuspectKind, Tier, Verdict, path_label
 from netqual.names import visible
 from netqual.pathtable import TIERS
 from netqual.render.fanin import print_fanin
@@ -109,7 +109,7 @@ def _suspect_line(s: Suspect) -> str:
     def path(w: object) -> str:
         assert isinstance(w, Mapping)
         value = w["error"] or f"{metric} {format_us(w['value_us'])} us"
-        return f"{w['src']} -> {w['dst']} {value} ({w['verdict']})"
+        return f"{path_label(w['src'], w['dst'])} {value} ({w['verdict']})"
 
     if s.kind is SuspectKind.ASYMMETRY:
         ratio = e["ratio"]
@@ -269,7 +269,7 @@ def print_worst(console: Console, results: Results, limit: int = 5) -> None:
         if results.preliminary:
             verdict.append(" (preliminary)", style="dim")
         table.add_row(
-            f"{p.src} -> {p.dst}",
+            f"{path_label(p.src, p.dst)}",
             verdict,
             "?" if p.hops is None else str(p.hops),
             "; ".join(p.reasons),
@@ -281,7 +281,7 @@ def print_probe(console: Console, path: PathResult) -> None:
     """perftest-style tables for one pair."""
     console.print(
         Text.assemble(
-            f"{path.src} -> {path.dst} over {path.transport}: ", verdict_text(path.verdict)
+            f"{path_label(path.src, path.dst)} over {path.transport}: ", verdict_text(path.verdict)
         )
     )
     if path.rtt is not None:

@@ -9,7 +9,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from netqual.models import PathResult, Verdict
+from netqual.models import PathResult, Verdict, path_label
 from netqual.render.terminal import MATRIX_MAX_NODES, STYLE, verdict_text
 from netqual.runresults import Results
 from netqual.units import format_bytes, format_duration_us, format_us
@@ -249,7 +249,7 @@ def _print_paths(console: Console, results: Results) -> None:
         wr = p.workload
         assert wr is not None
         table.add_row(
-            f"{p.src} -> {p.dst}",
+            f"{path_label(p.src, p.dst)}",
             "-" if p.rtt is None else format_us(p.rtt.p99_us),
             Text(SHORT[p.verdict], style=STYLE[p.verdict]),
             "-" if wr.fetch_p99_us is None else format_duration_us(wr.fetch_p99_us),

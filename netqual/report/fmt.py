@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
-from netqual.analysis.narrative import path_label  # one wording for every renderer
-from netqual.models import Verdict
+from netqual.models import (
+    Verdict,
+    path_label,  # one wording for every renderer
+)
 from netqual.units import format_us
 
 __all__ = ["CLASS_CODE", "path_label", "plural", "us"]

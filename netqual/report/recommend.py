@@ -26,7 +26,7 @@ from netqual import counter_evidence
 from netqual.analysis import localise
 from netqual.analysis.narrative import unmeasured_sentence
 from netqual.analysis.policy import sample_limited
-from netqual.models import Metric, Node, Suspect, SuspectKind, Tier, Verdict
+from netqual.models import Metric, Node, Suspect, SuspectKind, Tier, Verdict, path_label
 from netqual.pathtable import NO_HOPS, TIERS, IntArray, PathTable
 from netqual.report import fmt
 from netqual.runresults import Results
@@ -58,8 +58,8 @@ def _ev(value: object) -> Mapping[str, Any]:
 def _short(e: Mapping[str, Any], metric: Metric) -> str:
     """One path of a suspect's evidence: 'a -> b, p99 812.0 us' or 'a -> b: <error>'."""
     if e["error"] or e["value_us"] is None:
-        return f"{e['src']} -> {e['dst']}: {e['error'] or 'no samples'}"
-    return f"{e['src']} -> {e['dst']}, {metric.value} {fmt.us(e['value_us'])}"
+        return f"{path_label(e['src'], e['dst'])}: {e['error'] or 'no samples'}"
+    return f"{path_label(e['src'], e['dst'])}, {metric.value} {fmt.us(e['value_us'])}"
 
 
 def recommend(results: Results, expired_waivers: Sequence[str] = ()) -> list[Recommendation]:
@@ -202,7 +202,7 @@ def _unlocalised(results: Results, problem: str) -> Recommendation:
     table = results.paths
     order = table.ranked(results.run.policy.metric)
     bad = order[table.verdict[order] != Verdict.SAFE.rank]
-    worst = [f"{table.names[table.src[i]]} -> {table.names[table.dst[i]]}"
+    worst = [f"{path_label(table.names[table.src[i]], table.names[table.dst[i]])}"
              for i in bad[:LISTED].tolist()]  # fmt: skip
     return Recommendation(
         "unsafe" if (table.verdict == Verdict.UNSAFE.rank).any() else "marginal",
@@ -334,7 +334,7 @@ def _finish_notes(results: Results) -> list[Recommendation]:
     if sentence is None:
         return []
     head, _, action = sentence.partition(": ")
-    examples = [f"{m.src} -> {m.dst}: {m.reason}" for m in results.not_measured]
+    examples = [f"{path_label(m.src, m.dst)}: {m.reason}" for m in results.not_measured]
     why = f" Not measured (configuration): {_names(examples)}." if examples else ""
     return [
         Recommendation(
@@ -382,7 +382,7 @@ def _error_notes(results: Results) -> list[Recommendation]:
         Recommendation(
             "unsafe",
             f"{fmt.plural(len(errors), 'path')} could not be measured",
-            f"For example {first.src} -> {first.dst}: {first.error}. Unmeasured "
+            f"For example {path_label(first.src, first.dst)}: {first.error}. Unmeasured "
             "paths count as unsafe. Run netqual check on the inventory, fix what it names, "
             "then re-test.",
         )
@@ -414,7 +414,7 @@ def _measurement_notes(results: Results) -> list[Recommendation]:
         )
     if len(marginal):
         shown = _by_names(table, marginal)[:LISTED].tolist()
-        labels = [f"{table.names[table.src[i]]} -> {table.names[table.dst[i]]} "
+        labels = [f"{path_label(table.names[table.src[i]], table.names[table.dst[i]])} "
                   f"{fmt.us(float(value[i]))}" for i in shown]  # fmt: skip
         out.append(
             Recommendation(

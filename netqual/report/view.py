@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from netqual.analysis.matrix import GroupRow
-from netqual.models import Node, PathResult
+from netqual.models import Node, PathResult, path_label
 from netqual.pathtable import FloatArray, IntArray, worst_per_group
 from netqual.report import fmt
 from netqual.report.fleet import FleetView
@@ -165,8 +165,8 @@ def describe(p: PathResult, results: Results) -> str:
     """'gpu03 -> stor02, p99 812 us' or 'gpu03 -> stor02, error: timeout ...'."""
     v = metric_value(p, results)
     if p.error or v is None:
-        return f"{fmt.path_label(p)}, {p.error or 'no samples'}"
-    return f"{fmt.path_label(p)}, {results.run.policy.metric.value} {fmt.us(v)}"
+        return f"{fmt.path_label(p.src, p.dst)}, {p.error or 'no samples'}"
+    return f"{fmt.path_label(p.src, p.dst)}, {results.run.policy.metric.value} {fmt.us(v)}"
 
 
 def _compact_us(value_us: float) -> str:
@@ -223,7 +223,7 @@ def node_cells(
                 cells.append(Cell(x, y, "self", f"{a.name} (same node)"))
                 continue
             if i < 0:
-                cells.append(Cell(x, y, "none", f"{a.name} -> {b.name}: not measured"))
+                cells.append(Cell(x, y, "none", f"{path_label(a.name, b.name)}: not measured"))
                 continue
             p = rows.get(i) or rows.setdefault(i, results.paths.row(i))
             value = metric_value(p, results)
@@ -280,7 +280,13 @@ def rack_cells(results: Results, spans: Sequence[RackSpan], pairs: RackPairs) ->
             k = y * len(spans) + x
             if worst[k] < 0:
                 cells.append(
-                    Cell(x, y, "none", f"{a.name} -> {b.name}: not measured", rack_pair=(y, x))
+                    Cell(
+                        x,
+                        y,
+                        "none",
+                        f"{path_label(a.name, b.name)}: not measured",
+                        rack_pair=(y, x),
+                    )
                 )
                 continue
             c = counts[k]

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from netqual.models import Verdict
+from netqual.models import Verdict, path_label
 from netqual.report.grid import NODE_MATRIX_MAX, pair_rows, report_nodes
 from netqual.runresults import Results
 from netqual.units import format_bytes, format_duration_us, format_us
@@ -115,7 +115,7 @@ def _matrix(results: Results) -> tuple[list[str], list[list[MatrixCell]]]:
             wr = p.workload
             fetch = "-" if wr.fetch_p99_us is None else format_duration_us(wr.fetch_p99_us)
             title = (
-                f"{p.src} -> {p.dst}: {wr.verdict.value}, speedup {_speedup(wr.speedup)}, "
+                f"{path_label(p.src, p.dst)}: {wr.verdict.value}, speedup {_speedup(wr.speedup)}, "
                 f"chunk fetch p99 {fetch}; RTT verdict {p.verdict.value}"
                 + (" (interpolated)" if wr.interpolated else "")
             )

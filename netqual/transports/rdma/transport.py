@@ -38,7 +38,7 @@ from netqual.errors import (
     ProbeError,
     TransportUnavailableError,
 )
-from netqual.models import ProbePlan
+from netqual.models import ProbePlan, path_label
 from netqual.transports.interface import (
     AgentLimits,
     BufferBudget,
@@ -106,9 +106,9 @@ class RdmaTransport(Transport):
             sel = devices.choose(found, self.options, local_ip=local_ip, family=family)
             return self._session(channel, pv, sel, plan, deadline)
         except GidSelectionError as err:
-            raise ProbeError(f"rdma {self.node_name} -> {channel.peer}: {err}") from err
+            raise ProbeError(f"rdma {path_label(self.node_name, channel.peer)}: {err}") from err
         except pv.error as err:  # a verbs call we did not expect to fail
-            raise ProbeError(f"rdma {self.node_name} -> {channel.peer}: {err}") from err
+            raise ProbeError(f"rdma {path_label(self.node_name, channel.peer)}: {err}") from err
 
     def _session(
         self,

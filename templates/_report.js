@@ -31,7 +31,7 @@
   // toFixed(100), is "5" then zeros past the kept digits) goes to the even digit, not up
   function fixed(v, d) { var x = v.toFixed(100), p = x.indexOf("."), kept = x.slice(0, d ? p + 1 + d : p); return /^50*$/.test(x.slice(p + 1 + d)) && "02468".indexOf(kept.charAt(kept.length - 1)) >= 0 ? kept : v.toFixed(d); }
   // units.format_us: the same digits as the terminal and the verdict reasons (pinned together
-  // by tests/test_number_format.py)
+  // by tests/env/test_number_format.py)
   function us(v) { if (v == null || v < 0) return "-"; return (v >= 1000 ? Number(fixed(v, 0)).toLocaleString("en-US") : v >= 10 ? fixed(v, 1) : fixed(v, 2)) + " us"; }
   function x10(a, i) { return a[i] < 0 ? null : a[i] / 10; }
   function size(b) { var u = [["GiB", 1 << 30], ["MiB", 1 << 20], ["KiB", 1024]]; for (var k = 0; k < u.length; k++) if (b >= u[k][1] && b % u[k][1] === 0) return b / u[k][1] + u[k][0]; return b + "B"; }

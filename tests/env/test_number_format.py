@@ -2,8 +2,8 @@
 shows what the terminal and the verdict reasons show (1250.5 us is "1,250 us" in both; Python
 rounds an exact tie to the even digit, so the script must too).
 
-The script's own functions are taken from templates/_report.js and run in node, or in the
-headless chromium the browser tests use when node is absent.
+The script's own functions are taken from templates/_report.js and run in node and in the
+headless chromium the browser tests use (tests/support/browser.py).
 """
 
 from __future__ import annotations
@@ -16,12 +16,12 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from browser import chromium
 
 from netqual.units import format_us
 
-SCRIPT = Path(__file__).resolve().parents[1] / "templates" / "_report.js"
+SCRIPT = Path(__file__).resolve().parents[2] / "templates" / "_report.js"
 NODE = shutil.which("node") or shutil.which("nodejs")
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 
 
 def _values() -> list[float]:
@@ -55,17 +55,13 @@ def _run_js(engine: str, values: list[float], tmp_path: Path) -> list[str]:
         assert done.returncode == 0, done.stderr
         got: list[str] = json.loads(done.stdout)
         return got
-    if CHROMIUM is None:
-        pytest.skip("headless chromium not installed (Debian package `chromium`)")
     page = tmp_path / "fmt.html"
     page.write_text(
         f"<pre id=out></pre><script>{body}"
         "document.getElementById('out').textContent = JSON.stringify(out);</script>",
         encoding="utf-8",
     )
-    cmd = [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
-           f"--user-data-dir={tmp_path / 'profile'}", "--dump-dom", page.as_uri()]  # fmt: skip
-    done = subprocess.run(cmd, check=False, capture_output=True, text=True, timeout=120)
+    done = chromium(tmp_path, "--dump-dom", page.as_uri())
     m = re.search(r'<pre id="out">(.*?)</pre>', done.stdout, re.S)
     assert m is not None, done.stderr[-2000:]
     got = json.loads(m.group(1).replace("&quot;", '"'))

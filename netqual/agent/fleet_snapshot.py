@@ -209,9 +209,10 @@ def _port(dev: str, port: Path, roots: Roots, out: dict[str, str], verbs_mtu: in
         active if active.isdigit() else str(verbs_mtu) if verbs_mtu else UNKNOWN
     )
     entries: list[GidEntry] = []
-    for index in _children(port / "gids"):
-        if not index.isdigit() or len(entries) >= 64:
-            continue
+    # rxe and mlx5 list every slot of the table (rxe: 1024), populated or not
+    for index in sorted((i for i in _children(port / "gids") if i.isdigit()), key=int):
+        if len(entries) >= 64:
+            break
         with contextlib.suppress(ValueError):
             entry = GidEntry(
                 int(index),

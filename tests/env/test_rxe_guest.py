@@ -120,6 +120,12 @@ def test_doctor_says_ready(guest: GuestResults) -> None:
         assert device in record["stdout"]
     assert "198.18.0.1" in record["stdout"] and "198.18.0.2" in record["stdout"]
     assert f"ping-pong   {_loop_kind()} loop" in record["stdout"], _shown(record)
+    # the configuration snapshot (docs/evidence.md) from the guest's real sysfs: rxe lists
+    # 1,024 GID slots, sysfs has no active MTU (pyverbs gives it), the probes' GID is v2
+    assert re.search(r"roce_gid_type\s+RoCE v2\n", record["stdout"]), _shown(record)
+    assert re.search(r"roce_mtu\s+1024\n", record["stdout"]), _shown(record)
+    for device in ("rxe0/1", "rxe1/1"):
+        assert f"{device} ACTIVE mtu 1024 width 1X gid 1 RoCE v2" in record["stdout"]
 
 
 def test_default_plan_over_real_verbs(guest: GuestResults) -> None:

@@ -2,15 +2,15 @@
 agent answers its configuration snapshot, same host so no outlier; a policy expectation
 no node meets names every node and the key (exit 1); a bad ``[fleet]`` is a one-line
 error naming the field (exit 2) before any agent is asked. The lab version, with one
-host's MTU really lowered, is tests/test_lab_fleet.py."""
+host's MTU really lowered, is tests/env/test_lab_fleet.py."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
-from conftest import AgentPool
-from test_agent_e2e import netqual_cli, write_inventory
+from agentpool import AgentPool
+from e2e_cli import netqual_cli, write_inventory
 
 
 def test_check_fleet_snapshot_expectations_and_policy_errors(

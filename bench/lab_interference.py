@@ -34,7 +34,7 @@ from netqual.lab.topology import Topology, parse
 from netqual.models import KIB, MIB, Node, Policy, ProbePlan, Tier
 from netqual.planning.budget import BulkBudget
 from netqual.planning.inventory import load_inventory
-from netqual.planning.phases import Schedule, ScheduleConfig, bulk_waves, host_batches
+from netqual.planning.phases import ScheduleConfig, Timing, bulk_waves, host_batches
 from netqual.planning.schedule import circle_rounds
 from netqual.run.coordinator import RunConfig, run
 
@@ -92,7 +92,7 @@ class Outcome:
     run_s: float  # the run without the interference check
 
 
-def one_run(nodes: Sequence[Node], token: bytes, schedule: Schedule, out: Path) -> Outcome:
+def one_run(nodes: Sequence[Node], token: bytes, schedule: Timing, out: Path) -> Outcome:
     cfg = RunConfig(
         nodes=tuple(nodes),
         policy=POLICY,
@@ -125,7 +125,7 @@ def one_run(nodes: Sequence[Node], token: bytes, schedule: Schedule, out: Path) 
 
 
 def experiment(
-    schedules: Sequence[Schedule],
+    schedules: Sequence[Timing],
     repeats: int,
     spine_mbit: float = SPINE_MBIT,
     chain: int = CHAIN,
@@ -175,7 +175,7 @@ def main(argv: Sequence[str]) -> int:
     ap.add_argument("--spine-mbit", type=float, default=SPINE_MBIT)
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args(argv)
-    schedules = [Schedule(s) for s in args.schedules.split(",")]
+    schedules = [Timing(s) for s in args.schedules.split(",")]
     reason = lab.lab_available()
     if reason:
         print(f"lab_interference: {reason}", file=sys.stderr)

@@ -406,7 +406,7 @@ class RunMeta:
     clock: Mapping[str, object]  # time.get_clock_info("perf_counter") and the function used
     host: Mapping[str, object] = field(default_factory=dict)  # coordinator host, python, ...
     inventory: str | None = None
-    # How probes were laid out in time (netqual.planning.phases.describe); empty for older files.
+    # How probes were laid out in time (netqual.planning.phases.layout); empty for older files.
     schedule: Mapping[str, object] = field(default_factory=dict)
     complete: bool = True  # False: interrupted (Ctrl-C, SIGTERM) or read from results.jsonl
     pairs_planned: int | None = None  # the pairs the schedule had (None in older files)

@@ -60,7 +60,7 @@ from netqual.planning import schedule as schedule_mod
 from netqual.planning.inventory import Inventory, load_inventory
 from netqual.planning.limits import check_limits
 from netqual.planning.packing import Coverage
-from netqual.planning.phases import Schedule, ScheduleConfig
+from netqual.planning.phases import ScheduleConfig, Timing
 from netqual.planning.rails import Rails, default_rails
 from netqual.planning.rails import build as rails_build
 from netqual.planning.sampling import DEFAULT_FRACTION, DEFAULT_MINIMUM
@@ -171,7 +171,7 @@ def _schedule(
     bulk_pairs: str = "all",
 ) -> ScheduleConfig:
     try:
-        schedule = Schedule(name)
+        schedule = Timing(name)
     except ValueError:
         raise UsageError(
             "--schedule", f"unknown schedule {name!r} (aligned, per-round, unaligned)"

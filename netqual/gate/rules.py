@@ -23,7 +23,7 @@ from netqual.units import format_us
 Detail = Callable[[int], str]  # the finding text of one offending row
 
 
-def describe(table: PathTable, i: int, metric: Metric) -> str:
+def finding_detail(table: PathTable, i: int, metric: Metric) -> str:
     """Row i's verdict and what explains it, as a finding lists it."""
     verdict = VERDICTS[table.verdict[i]]
     error = table.error[i]
@@ -102,7 +102,7 @@ class MaxVerdictCount(Rule):
     def check(self, table: PathTable, rows: IntArray, ctx: GateContext) -> Outcome:
         offends = table.verdict[rows] == self.verdict.rank
         failing, waived = _split(
-            table, rows, offends, ctx, lambda i: describe(table, i, ctx.metric)
+            table, rows, offends, ctx, lambda i: finding_detail(table, i, ctx.metric)
         )
         msg = f"{_plural(len(failing), self.verdict.value + ' path')} (limit {self.limit})"
         if waived:
@@ -121,7 +121,7 @@ class MinSafeFraction(Rule):
     def check(self, table: PathTable, rows: IntArray, ctx: GateContext) -> Outcome:
         offends = table.verdict[rows] != Verdict.SAFE.rank
         failing, waived = _split(
-            table, rows, offends, ctx, lambda i: describe(table, i, ctx.metric)
+            table, rows, offends, ctx, lambda i: finding_detail(table, i, ctx.metric)
         )
         total = len(rows)
         ok_count = total - len(failing)
@@ -146,7 +146,7 @@ class MaxMetric(Rule):
         # a path without RTT offends: nothing shows it is under the limit
         offends = ~table.has_rtt[rows] | (table.values(self.metric)[rows] > self.limit_us)
         failing, waived = _split(
-            table, rows, offends, ctx, lambda i: describe(table, i, self.metric)
+            table, rows, offends, ctx, lambda i: finding_detail(table, i, self.metric)
         )
         msg = f"{_plural(len(failing), 'path')} above {self.limit_us:g} us {self.metric.value}"
         return self._outcome(not failing, msg, failing, waived)

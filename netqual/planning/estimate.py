@@ -33,8 +33,7 @@ from netqual.plan_codec import plan_to_dict
 from netqual.planning import budget, packing, phases, sampling
 from netqual.planning import rails as rails_mod
 from netqual.planning.fabric import DEFAULT_NIC_GBPS, Fabric
-from netqual.planning.phases import Schedule as Timing
-from netqual.planning.phases import ScheduleConfig
+from netqual.planning.phases import ScheduleConfig, Timing
 from netqual.planning.schedule import Pair, Schedule
 
 PREVIEW_ROUNDS = 3

@@ -43,7 +43,9 @@ from netqual.planning.schedule import Pair
 from netqual.progress import RunObserver, Stage
 
 
-class Schedule(str, enum.Enum):
+class Timing(str, enum.Enum):
+    """When ping-pong and bulk run relative to each other (``run --schedule``)."""
+
     ALIGNED = "aligned"
     PER_ROUND = "per-round"
     UNALIGNED = "unaligned"
@@ -52,7 +54,7 @@ class Schedule(str, enum.Enum):
 class Phase(str, enum.Enum):
     PINGPONG = "pingpong"
     BULK = "bulk"
-    BOTH = "probe"  # ping-pong then bulk in one request (unaligned)
+    PROBE = "probe"  # ping-pong then bulk in one request (unaligned)
 
 
 @dataclass(frozen=True)
@@ -60,7 +62,7 @@ class ScheduleConfig:
     """What the user asked for; None caps are derived from the plan and the fabric
     (``resolve``)."""
 
-    schedule: Schedule = Schedule.ALIGNED
+    schedule: Timing = Timing.ALIGNED
     bulk_per_node: int | None = None
     bulk_per_rack: int | None = None
     incast: int | None = None
@@ -75,9 +77,9 @@ class ScheduleConfig:
                 raise UsageError(option, f"must be >= 1, got {value}")
         if self.incast is not None and self.incast < 2:
             raise UsageError("--incast", f"must be >= 2 readers, got {self.incast}")
-        if self.incast is not None and self.schedule is Schedule.UNALIGNED:
+        if self.incast is not None and self.schedule is Timing.UNALIGNED:
             raise UsageError("--incast", "needs an aligned schedule (bulk runs in its own phase)")
-        if self.bulk_pairs.kind != "all" and self.schedule is not Schedule.ALIGNED:
+        if self.bulk_pairs.kind != "all" and self.schedule is not Timing.ALIGNED:
             # Coverage is chosen over the whole run, which only --schedule aligned has.
             raise UsageError("--bulk-pairs", "needs --schedule aligned")
 
@@ -291,8 +293,8 @@ def execute(
     runner = _Runner(work.measure, time.monotonic())
     tally = tally if tally is not None else Tally()
     obs = work.observer
-    if cfg.schedule is Schedule.UNALIGNED or not bulk:
-        phase = Phase.BOTH if bulk else Phase.PINGPONG
+    if cfg.schedule is Timing.UNALIGNED or not bulk:
+        phase = Phase.PROBE if bulk else Phase.PINGPONG
         stage = Stage.PROBE if bulk else Stage.PINGPONG
         obs.phase(stage, totals.rounds, totals.pairs, totals.finished)
 
@@ -308,7 +310,7 @@ def execute(
             obs.step()
         tally.pingpong_s = time.monotonic() - t0
         return tally
-    if cfg.schedule is Schedule.PER_ROUND:
+    if cfg.schedule is Timing.PER_ROUND:
         obs.phase(Stage.PROBE, totals.rounds, totals.pairs, totals.finished)
         if totals.pending:
             _bulk_phase(runner, list(totals.pending), budget, cfg.bulk_pairs, work, tally)
@@ -409,18 +411,18 @@ def _bulk_phase(
         tally.bulk_s += time.monotonic() - t0
 
 
-def describe(cfg: ScheduleConfig, budget: BulkBudget, bulk: bool) -> dict[str, Any]:
+def layout(cfg: ScheduleConfig, budget: BulkBudget, bulk: bool) -> dict[str, Any]:
     """``run.schedule`` of the results file (without the interference part)."""
     if not bulk:
         phases = ["pingpong"]
-    elif cfg.schedule is Schedule.UNALIGNED:
+    elif cfg.schedule is Timing.UNALIGNED:
         phases = ["pingpong+bulk per pair"]
-    elif cfg.schedule is Schedule.PER_ROUND:
+    elif cfg.schedule is Timing.PER_ROUND:
         phases = ["per round: pingpong", "per round: bulk"]
     else:
         phases = ["pingpong", "bulk"]
     out: dict[str, Any] = {"name": cfg.schedule.value, "phases": phases}
-    if bulk and cfg.schedule is not Schedule.UNALIGNED:
+    if bulk and cfg.schedule is not Timing.UNALIGNED:
         out.update(budget.to_dict())
         out["bulk_pairs"] = cfg.bulk_pairs.label
         out["bulk"] = "incast" if budget.incast is not None else "budgeted"

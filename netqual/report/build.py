@@ -31,11 +31,11 @@ from netqual.report.view import (
     RackSpan,
     ReportView,
     WorstRow,
+    both_directions,
     directional,
     metric_values,
     node_cells,
     opt,
-    pair_keys,
     rack_cells,
     rack_pairs,
     rack_spans,
@@ -105,7 +105,7 @@ def waived_rows(results: Results, waived: Mapping[tuple[str, str], str]) -> dict
     code = {name: i for i, name in enumerate(t.names)}
     n = len(t.names)
     text = {code[a] * n + code[b]: w for (a, b), w in waived.items() if a in code and b in code}
-    forward, _ = pair_keys(results)
+    forward, _ = both_directions(results)
     rows = np.flatnonzero(np.isin(forward, np.fromiter(text, np.int64, len(text))))
     return {i: text[k] for i, k in zip(rows.tolist(), forward[rows].tolist(), strict=True)}
 

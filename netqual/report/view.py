@@ -161,7 +161,7 @@ def opt(value: float) -> float | None:
     return None if math.isnan(value) else float(value)
 
 
-def describe(p: PathResult, results: Results) -> str:
+def path_summary(p: PathResult, results: Results) -> str:
     """'gpu03 -> stor02, p99 812 us' or 'gpu03 -> stor02, error: timeout ...'."""
     v = metric_value(p, results)
     if p.error or v is None:
@@ -178,7 +178,7 @@ def _compact_us(value_us: float) -> str:
     return f"{value_us / 1000:.1f}k" if value_us < 10_000 else f"{value_us / 1000:.0f}k"
 
 
-def pair_keys(results: Results) -> tuple[IntArray, IntArray]:
+def both_directions(results: Results) -> tuple[IntArray, IntArray]:
     """Every path's (src, dst) and (dst, src) as one int64 each, ``a * names + b`` over the
     table's node codes: joins on pairs without a dict of string tuples."""
     t = results.paths
@@ -188,7 +188,7 @@ def pair_keys(results: Results) -> tuple[IntArray, IntArray]:
 
 def directional(results: Results) -> bool:
     """Some pair was measured in both directions (else one measurement per pair)."""
-    forward, reverse = pair_keys(results)
+    forward, reverse = both_directions(results)
     return bool(np.isin(reverse, forward).any())
 
 
@@ -202,7 +202,7 @@ class GateBanner:
 
 
 def _cell_title(p: PathResult, results: Results, waived: Mapping[tuple[str, str], str]) -> str:
-    text = f"{describe(p, results)}: {p.verdict.value}"
+    text = f"{path_summary(p, results)}: {p.verdict.value}"
     w = waived.get(p.key)
     return f"{text} (waived: {w})" if w else text
 
@@ -296,7 +296,7 @@ def rack_cells(results: Results, spans: Sequence[RackSpan], pairs: RackPairs) ->
             title = (
                 f"rack {a.name} -> {b.name}: {n:,} paths; {c[0]:,} offload-safe, "
                 f"{c[1]:,} marginal, {c[2]:,} unsafe; "
-                f"worst {describe(top, results)}. Click for the node view."
+                f"worst {path_summary(top, results)}. Click for the node view."
             )
             # a single bad path should not paint a 256-path rack pair as loudly as a dead uplink
             opacity = 1.0 if not bad else min(1.0, 0.4 + 0.6 * min(1.0, 4 * bad / n))
@@ -315,7 +315,7 @@ __all__ = [
     "Rect",
     "ReportView",
     "WorstRow",
-    "describe",
+    "path_summary",
     "rack_spans",
     "report_nodes",
 ]

@@ -101,7 +101,7 @@ class RunConfig:
     fleet_policy: FleetPolicy = field(default_factory=FleetPolicy)  # [fleet] of the policy
 
 
-def plan_of(cfg: RunConfig) -> schedule.Schedule:
+def pair_schedule(cfg: RunConfig) -> schedule.Schedule:
     if cfg.pairs is not None:
         return schedule.explicit(cfg.endpoints, cfg.pairs, cfg.mode)
     return rails_mod.build(cfg.nodes, cfg.mode, cfg.rails, cfg.sample_k)
@@ -201,7 +201,7 @@ def measure_pair(
     src: Node,
     dst: Node,
     cfg: RunConfig,
-    phase: Phase = Phase.BOTH,
+    phase: Phase = Phase.PROBE,
     silent: dict[str, str] | None = None,
 ) -> PathResult:
     """One path. ``silent``: where a source that never answers is noted (node -> why)."""
@@ -417,7 +417,7 @@ def run(
         raise NoAgentsError("the inventory needs at least two nodes")
     prior = resume.journal if resume else journal.Journal()
     started = (resume.started_at if resume else "") or now_iso()
-    plan = plan_of(cfg)
+    pairing = pair_schedule(cfg)
     make_out_dir(out_dir)
     resume_mod.write_identity(out_dir, run_identity(cfg), started)
     budget = phases.resolve(cfg.schedule, cfg.plan, cfg.endpoints, cfg.fabric)
@@ -428,7 +428,7 @@ def run(
     with open_append(out_dir / resume_mod.JSONL, new=resume is None) as f:
         rec = _Journal.of(prior, f)
         try:
-            _measure(cfg, plan, budget, prior, rec, stages, spent, resume is not None, preflight)
+            _measure(cfg, pairing, budget, prior, rec, stages, spent, resume is not None, preflight)
             if cfg.fanin is not None:
                 _fanin(cfg, spent)
             inter_at = time.monotonic()
@@ -440,7 +440,9 @@ def run(
         except KeyboardInterrupt:
             stopped = stages.stage
     fleet_found = fleet_of(cfg, preflight)
-    return _finalise(cfg, out_dir, plan, started, budget, rec, inter, stopped, spent, fleet_found)
+    return _finalise(
+        cfg, out_dir, pairing, started, budget, rec, inter, stopped, spent, fleet_found
+    )
 
 
 def fleet_of(cfg: RunConfig, preflight: PreflightReport | None) -> FleetResult | None:
@@ -470,12 +472,12 @@ def finalise_interrupted(
     budget = phases.resolve(cfg.schedule, cfg.plan, cfg.endpoints, cfg.fabric)
     spent = _Spent(preflight_s=cfg.preflight_s)
     rec = _Journal.of(prior)
-    return _finalise(cfg, out_dir, plan_of(cfg), started, budget, rec, None, stage, spent)
+    return _finalise(cfg, out_dir, pair_schedule(cfg), started, budget, rec, None, stage, spent)
 
 
 def _measure(
     cfg: RunConfig,
-    plan: schedule.Schedule,
+    pairing: schedule.Schedule,
     budget: BulkBudget,
     prior: journal.Journal,
     rec: _Journal,
@@ -524,7 +526,7 @@ def _measure(
 
     def live_rounds() -> Iterator[list[Pair]]:
         """Rounds as planned, less finished pairs; pairs with a dead agent fail here."""
-        for all_pairs in plan.rounds():
+        for all_pairs in pairing.rounds():
             pairs = [(a, b) for a, b in all_pairs if (a.name, b.name) not in skip]
             down.update(silent)  # a node silent in an earlier round stays out
             for a, b in pairs:
@@ -553,7 +555,7 @@ def _measure(
             rec.finished(combine_phases(p, dataclasses.replace(p, error=reason), cfg))
     phases.execute(
         live_rounds(),
-        phases.Totals(plan.round_count, plan.pair_count, len(prior.done), pending),
+        phases.Totals(pairing.round_count, pairing.pair_count, len(prior.done), pending),
         cfg.schedule,
         budget,
         bulk=cfg.plan.bulk,
@@ -605,7 +607,7 @@ def _fanin(cfg: RunConfig, spent: _Spent) -> None:
 def _finalise(
     cfg: RunConfig,
     out_dir: Path,
-    plan: schedule.Schedule,
+    pairing: schedule.Schedule,
     started: str,
     budget: BulkBudget,
     rec: _Journal,
@@ -616,7 +618,7 @@ def _finalise(
 ) -> Results:
     """results.json from what the run holds; an interrupted run's pairs with ping-pong only
     are in it as measured so far (``journal.as_pending``)."""
-    sched = phases.describe(cfg.schedule, budget, cfg.plan.bulk)
+    sched = phases.layout(cfg.schedule, budget, cfg.plan.bulk)
     if spent.busy:  # --resume: these agents still ran someone's probes when measuring began
         sched["busy_at_start"] = dict(spent.busy)
     if stopped is not None:
@@ -629,7 +631,7 @@ def _finalise(
         checked = inter is not None and inter.sample > 0
         sched["interference"] = "checked" if checked else "no measured paths to sample"
     estimated, *_ = estimate.estimate_phases(
-        plan, cfg.transport.value, cfg.plan, cfg.parallel, cfg.schedule, cfg.fabric,
+        pairing, cfg.transport.value, cfg.plan, cfg.parallel, cfg.schedule, cfg.fabric,
         cfg.interference_fraction, cfg.interference_minimum,
     )  # fmt: skip
     sched["estimate"] = estimate.phases_to_dict(estimated)
@@ -652,7 +654,7 @@ def _finalise(
         inventory=cfg.inventory,
         schedule=sched,
         complete=stopped is None,
-        pairs_planned=plan.pair_count,
+        pairs_planned=pairing.pair_count,
         agents=spent.agents,
     )
     results = Results(

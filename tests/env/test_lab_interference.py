@@ -19,7 +19,7 @@ import pytest
 from paths import REPO
 
 from netqual import lab
-from netqual.planning.phases import Schedule
+from netqual.planning.phases import Timing
 
 sys.path.insert(0, str(REPO / "bench"))
 import lab_interference as bench
@@ -34,14 +34,14 @@ pytestmark = [
 
 def test_unaligned_schedule_inflates_cross_rack_p99_and_the_check_says_so(tmp_path: Path) -> None:
     state = tmp_path / "lab"
-    outcomes = bench.experiment([Schedule.UNALIGNED, Schedule.ALIGNED], 3, state_dir=state)
+    outcomes = bench.experiment([Timing.UNALIGNED, Timing.ALIGNED], 3, state_dir=state)
     assert not lab.status(state).anything  # the lab is gone again
-    by = {s: [o for o in outcomes if o.schedule == s.value] for s in Schedule}
-    unaligned = statistics.median(o.cross_p99_ratio or 0.0 for o in by[Schedule.UNALIGNED])
-    aligned = statistics.median(o.cross_p99_ratio or 0.0 for o in by[Schedule.ALIGNED])
+    by = {s: [o for o in outcomes if o.schedule == s.value] for s in Timing}
+    unaligned = statistics.median(o.cross_p99_ratio or 0.0 for o in by[Timing.UNALIGNED])
+    aligned = statistics.median(o.cross_p99_ratio or 0.0 for o in by[Timing.ALIGNED])
     detail = "\n".join(str(o) for o in outcomes)
     assert unaligned >= 1.5, detail  # cross-rack ping-pong queued behind another pair's bulk
     assert aligned <= 1.6, detail  # no bulk while ping-pong runs: as alone, within noise
     assert unaligned >= 1.3 * aligned, detail
     # the interference check itself flags the unaligned runs' cross-rack tier
-    assert any("cross-rack" in o.affected for o in by[Schedule.UNALIGNED]), detail
+    assert any("cross-rack" in o.affected for o in by[Timing.UNALIGNED]), detail

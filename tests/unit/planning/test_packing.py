@@ -17,13 +17,13 @@ from netqual.planning.inventory import load_inventory
 from netqual.planning.packing import Coverage, select
 from netqual.planning.phases import (
     Phase,
-    Schedule,
     ScheduleConfig,
+    Timing,
     Totals,
     Work,
     bulk_waves,
-    describe,
     execute,
+    layout,
     merged_details,
     resolve,
     resources,
@@ -155,7 +155,7 @@ def test_bad_coverage_names_the_option(text: str) -> None:
 
 def test_coverage_needs_the_aligned_schedule() -> None:
     with pytest.raises(UsageError, match="aligned"):
-        ScheduleConfig(Schedule.PER_ROUND, bulk_pairs=Coverage("per-node", 1))
+        ScheduleConfig(Timing.PER_ROUND, bulk_pairs=Coverage("per-node", 1))
 
 
 def test_pairs_without_bulk_are_emitted_from_pingpong_and_say_why() -> None:
@@ -183,8 +183,8 @@ def test_pairs_without_bulk_are_emitted_from_pingpong_and_say_why() -> None:
     assert {p.details["bulk_pairs"] for p in skipped} == {"not selected (per-node:1)"}
     assert sum(1 for phase, _ in measured if phase == "bulk") == len(bulk) == tally.bulk_pairs
     assert tally.bulk_not_selected == len(skipped) and tally.pingpong_rounds == 7
-    assert describe(cfg, budget, bulk=True)["bulk_pairs"] == "per-node:1"
-    assert describe(cfg, budget, bulk=True)["fabric"]["assumption"].startswith("non-blocking")
+    assert layout(cfg, budget, bulk=True)["bulk_pairs"] == "per-node:1"
+    assert layout(cfg, budget, bulk=True)["fabric"]["assumption"].startswith("non-blocking")
 
 
 def _inventory(tmp_path: Path, extra: str) -> Path:

@@ -15,13 +15,13 @@ from netqual.models import KIB, MIB, Node, PathResult, ProbePlan, Role, Verdict
 from netqual.planning.budget import BulkBudget, default_cap, stream_gbps
 from netqual.planning.phases import (
     Phase,
-    Schedule,
     ScheduleConfig,
+    Timing,
     Totals,
     Work,
     bulk_waves,
-    describe,
     execute,
+    layout,
     merged_details,
     resolve,
     resources,
@@ -120,7 +120,7 @@ def test_incast_groups_readers_of_one_node_and_labels_nothing_else() -> None:
         ({"bulk_per_node": 0}, "--bulk-per-node"),
         ({"bulk_per_rack": -1}, "--bulk-per-rack"),
         ({"incast": 1}, "--incast"),
-        ({"incast": 3, "schedule": Schedule.UNALIGNED}, "--incast"),
+        ({"incast": 3, "schedule": Timing.UNALIGNED}, "--incast"),
     ],
 )
 def test_bad_schedule_options_name_the_option(kwargs: dict[str, object], option: str) -> None:
@@ -161,7 +161,7 @@ class FakeProbes:
         return replace(pp, reasons=("combined",), details=merged_details(pp, bk))
 
 
-def _run(schedule: Schedule, bulk: bool = True) -> FakeProbes:
+def _run(schedule: Timing, bulk: bool = True) -> FakeProbes:
     fake = FakeProbes()
     rounds = circle_rounds(_racked(6, 2))
     cfg = ScheduleConfig(schedule)
@@ -171,7 +171,7 @@ def _run(schedule: Schedule, bulk: bool = True) -> FakeProbes:
 
 
 def test_aligned_runs_every_pingpong_before_any_bulk() -> None:
-    fake = _run(Schedule.ALIGNED)
+    fake = _run(Timing.ALIGNED)
     phases = [p for p, _, _ in fake.events]
     last_pp = max(i for i, p in enumerate(phases) if p == "pingpong")
     first_bulk = min(i for i, p in enumerate(phases) if p == "bulk")
@@ -183,7 +183,7 @@ def test_aligned_runs_every_pingpong_before_any_bulk() -> None:
 
 
 def test_aligned_records_each_pingpong_and_reports_both_phases() -> None:
-    fake = _run(Schedule.ALIGNED)
+    fake = _run(Timing.ALIGNED)
     assert len(fake.pingponged) == 15  # each on record before any bulk read
     stages = [e for e in fake.progress if e[0] == "phase"]
     waves = sum(1 for e in fake.progress[fake.progress.index(stages[1]) :] if e == ("step",))
@@ -195,7 +195,7 @@ def test_aligned_records_each_pingpong_and_reports_both_phases() -> None:
 
 
 def test_per_round_barrier_never_overlaps_pingpong_and_bulk() -> None:
-    fake = _run(Schedule.PER_ROUND)
+    fake = _run(Timing.PER_ROUND)
     active: dict[str, int] = {"pingpong": 0, "bulk": 0}
     for phase, event, _ in fake.events:
         active[phase] += 1 if event == "start" else -1
@@ -206,14 +206,14 @@ def test_per_round_barrier_never_overlaps_pingpong_and_bulk() -> None:
 
 
 def test_unaligned_and_no_bulk_use_one_request_per_pair() -> None:
-    assert {p for p, _, _ in _run(Schedule.UNALIGNED).events} == {"probe"}
-    assert {p for p, _, _ in _run(Schedule.ALIGNED, bulk=False).events} == {"pingpong"}
+    assert {p for p, _, _ in _run(Timing.UNALIGNED).events} == {"probe"}
+    assert {p for p, _, _ in _run(Timing.ALIGNED, bulk=False).events} == {"pingpong"}
 
 
 def test_describe_records_phases_and_caps() -> None:
     b = resolve(ScheduleConfig(incast=3), ProbePlan(chunks_bytes=(MIB,), depths=(2,)))
-    d = describe(ScheduleConfig(incast=3), b, bulk=True)
+    d = layout(ScheduleConfig(incast=3), b, bulk=True)
     assert d["name"] == "aligned" and d["phases"] == ["pingpong", "bulk"]
     assert d["bulk"] == "incast" and d["incast"] == 3
-    u = describe(ScheduleConfig(Schedule.UNALIGNED), b, bulk=True)
+    u = layout(ScheduleConfig(Timing.UNALIGNED), b, bulk=True)
     assert u["bulk"] == "unbudgeted" and "bulk_per_node" not in u

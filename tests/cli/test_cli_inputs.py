@@ -162,7 +162,7 @@ def test_token_problems(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> N
     short.chmod(0o600)
     code, err = run_main(capsys, "run", str(inv), "--token-file", str(short))
     assert code == 2 and "shorter than 16 bytes" in err
-    # Finding 7 of the attack review: long enough is not strong enough.
+    # A weak token (docs/security.md, tokens): long enough is not strong enough.
     for weak, words in (
         ("a" * 16, "trivially repetitive"),
         ("0123456789abcdef" * 2, "bits of entropy (patterns such as words"),

@@ -242,7 +242,7 @@ def test_renders_odd_but_valid_inputs() -> None:
 def test_csv_neutralises_formulas_in_names_and_errors(
     tmp_path: Path, cli: Callable[..., Run]
 ) -> None:
-    """Finding 6 of the attack review: a results file is input too (it may come from anywhere)."""
+    """A results file is input too (it may come from anywhere)."""
     res = make_results(3, error_paths=3)
     evil = {
         n.name: f

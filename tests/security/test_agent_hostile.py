@@ -367,7 +367,7 @@ def test_malformed_requests_answered_and_session_survives(pair: Pair) -> None:
         ("tcp.bulk", {"chunk_bytes": 0, "reads": 1, "depth": 1}, "bad-request"),
         ("tcp.nothing", {}, "bad-request"),
     ]
-    # Finding 4 of the attack review: each of these ended in "internal" or ran a default.
+    # Each of these once ended in "internal" or ran a default.
     target = {"name": "peer", "address": "127.0.0.1", "port": peer.port}
     for port in (70000, -1, 1e300, "18515", True):
         bad.append(("probe", {"peer": {**target, "port": port}}, "bad-request"))

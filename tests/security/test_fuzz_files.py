@@ -266,7 +266,7 @@ def _set(doc: Any, where: tuple[Any, ...], value: Any) -> str:
 
 
 FIRST_PATH_RTT = ("paths", 0, "rtt_us")
-# The findings of the attack review, each as the file it named: exit 2 (or a normal exit
+# Hostile files, each as the file that once got past a reader: exit 2 (or a normal exit
 # where the value is only a path's problem), never a traceback.
 FINDINGS = [
     ("r.json", _set(RESULTS, (*FIRST_PATH_RTT, "samples"), 2**70), ["report", "r.json"], 2),

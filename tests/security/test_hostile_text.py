@@ -150,7 +150,7 @@ def test_junit_xml_parses_with_the_hostile_waiver(hostile_dir: Path) -> None:
 
 def markup_refusing_agent(name: str) -> object:
     """A listener that says hello as ``name`` and refuses every client with HOSTILE as the
-    reason (the token-less listener of the attack review)."""
+    reason (a token-less listener)."""
     hello = {
         "protocol": PROTOCOL_VERSION,
         "agent": name,

@@ -1,6 +1,7 @@
 """Regression tests for the attacks on the control channel (relay, impostors, starvation).
 
-Each test is one finding of the loopback attack review; real agent processes, real sockets.
+Each section is one attack on the control channel (docs/security.md); real agent processes,
+real sockets.
 """
 
 from __future__ import annotations
@@ -95,7 +96,7 @@ def hostile_welcome(welcome: bytes) -> Callable[[socket.socket], None]:
     return handle
 
 
-# -- finding 1: a relay gets nothing, and shows up on both sides ---------------------------
+# -- a relay gets nothing, and shows up on both sides ---------------------------
 def test_relay_under_another_name_is_unsafe_and_refused_by_the_agent(
     agents: AgentPool, tmp_path: Path
 ) -> None:
@@ -149,7 +150,7 @@ def test_a_frame_injected_into_a_live_session_ends_it(agents: AgentPool, token: 
     assert len(out.raw.rtt_ns) == SMALL.iterations
 
 
-# -- finding 2: nothing an impostor sends in the handshake crashes `run` -------------------
+# -- nothing an impostor sends in the handshake crashes `run` -------------------
 def test_impostor_agents_with_garbage_handshakes_make_unsafe_paths_not_tracebacks(
     agents: AgentPool, tmp_path: Path
 ) -> None:
@@ -180,7 +181,7 @@ def test_impostor_agents_with_garbage_handshakes_make_unsafe_paths_not_traceback
             assert p["verdict"] == "unsafe" and p["error"]
 
 
-# -- finding 3: pre-auth connections cannot starve authenticated ones ----------------------
+# -- pre-auth connections cannot starve authenticated ones ----------------------
 def test_64_slow_loris_connections_do_not_starve_a_probe(agents: AgentPool, token: bytes) -> None:
     victim, peer = agents.start_many(
         [("victim", "--max-sessions", "4", "--auth-timeout", "2"), ("peer",)]
@@ -249,7 +250,7 @@ def test_probe_name_at_address_checks_the_identity(agents: AgentPool) -> None:
     assert "dialled as 'gpu09' but this agent is 'gpu02'" in path["error"]
 
 
-# -- finding 4: unvalidated peer values never reach "internal" -------------------------------
+# -- unvalidated peer values never reach "internal" -------------------------------
 @pytest.mark.parametrize(
     "payload",
     [

@@ -1,4 +1,4 @@
-"""A man in the middle at a node's address (the attack review's forging proxy), as a process.
+"""A man in the middle at a node's address (docs/security.md), as a process.
 
 ``python tests/support/forging_proxy.py UPSTREAM_PORT forge|relay [--delay-ms D]`` listens on
 127.0.0.1 (kernel-picked port, printed as ``listening on 127.0.0.1:PORT``) and relays every

@@ -87,7 +87,7 @@ def test_responder_gives_up_when_initiator_is_silent() -> None:
 
 
 def test_bulk_send_to_a_peer_that_never_reads_ends_at_its_timeout() -> None:
-    """Finding 5 of the attack review: this ran 2-3x its timeout (15.6 s for 5 s): the
+    """A silent peer (docs/security.md): this ran 2-3x its timeout (15.6 s for 5 s): the
     deadline was checked between chunks only, and a chunk larger than the socket buffers
     is several sends, each waiting a full kernel timeout."""
     initiator, responder = _tcp_pair()

@@ -228,6 +228,7 @@ def _configure(plan: LabPlan) -> None:
         lines = []
         if node.address:
             lines.append(f"address add {node.address}/32 dev lo")
+        lines += [f"address add {nic.address}/32 dev lo" for nic in node.nics]
         for i in plan.interfaces:
             if i.node == node.name:
                 lines.append(f"address add {i.address}/32 peer {i.peer_address}/32 dev {i.ifname}")
@@ -268,7 +269,9 @@ def _start_agents(plan: LabPlan, state_dir: Path, st: LabState, token: Path) -> 
             "netqual",
             "agent",
             "--listen",
-            f"{node.address}:{port}",
+            # with rail NICs the agent also answers on their addresses (docs/rails.md);
+            # 0.0.0.0 inside the host's own namespace holds only the lab's addresses
+            f"{'0.0.0.0' if node.nics else node.address}:{port}",
             "--name",
             node.name,
             "--token-file",

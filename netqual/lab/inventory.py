@@ -40,6 +40,12 @@ def render_inventory(plan: LabPlan, token_file: Path) -> str:
             f"rack = {_q(node.rack)}",
             f"labels = {{ {rendered} }}",
         ]
+        if node.nics:
+            nics = ", ".join(
+                f"{{ name = {_q(n.name)}, address = {_q(n.address)}, rail = {n.rail} }}"
+                for n in node.nics
+            )
+            lines.append(f"nics = [{nics}]")
     return "\n".join(lines) + "\n"
 
 

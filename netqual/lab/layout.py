@@ -31,6 +31,15 @@ CONTROL_ADDRESS = "198.18.0.2"
 
 
 @dataclass(frozen=True)
+class LabNic:
+    """A host's NIC on a rail: the interface of its rail link and its address there."""
+
+    name: str
+    address: str
+    rail: int
+
+
+@dataclass(frozen=True)
 class LabNode:
     """One namespace of the lab. ``address``/``rack``/``role``/``site``/``leaf`` are host-only."""
 
@@ -42,6 +51,7 @@ class LabNode:
     role: Role | None = None
     site: str | None = None
     leaf: str | None = None  # the router the host hangs off
+    nics: tuple[LabNic, ...] = ()  # one per rail link (docs/rails.md)
 
 
 @dataclass(frozen=True)
@@ -160,6 +170,11 @@ def _link_addresses(index: int) -> tuple[str, str]:
     return f"198.19.{third}.{4 * slot + 1}", f"198.19.{third}.{4 * slot + 2}"
 
 
+def rail_address(rail: int, host_index: int) -> str:
+    """A host's address on a rail: one /24 per rail, 198.18.(200 + rail).(10 + index)."""
+    return f"198.18.{200 + rail}.{10 + host_index}"
+
+
 def build_plan(topo: Topology, prefix: str) -> LabPlan:
     racks: dict[str, list[str]] = {}
     for h in topo.hosts:
@@ -168,20 +183,30 @@ def build_plan(topo: Topology, prefix: str) -> LabPlan:
     routers = {r.name for r in topo.routers}
     # The control namespace hangs off a router by a plain veth, like a management port.
     links = [*topo.links, LinkSpec(CONTROL, topo.control_router, 0.0, None)]
+    # Rail links carry only their rail's addresses: main routes never cross them.
     neighbours: dict[str, list[str]] = {n: [] for n in (*topo.node_names, CONTROL)}
     for ln in links:
-        neighbours[ln.a].append(ln.b)
-        neighbours[ln.b].append(ln.a)
+        if ln.rail is None:
+            neighbours[ln.a].append(ln.b)
+            neighbours[ln.b].append(ln.a)
 
     nodes: list[LabNode] = []
     host_addr: dict[str, str] = {}
-    for h in topo.hosts:
+    for i, h in enumerate(topo.hosts):
         address = f"198.18.{rack_index[h.rack]}.{10 + racks[h.rack].index(h.name)}"
         host_addr[h.name] = address
         leaf = next((n for n in neighbours[h.name] if n in routers), None)
-        nodes.append(
-            LabNode(h.name, Kind.HOST, f"{prefix}-{h.name}", address, h.rack, h.role, h.site, leaf)
+        nics = tuple(
+            LabNic(ifname_to(ln.b if ln.a == h.name else ln.a), rail_address(ln.rail, i), ln.rail)
+            for ln in sorted(topo.links, key=lambda x: x.rail or 0)
+            if ln.rail is not None and h.name in (ln.a, ln.b)
         )
+        nodes.append(
+            LabNode(
+                h.name, Kind.HOST, f"{prefix}-{h.name}", address, h.rack, h.role, h.site, leaf,
+                nics,
+            )
+        )  # fmt: skip
     nodes += [LabNode(r.name, Kind.ROUTER, f"{prefix}-{r.name}") for r in topo.routers]
     nodes.append(LabNode(CONTROL, Kind.CONTROL, f"{prefix}-{CONTROL}", CONTROL_ADDRESS))
     ends = {**host_addr, CONTROL: CONTROL_ADDRESS}
@@ -240,6 +265,7 @@ def build_plan(topo: Topology, prefix: str) -> LabPlan:
             )
         if dest != CONTROL:
             hops += [(s, dest, dist[s]) for s in host_names if s < dest and s in dist]
+    routes += _rail_routes(topo, nodes, addr_on, routers)
     return LabPlan(
         topo,
         prefix,
@@ -251,6 +277,35 @@ def build_plan(topo: Topology, prefix: str) -> LabPlan:
         tuple(shaped_links),
         tuple(hops),
     )
+
+
+def _rail_routes(
+    topo: Topology,
+    nodes: list[LabNode],
+    addr_on: dict[tuple[str, str], str],
+    routers: set[str],
+) -> list[Route]:
+    """Per rail, routes to each host's rail address over that rail's links only (a rail
+    plane is the router its hosts' rail links join), the hosts' own rail address as the
+    source: a rail's traffic stays on its plane."""
+    out: list[Route] = []
+    for rail in sorted({ln.rail for ln in topo.links if ln.rail is not None}):
+        near: dict[str, list[str]] = {}
+        for ln in topo.links:
+            if ln.rail == rail:
+                near.setdefault(ln.a, []).append(ln.b)
+                near.setdefault(ln.b, []).append(ln.a)
+        own = {n.name: nic.address for n in nodes for nic in n.nics if nic.rail == rail}
+        for dest, dest_address in own.items():
+            dist = _distances_to(dest, near, routers)
+            for node, hops in near.items():
+                if node == dest or node not in dist or (node not in routers and node not in own):
+                    continue
+                nxt = min((n for n in hops if dist.get(n) == dist[node] - 1), key=hops.index)
+                out.append(
+                    Route(node, dest_address, addr_on[(nxt, node)], ifname_to(nxt), own.get(node))
+                )
+    return out
 
 
 def _distances_to(dest: str, neighbours: dict[str, list[str]], routers: set[str]) -> dict[str, int]:

@@ -29,6 +29,7 @@ MAX_DELAY_US = 100_000.0
 MAX_LOSS_PERCENT = 50.0
 DEFAULT_QUEUE_US = 5_000.0  # a shaped link's queue: this long at its rate (tbf latency)
 MAX_HOSTS = 200
+MAX_RAIL = 15  # rail r's NICs get 198.18.(200 + r).(10 + host index)
 
 
 @dataclass(frozen=True)
@@ -52,6 +53,9 @@ class LinkSpec:
     rate_mbit: float | None  # None: not rate-limited
     queue_us: float = DEFAULT_QUEUE_US  # shaped links: queue depth in time at the rate
     loss_percent: float = 0.0  # packets the relay drops at random, each direction
+    # A host's NIC on this rail (docs/rails.md): the link carries only that rail's traffic,
+    # between the hosts' addresses on the rail; None: the host's main link.
+    rail: int | None = None
 
     @property
     def relayed(self) -> bool:
@@ -196,7 +200,8 @@ def parse(raw: Mapping[str, Any], source: str) -> Topology:
     pairs: set[frozenset[str]] = set()
     for i, ln in enumerate(_list(source, raw, "link")):
         where = f"link[{i}]"
-        _keys(source, ln, where, {"a", "b", "delay_us", "rate_mbit", "queue_us", "loss_percent"})
+        keys = {"a", "b", "delay_us", "rate_mbit", "queue_us", "loss_percent", "rail"}
+        _keys(source, ln, where, keys)
         a = _str(source, ln, "a", where, None)
         b = _str(source, ln, "b", where, None)
         for key, end in (("a", a), ("b", b)):
@@ -225,9 +230,14 @@ def parse(raw: Mapping[str, Any], source: str) -> Topology:
             )
         if loss and rate is not None and delay == 0:
             raise TopologyError(source, "a lossy link needs a delay to be rate-limited", where)
-        links.append(LinkSpec(a, b, delay, rate, queue or DEFAULT_QUEUE_US, loss))
+        rail = _number(source, ln, "rail", where)
+        if rail is not None and (rail != int(rail) or not 0 <= rail <= MAX_RAIL):
+            raise TopologyError(source, f"must be an integer 0 to {MAX_RAIL}", f"{where}.rail")
+        on_rail = None if rail is None else int(rail)
+        links.append(LinkSpec(a, b, delay, rate, queue or DEFAULT_QUEUE_US, loss, rail=on_rail))
 
     host_names = {h.name for h in hosts}
+    _check_rails(source, links, host_names)
     for i, host in enumerate(hosts):
         if not any(host.name in (link.a, link.b) for link in links):
             raise TopologyError(source, "host has no link", f"host[{i}]")
@@ -246,6 +256,28 @@ def parse(raw: Mapping[str, Any], source: str) -> Topology:
     )
     _check_connected(topo)
     return topo
+
+
+def _check_rails(source: str, links: list[LinkSpec], hosts: set[str]) -> None:
+    """A rail link joins a host and a router (the rail's switch plane); a host has one link
+    per rail and a main link besides (the control network reaches its agent there)."""
+    seen: set[tuple[str, int]] = set()
+    for i, ln in enumerate(links):
+        if ln.rail is None:
+            continue
+        host = ln.a if ln.a in hosts else ln.b if ln.b in hosts else None
+        if host is None:
+            raise TopologyError(source, "a rail link joins a host and a router", f"link[{i}].rail")
+        if (host, ln.rail) in seen:
+            raise TopologyError(
+                source, f"host {host!r} has two links on rail {ln.rail}", f"link[{i}].rail"
+            )
+        seen.add((host, ln.rail))
+    for host, rail in sorted(seen):
+        if not any(ln.rail is None and host in (ln.a, ln.b) for ln in links):
+            raise TopologyError(
+                source, f"host {host!r} has rail {rail} but no main link (without rail)", "link"
+            )
 
 
 def _check_connected(topo: Topology) -> None:

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from netqual import counter_evidence
-from netqual.agent import counters
+from netqual.agent import counters, ethtool
 from netqual.errors import BadRequestError
 
 
@@ -142,7 +142,7 @@ def test_ethtool_s_text_keeps_pause_counters_only() -> None:
         "NIC statistics:\n     rx_packets: 12\n     rx_prio3_pause: 40\n"
         "     tx_pause_ctrl_phy: 2\n     rx_pfc_ena_frames_pri3: 7\n"
     )
-    assert counters.parse_ethtool_s(text) == {
+    assert ethtool.parse_ethtool_s(text) == {
         "rx_prio3_pause": 40,
         "tx_pause_ctrl_phy": 2,
         "rx_pfc_ena_frames_pri3": 7,

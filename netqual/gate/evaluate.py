@@ -48,6 +48,7 @@ def evaluate(
         not_measured=results.not_measured,
         resume_command=resume_command(results, results_source),
         fleet=results.fleet,
+        hosts=results.hosts,
     )
     # A stored verdict is a claim; the gate judges the values (an edited "offload-safe" with
     # a 1 s p99 fails), keeping the worse of the two.

@@ -10,18 +10,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from netqual.fleet_model import FleetOutlier
-from netqual.gate.model import Finding, GateContext, Outcome, Scope, Status
+from netqual.gate.model import Finding, GateContext, Outcome, Status
 from netqual.gate.rules import Rule
 from netqual.pathtable import IntArray, PathTable
-
-
-def _in_scope(scope: Scope, node: str, ctx: GateContext) -> bool:
-    if scope.nodes and node not in scope.nodes:
-        return False
-    n = ctx.nodes.get(node)
-    if scope.racks and (n is None or n.rack not in scope.racks):
-        return False
-    return not (scope.roles and (n is None or n.role not in scope.roles))
 
 
 def _judge(rule: Rule, ctx: GateContext, pick: str, what: str) -> Outcome:
@@ -33,7 +24,7 @@ def _judge(rule: Rule, ctx: GateContext, pick: str, what: str) -> Outcome:
             "collected them, a retest or a demo): run netqual check --fleet",
         )
     found: tuple[FleetOutlier, ...] = getattr(ctx.fleet, pick)
-    mine = [o for o in found if _in_scope(rule.scope, o.node, ctx)]
+    mine = [o for o in found if rule.scope.covers_node(o.node, ctx.nodes)]
     failing = tuple(Finding(o.node, o.node, f"{o.key} {o.value} ({o.against})") for o in mine)
     nodes = len(ctx.fleet.snapshot)
     if not mine:

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from netqual.fleet_model import FleetResult
+from netqual.hostpath import HostAudit
 from netqual.models import Interference, Metric, Node, NotMeasured, Role, Tier, Waiver, path_label
 from netqual.pathtable import TIERS, BoolArray, IntArray, PathTable, union_names
 
@@ -43,6 +44,16 @@ class Scope:
     @property
     def is_all(self) -> bool:
         return not (self.racks or self.roles or self.nodes or self.tiers or self.rails)
+
+    def covers_node(self, node: str, nodes: Mapping[str, Node]) -> bool:
+        """Rules that judge nodes (configuration, host path): the node is one of
+        ``nodes``, in one of ``racks`` and has one of ``roles``; ``tiers`` does not apply."""
+        if self.nodes and node not in self.nodes:
+            return False
+        n = nodes.get(node)
+        if self.racks and (n is None or n.rack not in self.racks):
+            return False
+        return not (self.roles and (n is None or n.role not in self.roles))
 
     def mask(self, table: PathTable, nodes: Mapping[str, Node]) -> BoolArray:
         """Which rows of ``table`` the scope covers. Each set is decided once per node name
@@ -124,6 +135,7 @@ class GateContext:
     not_measured: tuple[NotMeasured, ...] = ()  # configuration failures, with reasons
     resume_command: str = "netqual run INVENTORY --out DIR --resume"
     fleet: FleetResult | None = None  # the run's configuration check (netqual.analysis.fleet)
+    hosts: tuple[HostAudit, ...] = ()  # each node's host path audit (netqual.hostpath)
 
     def waived(self, table: PathTable, rows: IntArray) -> BoolArray:
         """Which of ``rows`` an active waiver excuses (``Waiver.covers``: either

@@ -17,6 +17,7 @@ from netqual.choices import ChoiceError, parse_choice
 from netqual.errors import ProfileError
 from netqual.gate.complete import Complete
 from netqual.gate.fleet import FleetConsistent, FleetExpected
+from netqual.gate.hostpath import NicAffinity, PcieLinkFull
 from netqual.gate.interference import InterferenceClean, MaxInterferenceRatio
 from netqual.gate.model import Scope
 from netqual.gate.regression import MaxP99IncreasePct, NoClassDrop, NoMissingPaths
@@ -44,6 +45,8 @@ LIMIT_KEYS = (
     "max_interference_p99_ratio",
     "fleet_consistent",
     "fleet_expected",
+    "nic_affinity",
+    "pcie_link_full",
 )
 SCOPE_KEYS = ("name", "racks", "roles", "nodes", "tiers", "rails")
 BASELINE_KEYS = (
@@ -150,6 +153,10 @@ def _limit_rules(
         rules.append(FleetConsistent(scope))
     if "fleet_expected" in t and f.flag(t["fleet_expected"], f"{where}.fleet_expected"):
         rules.append(FleetExpected(scope))
+    if "nic_affinity" in t and f.flag(t["nic_affinity"], f"{where}.nic_affinity"):
+        rules.append(NicAffinity(scope))
+    if "pcie_link_full" in t and f.flag(t["pcie_link_full"], f"{where}.pcie_link_full"):
+        rules.append(PcieLinkFull(scope))
     return rules
 
 

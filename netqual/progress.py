@@ -22,6 +22,7 @@ class Stage(str, enum.Enum):
     BULK = "bulk"
     PROBE = "probe"  # ping-pong and bulk per pair or per round (unaligned, per-round)
     INTERFERENCE = "interference"
+    FANIN = "fan-in"  # run --fanin: the sweep after the pairs (docs/fanin.md)
 
 
 # (what a step is, what an item is) per stage; a stage without steps has None
@@ -31,6 +32,7 @@ UNITS: dict[Stage, tuple[str | None, str]] = {
     Stage.BULK: ("wave", "pairs"),
     Stage.PROBE: ("round", "pairs"),
     Stage.INTERFERENCE: (None, "paths re-measured alone"),
+    Stage.FANIN: (None, "levels"),
 }
 
 

@@ -50,6 +50,7 @@ from netqual.cli.fanin_opts import (
     fanin_config,
 )
 from netqual.errors import EXIT_RUNTIME, NotMeasuredError, OutputError, UsageError
+from netqual.fanin_model import FaninConfig
 from netqual.fetchprofile import PLAIN
 from netqual.fleet_model import FleetPolicy
 from netqual.gate import load_profile
@@ -290,6 +291,7 @@ def _dry_run(
     cfg: ScheduleConfig,
     interference: tuple[float, int],
     rails: Rails,
+    fanin: FaninConfig | None = None,
 ) -> None:
     d = estimate.dry_run(
         inv.source,
@@ -304,6 +306,7 @@ def _dry_run(
         interference_fraction=interference[0],
         interference_minimum=interference[1],
         rails=rails,
+        fanin=fanin,
     )
     if as_json:
         print(json.dumps(estimate.dry_run_to_dict(d), indent=1))
@@ -466,7 +469,7 @@ def run(
         )
         _dry_run(
             inv, mode, transport, parallel, sample_k, as_json, plan, sched_cfg, interference,
-            run_rails,
+            run_rails, sweep,
         )  # fmt: skip
         return
     _short_plan(pol, plan, allow_short_plan, err_console() if as_json else console())

@@ -28,7 +28,9 @@ from typing import Any
 
 import numpy as np
 
-from netqual.models import Mode, Node, ProbePlan
+from netqual.fanin_model import FaninConfig
+from netqual.fetchprofile import PROFILES
+from netqual.models import Mode, Node, ProbePlan, Role
 from netqual.plan_codec import plan_to_dict
 from netqual.planning import budget, packing, phases, sampling
 from netqual.planning import rails as rails_mod
@@ -198,6 +200,34 @@ def estimate_phases(
     return tuple(out), batches, bulk_pairs, bulk_waves
 
 
+def fanin_phase(
+    nodes: Sequence[Node],
+    cfg: FaninConfig,
+    transport: str,
+    fabric: Fabric,
+    model: DurationModel,
+) -> PhaseEstimate:
+    """The sweep (run --fanin): per storage node and level, one request time plus every
+    reader's chunks through the storage node's link (its NIC rate, at most the model's
+    goodput): the link is what the readers share."""
+    storage = [n for n in nodes if n.role is Role.STORAGE]
+    readers = sum(n.role in (Role.COMPUTE, Role.ANY) for n in nodes)
+    ranks = PROFILES[cfg.profile].ranks
+    seconds, levels = 0.0, 0
+    for st in storage:
+        rate = min(model.goodput_gbps[transport], fabric.nic(st)) * 1e9
+        for k in cfg.levels:
+            if k <= readers:
+                levels += 1
+                seconds += model.request_s + k * ranks * cfg.chunks * cfg.chunk_bytes * 8 / rate
+    return PhaseEstimate(
+        "fanin", levels, seconds / levels if levels else 0.0, seconds,
+        f"{len(storage):,} storage node(s) x levels {','.join(map(str, cfg.levels))} "
+        f"({cfg.profile}, {ranks} rank(s) x {cfg.chunks:,} chunks of "
+        f"{cfg.chunk_bytes:,} bytes per reader), each through the storage node's link",
+    )  # fmt: skip
+
+
 def dry_run(
     inventory: str,
     nodes: tuple[Node, ...],
@@ -212,6 +242,7 @@ def dry_run(
     interference_fraction: float = sampling.DEFAULT_FRACTION,
     interference_minimum: int = sampling.DEFAULT_MINIMUM,
     rails: rails_mod.Rails = rails_mod.Rails.NONE,
+    fanin: FaninConfig | None = None,
 ) -> DryRun:
     model, fabric = model or DurationModel(), fabric or Fabric()
     sched = rails_mod.build(nodes, mode, rails, sample_k)
@@ -220,6 +251,8 @@ def dry_run(
         sched, transport, plan, parallel, cfg, fabric,
         interference_fraction, interference_minimum, model,
     )  # fmt: skip
+    if fanin is not None:
+        estimated = (*estimated, fanin_phase(nodes, fanin, transport, fabric, model))
     preview = tuple(
         tuple((ends[a].name, ends[b].name) for a, b in sched.round_positions(r)[:PREVIEW_PAIRS])
         for r in range(min(PREVIEW_ROUNDS, sched.round_count))

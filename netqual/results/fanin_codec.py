@@ -15,7 +15,7 @@ def to_list(results: tuple[FaninResult, ...]) -> list[dict[str, Any]]:
             "profile": r.profile,
             "chunk_bytes": r.chunk_bytes,
             "knee_factor": r.knee_factor,
-            "levels": [_level(lv) for lv in r.levels],
+            "levels": [level_to_dict(lv) for lv in r.levels],
             "knee": r.knee,
             "safe_up_to": r.safe_up_to,
             "verdict": r.verdict,
@@ -24,7 +24,7 @@ def to_list(results: tuple[FaninResult, ...]) -> list[dict[str, Any]]:
     ]
 
 
-def _level(lv: FaninLevel) -> dict[str, Any]:
+def level_to_dict(lv: FaninLevel) -> dict[str, Any]:
     c = lv.chunk
     out: dict[str, Any] = {
         "readers": lv.readers,
@@ -55,7 +55,7 @@ def from_list(data: Any, source: str) -> tuple[FaninResult, ...]:
     out = []
     for i, d in enumerate(data):
         try:
-            levels = tuple(_level_from(lv) for lv in d["levels"])
+            levels = tuple(fanin_level(lv) for lv in d["levels"])
             knee, safe = d.get("knee"), d.get("safe_up_to")
             out.append(
                 FaninResult(
@@ -79,7 +79,8 @@ def _opt(d: Any, key: str) -> float | None:
     return None if v is None else float(v)
 
 
-def _level_from(d: Any) -> FaninLevel:
+def fanin_level(d: Any) -> FaninLevel:
+    """One level from its JSON; KeyError/TypeError/ValueError when malformed."""
     c = d.get("chunk_us")
     chunk = (
         None

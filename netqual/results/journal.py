@@ -10,6 +10,8 @@ Record kinds (docs/results.md):
 - ``{"record": "interference-sample", "pairs": [[src, dst], ...]}``: the paths the closing
   interference check re-measures alone, chosen once so a resumed run keeps the same sample;
 - ``{"record": "alone", "path": {...}}``: one of them, re-measured alone (ping-pong only).
+- ``{"record": "fanin-level", "storage": NAME, "level": {...}}``: one level of the fan-in
+  sweep (``run --fanin``), as in results.json's ``fanin[].levels``; ``--resume`` keeps it.
 
 Readers take the first finished record of a pair (``--resume`` rewrites a file that has a
 pair twice) and skip a torn last line (a crash mid-write): that measurement is redone.
@@ -29,18 +31,21 @@ import msgspec
 
 from netqual.analysis.plausible import mark_impossible
 from netqual.errors import OutputError, ResultsFileError
+from netqual.fanin_model import FaninLevel
 from netqual.filedata import load_json
 from netqual.models import PathResult, Verdict
 from netqual.outfiles import write_atomic
 from netqual.pathtable import PathTable
 from netqual.results.decode import decode_path
 from netqual.results.encode import path_to_dict
+from netqual.results.fanin_codec import fanin_level, level_to_dict
 
 Key = tuple[str, str]
 
 PINGPONG = "pingpong"
 SAMPLE = "interference-sample"
 ALONE = "alone"
+FANIN = "fanin-level"
 _WRAPPED = (PINGPONG, ALONE)
 # How the writer lays out a wrapped record, so a reader can cut the path out of the line
 # without parsing it twice (a 1,024-node run has half a million of them).
@@ -76,6 +81,10 @@ def append_sample(f: TextIO, keys: Sequence[Key]) -> None:
     _line(f, _compact({"record": SAMPLE, "pairs": [list(k) for k in keys]}))
 
 
+def append_fanin(f: TextIO, storage: str, level: FaninLevel) -> None:
+    _line(f, _compact({"record": FANIN, "storage": storage, "level": level_to_dict(level)}))
+
+
 def append_alone(f: TextIO, path: PathResult) -> None:
     _line(f, f'{{"record":"{ALONE}","path":{_compact(path_to_dict(path))}}}')
 
@@ -89,6 +98,8 @@ class Journal:
     pending: dict[Key, PathResult] = field(default_factory=dict)
     sample: tuple[Key, ...] | None = None
     alone: dict[Key, PathResult] = field(default_factory=dict)
+    # fan-in levels measured, by (storage node, readers)
+    fanin: dict[tuple[str, int], FaninLevel] = field(default_factory=dict)
     records: int = 0  # lines read (torn tail excluded)
     duplicates: int = 0  # records of something already recorded (a rewrite drops them)
 
@@ -113,6 +124,14 @@ def _wrapped(line: bytes, source: str, where: str) -> tuple[str, Any] | None:
         ):
             raise ResultsFileError(source, "expected a list of [src, dst] pairs", f"{where}.pairs")
         return kind, tuple((str(a), str(b)) for a, b in pairs)
+    if kind == FANIN:
+        storage, level = doc.get("storage"), doc.get("level")
+        if not isinstance(storage, str) or not isinstance(level, dict):
+            raise ResultsFileError(source, "expected storage and level", where)
+        try:
+            return kind, (storage, fanin_level(level))
+        except (KeyError, TypeError, ValueError, AttributeError) as err:
+            raise ResultsFileError(source, f"malformed level: {err!r}", f"{where}.level") from err
     if kind in _WRAPPED and isinstance(doc.get("path"), dict):
         return str(kind), decode_path(json.dumps(doc["path"]), source, f"{where}.path")
     raise ResultsFileError(source, f"unknown record kind {kind!r}", f"{where}.record")
@@ -128,6 +147,7 @@ def read(path: Path) -> Journal:
     kinds: list[str] = []
     wire: list[Any] = []
     sample: tuple[Key, ...] | None = None
+    levels: dict[tuple[str, int], FaninLevel] = {}
     for i, line in enumerate(lines):
         if not line.strip():
             continue
@@ -140,6 +160,9 @@ def read(path: Path) -> Journal:
             elif got[0] == SAMPLE:
                 sample = sample or got[1]
                 kinds.append(SAMPLE)
+            elif got[0] == FANIN:
+                storage, level = got[1]
+                levels.setdefault((storage, level.readers), level)
             else:
                 kinds.append(got[0])
                 wire.append(got[1])
@@ -174,7 +197,7 @@ def read(path: Path) -> Journal:
         else:
             dupes += p.key in alone
             alone.setdefault(p.key, p)
-    return Journal(done, pending, sample, alone, len(kinds), dupes)
+    return Journal(done, pending, sample, alone, levels, len(kinds) + len(levels), dupes)
 
 
 def rewrite(path: Path, journal: Journal) -> None:
@@ -189,6 +212,8 @@ def rewrite(path: Path, journal: Journal) -> None:
             append_sample(f, journal.sample)
             for p in journal.alone.values():
                 append_alone(f, p)
+        for (storage, _), level in journal.fanin.items():
+            append_fanin(f, storage, level)
 
     write_atomic(path, write, sync=True)
 

@@ -33,7 +33,7 @@ from netqual.analysis.plausible import check_path
 from netqual.analysis.policy import judge
 from netqual.analysis.stats import bulk_stats, rtt_stats
 from netqual.errors import ErrorCode, NetqualError, NoAgentsError, PeerError
-from netqual.fanin_model import FaninConfig, FaninResult
+from netqual.fanin_model import FaninConfig, FaninLevel, FaninResult
 from netqual.fleet_model import FleetPolicy, FleetResult
 from netqual.hostpath import HostAudit
 from netqual.models import (
@@ -344,6 +344,8 @@ def run_identity(cfg: RunConfig) -> dict[str, Any]:
         ident["pairs"] = [list(p) for p in cfg.pairs]
     if cfg.rails is not rails_mod.Rails.NONE:
         ident["rails"] = cfg.rails.value
+    if cfg.fanin is not None:  # a resumed sweep keeps its levels: the same sweep only
+        ident["fanin"] = dataclasses.asdict(cfg.fanin) | {"levels": list(cfg.fanin.levels)}
     return ident
 
 
@@ -430,7 +432,7 @@ def run(
         try:
             _measure(cfg, pairing, budget, prior, rec, stages, spent, resume is not None, preflight)
             if cfg.fanin is not None:
-                _fanin(cfg, spent)
+                _fanin(cfg, spent, prior, f, stages)
             inter_at = time.monotonic()
             try:
                 if cfg.interference_minimum > 0:
@@ -590,16 +592,27 @@ class _Spent:
     hosts: dict[str, HostAudit] = field(default_factory=dict)  # each agent's host path audit
 
 
-def _fanin(cfg: RunConfig, spent: _Spent) -> None:
-    """The fan-in sweep, after every pair: it never runs beside the pair probes."""
+def _fanin(
+    cfg: RunConfig, spent: _Spent, prior: journal.Journal, f: TextIO, observer: RunObserver
+) -> None:
+    """The fan-in sweep, after every pair: it never runs beside the pair probes. Each level
+    is journalled as it ends; a resumed run keeps the levels its journal holds."""
     assert cfg.fanin is not None
     at = time.monotonic()
+    levels = fanin_run.level_count(cfg.nodes, cfg.fanin)
+    observer.phase(Stage.FANIN, 0, levels, len(prior.fanin))
+
+    def done(storage: str, level: FaninLevel) -> None:
+        with interrupts.atomic():
+            journal.append_fanin(f, storage, level)
+        observer.item(None)
+
     ctx = fanin_run.SweepContext(
         cfg.transport, cfg.token, cfg.transport_options, cfg.policy.fanin_knee_factor,
         cfg.plan.timeout_s,
     )  # fmt: skip
     try:
-        spent.fanin = fanin_run.sweep(cfg.nodes, cfg.fanin, ctx)
+        spent.fanin = fanin_run.sweep(cfg.nodes, cfg.fanin, ctx, done, prior.fanin)
     finally:
         spent.fanin_s = time.monotonic() - at
 

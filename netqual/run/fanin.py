@@ -9,7 +9,7 @@ and one level at a time, so it never overlaps the pair probes or itself.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
@@ -61,12 +61,21 @@ def plan_for(cfg: FaninConfig, timeout_s: float) -> ProbePlan:
     )
 
 
+def level_count(nodes: Sequence[Node], cfg: FaninConfig) -> int:
+    """Levels the sweep measures: per storage node, those with enough compute nodes."""
+    readers = len(readers_order(nodes))
+    storage = sum(n.role is Role.STORAGE for n in nodes)
+    return storage * sum(k <= readers for k in cfg.levels)
+
+
 def sweep(
     nodes: Sequence[Node],
     cfg: FaninConfig,
     ctx: SweepContext,
     on_level: Callable[[str, FaninLevel], None] | None = None,
+    done: Mapping[tuple[str, int], FaninLevel] | None = None,
 ) -> tuple[FaninResult, ...]:
+    """``on_level`` hears of each level measured now; ``done``: levels a resumed run has."""
     prof = profile(cfg.profile)
     order = readers_order(nodes)
     plan = plan_for(cfg, ctx.timeout_s)
@@ -75,9 +84,12 @@ def sweep(
         levels = []
         for k in cfg.levels:
             if k > len(order):
-                lv = FaninLevel(k, None, skipped=f"only {len(order)} compute nodes")
-            else:
-                lv = _level(storage, order[:k], prof.ranks, prof.ranks_in_step, plan, ctx)
+                levels.append(FaninLevel(k, None, skipped=f"only {len(order)} compute nodes"))
+                continue
+            if (kept := (done or {}).get((storage.name, k))) is not None:
+                levels.append(kept)
+                continue
+            lv = _level(storage, order[:k], prof.ranks, prof.ranks_in_step, plan, ctx)
             levels.append(lv)
             if on_level is not None:
                 on_level(storage.name, lv)

@@ -206,7 +206,11 @@ def prepare(out_dir: Path, ident: Mapping[str, Any], force: bool) -> Resume:
         done = {k: p for k, p in held.done.items() if k in wanted}
         pending = {k: p for k, p in held.pending.items() if k in wanted}
         kept = journal.Journal(done, pending)
-        if (len(done), len(pending), held.sample) != (len(held.done), len(held.pending), None):
+        if held.fanin or (len(done), len(pending), held.sample) != (
+            len(held.done),
+            len(held.pending),
+            None,
+        ):
             journal.rewrite(jsonl, kept)
         return Resume(started_at=started_at, journal=kept)
     if held.duplicates:

@@ -50,13 +50,17 @@ def sweep(inventory: Path, out: Path, *extra: str, plan: list[str] = SMALL) -> d
     assert r.returncode == 0, r.stdout + r.stderr
     doc: dict[str, Any] = json.loads((out / "results.json").read_text())
     doc["_stdout"] = r.stdout
+    doc["_stderr"] = r.stderr
     return doc
 
 
 def test_plain_sweep_writes_every_level_with_its_samples_and_a_verdict(
     inventory: Path, tmp_path: Path
 ) -> None:
-    doc = sweep(inventory, tmp_path / "run", "--fanin", "1,2,3,8", "--fanin-chunk", "128KiB")
+    doc = sweep(
+        inventory, tmp_path / "run", "--fanin", "1,2,3,8", "--fanin-chunk", "128KiB",
+        "--progress", "plain",
+    )  # fmt: skip
     (st,) = doc["fanin"]
     assert st["storage"] == "st" and st["profile"] == "plain" and st["chunk_bytes"] == 128 << 10
     levels = {lv["readers"]: lv for lv in st["levels"]}
@@ -77,6 +81,8 @@ def test_plain_sweep_writes_every_level_with_its_samples_and_a_verdict(
     out = doc["_stdout"]
     assert "fan-in st (plain, 128KiB chunks): safe up to" in out
     assert "only 3 compute nodes" in out
+    assert "fan-in: levels 0/3" in out  # --progress plain: the sweep is a phase of its own
+    assert doc["run"]["schedule"]["actual"]["fanin_s"] > 0
 
 
 def test_mooncake_profile_fetches_in_slices_over_tcp(inventory: Path, tmp_path: Path) -> None:
@@ -147,3 +153,31 @@ def test_workload_projects_kv_fetch_per_level_and_says_where_offload_pays(
     assert html.count('class="fanin-chart"') == 2  # chunk p99 and projected fetch curves
     assert "projected KV fetch per request (10 chunks) vs readers" in html
     assert "<script src" not in html and "http" not in html.split("<body")[1][:200000]
+
+
+def test_resume_keeps_the_journalled_levels_and_measures_only_the_rest(
+    inventory: Path, tmp_path: Path
+) -> None:
+    """A run stopped in the sweep: its journal holds the levels that finished. Here the
+    last level's record is cut from a finished run's results.jsonl (as a crash before its
+    write leaves it); --resume measures that level only and keeps the others as they were."""
+    out = tmp_path / "run"
+    first = sweep(inventory, out, "--fanin", "1,2,3")
+    jsonl = out / "results.jsonl"
+    lines = jsonl.read_text().splitlines()
+    levels = [ln for ln in lines if '"record":"fanin-level"' in ln]
+    assert len(levels) == 3
+    jsonl.write_text("\n".join(ln for ln in lines if ln != levels[-1]) + "\n")
+    r = netqual_cli(
+        "run", str(inventory), "--out", str(out), *SMALL, *SWEEP, "--fanin", "1,2,3", "--resume"
+    )  # fmt: skip
+    assert r.returncode == 0, r.stdout + r.stderr
+    again = json.loads((out / "results.json").read_text())
+    before, after = first["fanin"][0]["levels"], again["fanin"][0]["levels"]
+    assert after[:2] == before[:2]  # kept, not re-measured
+    assert after[2]["chunk_us"]["samples"] == 75 and after[2] != before[2]  # measured again
+    assert sum('"record":"fanin-level"' in ln for ln in jsonl.read_text().splitlines()) == 3
+    r = netqual_cli(
+        "run", str(inventory), "--out", str(out), *SMALL, *SWEEP, "--fanin", "1,2", "--resume"
+    )  # fmt: skip
+    assert r.returncode == 2 and "different run" in r.stderr  # another sweep: not resumed

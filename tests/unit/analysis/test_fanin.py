@@ -5,6 +5,7 @@ codec, and how a profile cuts a chunk."""
 from __future__ import annotations
 
 import dataclasses
+import json
 from pathlib import Path
 
 import numpy as np
@@ -149,3 +150,25 @@ def test_no_projection_when_the_sweep_did_not_fetch_the_workloads_chunk() -> Non
     same = dataclasses.replace(r, chunk_bytes=w.chunk_bytes)
     assert fanin.no_projection(same, w) is None and len(fanin.project(same, w)) == 2
     assert fanin.pays_sentence(fanin.project(same, w)) == "offload pays up to 2 concurrent readers"
+
+
+def test_dry_run_estimates_the_sweep_through_the_storage_link(tmp_path: Path) -> None:
+    """Per storage node and measured level: one request plus k readers' chunks at the lesser
+    of the model's TCP goodput (10 Gbit/s) and the storage node's NIC (stated 1 Gbit/s)."""
+    from cli_helpers import netqual
+
+    lines = ["[defaults]\nport = 18515\n"]
+    lines.append('[[node]]\nname = "st"\naddress = "10.0.0.1"\nrole = "storage"\nnic_gbps = 1.0\n')
+    for i in range(3):
+        lines.append(f'[[node]]\nname = "c{i}"\naddress = "10.0.1.{i + 1}"\nrole = "compute"\n')
+    inv = tmp_path / "inv.toml"
+    inv.write_text("\n".join(lines))
+    args = ["run", str(inv), "--mode", "bipartite", "--fanin", "1,2,8", "--dry-run", "--json"]
+    r = netqual(*args, "--fanin-chunk", "1MiB", "--fanin-chunks", "100", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    phase = json.loads(r.stdout)["estimate"]["phases"]["fanin"]
+    assert phase["count"] == 2  # level 8 has more readers than the 3 compute nodes
+    per_reader_s = 100 * (1 << 20) * 8 / 1e9
+    assert phase["seconds"] == pytest.approx(2 * 0.5 + 3 * per_reader_s, rel=1e-3)
+    text = netqual(*args[:-1], cwd=tmp_path).stdout
+    assert "fanin" in text and "1 storage node(s) x levels 1,2,8" in text

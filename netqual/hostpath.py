@@ -276,6 +276,26 @@ def findings(audit: HostAudit, nics: Sequence[Any] = ()) -> list[HostFinding]:
     return affinity_findings(audit, nics) + link_findings(audit) + other_findings(audit)
 
 
+GATED = ("nic_affinity", "pcie_link_full")  # the findings a gate rule judges
+
+
+def all_findings(
+    hosts: Iterable[HostAudit], nics: Mapping[str, Sequence[Any]]
+) -> list[HostFinding]:
+    """Every node's findings (``nics``: node -> its inventory NICs), those a gate rule
+    judges first; a node without an audit (``error``) is one ``nic_affinity`` finding."""
+    found: list[HostFinding] = []
+    for audit in hosts:
+        if audit.error is not None:
+            found.append(
+                HostFinding(audit.node, "nic_affinity", "host", f"no audit: {audit.error}")
+            )
+        else:
+            found += findings(audit, nics.get(audit.node, ()))
+    found.sort(key=lambda f: f.rule not in GATED)
+    return found
+
+
 # -- JSON (the results file's ``hosts``; what an agent sends) ----------------------------
 
 

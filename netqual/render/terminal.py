@@ -28,6 +28,7 @@ from netqual.names import visible
 from netqual.pathtable import TIERS
 from netqual.render.fanin import print_fanin
 from netqual.render.fleet import fleet_line
+from netqual.render.hosts import hosts_line
 from netqual.runresults import Results
 from netqual.units import format_size, format_us
 from netqual.workload.impact import two_verdicts_sentence
@@ -66,6 +67,8 @@ def print_results(
     console.print(counts)
     if results.fleet is not None:
         console.print(fleet_line(results.fleet), soft_wrap=True)
+    if (hosts := hosts_line(results)) is not None:
+        console.print(hosts, soft_wrap=True)
     console.print(
         f"policy: {pol.metric.value} <= {pol.safe_max_us:g} us safe, > {pol.unsafe_above_us:g} us "
         f"unsafe, min {pol.min_samples} samples | transport {run.transport} | {run.mode.value} | "

@@ -20,6 +20,7 @@ from netqual.report.dist import distribution
 from netqual.report.fanin import fanin_panels
 from netqual.report.fleet import fleet_view
 from netqual.report.grid import NODE_MATRIX_MAX, pair_rows, report_nodes
+from netqual.report.hosts import hosts_view
 from netqual.report.recommend import recommend
 from netqual.report.view import (
     DETAIL_MAX,
@@ -407,6 +408,7 @@ def build_view(
         incomplete=unmeasured_sentence(results),
         two_verdicts=two_verdicts_sentence(results),
         fleet=fleet_view(results),
+        hosts=hosts_view(results),
         fanin=fanin_panels(results),
         **_rails(results),
     )

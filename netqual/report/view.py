@@ -22,6 +22,7 @@ from netqual.pathtable import FloatArray, IntArray, worst_per_group
 from netqual.report import fmt
 from netqual.report.fleet import FleetView
 from netqual.report.grid import NODE_MATRIX_MAX, pair_rows, report_nodes
+from netqual.report.hosts import HostsView
 from netqual.report.recommend import Recommendation
 from netqual.report.waivers import WaiverNote
 from netqual.runresults import Results
@@ -124,6 +125,7 @@ class ReportView:
     incomplete: str | None = None  # first-screen alert: pairs not measured, how to finish
     two_verdicts: str | None = None  # with a workload: both counts, which one the gate uses
     fleet: FleetView | None = None  # the "Configuration" section (report/fleet.py)
+    hosts: HostsView | None = None  # the "Host path" section (report/hosts.py)
     fanin: Sequence[FaninPanel] = ()  # run --fanin: per storage node, on the first screen
     # Paths between NICs (docs/rails.md): the rails for the matrix's selector, and per rail
     # (label, paths, p50 median, p99 worst, safe, marginal, unsafe) for the "by rail" table.

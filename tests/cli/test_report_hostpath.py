@@ -1,0 +1,90 @@
+"""The report's "Host path" section and the terminal's host path line, from results whose
+``hosts`` come from sysfs trees of the documented layouts (tests/support/sysfs_trees.py):
+findings first, the affinity matrix per node, names escaped."""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from pathlib import Path
+
+from cli_helpers import netqual
+from factories import make_results, write_results
+from sysfs_trees import far_nic, hgx8
+
+from netqual.agent import pcisysfs
+from netqual.hostpath import HostAudit
+
+
+def _write(tmp_path: Path, extra: tuple[HostAudit, ...] = ()) -> None:
+    trees = {
+        "gpu01": hgx8(tmp_path / "a", x8_nic="mlx5_3").root,
+        "gpu02": far_nic(tmp_path / "b").root,
+    }
+    hosts = tuple(pcisysfs.audit(root, node) for node, root in trees.items()) + extra
+    write_results(
+        tmp_path / "r.json", dataclasses.replace(make_results(4, all_safe=True), hosts=hosts)
+    )
+
+
+def _text(html: str) -> str:
+    return " ".join(re.sub(r"<[^>]+>", " ", html).split())
+
+
+def test_report_lists_findings_first_then_each_nodes_matrix(tmp_path: Path) -> None:
+    _write(tmp_path)
+    r = netqual("report", "r.json", "--html", "out.html", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    html = (tmp_path / "out.html").read_text()
+    section = html[html.index('<h2 id="host-path">') :]
+    findings = _text(section[section.index('id="host-findings"') : section.index("</table>")])
+    assert findings.index("gpu01 mlx5_3 pcie_link_full") < findings.index(
+        "gpu02 GPU0 nic_affinity no NIC below a PCIe switch it shares (best mlx5_0 SYS)"
+    )
+    assert "32 GT/s x8 of 32 GT/s x16" in findings
+    # the 8x8 matrix of gpu01, row GPU2: as nvidia-smi topo -m prints it
+    assert "GPU2 PHB PHB PIX PXB SYS SYS SYS SYS" in _text(section)
+    assert "GPU0 0000:03:00.0 0 32 GT/s x16 of 32 GT/s x16 mlx5_0 PIX -" in _text(section)
+    alert = _text(html[html.index('id="hosts-alert"') : html.index('id="hosts-alert"') + 400])
+    assert "Host path: gpu01 mlx5_3:" in alert and "(+2 more: see Host path)" in alert
+
+
+def test_terminal_line_names_the_first_findings(tmp_path: Path) -> None:
+    _write(tmp_path)
+    r = netqual("report", "r.json", cwd=tmp_path)
+    flat = " ".join(r.stdout.split())
+    assert (
+        "host path: 3 findings: gpu01 mlx5_3: 0000:19:00.0: trained below its maximum: 32 GT/s x8 "
+        "of 32 GT/s x16 (pcie_link_full); gpu02 GPU0: no NIC below a PCIe switch it shares "
+        "(best mlx5_0 SYS) (nic_affinity) (+1 more: netqual report --html)" in flat
+    )
+
+
+def test_clean_hosts_say_so(tmp_path: Path) -> None:
+    hosts = tuple(pcisysfs.audit(hgx8(tmp_path / n).root, n) for n in ("gpu01", "gpu02"))
+    write_results(
+        tmp_path / "r.json", dataclasses.replace(make_results(4, all_safe=True), hosts=hosts)
+    )
+    r = netqual("report", "r.json", "--html", "out.html", cwd=tmp_path)
+    assert "host path: 16 GPUs, 16 NICs on 2 nodes, no findings" in r.stdout
+    html = (tmp_path / "out.html").read_text()
+    assert 'id="hosts-alert"' not in html
+    assert "No findings: every GPU has a PIX or PXB NIC on its rail" in html
+
+
+def test_a_nodes_error_text_is_escaped(tmp_path: Path) -> None:
+    bad = HostAudit("gpu03", error="gpu03: hostpath.gpus[0].name: <b>x</b>\x1b[31m")
+    base = make_results(4, all_safe=True)
+    write_results(tmp_path / "r.json", dataclasses.replace(base, hosts=(bad,)))
+    r = netqual("report", "r.json", "--html", "out.html", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    html = (tmp_path / "out.html").read_text()
+    assert (
+        "<b>x</b>" not in html
+        and "No host path audit: gpu03: hostpath.gpus[0].name: &lt;b&gt;x&lt;/b&gt;" in html
+    )
+    assert "\x1b" not in r.stdout
+    assert (
+        "host path: 1 finding: gpu03 host: no audit: gpu03: hostpath.gpus[0].name: <b>x</b>"
+        in r.stdout
+    )

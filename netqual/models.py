@@ -111,6 +111,35 @@ class Nic:
 
 
 @dataclass(frozen=True)
+class IpInterface:
+    """An IP interface an agent found on its node (``netqual check --nics``)."""
+
+    name: str
+    addresses: tuple[str, ...]  # IP literals, without prefix length
+    mtu: int | None = None
+    speed_mbps: int | None = None  # None: not reported (virtual, down, unreadable)
+
+
+@dataclass(frozen=True)
+class RdmaPort:
+    """An RDMA device port an agent found: the netdev under it and its non-zero GIDs."""
+
+    device: str
+    port: int
+    state: str
+    netdev: str | None = None
+    gids: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class HostNics:
+    """What an agent reports of its NICs in the pre-flight check (docs/rails.md)."""
+
+    interfaces: tuple[IpInterface, ...] = ()
+    rdma: tuple[RdmaPort, ...] = ()
+
+
+@dataclass(frozen=True)
 class Node:
     name: str
     address: str
@@ -645,6 +674,7 @@ class AgentCheck:
     problems: tuple[str, ...] = ()
     warnings: tuple[str, ...] = ()
     snapshot: ConfigSnapshot | None = None  # its configuration (docs/evidence.md)
+    nics: HostNics | None = None  # its IP interfaces and RDMA ports (docs/rails.md)
 
     @property
     def ok(self) -> bool:

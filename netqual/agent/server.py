@@ -25,7 +25,7 @@ from types import FrameType
 from typing import Any
 
 from netqual import __version__, hostpath
-from netqual.agent import counters, fleet_snapshot, pcisysfs
+from netqual.agent import counters, fleet_snapshot, nicreport, pcisysfs
 from netqual.agent.admission import Admission
 from netqual.agent.probe_request import serve_probe
 from netqual.agent.wire import hops as hops_mod
@@ -260,6 +260,8 @@ class Agent:
             ch.send("snapshot", fleet_snapshot.to_wire(fleet_snapshot.collect()))
         elif kind == "hostpath":
             ch.send("hostpath", hostpath.to_dict(pcisysfs.audit(self.sysfs_root, self.name)))
+        elif kind == "nics":  # its IP interfaces and RDMA ports (docs/rails.md)
+            ch.send("nics", nicreport.to_wire(nicreport.collect(self.sysfs_root)))
         elif kind == "probe":
             with self._measurement(counting):
                 serve_probe(ch, body, self.name, self.token, self.limits, self.transport, counting)

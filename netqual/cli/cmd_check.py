@@ -28,7 +28,7 @@ from netqual.errors import EXIT_FAIL, EXIT_OK
 from netqual.fleet_model import FleetPolicy, FleetResult
 from netqual.models import Node, PreflightReport, ProbePlan
 from netqual.planning.inventory import load_inventory
-from netqual.render.check import print_check
+from netqual.render.check import print_check, print_nics
 from netqual.render.fleet import print_fleet
 from netqual.run import preflight
 from netqual.transports import TransportKind
@@ -68,6 +68,13 @@ def check(
         ),
     ] = False,
     policy: PolicyOpt = None,
+    nics: Annotated[
+        bool,
+        typer.Option(
+            "--nics",
+            help="Also show the IP interfaces and RDMA ports each agent reports (docs/rails.md).",
+        ),
+    ] = False,
     as_json: JsonOpt = False,
 ) -> int:
     """Check every agent of an inventory before a run.
@@ -103,6 +110,8 @@ def check(
         if found is not None:
             missing = [n.node for n in report.nodes if n.snapshot is None]
             print_fleet(console(), found, missing)
+        if nics:
+            print_nics(console(), report)
     return EXIT_OK if report.ok and not (found and found.outliers) else EXIT_FAIL
 
 

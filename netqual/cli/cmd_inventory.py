@@ -2,20 +2,25 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
+from netqual.auth import load_token
 from netqual.cli.app import app, err_console
-from netqual.errors import InputError
+from netqual.errors import InputError, UsageError
 from netqual.models import DEFAULT_PORT
+from netqual.names import visible
 from netqual.outfiles import write_text_atomic
 from netqual.planning.launch import Draft, render_inventory
 from netqual.planning.launch import hostfile as hostfile_mod
 from netqual.planning.launch import k8s as k8s_mod
 from netqual.planning.launch import slurm as slurm_mod
 from netqual.planning.launch.draft import DEFAULT_MAX_NODES
+from netqual.planning.rails import nics_from_report
+from netqual.run import preflight
 
 inventory_app = typer.Typer(
     help="Write an inventory from a hostfile, Slurm or Kubernetes.\n\n"
@@ -38,9 +43,20 @@ TokenOpt = Annotated[
     str | None,
     typer.Option("--token-file", help="Token file path to write into the inventory's defaults."),
 ]
+NicsOpt = Annotated[
+    bool,
+    typer.Option(
+        "--nics-from-agents",
+        help="Ask every node's agent (with --token-file) for its NICs and write them as "
+        "nics (docs/rails.md): RDMA netdevs in device order, else every addressed "
+        "interface but the node's own; review the rails.",
+    ),
+]
 
 
-def _emit(draft: Draft, out: Path | None) -> None:
+def _emit(draft: Draft, out: Path | None, nics_from_agents: bool = False) -> None:
+    if nics_from_agents:
+        draft = _with_agent_nics(draft)
     text = render_inventory(draft)
     if out is None:
         typer.echo(text, nl=False)
@@ -48,6 +64,26 @@ def _emit(draft: Draft, out: Path | None) -> None:
     write_text_atomic(out, text)
     storage = f", {draft.storage_count} storage" if draft.storage_count else ""
     err_console().print(f"inventory: {out} ({len(draft.nodes)} nodes{storage})")
+
+
+def _with_agent_nics(draft: Draft) -> Draft:
+    """Each node with the NICs its agent reports (``rails.nics_from_report``); a node whose
+    agent does not answer keeps none, with a warning naming it."""
+    if not draft.token_file:
+        raise UsageError("--nics-from-agents", "needs --token-file: the agents' token")
+    token = load_token(Path(draft.token_file))
+    report = preflight.check(draft.nodes, token)
+    found = {n.node: n for n in report.nodes}
+    nodes = []
+    for node in draft.nodes:
+        check = found[node.name]
+        if check.nics is None:
+            why = "; ".join(check.problems + check.warnings) or "no NIC report"
+            err_console().print(f"{visible(node.name)}: no nics written: {visible(why)}")
+            nodes.append(node)
+            continue
+        nodes.append(replace(node, nics=nics_from_report(check.nics, node.address)))
+    return replace(draft, nodes=tuple(nodes))
 
 
 @inventory_app.command("from-hosts")
@@ -58,6 +94,7 @@ def from_hosts(
     out: OutOpt = None,
     port: PortOpt = DEFAULT_PORT,
     token_file: TokenOpt = None,
+    nics_from_agents: NicsOpt = False,
     max_nodes: MaxNodesOpt = DEFAULT_MAX_NODES,
     no_resolve: Annotated[
         bool, typer.Option("--no-resolve", help="Keep host names as addresses (resolve later).")
@@ -73,7 +110,11 @@ def from_hosts(
       netqual inventory from-hosts hosts.txt --out inventory.toml
     """
     resolver = None if no_resolve else hostfile_mod.resolve
-    _emit(hostfile_mod.from_hosts(hostfile, port, token_file, resolver, max_nodes), out)
+    _emit(
+        hostfile_mod.from_hosts(hostfile, port, token_file, resolver, max_nodes),
+        out,
+        nics_from_agents,
+    )
 
 
 @inventory_app.command("from-slurm")
@@ -110,6 +151,7 @@ def from_slurm(
     out: OutOpt = None,
     port: PortOpt = DEFAULT_PORT,
     token_file: TokenOpt = None,
+    nics_from_agents: NicsOpt = False,
     max_nodes: MaxNodesOpt = DEFAULT_MAX_NODES,
 ) -> None:
     """Inventory from a Slurm nodelist.
@@ -131,7 +173,7 @@ def from_slurm(
     req = slurm_mod.SlurmRequest(
         nodelist, storage, rack_from, topology_text, tasks_per_node, port, token_file, max_nodes
     )
-    _emit(slurm_mod.from_slurm(req), out)
+    _emit(slurm_mod.from_slurm(req), out, nics_from_agents)
 
 
 @inventory_app.command("from-k8s")
@@ -157,6 +199,7 @@ def from_k8s(
     out: OutOpt = None,
     port: PortOpt = DEFAULT_PORT,
     token_file: TokenOpt = None,
+    nics_from_agents: NicsOpt = False,
     max_nodes: MaxNodesOpt = DEFAULT_MAX_NODES,
 ) -> None:
     """Inventory from the agent DaemonSet's pods.
@@ -177,4 +220,4 @@ def from_k8s(
     else:
         docs = k8s_mod.fetch_live(namespace, selector)
         sources = f"namespace {namespace}", "cluster nodes"
-    _emit(k8s_mod.from_k8s(docs[0], docs[1], req, *sources), out)
+    _emit(k8s_mod.from_k8s(docs[0], docs[1], req, *sources), out, nics_from_agents)

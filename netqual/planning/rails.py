@@ -21,13 +21,14 @@ The bulk budget then counts per endpoint, that is per NIC.
 from __future__ import annotations
 
 import enum
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 import numpy as np
 
 from netqual.errors import UsageError
-from netqual.models import Mode, Node
+from netqual.models import HostNics, Mode, Nic, Node
 from netqual.planning import schedule
 
 
@@ -169,3 +170,39 @@ def rail_plans(sched: schedule.Schedule) -> tuple[RailPlan, ...]:
     if None in counts:
         out.append(RailPlan(None, (), counts[None]))
     return tuple(out)
+
+
+def nics_from_report(report: HostNics, node_address: str) -> tuple[Nic, ...]:
+    """The inventory ``nics`` an agent's NIC report suggests (``inventory ...
+    --nics-from-agents``): every RDMA port whose netdev has an IP address, rails in device
+    order, with its device; without RDMA ports, every interface with an address except the
+    loopback and the one carrying the node's own address, rails in interface order. A
+    suggestion to review: netqual cannot know which NIC is cabled to which rail."""
+    by_name = {i.name: i for i in report.interfaces}
+
+    def address(name: str | None) -> str | None:
+        iface = by_name.get(name or "")
+        if iface is None:
+            return None
+        usable = [a for a in iface.addresses if not a.startswith(("fe80:", "127.", "::1"))]
+        v4 = [a for a in usable if "." in a]
+        return (v4 or usable)[0] if usable else None
+
+    out: list[Nic] = []
+    for port in sorted(report.rdma, key=lambda p: (_natural(p.device), p.port)):
+        addr = address(port.netdev)
+        if addr and port.netdev and all(n.name != port.netdev for n in out):
+            out.append(Nic(port.netdev, addr, len(out), port.device))
+    if out:
+        return tuple(out)
+    for iface in sorted(report.interfaces, key=lambda i: _natural(i.name)):
+        if iface.name == "lo" or node_address in iface.addresses:
+            continue
+        if (addr := address(iface.name)) is not None:
+            out.append(Nic(iface.name, addr, len(out)))
+    return tuple(out)
+
+
+def _natural(name: str) -> tuple[object, ...]:
+    """mlx5_2 before mlx5_10."""
+    return tuple(int(t) if t.isdigit() else t for t in re.split(r"(\d+)", name))

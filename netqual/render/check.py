@@ -8,6 +8,7 @@ from rich.table import Table
 from rich.text import Text
 
 from netqual.models import AgentCheck, PreflightReport
+from netqual.names import visible
 
 
 def print_check(console: Console, report: PreflightReport) -> None:
@@ -60,3 +61,22 @@ def _status(n: AgentCheck) -> Text:
     if n.warnings:
         return Text("warn", style="yellow")
     return Text("ok", style="green")
+
+
+def print_nics(console: Console, report: PreflightReport) -> None:
+    """What each agent reported of its NICs (``check --nics``, docs/rails.md)."""
+    console.print("NICs the agents report", style="bold")
+    for n in report.nodes:
+        if n.nics is None:
+            console.print(Text.assemble(f"  {n.node}: ", ("no NIC report", "yellow")))
+            continue
+        for i in n.nics.interfaces:
+            mtu = f" mtu {i.mtu}" if i.mtu is not None else ""
+            speed = f" {i.speed_mbps:,} Mb/s" if i.speed_mbps is not None else ""
+            addrs = ", ".join(i.addresses) or "no address"
+            console.print(f"  {n.node} {visible(i.name)}: {addrs}{mtu}{speed}", highlight=False)
+        for p in n.nics.rdma:
+            on = f" on {visible(p.netdev)}" if p.netdev else ""
+            gids = f", {len(p.gids)} GID{'s' if len(p.gids) != 1 else ''}"
+            line = f"  {n.node} rdma {visible(p.device)}/{p.port}: {visible(p.state)}{on}{gids}"
+            console.print(line, highlight=False)

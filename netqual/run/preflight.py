@@ -17,7 +17,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from netqual import __version__
-from netqual.agent import fleet_snapshot
+from netqual.agent import fleet_snapshot, nicreport
 from netqual.agent.wire.messages import Fields
 from netqual.agent.wire.protocol import connect
 from netqual.errors import (
@@ -28,7 +28,7 @@ from netqual.errors import (
     PeerUnreachableError,
 )
 from netqual.fleet_model import ConfigSnapshot
-from netqual.models import AgentCheck, Node, PreflightReport, ProbePlan
+from netqual.models import AgentCheck, HostNics, Node, PreflightReport, ProbePlan
 from netqual.planning.limits import limit_problem, limits_differ, reported_limits
 
 CLOCK_WARN_S = 1.0  # wall clocks further apart than this make timestamps misleading
@@ -88,6 +88,7 @@ def check_node(
     offset_s: float | None = None
     transport_ok: bool | None = None
     snapshot: ConfigSnapshot | None = None
+    nics: HostNics | None = None
     try:
         with ch:
             ch.set_timeout(timeout_s)
@@ -102,6 +103,8 @@ def check_node(
             problems += [refused] if refused else []
             warnings += [differ] if differ else []
             snapshot, why = _snapshot(ch, node.name)
+            warnings += [why] if why else []
+            nics, why = _nics(ch, node.name)
             warnings += [why] if why else []
             ch.send("bye")
     except (NetqualError, OSError) as err:
@@ -120,6 +123,7 @@ def check_node(
         problems=tuple(problems),
         warnings=tuple(warnings),
         snapshot=snapshot,
+        nics=nics,
     )
 
 
@@ -132,6 +136,14 @@ def _snapshot(ch: Any, node: str) -> tuple[ConfigSnapshot | None, str | None]:
         ), None
     except NetqualError as err:
         return None, f"no configuration snapshot: {err}"
+
+
+def _nics(ch: Any, node: str) -> tuple[HostNics | None, str | None]:
+    """The agent's IP interfaces and RDMA ports (docs/rails.md); a failure is a warning."""
+    try:
+        return nicreport.from_peer(ch.request("nics", {}, reply="nics"), node, ch.peer), None
+    except NetqualError as err:
+        return None, f"no NIC report: {err}"
 
 
 def _limits(info: dict[str, Any], plan: ProbePlan | None) -> tuple[str | None, str | None]:

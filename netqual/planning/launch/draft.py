@@ -90,4 +90,13 @@ def render_inventory(draft: Draft) -> str:
         if node.labels:
             body = ", ".join(f"{_q(k)} = {_q(v)}" for k, v in sorted(node.labels.items()))
             lines.append(f"labels = {{ {body} }}")
+        if node.nics:  # docs/rails.md
+            lines.append("nics = [")
+            for n in node.nics:
+                device = f", device = {_q(n.device)}" if n.device else ""
+                lines.append(
+                    f"  {{ name = {_q(n.name)}, address = {_q(n.address)}{device}, "
+                    f"rail = {n.rail} }},"
+                )
+            lines.append("]")
     return "\n".join(lines) + "\n"

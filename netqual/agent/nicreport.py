@@ -1,0 +1,199 @@
+"""What an agent reports of its NICs (docs/rails.md): IP interfaces (addresses, MTU, speed)
+and RDMA ports (state, the netdev under them, non-zero GIDs).
+
+The agent answers a ``nics`` request with ``to_wire(collect())`` in the pre-flight check;
+``from_peer`` is the coordinator's side: every field a peer sent is read through
+``messages.Fields`` (names and addresses checked, counts bounded), so a hostile agent can
+neither grow the coordinator's memory nor put control characters on a terminal. Whatever
+the platform does not expose is left out, never an error.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+import re
+import shutil
+import subprocess
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from netqual.agent.wire.messages import Fields
+from netqual.errors import BadRequestError
+from netqual.models import HostNics, IpInterface, RdmaPort
+from netqual.names import nic_name_problem
+
+MAX_INTERFACES = 64
+MAX_ADDRESSES = 16
+MAX_PORTS = 64
+MAX_GIDS = 16
+IP_TIMEOUT_S = 2.0
+_GID = re.compile(r"[0-9a-f]{4}(:[0-9a-f]{4}){7}")  # sysfs's form: eight groups of four
+
+
+def collect(root: Path = Path("/")) -> HostNics:
+    """This host's interfaces (``ip -j address``, with MTU and speed from sysfs) and RDMA
+    ports (sysfs). ``root`` moves sysfs for tests."""
+    return HostNics(_interfaces(root), _rdma(root / "sys" / "class" / "infiniband"))
+
+
+def _read(path: Path) -> str | None:
+    try:
+        return path.read_text().strip()
+    except OSError:
+        return None
+
+
+def _int(text: str | None) -> int | None:
+    try:
+        value = int(text) if text is not None else None
+    except ValueError:
+        return None
+    return value if value is not None and value >= 0 else None  # speed -1: link down
+
+
+def _interfaces(root: Path) -> tuple[IpInterface, ...]:
+    ip = shutil.which("ip")
+    if ip is None:
+        return ()
+    try:
+        argv = [ip, "-j", "address", "show"]
+        done = subprocess.run(
+            argv, capture_output=True, text=True, timeout=IP_TIMEOUT_S, check=False
+        )
+        out = done.stdout
+        items = json.loads(out or "[]")
+    except (OSError, subprocess.SubprocessError, ValueError):
+        return ()
+    found = []
+    for item in items if isinstance(items, list) else []:
+        name = item.get("ifname") if isinstance(item, dict) else None
+        if not isinstance(name, str) or nic_name_problem(name) is not None:
+            continue
+        addresses = tuple(
+            str(a["local"])
+            for a in item.get("addr_info", [])
+            if isinstance(a, dict) and isinstance(a.get("local"), str)
+        )
+        net = root / "sys" / "class" / "net" / name
+        found.append(
+            IpInterface(
+                name,
+                addresses[:MAX_ADDRESSES],
+                _int(_read(net / "mtu")),
+                _int(_read(net / "speed")),
+            )
+        )
+    return tuple(found[:MAX_INTERFACES])
+
+
+def _rdma(base: Path) -> tuple[RdmaPort, ...]:
+    out: list[RdmaPort] = []
+    for dev in sorted(base.iterdir()) if base.is_dir() else []:
+        for port in sorted((dev / "ports").iterdir()) if (dev / "ports").is_dir() else []:
+            if not port.name.isdigit():
+                continue
+            state = (_read(port / "state") or "unknown").split(":")[-1].strip()
+            gids = []
+            for entry in (
+                sorted((port / "gids").iterdir(), key=lambda p: int(p.name))
+                if (port / "gids").is_dir()
+                else []
+            ):
+                gid = _read(entry)
+                if gid and gid.strip("0:"):
+                    gids.append(gid)
+            netdev = _read(port / "gid_attrs" / "ndevs" / "0")
+            out.append(
+                RdmaPort(dev.name, int(port.name), state, netdev or None, tuple(gids[:MAX_GIDS]))
+            )
+    return tuple(out[:MAX_PORTS])
+
+
+def to_wire(nics: HostNics) -> dict[str, Any]:
+    return {
+        "interfaces": [
+            {
+                "name": i.name,
+                "addresses": list(i.addresses),
+                "mtu": i.mtu,
+                "speed_mbps": i.speed_mbps,
+            }
+            for i in nics.interfaces
+        ],
+        "rdma": [
+            {
+                "device": p.device,
+                "port": p.port,
+                "state": p.state,
+                "netdev": p.netdev,
+                "gids": list(p.gids),
+            }
+            for p in nics.rdma
+        ],
+    }
+
+
+def from_peer(body: Mapping[str, Any], node: str, peer: str) -> HostNics:
+    """The ``nics`` answer of ``node``'s agent, every field checked (BadRequestError names
+    the first bad one)."""
+    f = Fields(body, "nics", peer)
+    interfaces = []
+    for i, item in enumerate(_list(f, "interfaces", MAX_INTERFACES)):
+        g = Fields(item, f"nics.interfaces[{i}]", peer)
+        name = _name(g, "name")
+        addresses = tuple(
+            _address(g, f"addresses[{k}]", a)
+            for k, a in enumerate(_list(g, "addresses", MAX_ADDRESSES))
+        )
+        interfaces.append(
+            IpInterface(
+                name, addresses, _opt_int(g, "mtu", 1 << 20), _opt_int(g, "speed_mbps", 1 << 30)
+            )
+        )
+    ports = []
+    for i, item in enumerate(_list(f, "rdma", MAX_PORTS)):
+        g = Fields(item, f"nics.rdma[{i}]", peer)
+        gids = _list(g, "gids", MAX_GIDS)
+        for k, gid in enumerate(gids):
+            if (
+                not isinstance(gid, str)
+                or len(gid) != 39
+                or not all(c in "0123456789abcdef:" for c in gid)
+            ):
+                raise BadRequestError(peer, f"nics.rdma[{i}].gids[{k}]", "not a GID")
+        netdev = None if g.body.get("netdev") is None else _name(g, "netdev")
+        ports.append(
+            RdmaPort(
+                _name(g, "device", device=True), g.integer("port", 1, 255), g.string("state", 32),
+                netdev, tuple(gids),
+            )
+        )  # fmt: skip
+    return HostNics(tuple(interfaces), tuple(ports))
+
+
+def _list(f: Fields, key: str, most: int) -> list[Any]:
+    value = f.body.get(key, [])
+    if not isinstance(value, list) or len(value) > most:
+        raise BadRequestError(f.peer, f"{f.where}.{key}", f"must be a list of <= {most} items")
+    return value
+
+
+def _name(f: Fields, key: str, device: bool = False) -> str:
+    value = f.body.get(key)
+    if (problem := nic_name_problem(value, device=device)) is not None:
+        raise BadRequestError(f.peer, f"{f.where}.{key}", problem)
+    assert isinstance(value, str)
+    return value
+
+
+def _address(f: Fields, where: str, value: Any) -> str:
+    try:
+        return str(ipaddress.ip_address(value))
+    except ValueError:
+        raise BadRequestError(f.peer, f"{f.where}.{where}", "not an IP address") from None
+
+
+def _opt_int(f: Fields, key: str, high: int) -> int | None:
+    return None if f.body.get(key) is None else f.integer(key, 0, high)

@@ -21,6 +21,7 @@ import shutil
 import socket
 import struct
 import subprocess
+import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,7 +37,7 @@ from netqual.transports.rdma.gid import GidEntry, GidSelectionError, GidType, Li
 
 ARPHRD_LOOPBACK = "772"
 
-DCB_TIMEOUT_S = 2.0
+DCB_BUDGET_S = 1.5  # all dcb calls of one snapshot together: the pre-flight waits for it
 _IB_MTUS = (4096, 2048, 1024, 512, 256)
 
 
@@ -120,18 +121,20 @@ def _drvinfo(ifname: str) -> tuple[str, str]:
     return field(4), field(68)
 
 
-def _pfc(ifname: str) -> str:
-    """PFC-enabled priorities from ``dcb pfc show`` (iproute2); UNKNOWN without it or
-    where the driver has no DCB."""
+def _pfc(ifname: str, deadline: float) -> str:
+    """PFC-enabled priorities from ``dcb pfc show`` (iproute2); UNKNOWN without it, where
+    the driver has no DCB, or once the snapshot's dcb budget is spent (a host with many
+    interfaces)."""
     dcb = shutil.which("dcb")
-    if dcb is None:
+    left_s = deadline - time.monotonic()
+    if dcb is None or left_s <= 0.05:
         return UNKNOWN
     try:
         out = subprocess.run(
             [dcb, "pfc", "show", "dev", ifname, "prio-pfc"],
             capture_output=True,
             text=True,
-            timeout=DCB_TIMEOUT_S,
+            timeout=left_s,
             check=False,
         )
     except (OSError, subprocess.TimeoutExpired):
@@ -156,6 +159,7 @@ def _ecn_priorities(net: Path) -> str:
 def _netdevs(roots: Roots, out: dict[str, str]) -> list[str]:
     """Per-interface keys; the names of the up, non-loopback interfaces."""
     up: list[str] = []
+    dcb_deadline = time.monotonic() + DCB_BUDGET_S
     for name in _children(roots.sys / "class" / "net"):
         net = roots.sys / "class" / "net" / name
         if _read(net / "type") == ARPHRD_LOOPBACK:
@@ -176,9 +180,12 @@ def _netdevs(roots: Roots, out: dict[str, str]) -> list[str]:
         out[f"{key}.operstate"] = _read(net / "operstate")
         out[f"{key}.speed_mbps"] = speed if speed.isdigit() else UNKNOWN  # -1: no link
         out[f"{key}.mtu"] = _read(net / "mtu")
-        out[f"{key}.pfc_priorities"] = _pfc(name) if roots.live else UNKNOWN
+        is_up = out[f"{key}.operstate"] == "up"
+        # dcb only where it matters: an up interface of the live host
+        live_up = roots.live and is_up
+        out[f"{key}.pfc_priorities"] = _pfc(name, dcb_deadline) if live_up else UNKNOWN
         out[f"{key}.ecn_priorities"] = _ecn_priorities(net)
-        if out[f"{key}.operstate"] == "up":
+        if is_up:
             up.append(name)
     return up
 

@@ -14,6 +14,7 @@ from netqual.analysis.fleet import key_rows, nodes_text
 from netqual.fleet_model import UNKNOWN, ConfigSnapshot, FleetResult
 
 OUTLIERS_SHOWN = 3  # in the one-line form
+DEVICES_SHOWN = 32  # nodes whose device line check --fleet prints
 
 
 def fleet_line(result: FleetResult) -> Text:
@@ -47,6 +48,11 @@ def print_fleet(console: Console, result: FleetResult, missing: list[str]) -> No
         cell = Text("; ").join(Text(f"{v} ({nodes_text(ns, len(snaps))})") for v, ns in ranked)
         table.add_row(Text(key, style="red" if key in odd else ""), cell)
     console.print(table)
+    if len(snaps) > DEVICES_SHOWN:  # one line per node would bury the table
+        console.print(
+            f"  devices of {len(snaps):,} nodes: netqual check --fleet --json", style="dim"
+        )
+        return
     for s in snaps:
         console.print(Text(f"  {s.node}: {device_summary(s)}"), soft_wrap=True)
 

@@ -19,7 +19,7 @@ from netqual.agent.fleet_snapshot import Roots, collect, from_peer
 from netqual.analysis import fleet
 from netqual.analysis.policy import load_policy
 from netqual.errors import BadRequestError, PolicyError, ResultsFileError
-from netqual.fleet_model import FLEET_KEYS, UNKNOWN, ConfigSnapshot, FleetPolicy
+from netqual.fleet_model import FLEET_KEYS, UNKNOWN, ConfigSnapshot, FleetPolicy, FleetResult
 from netqual.gate import evaluate as gate_evaluate
 from netqual.gate.model import Status
 from netqual.gate.profile import parse_profile_text
@@ -270,3 +270,24 @@ def test_report_has_a_configuration_section_outliers_first(tmp_path: Path) -> No
 def test_snapshot_module_reads_this_host_without_error() -> None:
     got = fleet_snapshot.collect()  # whatever this machine has: never raises
     assert got["netqual"] and set(FLEET_KEYS) <= set(got)
+
+
+def _printed(result: FleetResult) -> str:
+    from rich.console import Console
+
+    from netqual.render.fleet import print_fleet
+
+    console = Console(record=True, width=100, color_system=None)
+    print_fleet(console, result, missing=[])
+    return console.export_text()
+
+
+def test_check_fleet_text_is_literal_and_bounded_for_large_fleets() -> None:
+    odd = snap("n1", mtu="9000", os="[bold red]x[/] \\x1b", **{"nic.eth0.mtu": "9000"})
+    text = _printed(fleet.evaluate([odd, snap("n2", mtu="9000")]))
+    assert "[bold red]x[/] \\x1b (n1)" in text  # rich markup from a peer stays text
+    assert "  n1: eth0 unknown mtu 9000 unknown" in text
+    many = [snap(f"n{i}", mtu="9000") for i in range(40)]
+    text = _printed(fleet.evaluate(many))
+    assert "devices of 40 nodes: netqual check --fleet --json" in text
+    assert "  n1: " not in text

@@ -150,6 +150,30 @@ def test_default_plan_over_real_verbs(guest: GuestResults) -> None:
     assert details["pingpong_user_cpu_ns_per_round"] > 0
 
 
+def test_rxe_counters_moved_by_the_probes_bytes_on_the_devices_it_used(guest: GuestResults) -> None:
+    """docs/evidence.md "Counters": rxe counts packets (no bytes), so its hw counters must
+    hold at least the probe's bytes at the path MTU, and rxe0's netdev (nqa) the bytes."""
+    path = guest.path("probe_default")
+    details = path["details"]
+    moved = details["counters"]
+    need = moved["probe_bytes"]
+    # 11,000 ping-pongs of 64 B both ways, and 2 depths x (64 KiB + 1 MiB chunks) of reads
+    assert need > 256 << 20, moved
+    assert details["carried_by"] == {"src": "rxe0/1", "dst": "rxe1/1", "problem": None}
+    mtu = details["path_mtu_bytes"]
+    for end, device in (("src", "rxe0/1"), ("dst", "rxe1/1")):
+        c = moved[end]["rdma"][device]
+        assert (c["sent_pkts"] + c.get("rcvd_pkts", 0)) * mtu >= need, (end, c, need)
+        assert moved[end]["tcp_retrans"] is None  # not a TCP probe
+        assert moved[end]["rdma_ports_read"] >= 2
+        # No other RDMA device of the guest moved (meaningful once it has a third one).
+        assert set(moved[end]["rdma"]) <= {"rxe0/1", "rxe1/1"}, moved[end]["rdma"]
+    nqa = moved["src"]["interfaces"]["nqa"]  # rxe0's netdev: RoCE v2 is UDP on it
+    assert nqa["tx_bytes"] + nqa["rx_bytes"] >= need, nqa
+    # Both devices sit in one guest kernel and each end uses one of them, so each side's
+    # window sees both move: "not on the other device" is the subset check above.
+
+
 def test_responder_killed_mid_probe(guest: GuestResults) -> None:
     record = guest.case("responder_killed")
     assert record["pingpong_running"], f"the ping-pong never got going:\n{_shown(record)}"

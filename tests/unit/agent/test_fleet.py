@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import time
 from pathlib import Path
 
 import pytest
@@ -291,3 +292,25 @@ def test_check_fleet_text_is_literal_and_bounded_for_large_fleets() -> None:
     text = _printed(fleet.evaluate(many))
     assert "devices of 40 nodes: netqual check --fleet --json" in text
     assert "  n1: " not in text
+
+
+def test_pfc_priorities_from_dcb_output(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``dcb pfc show dev IF prio-pfc`` as iproute2 prints it (dcb-pfc(8)); a driver
+    without DCB fails (exit 1, 'Operation not supported'): unknown."""
+    fake = tmp_path / "bin" / "dcb"
+    fake.parent.mkdir()
+    fake.write_text(
+        "#!/bin/sh\n"
+        'if [ "$4" = "ens1" ]; then echo "prio-pfc 0:off 1:off 2:off 3:on 4:on 5:off 6:off 7:off"; '
+        'elif [ "$4" = "ens2" ]; then echo "prio-pfc 0:off 1:off 2:off 3:off"; '
+        'else echo "Attribute read: Operation not supported" >&2; exit 1; fi\n'
+    )
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{fake.parent}")
+    deadline = time.monotonic() + 5
+    assert fleet_snapshot._pfc("ens1", deadline) == "3,4"
+    assert fleet_snapshot._pfc("ens2", deadline) == "none"
+    assert fleet_snapshot._pfc("veth0", deadline) == UNKNOWN
+    assert fleet_snapshot._pfc("ens1", time.monotonic()) == UNKNOWN  # budget spent
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    assert fleet_snapshot._pfc("ens1", deadline) == UNKNOWN  # no iproute2 dcb

@@ -18,6 +18,7 @@ host's counters are not this path's alone.
 from __future__ import annotations
 
 import contextlib
+import json
 import re
 import socket
 import struct
@@ -253,6 +254,8 @@ def checked_window(value: object, where: str, peer: str) -> dict[str, Any]:
     out["tcp_retrans"] = None if retrans is None else f.integer("tcp_retrans", 0, MAX_VALUE)
     out["shared"] = f.flag("shared", False)
     out["rdma_ports_read"] = f.integer("rdma_ports_read", 0, 1 << 16, 0)
+    if f.flag("truncated", False):
+        out["truncated"] = True
     return out
 
 
@@ -344,4 +347,23 @@ class ProbeWindow:
             except (NetqualError, OSError, TimeoutError):
                 dst = None
         src = side(self.before, self.counting.snapshot(self.sock))
-        return {"src": src, "dst": dst}
+        return bounded({"src": src, "dst": dst})
+
+
+MAX_JSON_CHARS = 8_192  # of details.counters: the whole probe result's details hold 16 KiB
+
+
+def bounded(moved: dict[str, Any], limit: int = MAX_JSON_CHARS) -> dict[str, Any]:
+    """``moved`` within ``limit`` characters of JSON: while it is larger, each side keeps
+    one entry fewer per group (the smallest go first: entries are largest first) and says
+    ``truncated``. A host with many busy interfaces must not cost the probe its result."""
+    keep = MAX_ENTRIES
+    while len(json.dumps(moved)) > limit and keep > 0:
+        keep -= 1
+        for window in (w for w in moved.values() if isinstance(w, dict)):
+            for group in ("interfaces", "rdma"):
+                entries = window[group]
+                if len(entries) > keep:
+                    window[group] = dict(list(entries.items())[:keep])
+                    window["truncated"] = True
+    return moved

@@ -4,6 +4,7 @@ mlx5 and Soft-RoCE, TCP_INFO on a real socket, ethtool -S text, a hostile peer's
 
 from __future__ import annotations
 
+import json
 import socket
 from pathlib import Path
 from typing import Any
@@ -147,3 +148,16 @@ def test_ethtool_s_text_keeps_pause_counters_only() -> None:
         "tx_pause_ctrl_phy": 2,
         "rx_pfc_ena_frames_pri3": 7,
     }
+
+
+def test_a_host_with_many_busy_interfaces_keeps_the_largest_within_the_bound() -> None:
+    busy = {f"veth{i:04d}": {f"rx_prio{k}_pause": 10**12 + k for k in range(32)} for i in range(8)}
+    window = {"interfaces": busy, "rdma": {}, "tcp_retrans": 0, "shared": True}
+    moved = counters.bounded({"src": dict(window), "dst": dict(window)})
+    assert len(json.dumps(moved)) <= counters.MAX_JSON_CHARS
+    assert moved["src"]["truncated"] is True
+    assert next(iter(moved["src"]["interfaces"])) == "veth0000"
+    # What the peer sends back passes its own check (truncated is part of the format).
+    assert counters.checked(moved, "probe.result.details.counters", "gpu01")["src"]["truncated"]
+    small = {"src": {"interfaces": {"lo": {"tx_bytes": 1}}, "rdma": {}}, "dst": None}
+    assert counters.bounded(small) == small

@@ -22,6 +22,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from netqual.models import Nic
+
 AFFINITY_CLASSES = ("PIX", "PXB", "PHB", "NODE", "SYS")  # best first
 NEAR_CLASSES = ("PIX", "PXB")  # a NIC the GPU reaches without the root complex
 UNKNOWN = "unknown"
@@ -153,28 +155,27 @@ def affinity_table(gpus: Sequence[HostDevice], nics: Sequence[HostDevice]) -> tu
 # -- rails: which NIC the inventory gives each GPU --------------------------------------
 
 
-def rail_nic_name(audit: HostAudit, nic: Any) -> str | None:
+def rail_nic_name(audit: HostAudit, nic: Nic) -> str | None:
     """The audit's name of an inventory NIC (matched by RDMA device, then netdev name)."""
-    device, name = getattr(nic, "device", None), getattr(nic, "name", None)
     for n in audit.nics:
-        if (device and device in n.rdma_devices) or (name and name in n.netdevs):
+        if (nic.device and nic.device in n.rdma_devices) or nic.name in n.netdevs:
             return n.name
-        if name == n.name:
+        if nic.name == n.name:
             return n.name
     return None
 
 
-def gpu_rails(audit: HostAudit, nics: Sequence[Any]) -> dict[str, Any]:
+def gpu_rails(audit: HostAudit, nics: Sequence[Nic]) -> dict[str, Nic]:
     """GPU name -> its rail's inventory NIC. Rails are numbered as the GPUs are ordered:
     with R rails and G GPUs, GPU i is on rail i * R // G (8 GPUs on 4 rails: two a rail)."""
-    rails = sorted({r for n in nics if isinstance(r := getattr(n, "rail", None), int)})
+    rails = sorted({n.rail for n in nics})
     if not rails or not audit.gpus:
         return {}
-    by_rail = {getattr(n, "rail", None): n for n in nics}
-    out: dict[str, Any] = {}
-    for i, gpu in enumerate(audit.gpus):
-        out[gpu.name] = by_rail[rails[i * len(rails) // len(audit.gpus)]]
-    return out
+    by_rail = {n.rail: n for n in nics}
+    return {
+        gpu.name: by_rail[rails[i * len(rails) // len(audit.gpus)]]
+        for i, gpu in enumerate(audit.gpus)
+    }
 
 
 @dataclass(frozen=True)
@@ -195,7 +196,7 @@ class GpuRail:
         return self.rail_nic is not None and rank(self.rail_cls) <= rank(self.best_cls)
 
 
-def gpu_rail_table(audit: HostAudit, nics: Sequence[Any] = ()) -> tuple[GpuRail, ...]:
+def gpu_rail_table(audit: HostAudit, nics: Sequence[Nic] = ()) -> tuple[GpuRail, ...]:
     rails = gpu_rails(audit, nics)
     out = []
     for gpu in audit.gpus:
@@ -223,7 +224,7 @@ class HostFinding:
     text: str
 
 
-def affinity_findings(audit: HostAudit, nics: Sequence[Any] = ()) -> list[HostFinding]:
+def affinity_findings(audit: HostAudit, nics: Sequence[Nic] = ()) -> list[HostFinding]:
     """A GPU without a PIX/PXB NIC on its rail (any NIC, when the inventory lists none)."""
     out = []
     for r in gpu_rail_table(audit, nics):
@@ -272,7 +273,7 @@ def other_findings(audit: HostAudit) -> list[HostFinding]:
     return out
 
 
-def findings(audit: HostAudit, nics: Sequence[Any] = ()) -> list[HostFinding]:
+def findings(audit: HostAudit, nics: Sequence[Nic] = ()) -> list[HostFinding]:
     return affinity_findings(audit, nics) + link_findings(audit) + other_findings(audit)
 
 
@@ -280,7 +281,7 @@ GATED = ("nic_affinity", "pcie_link_full")  # the findings a gate rule judges
 
 
 def all_findings(
-    hosts: Iterable[HostAudit], nics: Mapping[str, Sequence[Any]]
+    hosts: Iterable[HostAudit], nics: Mapping[str, Sequence[Nic]]
 ) -> list[HostFinding]:
     """Every node's findings (``nics``: node -> its inventory NICs), those a gate rule
     judges first; a node without an audit (``error``) is one ``nic_affinity`` finding."""
@@ -338,10 +339,28 @@ def device_to_dict(d: HostDevice, nic: bool) -> dict[str, Any]:
     return out
 
 
-def to_dict(audit: HostAudit) -> dict[str, Any]:
+def _gpu_to_dict(d: HostDevice, rail: GpuRail, rails: bool) -> dict[str, Any]:
+    """A GPU with its best NIC and, in a results file of a node with inventory rails, its
+    rail's NIC: derived from the rest (a reader recomputes them), written for readers."""
+    out = device_to_dict(d, nic=False) | {
+        "best_nic": _u(rail.best_nic),
+        "best_class": rail.best_cls,
+    }
+    if rails:
+        out |= {
+            "rail_nic": _u(rail.rail_nic),
+            "rail_class": rail.rail_cls,
+            "rail_is_best": rail.rail_is_best,
+        }
+    return out
+
+
+def to_dict(audit: HostAudit, nics: Sequence[Nic] = ()) -> dict[str, Any]:
+    """``nics``: the node's inventory NICs (the results file), for each GPU's rail."""
     extra = {} if audit.error is None else {"error": audit.error}
+    rails = gpu_rail_table(audit, nics)
     return extra | {
-        "gpus": [device_to_dict(g, nic=False) for g in audit.gpus],
+        "gpus": [_gpu_to_dict(g, r, bool(nics)) for g, r in zip(audit.gpus, rails, strict=True)],
         "nics": [device_to_dict(n, nic=True) for n in audit.nics],
         "affinity": [{"gpu": a.gpu, "nic": a.nic, "class": a.cls} for a in audit.affinity],
         "iommu": {
@@ -352,8 +371,10 @@ def to_dict(audit: HostAudit) -> dict[str, Any]:
     }
 
 
-def hosts_to_dict(hosts: Iterable[HostAudit]) -> dict[str, Any]:
-    return {h.node: to_dict(h) for h in hosts}
+def hosts_to_dict(
+    hosts: Iterable[HostAudit], nics: Mapping[str, Sequence[Nic]] | None = None
+) -> dict[str, Any]:
+    return {h.node: to_dict(h, (nics or {}).get(h.node, ())) for h in hosts}
 
 
 def known(value: object) -> Any:

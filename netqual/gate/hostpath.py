@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from netqual.gate.model import Finding, GateContext, Outcome, Status
 from netqual.gate.rules import Rule
 from netqual.hostpath import HostAudit, HostFinding, affinity_findings, link_findings
+from netqual.models import Nic
 from netqual.pathtable import IntArray, PathTable
 
 
@@ -61,7 +62,7 @@ def _judge(
     return Outcome(rule.name, Status.PASS, f"{judged} {what} on {len(names)} node(s) judged")
 
 
-def _nics(ctx: GateContext, node: str) -> tuple[object, ...]:
+def _nics(ctx: GateContext, node: str) -> tuple[Nic, ...]:
     found = ctx.nodes.get(node)
     return () if found is None else tuple(found.nics)
 

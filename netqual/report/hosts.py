@@ -18,6 +18,7 @@ from netqual.hostpath import (
     all_findings,
     gpu_rail_table,
 )
+from netqual.models import Nic
 from netqual.runresults import Results
 
 
@@ -56,7 +57,7 @@ def _flag(value: bool | None) -> str:
     return UNKNOWN if value is None else "on" if value else "off"
 
 
-def _node(audit: HostAudit, nics: tuple[object, ...]) -> NodeHosts:
+def _node(audit: HostAudit, nics: tuple[Nic, ...]) -> NodeHosts:
     rails = {r.gpu: r for r in gpu_rail_table(audit, nics)}
     gpus = []
     for g in audit.gpus:

@@ -214,7 +214,7 @@ def results_to_dict(r: Results, *, paths: bool = True) -> dict[str, Any]:
     if r.fleet is not None:
         doc["fleet"] = fleet_to_dict(r.fleet)
     if r.hosts:
-        doc["hosts"] = hosts_to_dict(r.hosts)
+        doc["hosts"] = hosts_to_dict(r.hosts, {n.name: n.nics for n in r.nodes})
     return doc
 
 

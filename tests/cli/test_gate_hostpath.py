@@ -4,12 +4,14 @@ sysfs trees of the documented layouts (tests/support/sysfs_trees.py), through ``
 from __future__ import annotations
 
 import dataclasses
+import json
 from pathlib import Path
 
 from cli_helpers import netqual
 from factories import make_results, write_results
 from sysfs_trees import far_nic, hgx8
 
+from netqual import schema
 from netqual.agent import pcisysfs
 from netqual.hostpath import HostAudit
 from netqual.models import Nic
@@ -83,6 +85,18 @@ def test_a_rail_on_the_other_socket_fails(tmp_path: Path) -> None:
     assert code == 1, out
     assert "  gpu03  GPU0: its rail NIC mlx5_4 is SYS (best mlx5_0 PIX)" in out
     assert "9 findings: first gpu03 GPU0" in " ".join(out.split())
+    # the results file says it per GPU, for readers other than the gate
+    doc = json.loads((tmp_path / "r.json").read_text())
+    schema.validate(doc, "r.json")
+    gpu0 = doc["hosts"]["gpu03"]["gpus"][0]
+    assert {k: gpu0[k] for k in ("best_nic", "best_class", "rail_nic", "rail_class")} == {
+        "best_nic": "mlx5_0",
+        "best_class": "PIX",
+        "rail_nic": "mlx5_4",
+        "rail_class": "SYS",
+    }
+    assert gpu0["rail_is_best"] is False
+    assert doc["hosts"]["gpu01"]["gpus"][2]["rail_is_best"] is True
 
 
 def test_without_audits_or_with_a_bad_one_the_rules_fail(tmp_path: Path) -> None:

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from types import SimpleNamespace
 
 import pytest
 from paths import REPO
@@ -15,6 +14,7 @@ from sysfs_trees import HGX8_TOPO, config_space, far_nic, hgx8
 from netqual import hostpath
 from netqual.agent import pcisysfs
 from netqual.hostpath import HostAudit, from_dict, to_dict
+from netqual.models import Nic
 
 DOCS = REPO / "docs"
 
@@ -91,14 +91,14 @@ def test_x8_trained_nic_is_flagged(tmp_path: Path) -> None:
 
 def test_rails_compared_with_the_best_nic(tmp_path: Path) -> None:
     audit = pcisysfs.audit(hgx8(tmp_path).root, node="gpu01")
-    rails = [SimpleNamespace(name=f"ens{i}np0", device=None, rail=i) for i in range(8)]
+    rails = [Nic(f"ens{i}np0", "10.0.0.1", i, None) for i in range(8)]
     table = hostpath.gpu_rail_table(audit, rails)
     assert all(r.rail_is_best for r in table)
     assert hostpath.affinity_findings(audit, rails) == []
     # rails 2 and 3 wired to the wrong leaf switch: PXB is allowed, not the best
     rails[2], rails[3] = (
-        SimpleNamespace(name="x", device="mlx5_3", rail=2),
-        SimpleNamespace(name="y", device="mlx5_2", rail=3),
+        Nic("x", "10.0.0.1", 2, "mlx5_3"),
+        Nic("y", "10.0.0.1", 3, "mlx5_2"),
     )
     found = hostpath.affinity_findings(audit, rails)
     assert [(f.rule, f.subject) for f in found] == [
@@ -107,8 +107,8 @@ def test_rails_compared_with_the_best_nic(tmp_path: Path) -> None:
     ]
     assert found[0].text == "its rail NIC mlx5_3 is PXB; mlx5_2 is PIX"
     # a rail on the other socket fails nic_affinity; a NIC the host lacks too
-    rails[0] = SimpleNamespace(name="ens4np0", device=None, rail=0)
-    rails[1] = SimpleNamespace(name="gone0", device=None, rail=1)
+    rails[0] = Nic("ens4np0", "10.0.0.1", 0, None)
+    rails[1] = Nic("gone0", "10.0.0.1", 1, None)
     found = hostpath.affinity_findings(audit, rails)
     assert [(f.rule, f.subject, f.text) for f in found[:2]] == [
         ("nic_affinity", "GPU0", "its rail NIC mlx5_4 is SYS (best mlx5_0 PIX)"),
@@ -118,7 +118,7 @@ def test_rails_compared_with_the_best_nic(tmp_path: Path) -> None:
 
 def test_four_rails_for_eight_gpus_pair_them(tmp_path: Path) -> None:
     audit = pcisysfs.audit(hgx8(tmp_path).root, node="gpu01")
-    rails = [SimpleNamespace(name=f"ens{i}np0", device=None, rail=i // 2) for i in (0, 2, 4, 6)]
+    rails = [Nic(f"ens{i}np0", "10.0.0.1", i // 2, None) for i in (0, 2, 4, 6)]
     table = hostpath.gpu_rail_table(audit, rails)
     assert [r.rail_nic for r in table] == [f"mlx5_{i}" for i in (0, 0, 2, 2, 4, 4, 6, 6)]
     assert [r.rail_cls for r in table] == ["PIX", "PIX", "PIX", "PXB", "PIX", "PIX", "PIX", "PIX"]

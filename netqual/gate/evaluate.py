@@ -49,6 +49,7 @@ def evaluate(
         resume_command=resume_command(results, results_source),
         fleet=results.fleet,
         hosts=results.hosts,
+        fanin=results.fanin,
     )
     # A stored verdict is a claim; the gate judges the values (an edited "offload-safe" with
     # a 1 s p99 fails), keeping the worse of the two.

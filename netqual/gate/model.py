@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from netqual.fanin_model import FaninResult
 from netqual.fleet_model import FleetResult
 from netqual.hostpath import HostAudit
 from netqual.models import Interference, Metric, Node, NotMeasured, Role, Tier, Waiver, path_label
@@ -136,6 +137,7 @@ class GateContext:
     resume_command: str = "netqual run INVENTORY --out DIR --resume"
     fleet: FleetResult | None = None  # the run's configuration check (netqual.analysis.fleet)
     hosts: tuple[HostAudit, ...] = ()  # each node's host path audit (netqual.hostpath)
+    fanin: tuple[FaninResult, ...] = ()  # run --fanin: one sweep per storage node
 
     def waived(self, table: PathTable, rows: IntArray) -> BoolArray:
         """Which of ``rows`` an active waiver excuses (``Waiver.covers``: either

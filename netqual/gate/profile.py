@@ -16,6 +16,7 @@ from netqual.analysis.policy import DEFAULT_POLICY
 from netqual.choices import ChoiceError, parse_choice
 from netqual.errors import ProfileError
 from netqual.gate.complete import Complete
+from netqual.gate.fanin import MinFaninReaders
 from netqual.gate.fleet import FleetConsistent, FleetExpected
 from netqual.gate.hostpath import NicAffinity, PcieLinkFull
 from netqual.gate.interference import InterferenceClean, MaxInterferenceRatio
@@ -47,6 +48,7 @@ LIMIT_KEYS = (
     "fleet_expected",
     "nic_affinity",
     "pcie_link_full",
+    "min_fanin_readers",
 )
 SCOPE_KEYS = ("name", "racks", "roles", "nodes", "tiers", "rails")
 BASELINE_KEYS = (
@@ -157,6 +159,9 @@ def _limit_rules(
         rules.append(NicAffinity(scope))
     if "pcie_link_full" in t and f.flag(t["pcie_link_full"], f"{where}.pcie_link_full"):
         rules.append(PcieLinkFull(scope))
+    if "min_fanin_readers" in t:
+        key = f"{where}.min_fanin_readers"
+        rules.append(MinFaninReaders(scope, f.count(t["min_fanin_readers"], key)))
     return rules
 
 

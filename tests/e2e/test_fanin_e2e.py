@@ -82,6 +82,15 @@ def test_plain_sweep_writes_every_level_with_its_samples_and_a_verdict(
     assert "fan-in st (plain, 128KiB chunks): safe up to" in out
     assert "only 3 compute nodes" in out
     assert "fan-in: levels 0/3" in out  # --progress plain: the sweep is a phase of its own
+    # the gate judges the verdict: min_fanin_readers up to "safe up to" passes, above fails
+    results = tmp_path / "run" / "results.json"
+    for readers, code in ((st["safe_up_to"], 0), (st["safe_up_to"] + 1, 1)):
+        prof = tmp_path / f"gate{readers}.toml"
+        prof.write_text(f'[profile]\nname = "f"\n[limits]\nmin_fanin_readers = {readers}\n')
+        g = netqual_cli("gate", str(results), "--profile", str(prof))
+        assert g.returncode == code, g.stdout + g.stderr
+        assert "min_fanin_readers" in g.stdout
+    assert f"not safe up to {st['safe_up_to'] + 1} readers: first st:" in g.stdout
     assert doc["run"]["schedule"]["actual"]["fanin_s"] > 0
 
 

@@ -172,3 +172,23 @@ def test_dry_run_estimates_the_sweep_through_the_storage_link(tmp_path: Path) ->
     assert phase["seconds"] == pytest.approx(2 * 0.5 + 3 * per_reader_s, rel=1e-3)
     text = netqual(*args[:-1], cwd=tmp_path).stdout
     assert "fanin" in text and "1 storage node(s) x levels 1,2,8" in text
+
+
+def test_gate_rule_min_fanin_readers_fails_without_a_sweep_or_below_the_verdict() -> None:
+    from netqual.gate.fanin import MinFaninReaders
+    from netqual.gate.model import GateContext, Scope, Status
+    from netqual.models import Metric
+    from netqual.pathtable import PathTable
+
+    nodes = {"st1": Node("st1", "10.0.0.1", role=Role.STORAGE)}
+    table = PathTable.from_paths([])
+    rows = np.empty(0, dtype=np.int64)
+    rule = MinFaninReaders(Scope(), 4)
+    none = rule.check(table, rows, GateContext(nodes, Metric.P99))
+    assert none.status is Status.FAIL and "no fan-in sweep" in none.message
+    r = fanin.judge("st1", PLAIN, 1 << 20, 2.0, [lv(1, 100), lv(2, 150), lv(4, 300)])
+    assert r.safe_up_to == 2
+    low = rule.check(table, rows, GateContext(nodes, Metric.P99, fanin=(r,)))
+    assert low.status is Status.FAIL and [f.src for f in low.failing] == ["st1"]
+    ok = MinFaninReaders(Scope(), 2).check(table, rows, GateContext(nodes, Metric.P99, fanin=(r,)))
+    assert ok.status is Status.PASS

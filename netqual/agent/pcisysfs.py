@@ -21,6 +21,7 @@ from __future__ import annotations
 import os
 import re
 import socket
+from contextvars import ContextVar
 from pathlib import Path
 
 from netqual.hostpath import (
@@ -61,9 +62,21 @@ def functions(root: Path) -> list[str]:
     return sorted(n for n in names if BDF.fullmatch(n))
 
 
+# Within one ``audit`` each function's link is resolved once (resolving is most of the
+# audit's time: a dozen reads per function). Per thread, and only for the audit's duration:
+# a call outside an audit always reads sysfs as it is now (devices come and go).
+_DIRS: ContextVar[dict[tuple[Path, str], Path | None] | None] = ContextVar("dirs", default=None)
+
+
 def function_dir(root: Path, bdf: str) -> Path | None:
     """The function's real directory below ``sys/devices`` (the bus link resolved)."""
-    return _inside(root, sys_dir(root) / "bus" / "pci" / "devices" / bdf)
+    memo = _DIRS.get()
+    if memo is not None and (root, bdf) in memo:
+        return memo[(root, bdf)]
+    found = _inside(root, sys_dir(root) / "bus" / "pci" / "devices" / bdf)
+    if memo is not None:
+        memo[(root, bdf)] = found
+    return found
 
 
 def _inside(root: Path, link: Path) -> Path | None:
@@ -286,6 +299,14 @@ def _device(
 def audit(root: Path = Path("/"), node: str | None = None) -> HostAudit:
     """GPUs (NVIDIA or AMD, display class) as GPU0.. in PCI order, as ``nvidia-smi`` numbers
     them; NICs named by their RDMA device, else their first netdev, else their address."""
+    token = _DIRS.set({})
+    try:
+        return _audit(root, node)
+    finally:
+        _DIRS.reset(token)
+
+
+def _audit(root: Path, node: str | None) -> HostAudit:
     bdfs = functions(root)
     netdevs, rdma = linked_names(root, "net"), linked_names(root, "infiniband")
     gpus: list[HostDevice] = []

@@ -176,6 +176,14 @@ GPU7    SYS   SYS   SYS   SYS   NODE  NODE  PIX   PIX
 """
 
 
+# What ``nvidia-smi topo -m`` prints for far_nic (its GPU rows, NIC columns).
+FAR_NIC_TOPO = """
+        NIC0
+GPU0    SYS
+GPU1    SYS
+"""
+
+
 def far_nic(root: Path) -> Tree:
     """Two GPUs in a switch on socket 0, the only NIC below socket 1's host bridge."""
     t = Tree(root)

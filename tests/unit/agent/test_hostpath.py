@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 from paths import REPO
-from sysfs_trees import HGX8_TOPO, config_space, far_nic, hgx8
+from sysfs_trees import FAR_NIC_TOPO, HGX8_TOPO, config_space, far_nic, hgx8
 
 from netqual import hostpath
 from netqual.agent import pcisysfs
@@ -40,8 +40,10 @@ def test_hgx8_classes_equal_the_nvidia_smi_matrix(tmp_path: Path) -> None:
     assert _rows(topo_matrix(audit)) == _rows(HGX8_TOPO)
 
 
-def test_the_docs_show_the_same_matrix() -> None:
-    assert HGX8_TOPO.strip() in (DOCS / "rails.md").read_text()
+def test_the_docs_show_the_same_matrices() -> None:
+    text = (DOCS / "rails.md").read_text()
+    assert HGX8_TOPO.strip() in text
+    assert FAR_NIC_TOPO.strip() in text
 
 
 def test_hgx8_paths_numa_and_links(tmp_path: Path) -> None:
@@ -70,6 +72,7 @@ def test_hgx8_paths_numa_and_links(tmp_path: Path) -> None:
 
 def test_nic_on_the_other_socket_is_sys_and_flagged(tmp_path: Path) -> None:
     audit = pcisysfs.audit(far_nic(tmp_path).root, node="gpu02")
+    assert _rows(topo_matrix(audit)) == _rows(FAR_NIC_TOPO)
     assert [(a.gpu, a.nic, a.cls) for a in audit.affinity] == [
         ("GPU0", "mlx5_0", "SYS"),
         ("GPU1", "mlx5_0", "SYS"),

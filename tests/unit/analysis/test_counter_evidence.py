@@ -10,8 +10,9 @@ from factories import make_results
 
 from netqual import counter_evidence
 from netqual.fleet_model import FleetOutlier, FleetResult
-from netqual.models import ProbePlan
+from netqual.models import ProbePlan, Suspect, SuspectKind
 from netqual.pathtable import PathTable
+from netqual.render.terminal import suspect_line
 from netqual.report.recommend import recommend
 
 
@@ -133,3 +134,14 @@ def test_what_to_do_names_configuration_then_the_counters_then_the_hardware() ->
     assert config < loss < hardware, titles
     text = recommend(results)[loss].text
     assert "80 TCP retransmissions" in text and "gpu01 -> gpu02" not in text
+
+
+def test_a_hostile_name_in_a_results_file_reaches_the_terminal_escaped() -> None:
+    ev = {"metric": "p99", "src": "a", "dst": "b", "verdict": "unsafe", "value_us": 900.0,
+          "error": None, "src_bad_elsewhere": 0, "src_paths_elsewhere": 1,
+          "dst_bad_elsewhere": 0, "dst_paths_elsewhere": 1,
+          "counters": {"cause": "congestion", "paths": 1,
+                       "example": "rx_prio3_pause 4 on b eth0\x1b[2J\x07"}}  # fmt: skip
+    line = suspect_line(Suspect(SuspectKind.LINK, "a->b", ev))
+    assert "\x1b" not in line and "\x07" not in line
+    assert line.endswith("; counters: congestion (rx_prio3_pause 4 on b eth0\\x1b[2J\\x07)")

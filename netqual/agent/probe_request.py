@@ -267,7 +267,15 @@ def serve_probe(
             watch.attach(peer_ch.sock)
             # Host counters before and after the phase, both ends (never inside the loop).
             window = counters.ProbeWindow(counting, peer_ch, req.transport == "tcp")
-            raw = _initiate(transport, peer_ch, req.plan, deadline, req.peer.address)
+
+            def another() -> Channel:  # a fetch profile's further connections (tcp_fetch)
+                extra, _ = connect(
+                    req.peer.address, req.peer.port, token, target, connect_s,
+                    expect_name=req.peer.name, source=req.nics.source if req.nics else None,
+                )  # fmt: skip
+                return extra
+
+            raw = _initiate(transport, peer_ch, req.plan, deadline, req.peer.address, another)
             if (moved := window.close()) is not None:
                 raw = replace(raw, details={**raw.details, "counters": moved})
             watch.close()
@@ -307,13 +315,19 @@ def serve_probe(
 
 
 def _initiate(
-    transport: Transport, ch: Channel, plan: ProbePlan, deadline: float, peer_address: str
+    transport: Transport,
+    ch: Channel,
+    plan: ProbePlan,
+    deadline: float,
+    peer_address: str,
+    another: Callable[[], Channel],
 ) -> RawProbe:
-    """The transport's probe, or a fetch profile's chunks (TCP; RDMA runs ``plain`` only)."""
+    """The transport's probe, or a fetch profile's chunks (TCP; RDMA runs ``plain`` only).
+    ``another`` opens one more authenticated connection to the peer."""
     if not plan.fetch_profile:
         return transport.initiate(ch, plan, deadline, peer_address)
     if transport.name == "tcp":
-        return tcp_fetch.initiate(ch, plan, deadline)
+        return tcp_fetch.initiate(ch, plan, deadline, another)
     if plan.fetch_profile != PLAIN:
         raise ProbeError(f"fetch profile {plan.fetch_profile} runs over tcp only (rdma: plain)")
     return transport.initiate(ch, plan, deadline, peer_address)

@@ -8,20 +8,25 @@ chunk has arrived. **Chunk completion** is first request of the chunk to last by
 last slice: what a KV miss waits for. Every slice carries the responder's tags, checked
 after the cell as in the plain bulk loop.
 
-One connection per rank: a profile's ``connections`` is recorded, not opened (a TCP
-stream per QP would need more sessions per rank; ``details.fetch`` says what was used).
+A profile with several connections per endpoint (Mooncake: 2 QPs) opens them, each an
+authenticated session of its own: a chunk's slices are dealt out among them (never more
+connections than slices), each keeps ``slices_in_flight`` outstanding, and they start every
+chunk together (a barrier), so a chunk completes when its slowest connection's share has.
 """
 
 from __future__ import annotations
 
+import contextlib
 import secrets
+import threading
 import time
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 
 from netqual.agent.wire.protocol import Channel
-from netqual.errors import PeerUnreachableError, ProbeError
+from netqual.errors import NetqualError, PeerUnreachableError, ProbeError
 from netqual.fetchprofile import FetchProfile, profile
 from netqual.models import ProbePlan, RawBulk, RawProbe
 from netqual.transports import integrity
@@ -36,17 +41,31 @@ from netqual.transports.tcp import (
 )
 
 
-def initiate(ch: Channel, plan: ProbePlan, deadline: float) -> RawProbe:
-    """Every chunk size of ``plan`` fetched ``plan.reads_for(chunk)`` times; no ping-pong."""
+def initiate(
+    ch: Channel, plan: ProbePlan, deadline: float, another: Callable[[], Channel] | None = None
+) -> RawProbe:
+    """Every chunk size of ``plan`` fetched ``plan.reads_for(chunk)`` times; no ping-pong.
+    ``another`` opens a further connection to the peer (a profile's connections > 1)."""
     prof = profile(plan.fetch_profile)
-    cells = tuple(fetch(ch, prof, c, plan.reads_for(c), deadline) for c in plan.chunks_bytes)
+    most = max(min(prof.connections, prof.slices(c)[1]) for c in plan.chunks_bytes)
+    chans = [ch]
+    try:
+        if another is not None:
+            chans += [another() for _ in range(most - 1)]
+        cells = tuple(fetch(chans, prof, c, plan.reads_for(c), deadline) for c in plan.chunks_bytes)
+    finally:
+        for extra in chans[1:]:
+            with contextlib.suppress(NetqualError, OSError):
+                extra.set_timeout(2.0)
+                extra.send("bye")
+            extra.close()
     used: dict[str, Any] = {
         "profile": prof.name,
         "slice_bytes": [prof.slices(c)[0] for c in plan.chunks_bytes],
         "slices_per_chunk": [prof.slices(c)[1] for c in plan.chunks_bytes],
         "slices_in_flight": prof.slices_in_flight,
         "round_trips": [prof.waves(c) for c in plan.chunks_bytes],
-        "connections_used": 1,
+        "connections_used": [min(len(chans), prof.slices(c)[1]) for c in plan.chunks_bytes],
     }
     return RawProbe(np.empty(0, dtype=np.int64), 0, cells, {"fetch": used})
 
@@ -56,13 +75,60 @@ def wave_sizes(slices: int, waves: int) -> list[int]:
     return [slices // waves + (1 if i < slices % waves else 0) for i in range(waves)]
 
 
-def fetch(ch: Channel, prof: FetchProfile, chunk: int, chunks: int, deadline: float) -> RawBulk:
-    """``chunks`` chunks of ``chunk`` bytes; one completion time per chunk (ns)."""
+def fetch(
+    chans: Sequence[Channel], prof: FetchProfile, chunk: int, chunks: int, deadline: float
+) -> RawBulk:
+    """``chunks`` chunks of ``chunk`` bytes over ``chans``; one completion per chunk (ns):
+    the first connection's start of the chunk to the last one's last byte."""
     size, per_chunk = prof.slices(chunk)
-    waves = wave_sizes(per_chunk, prof.waves(chunk))
+    shares = wave_sizes(per_chunk, min(len(chans), per_chunk))
+    n = len(shares)
+    starts = np.zeros((n, chunks), dtype=np.int64)
+    ends = np.zeros((n, chunks), dtype=np.int64)
+    barrier = threading.Barrier(n) if n > 1 else None
+    errors: list[BaseException] = []
+
+    def work(i: int) -> None:
+        try:
+            _share(chans[i], prof, size, shares[i], chunks, deadline, barrier, starts[i], ends[i])
+        except BaseException as err:
+            errors.append(err)
+            if barrier is not None:
+                barrier.abort()
+
+    if n == 1:
+        work(0)
+    else:
+        threads = [threading.Thread(target=work, args=(i,), daemon=True) for i in range(n)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(max(0.0, deadline - time.monotonic()) + 5.0)
+    real = [e for e in errors if not isinstance(e, threading.BrokenBarrierError)]
+    if real or errors:
+        raise (real or errors)[0]
+    done = ends.max(axis=0) - starts.min(axis=0)
+    elapsed = int(ends.max() - starts.min())
+    depth = min(prof.slices_in_flight, max(shares))
+    return RawBulk(chunk_bytes=chunk, depth=depth, completion_ns=done, elapsed_ns=elapsed)
+
+
+def _share(
+    ch: Channel,
+    prof: FetchProfile,
+    size: int,
+    per_chunk: int,
+    chunks: int,
+    deadline: float,
+    barrier: threading.Barrier | None,
+    starts: np.ndarray,
+    ends: np.ndarray,
+) -> None:
+    """One connection's ``per_chunk`` slices of every chunk; fills ``starts``/``ends``."""
+    waves = wave_sizes(per_chunk, min(prof.round_trips, per_chunk))
     depth = min(prof.slices_in_flight, per_chunk)
     reads = per_chunk * chunks
-    timeout = _remaining(deadline, f"fetch {chunk} bytes ({prof.name})")
+    timeout = _remaining(deadline, f"fetch {size}-byte slices ({prof.name})")
     ch.set_deadline(deadline)
     nonce = integrity.new_nonce()
     accepted(
@@ -85,7 +151,6 @@ def fetch(ch: Channel, prof: FetchProfile, chunk: int, chunks: int, deadline: fl
     challenges = secrets.token_bytes(reads * _REQ_BYTES)
     cview = memoryview(challenges)
     heads, tails = bytearray(reads * w), bytearray(reads * w)
-    done = np.empty(chunks, dtype=np.int64)
     pc = time.perf_counter_ns
     nxt = got = 0  # reads asked, reads arrived (over the whole cell)
 
@@ -95,9 +160,10 @@ def fetch(ch: Channel, prof: FetchProfile, chunk: int, chunks: int, deadline: fl
         nxt += 1
 
     try:
-        start = pc()
         for j in range(chunks):
-            t0 = pc()
+            if barrier is not None:  # every connection starts the chunk together
+                barrier.wait(max(0.001, deadline - time.monotonic()))
+            starts[j] = pc()
             for n in waves:
                 end = got + n  # this wave's reads: [got, end)
                 while nxt < min(end, got + depth):
@@ -109,10 +175,9 @@ def fetch(ch: Channel, prof: FetchProfile, chunk: int, chunks: int, deadline: fl
                     got += 1
                     if nxt < end:
                         ask()
-            done[j] = pc() - t0
+            ends[j] = pc()
             if time.monotonic() > deadline:
                 raise ProbeError(f"fetch timed out after {j + 1} of {chunks} chunks")
-        elapsed = pc() - start
     except BlockingIOError as err:
         raise ProbeError(f"fetch: {ch.peer} sent nothing for {timeout:.1f} s") from err
     except OSError as err:
@@ -126,4 +191,3 @@ def fetch(ch: Channel, prof: FetchProfile, chunk: int, chunks: int, deadline: fl
     else:
         bad = 0
     integrity.check_end(ch, "tcp.bulk.end", deadline, challenges, bad, reads, "fetched slices")
-    return RawBulk(chunk_bytes=chunk, depth=depth, completion_ns=done, elapsed_ns=elapsed)

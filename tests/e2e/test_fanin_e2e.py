@@ -190,3 +190,28 @@ def test_resume_keeps_the_journalled_levels_and_measures_only_the_rest(
         "run", str(inventory), "--out", str(out), *SMALL, *SWEEP, "--fanin", "1,2", "--resume"
     )  # fmt: skip
     assert r.returncode == 2 and "different run" in r.stderr  # another sweep: not resumed
+
+
+def test_a_profile_with_two_connections_opens_both_and_deals_the_slices(inventory: Path) -> None:
+    """mooncake: 2 QPs per endpoint -> two authenticated TCP sessions from the reader's
+    agent to storage, the chunk's 16 slices dealt 8 and 8, every slice's tags checked."""
+    from netqual.agent.probe_request import request_probe
+    from netqual.auth import load_token
+    from netqual.fanin_model import FaninConfig
+    from netqual.planning.inventory import load_inventory
+    from netqual.run.fanin import plan_for
+    from netqual.transports import TransportKind
+
+    inv = load_inventory(inventory)
+    by = {n.name: n for n in inv.nodes}
+    assert inv.token_file is not None
+    token = load_token(inv.token_file)
+    plan = plan_for(FaninConfig((1,), "mooncake", 1 << 20, 10), 60.0)
+    out = request_probe(by["c0"], by["st"], TransportKind.TCP, plan, token, 75.0)
+    (cell,) = out.raw.bulk
+    assert len(cell.completion_ns) == 10 and cell.error is None
+    used = out.raw.details["fetch"]
+    assert used["connections_used"] == [2] and used["slices_per_chunk"] == [16]
+    assert used["slice_bytes"] == [64 << 10] and cell.depth == 8  # 8 slices per connection
+    # a chunk takes at least as long as its slices' bytes need, and every one is counted
+    assert cell.elapsed_ns >= int(cell.completion_ns.sum())

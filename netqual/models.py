@@ -10,7 +10,7 @@ from __future__ import annotations
 import datetime as dt
 import enum
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -179,6 +179,17 @@ class Node:
     def endpoint(self) -> str:
         host = f"[{self.address}]" if ":" in self.address else self.address
         return f"{host}:{self.port}"
+
+
+def node_nics(nodes: Sequence[Node]) -> dict[str, tuple[Nic, ...]]:
+    """Each node's NICs, from a node list or from a run's endpoints (``NODE/NIC``)."""
+    out: dict[str, tuple[Nic, ...]] = {}
+    for n in nodes:
+        if n.nic is not None and n.agent is not None:
+            out[n.agent] = (*out.get(n.agent, ()), n.nic)
+        else:
+            out[n.name] = n.nics
+    return out
 
 
 class FieldError(ValueError):

@@ -21,6 +21,7 @@ from netqual.models import (
     Summary,
     Suspect,
 )
+from netqual.multirail_model import MultiRail
 from netqual.pathtable import PathTable
 
 if TYPE_CHECKING:
@@ -50,6 +51,7 @@ class Results:
     retest_of: str | None = None  # the run directory this run re-measured
     not_measured: tuple[NotMeasured, ...] = ()  # configuration failures, not paths
     fanin: tuple[FaninResult, ...] = ()  # run --fanin: one sweep per storage node
+    multirail: tuple[MultiRail, ...] = ()  # run --multirail: node pairs over 1..R rails
     fleet: FleetResult | None = (
         None  # configuration snapshots and outliers (netqual.analysis.fleet)
     )

@@ -55,6 +55,7 @@ from netqual.fetchprofile import PLAIN
 from netqual.fleet_model import FleetPolicy
 from netqual.gate import load_profile
 from netqual.models import Metric, Mode, Policy, ProbePlan
+from netqual.multirail_model import DEFAULT_MIN_SHARE
 from netqual.planning import estimate
 from netqual.planning import options as plan_mod
 from netqual.planning import schedule as schedule_mod
@@ -314,6 +315,20 @@ def _dry_run(
         print_dry_run(console(), d)
 
 
+def _multirail(count: int, rails: Rails) -> int:
+    if count < 0:
+        raise UsageError("--multirail", f"must be >= 0, got {count}")
+    if count and rails is Rails.NONE:
+        raise UsageError("--multirail", "reads over several rails: list the nodes' nics")
+    return count
+
+
+def _rail_share(value: float) -> float:
+    if not 0.0 < value <= 1.0:
+        raise UsageError("--multirail-share", f"must be in (0, 1], got {value:g}")
+    return value
+
+
 def _short_plan(pol: Policy, plan: ProbePlan, allowed: bool, out: Console) -> None:
     problem = short_plan_problem(pol, plan.iterations)
     if problem is None:
@@ -413,6 +428,23 @@ def run(
         bool,
         typer.Option("--dry-run", help="Print the plan and its estimated duration; no agent."),
     ] = False,
+    multirail: Annotated[
+        int,
+        typer.Option(
+            "--multirail",
+            metavar="N",
+            help="After the pairs, read the first N node pairs sharing two rails or more over "
+            "1, 2, ... all their rails at once (docs/rails.md).",
+        ),
+    ] = 0,
+    multirail_share: Annotated[
+        float,
+        typer.Option(
+            "--multirail-share",
+            metavar="SHARE",
+            help="An added rail must add this share of its line rate (nic_gbps).",
+        ),
+    ] = DEFAULT_MIN_SHARE,
     rails: Annotated[
         str | None,
         typer.Option(
@@ -493,6 +525,8 @@ def run(
         interference_fraction=_share(interference_fraction),
         fanin=sweep,
         rails=run_rails,
+        multirail=_multirail(multirail, run_rails),
+        multirail_share=_rail_share(multirail_share),
         fleet_policy=load_fleet_policy(policy) if policy else FleetPolicy(),
     )
     if resume and out is None:

@@ -74,6 +74,7 @@ CORE_MODULES = (
     "auth",  # the shared token
     "fetchprofile",  # connectors' fetch patterns, as data
     "fanin_model",  # fan-in sweep records
+    "multirail_model",  # multi-rail bandwidth records (docs/rails.md)
     "hostpath",  # host path audit records, affinity classes
     "fleet_model",  # configuration snapshots, fleet policy, outliers
     "counter_evidence",  # what a path's counters say: carried_by, cause, advice lines

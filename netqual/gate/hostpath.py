@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from netqual.gate.model import Finding, GateContext, Outcome, Status
 from netqual.gate.rules import Rule
 from netqual.hostpath import HostAudit, HostFinding, affinity_findings, link_findings
-from netqual.models import Nic
+from netqual.models import Nic, node_nics
 from netqual.pathtable import IntArray, PathTable
 
 
@@ -63,8 +63,8 @@ def _judge(
 
 
 def _nics(ctx: GateContext, node: str) -> tuple[Nic, ...]:
-    found = ctx.nodes.get(node)
-    return () if found is None else tuple(found.nics)
+    """The node's NICs; with rails the run lists endpoints (docs/rails.md)."""
+    return node_nics(list(ctx.nodes.values())).get(node, ())
 
 
 @dataclass(frozen=True)

@@ -29,6 +29,7 @@ from netqual.pathtable import TIERS
 from netqual.render.fanin import print_fanin
 from netqual.render.fleet import fleet_line
 from netqual.render.hosts import hosts_line
+from netqual.render.multirail import print_multirail
 from netqual.runresults import Results
 from netqual.units import format_size, format_us
 from netqual.workload.impact import two_verdicts_sentence
@@ -89,6 +90,7 @@ def print_results(
     print_worst(console, results)
     print_suspects(console, results, None if show_all else SUSPECTS_SHOWN)
     print_fanin(console, results)
+    print_multirail(console, results)
 
 
 SUSPECTS_SHOWN = 6

@@ -18,7 +18,7 @@ from netqual.hostpath import (
     all_findings,
     gpu_rail_table,
 )
-from netqual.models import Nic
+from netqual.models import Nic, node_nics
 from netqual.runresults import Results
 
 
@@ -96,6 +96,6 @@ def _node(audit: HostAudit, nics: tuple[Nic, ...]) -> NodeHosts:
 def hosts_view(results: Results) -> HostsView | None:
     if not results.hosts:
         return None
-    nics = {n.name: tuple(n.nics) for n in results.nodes}
+    nics = node_nics(results.nodes)  # with rails the nodes are endpoints (docs/rails.md)
     nodes = tuple(_node(audit, nics.get(audit.node, ())) for audit in results.hosts)
     return HostsView(tuple(all_findings(results.hosts, nics)), nodes)

@@ -49,6 +49,7 @@ from netqual.models import (
 from netqual.pathtable import PathTable
 from netqual.plan_codec import plan_from_dict
 from netqual.results.fanin_codec import from_list as fanin_from_list
+from netqual.results.multirail_codec import from_list as multirail_from_list
 from netqual.results.summary import summarize
 from netqual.runresults import Results
 from netqual.schema import validate
@@ -476,6 +477,7 @@ def results_from_dict(
         fanin=fanin_from_list(d["fanin"], source) if d.get("fanin") is not None else (),
         fleet=fleet_from_dict(d["fleet"], source) if d.get("fleet") is not None else None,
         hosts=tuple(hostpath.from_dict(node, doc) for node, doc in (d.get("hosts") or {}).items()),
+        multirail=multirail_from_list(d["multirail"], source) if d.get("multirail") else (),
     )
 
 
@@ -497,6 +499,7 @@ class _Document(msgspec.Struct):
     fanin: Any = msgspec.UNSET
     fleet: Any = msgspec.UNSET
     hosts: Any = msgspec.UNSET
+    multirail: Any = msgspec.UNSET
 
 
 def _json_error(source: str, text: str) -> ResultsFileError:

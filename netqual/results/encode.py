@@ -26,10 +26,12 @@ from netqual.models import (
     RttStats,
     Verdict,
     WorkloadResult,
+    node_nics,
 )
 from netqual.outfiles import write_atomic
 from netqual.plan_codec import plan_to_dict
 from netqual.results.fanin_codec import to_list as fanin_to_list
+from netqual.results.multirail_codec import to_list as multirail_to_list
 from netqual.runresults import Results
 
 
@@ -214,7 +216,10 @@ def results_to_dict(r: Results, *, paths: bool = True) -> dict[str, Any]:
     if r.fleet is not None:
         doc["fleet"] = fleet_to_dict(r.fleet)
     if r.hosts:
-        doc["hosts"] = hosts_to_dict(r.hosts, {n.name: n.nics for n in r.nodes})
+        # a run with rails lists endpoints: each node's NICs are its endpoints' NICs
+        doc["hosts"] = hosts_to_dict(r.hosts, node_nics(r.nodes))
+    if r.multirail:
+        doc["multirail"] = multirail_to_list(r.multirail)
     return doc
 
 

@@ -48,6 +48,7 @@ from netqual.models import (
     RunMeta,
     Verdict,
 )
+from netqual.multirail_model import DEFAULT_MIN_SHARE, MultiRail
 from netqual.outfiles import make_out_dir, open_append
 from netqual.pathtable import PathTable
 from netqual.planning import estimate, phases, sampling, schedule
@@ -59,6 +60,7 @@ from netqual.planning.schedule import Pair
 from netqual.progress import NullObserver, RunObserver, Stage
 from netqual.results import journal, summarize, write_json
 from netqual.run import fanin as fanin_run
+from netqual.run import multirail as multirail_run
 from netqual.run import resume as resume_mod
 from netqual.runresults import Results
 from netqual.transports import TransportKind, TransportOptions
@@ -92,6 +94,8 @@ class RunConfig:
     interference_tolerance: float = interference.TOLERANCE  # run/alone p99 beyond noise
     fanin: FaninConfig | None = None  # run --fanin: the sweep after the pairs (fanin_run)
     rails: rails_mod.Rails = rails_mod.Rails.NONE  # probe NIC by NIC (docs/rails.md)
+    multirail: int = 0  # run --multirail N: node pairs read over 1..R rails at once
+    multirail_share: float = DEFAULT_MIN_SHARE  # what an added rail must add of its line rate
 
     @property
     def endpoints(self) -> tuple[Node, ...]:
@@ -433,6 +437,8 @@ def run(
             _measure(cfg, pairing, budget, prior, rec, stages, spent, resume is not None, preflight)
             if cfg.fanin is not None:
                 _fanin(cfg, spent, prior, f, stages)
+            if cfg.multirail > 0:
+                spent.multirail = _multirail(cfg)
             inter_at = time.monotonic()
             try:
                 if cfg.interference_minimum > 0:
@@ -590,6 +596,19 @@ class _Spent:
     fanin_s: float = 0.0
     agents: dict[str, dict[str, object]] = field(default_factory=dict)  # run.agents
     hosts: dict[str, HostAudit] = field(default_factory=dict)  # each agent's host path audit
+    multirail: tuple[MultiRail, ...] = ()  # run --multirail (docs/rails.md)
+
+
+def _multirail(cfg: RunConfig) -> tuple[MultiRail, ...]:
+    """Node pairs read over 1..R rails at once; not journalled: a resumed run reads again."""
+
+    def bulk(a: Node, b: Node, plan: ProbePlan) -> PathResult:
+        return measure_pair(a, b, dataclasses.replace(cfg, plan=plan), Phase.BULK)
+
+    return tuple(
+        multirail_run.measure_pair(a, b, cfg.plan, bulk, cfg.fabric, cfg.multirail_share)
+        for a, b in multirail_run.node_pairs(cfg.nodes, cfg.multirail)
+    )
 
 
 def _fanin(
@@ -687,6 +706,7 @@ def _finalise(
         fanin=spent.fanin,
         fleet=fleet_found,
         hosts=tuple(spent.hosts[n.name] for n in cfg.nodes if n.name in spent.hosts),
+        multirail=spent.multirail,
     )
     write_json(out_dir / "results.json", results)
     return results

@@ -16,7 +16,9 @@ from netqual.models import (
     Node,
     PathResult,
     Verdict,
+    node_nics,
 )
+from netqual.multirail_model import RailLevel, judge
 from netqual.pathtable import PathTable
 from netqual.planning.inventory import load_inventory
 from netqual.planning.rails import (
@@ -277,3 +279,36 @@ def test_gate_scopes_by_rail(
     (tmp_path / "p.toml").write_text(prof + '[[scope]]\nname = "x"\nrails = ["one"]\n')
     r = run_in_process(["gate", "r.json", "--profile", "p.toml"], tmp_path, monkeypatch, capsys)
     assert r.returncode == 2 and "scope[0].rails: expected a list of rail numbers" in r.stderr
+
+
+def test_multirail_verdict_names_the_rail_that_adds_too_little() -> None:
+    # Mooncake #1617 in Gbit/s: 1 NIC 384, 2 NICs 768, 3 NICs 1,080, 4 NICs 944
+    levels = [RailLevel(1, (384.0,), 384.0, None)]
+    for k, total in ((2, 768.0), (3, 1080.0), (4, 944.0)):
+        prev = levels[-1].aggregate_gbps
+        assert prev is not None
+        levels.append(RailLevel(k, (), total, total - prev))
+    verdict, short = judge(levels, 400.0, 0.5)
+    assert short
+    assert verdict == (
+        "going from 3 to 4 rails adds -136.00 Gbit/s, less than 50% of one rail's 400 Gbit/s "
+        "line rate: more rails do not add bandwidth on this pair"
+    )
+    ok, short_ok = judge(levels[:2], 400.0, 0.5)
+    assert (
+        not short_ok
+        and ok == "each added rail adds at least 50% of one rail's 400 Gbit/s line rate"
+    )
+    failed = [levels[0], RailLevel(2, (0.0, 0.0), None, None, "rail 1: refused")]
+    assert judge(failed, 400.0, 0.5) == (
+        "not judged: 2 rails at once failed (rail 1: refused)",
+        False,
+    )
+
+
+def test_node_nics_reads_a_node_list_and_a_runs_endpoints() -> None:
+    res = rail_results(2)
+    from_endpoints = node_nics(res.nodes)  # the run lists h1/eth0, h1/eth1, ...
+    assert [n.name for n in from_endpoints["h1"]] == ["eth0", "eth1"]
+    node = Node("h9", "10.0.0.9", nics=(Nic("eth3", "10.3.0.9", 3),))
+    assert node_nics([node]) == {"h9": node.nics}

@@ -17,6 +17,7 @@ import pytest
 
 from netqual import lab
 from netqual.lab.layout import prefix_for
+from netqual.results import load
 
 REASON = lab.lab_available()
 pytestmark = [pytest.mark.root, pytest.mark.skipif(REASON is not None, reason=REASON or "")]
@@ -61,7 +62,7 @@ def test_delayed_rail_of_one_host_is_a_nic_suspect_and_the_rest_is_clean(
     run = netqual(
         "run", inventory, "--rails", "same", "--out", str(out), "--iterations", "2000",
         "--warmup", "200", "--chunk", "64KiB", "--depth", "1", "--interference-sample", "0",
-        "--policy", str(policy), netns=ctl,
+        "--policy", str(policy), "--multirail", "1", netns=ctl,
     )  # fmt: skip
     (tmp_path / "run.txt").write_text(run.stdout + run.stderr)
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-2000:]
@@ -109,5 +110,22 @@ def test_delayed_rail_of_one_host_is_a_nic_suspect_and_the_rest_is_clean(
     text = " ".join(run.stdout.split())
     assert "nic h3/to-rail1: 3 of 3 paths not offload-safe" in text
     assert "other rails of h3: to-rail0 (rail 0) 0 of 3 bad" in text
+    # --multirail 1: h1 and h2 read over rail 0, then rails 0 and 1 at once
+    (mr,) = res["multirail"]
+    assert (mr["src"], mr["dst"], mr["rails"]) == ("h1", "h2", [0, 1])
+    one, two = mr["levels"]
+    assert (one["rails"], two["rails"]) == (1, 2) and one["error"] is None and two["error"] is None
+    assert one["aggregate_gbps"] > 0 and all(g > 0 for g in two["per_rail_gbps"])
+    assert two["aggregate_gbps"] == pytest.approx(sum(two["per_rail_gbps"]), abs=1e-5)
+    assert two["gain_gbps"] == pytest.approx(
+        two["aggregate_gbps"] - one["aggregate_gbps"], abs=1e-5
+    )
+    short = two["gain_gbps"] < mr["min_share"] * mr["line_gbps"]
+    assert mr["short"] is short and mr["verdict"].startswith(
+        "rail 2 adds" if short else "each added"
+    )
+    assert "multi-rail bandwidth (rails read at once)" in run.stdout
+    back = load(out / "results.json").multirail  # read back as netqual report reads it
+    assert back[0].levels[1].aggregate_gbps == pytest.approx(two["aggregate_gbps"], abs=1e-5)
     html = (out / "report.html").read_text()
     assert "Check NIC to-rail1 of h3 (rail 1)" in html and 'id="rail-pick"' in html

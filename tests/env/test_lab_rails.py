@@ -122,7 +122,7 @@ def test_delayed_rail_of_one_host_is_a_nic_suspect_and_the_rest_is_clean(
     )
     short = two["gain_gbps"] < mr["min_share"] * mr["line_gbps"]
     assert mr["short"] is short and mr["verdict"].startswith(
-        "rail 2 adds" if short else "each added"
+        "going from 1 to 2 rails adds" if short else "each added"
     )
     assert "multi-rail bandwidth (rails read at once)" in run.stdout
     back = load(out / "results.json").multirail  # read back as netqual report reads it

@@ -42,7 +42,7 @@ KNEE_FACTOR = 2.0  # the policy's default fanin_knee_factor
 RUN_ARGS = [
     "--mode", "bipartite", "--iterations", "200", "--warmup", "20", "--no-bulk",
     "--allow-short-plan", "--interference-sample", "0", "--fanin-chunk", "256KiB",
-    "--fanin-chunks", "150", "--progress", "none",
+    "--fanin-chunks", "300", "--progress", "none",
 ]  # fmt: skip
 
 
@@ -57,7 +57,9 @@ def topology(storage_mbit: float, reader_mbit: float, readers: int) -> Topology:
     ]
     for i in range(1, readers + 1):
         hosts.append({"name": f"c{i}", "rack": f"r{i}", "role": "compute"})
-        links.append({"a": f"c{i}", "b": "sw", "rate_mbit": reader_mbit})
+        # A queue that holds a whole chunk: the reader's link shapes its demand without
+        # dropping the burst an unshaped storage node sends (drops would mean RTOs there).
+        links.append({"a": f"c{i}", "b": "sw", "rate_mbit": reader_mbit, "queue_us": 20_000})
     raw = {"lab": {"name": "fanin", "control": "sw"}, "router": [{"name": "sw"}]}
     return parse({**raw, "host": hosts, "link": links}, "fanin-bench")
 

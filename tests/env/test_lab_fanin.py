@@ -5,10 +5,10 @@ bipartite --fanin 1,2,4,8`` as a user runs it (bench/lab_fanin.py, docs/fanin.md
 Prediction: the knee is the first level with k x 333 / 1000 > fanin_knee_factor (2.0),
 i.e. past k* = 6 readers: level 8 of 1,2,4,8 (k*D/C 0.33, 0.67, 1.33, 2.67). Tolerance:
 the knee is the level right after k* and no other; the level before it stays below the
-factor. The storage link carries what it can (aggregate within 15% of 1 Gbit/s once it is
-the bottleneck). The same sweep against a storage node behind a plain veth: no knee.
-Measured on the shared 2-vCPU VM (docs/fanin.md): st1 p99 x1.00, 1.00, 1.65, 34 (TCP
-retransmission timeouts once the shaped queue overflows at 8), st2 x1.00-1.19.
+factor. The storage link runs full at 4 readers (aggregate within 15% of 1 Gbit/s). The
+same sweep against a storage node behind a plain veth: no knee. Measured on the shared
+2-vCPU VM at load 22-27 (docs/fanin.md): st1 p99 x1.00, 0.99, 1.71, 36.5 (TCP
+retransmission timeouts once the shaped queue overflows at 8), st2 x0.67-1.00.
 """
 
 from __future__ import annotations
@@ -42,13 +42,17 @@ def test_knee_lands_where_capacity_over_demand_says_and_not_without_the_bottlene
     detail = "\n".join(bench.summary(doc))
     shaped, plain = by["st1"], by["st2"]
     assert [lv["readers"] for lv in shaped["levels"]] == [1, 2, 4, 8], detail
-    assert all(lv["chunk_us"]["samples"] == 150 * lv["readers"] for lv in shaped["levels"])
+    assert all(lv["chunk_us"]["samples"] == 300 * lv["readers"] for lv in shaped["levels"])
     predicted = bench.predicted_knee([1, 2, 4, 8], bench.STORAGE_MBIT, bench.READER_MBIT)
     assert predicted == 8
     assert shaped["knee"] == predicted and shaped["safe_up_to"] == 4, detail
     p99 = [lv["chunk_us"]["p99"] for lv in shaped["levels"]]
     assert p99[2] < 2.0 * p99[0] < p99[3], detail  # rises with k, crosses at the knee only
-    for lv in shaped["levels"][2:]:  # 4 and 8 readers want more than the link: it is full
-        assert lv["aggregate_gbps"] == pytest.approx(bench.STORAGE_MBIT / 1000, rel=0.15), detail
+    capacity = bench.STORAGE_MBIT / 1000
+    four, eight = shaped["levels"][2], shaped["levels"][3]
+    # 4 readers want 1.33x the link: it runs full; at 8 its queue overflows and TCP waits
+    # out retransmission timeouts, idling it part of the time (never above capacity)
+    assert four["aggregate_gbps"] == pytest.approx(capacity, rel=0.15), detail
+    assert 0.6 * capacity <= eight["aggregate_gbps"] <= 1.05 * capacity, detail
     assert plain["knee"] is None and plain["safe_up_to"] == 8, detail
     assert "fan-in st1 (plain, 256KiB chunks): safe up to 4 concurrent readers (knee at 8" in stdout

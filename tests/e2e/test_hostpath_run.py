@@ -86,7 +86,7 @@ def _audit_doc(tmp_path: Path) -> dict[str, Any]:
     [
         (lambda d: d["gpus"][0].update(name="GPU0\x1b[31m"), "hostpath.gpus[0].name"),
         (lambda d: d["nics"][0]["link"].update(width=10**9), "hostpath.nics[0].link.width"),
-        (lambda d: d["nics"][0].update(netdevs=["a b"]), "hostpath.nics[0].netdevs.0"),
+        (lambda d: d["nics"][0].update(netdevs=["a b"]), "hostpath.nics[0].netdevs[0]"),
         (lambda d: d["affinity"][0].update({"class": "NEAR"}), "hostpath.affinity[0].class"),
         (lambda d: d["affinity"][1].update(nic="mlx5_9"), "hostpath.affinity[1]"),
         (lambda d: d.update(gpus=[{}] * 300), "hostpath.gpus"),

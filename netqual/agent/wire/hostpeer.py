@@ -33,8 +33,8 @@ def _list(f: Fields, key: str, most: int) -> list[Any]:
 
 def _names(f: Fields, key: str, most: int) -> tuple[str, ...]:
     items = _list(f, key, most)
-    holder = Fields({str(i): v for i, v in enumerate(items)}, f"{f.where}.{key}", f.peer)
-    return tuple(holder.name(str(i)) for i in range(len(items)))
+    holder = Fields({f"{key}[{i}]": v for i, v in enumerate(items)}, f.where, f.peer)
+    return tuple(holder.name(f"{key}[{i}]") for i in range(len(items)))
 
 
 def _unknown(f: Fields, key: str) -> bool:

@@ -45,6 +45,7 @@ def run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
         out = tmp / "out"
         done = netqual_cli("run", str(inventory), "--out", str(out), *PLAN, timeout_s=120)
         assert done.returncode in (0, 1), done.stderr
+        (out / "stdout.txt").write_text(done.stdout)
     finally:
         pool.close()
     return out
@@ -68,6 +69,23 @@ def test_results_carry_each_agents_audit(run_dir: Path) -> None:
         "full": False,
     }
     assert [a["class"] for a in hosts["gpu02"]["affinity"]] == ["SYS", "SYS"]
+
+
+def test_the_run_and_the_gate_say_what_is_wrong(run_dir: Path) -> None:
+    flat = " ".join((run_dir / "stdout.txt").read_text().split())
+    assert (
+        "host path: 3 findings: gpu01 mlx5_3: 0000:19:00.0: trained below its maximum: 32 GT/s "
+        "x8 of 32 GT/s x16 (pcie_link_full); gpu02 GPU0: no NIC below a PCIe switch it shares "
+        "(best mlx5_0 SYS) (nic_affinity) (+1 more: netqual report --html)" in flat
+    )
+    profile = run_dir / "hosts.toml"
+    profile.write_text(
+        "[profile]\nname = 'hosts'\n[limits]\nnic_affinity = true\npcie_link_full = true\n"
+    )
+    gate = netqual_cli("gate", str(run_dir / "results.json"), "--profile", str(profile))
+    assert gate.returncode == 1, gate.stderr
+    assert "GATE FAILED" in gate.stdout and "(nic_affinity, pcie_link_full)" in gate.stdout
+    assert "gpu02  GPU1: no NIC below a PCIe switch it shares (best mlx5_0 SYS)" in gate.stdout
 
 
 def test_results_file_reads_back_the_same_audit(run_dir: Path, tmp_path: Path) -> None:

@@ -74,8 +74,8 @@ def experiment(
     storage_mbit: float = STORAGE_MBIT,
     reader_mbit: float = READER_MBIT,
     state_dir: Path | None = None,
-) -> tuple[dict[str, Any], str]:
-    """The results document and the terminal output of one sweep."""
+) -> tuple[dict[str, Any], str, str]:
+    """The results document, the terminal output and report.html of one sweep."""
     with tempfile.TemporaryDirectory(prefix="nq-fanin-") as tmp:
         state = state_dir or Path(tmp) / "lab"
         with lab.running(topology(storage_mbit, reader_mbit, READERS), state) as info:
@@ -88,7 +88,8 @@ def experiment(
             )
             if r.returncode != 0:
                 raise RuntimeError(f"netqual run exit {r.returncode}: {r.stdout}{r.stderr}")
-            return json.loads((out / "results.json").read_text()), r.stdout
+            doc = json.loads((out / "results.json").read_text())
+            return doc, r.stdout, (out / "report.html").read_text()
 
 
 def summary(doc: dict[str, Any]) -> list[str]:
@@ -119,7 +120,7 @@ def main(argv: list[str]) -> int:
     if (reason := lab.lab_available()) is not None:
         print(f"lab_fanin: {reason}", file=sys.stderr)
         return 2
-    doc, _ = experiment(args.levels, args.storage_mbit, args.reader_mbit)
+    doc, _, _ = experiment(args.levels, args.storage_mbit, args.reader_mbit)
     levels = [int(x) for x in args.levels.split(",")]
     predicted = predicted_knee(levels, args.storage_mbit, args.reader_mbit)
     if args.json:

@@ -36,7 +36,7 @@ def test_knee_lands_where_capacity_over_demand_says_and_not_without_the_bottlene
     tmp_path: Path,
 ) -> None:
     state = tmp_path / "lab"
-    doc, stdout = bench.experiment("1,2,4,8", state_dir=state)
+    doc, stdout, html = bench.experiment("1,2,4,8", state_dir=state)
     assert not lab.status(state).anything  # the lab is gone again
     by = {f["storage"]: f for f in doc["fanin"]}
     detail = "\n".join(bench.summary(doc))
@@ -56,3 +56,8 @@ def test_knee_lands_where_capacity_over_demand_says_and_not_without_the_bottlene
     assert 0.6 * capacity <= eight["aggregate_gbps"] <= 1.05 * capacity, detail
     assert plain["knee"] is None and plain["safe_up_to"] == 8, detail
     assert "fan-in st1 (plain, 256KiB chunks): safe up to 4 concurrent readers (knee at 8" in stdout
+    # the report: both storage nodes' verdicts and chunk curves on the first screen
+    assert html.index('id="fanin"') < html.index('id="heatmap"')
+    assert "st1: safe up to 4 concurrent readers (knee at 8" in html
+    assert "st2: safe up to 8 concurrent readers (no knee" in html
+    assert html.count('class="fanin-chart"') == 2

@@ -249,10 +249,10 @@ def run(
 ) -> dict[str, Any]:
     """This node, or every agent of ``inventory``: reports, problems, and a healthy flag."""
     if inventory is None:
-        from netqual.agent.fleet_snapshot import collect
+        from netqual.agent.fleet_snapshot import Roots, collect
 
         report = local_report(sysfs_root=sysfs_root)
-        report["configuration"] = collect()  # docs/evidence.md; never raises
+        report["configuration"] = collect(Roots(sysfs_root))  # docs/evidence.md; never raises
         nodes: dict[str, Any] = {report["node"]: report}
         problems = all_problems(nodes)
         mode = "local"

@@ -14,7 +14,6 @@ live roots (they ask the running kernel, not a tree).
 from __future__ import annotations
 
 import array
-import contextlib
 import fcntl
 import re
 import shutil
@@ -28,17 +27,15 @@ from pathlib import Path
 from typing import Any
 
 from netqual import __version__
-from netqual.agent import pcisysfs
+from netqual.agent import nicsysfs, pcisysfs
+from netqual.agent.nicsysfs import read
 from netqual.agent.wire.messages import Fields
 from netqual.errors import BadRequestError
 from netqual.fleet_model import KEY_PATTERN, MAX_KEYS, MAX_VALUE_CHARS, UNKNOWN, ConfigSnapshot
 from netqual.names import visible
-from netqual.transports.rdma.gid import GidEntry, GidSelectionError, GidType, LinkLayer, select_gid
-
-ARPHRD_LOOPBACK = "772"
+from netqual.transports.rdma.gid import GidSelectionError, GidType, select_gid
 
 DCB_BUDGET_S = 1.5  # all dcb calls of one snapshot together: the pre-flight waits for it
-_IB_MTUS = (4096, 2048, 1024, 512, 256)
 
 
 @dataclass(frozen=True)
@@ -63,23 +60,6 @@ class Roots:
     @property
     def live(self) -> bool:
         return self == Roots()
-
-
-def _read(path: Path) -> str:
-    """A sysfs/procfs file's first line, or UNKNOWN (absent, unreadable, EINVAL on a
-    down link's ``speed``, empty)."""
-    try:
-        text = path.read_text(encoding="utf-8", errors="replace").strip()
-    except OSError:
-        return UNKNOWN
-    return text.splitlines()[0].strip() if text else UNKNOWN
-
-
-def _children(path: Path) -> list[str]:
-    try:
-        return sorted(p.name for p in path.iterdir())
-    except OSError:
-        return []
 
 
 def distinct(values: Iterable[str]) -> str:
@@ -145,100 +125,59 @@ def _pfc(ifname: str, deadline: float) -> str:
     return ",".join(p for p, state in found if state == "on") or "none"
 
 
-def _ecn_priorities(net: Path) -> str:
-    """Priorities with RoCE ECN on as reaction and notification point (mlx5:
-    ``ecn/roce_rp/enable/N`` and ``ecn/roce_np/enable/N``)."""
-    rp, np_ = net / "ecn" / "roce_rp" / "enable", net / "ecn" / "roce_np" / "enable"
-    prios = [p for p in _children(rp) if p.isdigit()]
-    if not prios:
-        return UNKNOWN
-    on = [p for p in prios if _read(rp / p) == "1" and _read(np_ / p) == "1"]
-    return ",".join(sorted(on, key=int)) or "none"
-
-
 def _netdevs(roots: Roots, out: dict[str, str]) -> list[str]:
     """Per-interface keys; the names of the up, non-loopback interfaces."""
     up: list[str] = []
     dcb_deadline = time.monotonic() + DCB_BUDGET_S
-    for name in _children(roots.sys / "class" / "net"):
-        net = roots.sys / "class" / "net" / name
-        if _read(net / "type") == ARPHRD_LOOPBACK:
-            continue
-        key = f"nic.{name}"
-        if not KEY_PATTERN.fullmatch(key + ".mtu"):
+    for dev in nicsysfs.netdevs(roots.root):
+        key = f"nic.{dev.name}"
+        if dev.loopback or not KEY_PATTERN.fullmatch(key + ".mtu"):
             continue  # a name no key can carry (kernel names are 15 safe characters)
-        driver = UNKNOWN
-        with contextlib.suppress(OSError):
-            driver = (net / "device" / "driver").resolve(strict=True).name
-        firmware = UNKNOWN
+        driver, firmware = dev.driver, UNKNOWN
         if roots.live:
-            ioctl_driver, firmware = _drvinfo(name)
+            ioctl_driver, firmware = _drvinfo(dev.name)
             driver = driver if driver != UNKNOWN else ioctl_driver
-        speed = _read(net / "speed")
         out[f"{key}.driver"] = driver
         out[f"{key}.firmware"] = firmware
-        out[f"{key}.operstate"] = _read(net / "operstate")
-        out[f"{key}.speed_mbps"] = speed if speed.isdigit() else UNKNOWN  # -1: no link
-        out[f"{key}.mtu"] = _read(net / "mtu")
-        is_up = out[f"{key}.operstate"] == "up"
+        out[f"{key}.operstate"] = dev.operstate
+        out[f"{key}.speed_mbps"] = _text(dev.speed_mbps)
+        out[f"{key}.mtu"] = _text(dev.mtu)
         # dcb only where it matters: an up interface of the live host
-        live_up = roots.live and is_up
-        out[f"{key}.pfc_priorities"] = _pfc(name, dcb_deadline) if live_up else UNKNOWN
-        out[f"{key}.ecn_priorities"] = _ecn_priorities(net)
-        if is_up:
-            up.append(name)
+        live_up = roots.live and dev.up
+        out[f"{key}.pfc_priorities"] = _pfc(dev.name, dcb_deadline) if live_up else UNKNOWN
+        out[f"{key}.ecn_priorities"] = dev.ecn_priorities
+        if dev.up:
+            up.append(dev.name)
     return up
 
 
-def _gid_type(text: str, link: LinkLayer) -> GidType:
-    if link is LinkLayer.INFINIBAND:
-        return GidType.IB
-    return GidType.ROCE_V2 if "v2" in text.lower() else GidType.ROCE_V1
+def _text(count: int | None) -> str:
+    return UNKNOWN if count is None else str(count)
 
 
 GID_TYPE_TEXT = {GidType.IB: "IB", GidType.ROCE_V1: "RoCE v1", GidType.ROCE_V2: "RoCE v2"}
 
 
-def _port(dev: str, port: Path, roots: Roots, out: dict[str, str], verbs_mtu: int | None) -> str:
-    """One RDMA port's keys; returns its state word (ACTIVE, DOWN, ...)."""
-    key = f"rdma.{dev}/{port.name}"
-    state = _read(port / "state").split(":")[-1].strip() or UNKNOWN
-    link_text = _read(port / "link_layer")
-    link = LinkLayer.ETHERNET if link_text == "Ethernet" else LinkLayer.INFINIBAND
-    out[f"{key}.state"] = state
-    out[f"{key}.link_layer"] = link_text
-    rate = _read(port / "rate")  # "100 Gb/sec (4X EDR)"
-    out[f"{key}.rate"] = rate
-    width = re.search(r"\((\d+X)", rate)
+def _port(port: nicsysfs.Port, out: dict[str, str], verbs_mtu: int | None) -> None:
+    """One RDMA port's keys."""
+    key = f"rdma.{port.device}/{port.port}"
+    out[f"{key}.state"] = port.state
+    out[f"{key}.link_layer"] = port.link_layer
+    out[f"{key}.rate"] = port.rate
+    width = re.search(r"\((\d+X)", port.rate)  # "100 Gb/sec (4X EDR)"
     out[f"{key}.width"] = width.group(1) if width else UNKNOWN
-    active = _read(port / "active_mtu")
-    out[f"{key}.active_mtu"] = (
-        active if active.isdigit() else str(verbs_mtu) if verbs_mtu else UNKNOWN
-    )
-    entries: list[GidEntry] = []
-    # rxe and mlx5 list every slot of the table (rxe: 1024), populated or not
-    for index in sorted((i for i in _children(port / "gids") if i.isdigit()), key=int):
-        if len(entries) >= 64:
-            break
-        with contextlib.suppress(ValueError):
-            entry = GidEntry(
-                int(index),
-                _read(port / "gids" / index),
-                _gid_type(_read(port / "gid_attrs" / "types" / index), link),
-            )
-            if entry.empty:
-                continue
-            entries.append(entry)
-            netdev = _read(port / "gid_attrs" / "ndevs" / index)
-            type_text = GID_TYPE_TEXT[entry.gid_type]
-            out[f"{key}.gid.{index}"] = f"{type_text} {entry.family.value} {netdev}"
+    out[f"{key}.active_mtu"] = _text(port.active_mtu or verbs_mtu)
+    for gid in port.gids:
+        entry = gid.entry
+        text = f"{GID_TYPE_TEXT[entry.gid_type]} {entry.family.value} {gid.netdev}"
+        out[f"{key}.gid.{entry.index}"] = text
     try:
-        chosen = select_gid(entries, link, where=f"{dev} port {port.name}").entry
+        where = f"{port.device} port {port.port}"
+        chosen = select_gid([g.entry for g in port.gids], port.link, where=where).entry
         out[f"{key}.gid_index"] = str(chosen.index)
         out[f"{key}.gid_type"] = GID_TYPE_TEXT[chosen.gid_type]
     except GidSelectionError:
         out[f"{key}.gid_index"] = out[f"{key}.gid_type"] = UNKNOWN  # none, or ambiguous
-    return state
 
 
 def _verbs_mtus() -> dict[tuple[str, int], int]:
@@ -254,20 +193,17 @@ def _verbs_mtus() -> dict[tuple[str, int], int]:
 
 def _rdma(roots: Roots, out: dict[str, str]) -> list[str]:
     """Per-port keys; the key prefixes of the ACTIVE ports."""
-    ib = roots.sys / "class" / "infiniband"
-    names = _children(ib)
-    mtus = _verbs_mtus() if roots.live and names else {}
+    devices = nicsysfs.rdma_devices(roots.root)
+    mtus = _verbs_mtus() if roots.live and devices else {}
     active: list[str] = []
-    for dev in names:
-        if not KEY_PATTERN.fullmatch(f"rdma.{dev}/1.gid.255"):
+    for dev in devices:
+        if not KEY_PATTERN.fullmatch(f"rdma.{dev.name}/1.gid.255"):
             continue
-        out[f"rdma.{dev}.firmware"] = _read(ib / dev / "fw_ver")
-        for port in _children(ib / dev / "ports"):
-            if not port.isdigit():
-                continue
-            path = ib / dev / "ports" / port
-            if _port(dev, path, roots, out, mtus.get((dev, int(port)))) == "ACTIVE":
-                active.append(f"rdma.{dev}/{port}")
+        out[f"rdma.{dev.name}.firmware"] = dev.firmware
+        for port in dev.ports:
+            _port(port, out, mtus.get((dev.name, port.port)))
+            if port.state == "ACTIVE":
+                active.append(f"rdma.{dev.name}/{port.port}")
     return active
 
 
@@ -330,11 +266,11 @@ def collect(roots: Roots | None = None) -> dict[str, str]:
         out["rdma_core"] = libibverbs_version() or UNKNOWN
         out["pyverbs"] = _pyverbs_version()
     out |= {
-        "kernel": _read(roots.proc / "sys" / "kernel" / "osrelease"),
+        "kernel": read(roots.proc / "sys" / "kernel" / "osrelease"),
         "os": _os_name(roots.etc),
         "netqual": __version__,
-        "tcp_congestion_control": _read(sysctl / "tcp_congestion_control"),
-        "tcp_ecn": _read(sysctl / "tcp_ecn"),
+        "tcp_congestion_control": read(sysctl / "tcp_congestion_control"),
+        "tcp_ecn": read(sysctl / "tcp_ecn"),
         "mtu": distinct(out[f"nic.{n}.mtu"] for n in up),
         "link_speed_mbps": distinct(out[f"nic.{n}.speed_mbps"] for n in up),
         "driver": distinct(out[f"nic.{n}.driver"] for n in up),

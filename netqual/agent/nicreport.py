@@ -12,13 +12,13 @@ from __future__ import annotations
 
 import ipaddress
 import json
-import re
 import shutil
 import subprocess
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from netqual.agent import nicsysfs
 from netqual.agent.wire.messages import Fields
 from netqual.errors import BadRequestError
 from netqual.models import HostNics, IpInterface, RdmaPort
@@ -29,28 +29,13 @@ MAX_ADDRESSES = 16
 MAX_PORTS = 64
 MAX_GIDS = 16
 IP_TIMEOUT_S = 2.0
-_GID = re.compile(r"[0-9a-f]{4}(:[0-9a-f]{4}){7}")  # sysfs's form: eight groups of four
 
 
 def collect(root: Path = Path("/")) -> HostNics:
     """This host's interfaces (``ip -j address``, with MTU and speed from sysfs) and RDMA
-    ports (sysfs). ``root`` moves sysfs for tests."""
-    return HostNics(_interfaces(root), _rdma(root / "sys" / "class" / "infiniband"))
-
-
-def _read(path: Path) -> str | None:
-    try:
-        return path.read_text().strip()
-    except OSError:
-        return None
-
-
-def _int(text: str | None) -> int | None:
-    try:
-        value = int(text) if text is not None else None
-    except ValueError:
-        return None
-    return value if value is not None and value >= 0 else None  # speed -1: link down
+    ports, their facts from sysfs through ``agent/nicsysfs`` (the configuration snapshot's
+    reader too). ``root`` moves sysfs for tests."""
+    return HostNics(_interfaces(root), _rdma(root))
 
 
 def _interfaces(root: Path) -> tuple[IpInterface, ...]:
@@ -76,39 +61,17 @@ def _interfaces(root: Path) -> tuple[IpInterface, ...]:
             for a in item.get("addr_info", [])
             if isinstance(a, dict) and isinstance(a.get("local"), str)
         )
-        net = root / "sys" / "class" / "net" / name
-        found.append(
-            IpInterface(
-                name,
-                addresses[:MAX_ADDRESSES],
-                _int(_read(net / "mtu")),
-                _int(_read(net / "speed")),
-            )
-        )
+        facts = nicsysfs.netdev(root, name)
+        found.append(IpInterface(name, addresses[:MAX_ADDRESSES], facts.mtu, facts.speed_mbps))
     return tuple(found[:MAX_INTERFACES])
 
 
-def _rdma(base: Path) -> tuple[RdmaPort, ...]:
-    out: list[RdmaPort] = []
-    for dev in sorted(base.iterdir()) if base.is_dir() else []:
-        for port in sorted((dev / "ports").iterdir()) if (dev / "ports").is_dir() else []:
-            if not port.name.isdigit():
-                continue
-            state = (_read(port / "state") or "unknown").split(":")[-1].strip()
-            gids = []
-            for entry in (
-                sorted((port / "gids").iterdir(), key=lambda p: int(p.name))
-                if (port / "gids").is_dir()
-                else []
-            ):
-                gid = _read(entry)
-                if gid and gid.strip("0:"):
-                    gids.append(gid)
-            netdev = _read(port / "gid_attrs" / "ndevs" / "0")
-            out.append(
-                RdmaPort(dev.name, int(port.name), state, netdev or None, tuple(gids[:MAX_GIDS]))
-            )
-    return tuple(out[:MAX_PORTS])
+def _rdma(root: Path) -> tuple[RdmaPort, ...]:
+    ports = [p for dev in nicsysfs.rdma_devices(root) for p in dev.ports]
+    return tuple(
+        RdmaPort(p.device, p.port, p.state, p.netdev, tuple(g.entry.gid for g in p.gids[:MAX_GIDS]))
+        for p in ports[:MAX_PORTS]
+    )
 
 
 def to_wire(nics: HostNics) -> dict[str, Any]:

@@ -64,7 +64,7 @@ class Agent:
         sysfs_root: Path = Path("/"),
     ) -> None:
         self.host = host
-        self.sysfs_root = sysfs_root  # the host path audit reads sysfs below it
+        self.sysfs_root = sysfs_root  # hostpath, nics and snapshot read sysfs below it
         self.port = port
         self.token = token
         self.name = name or socket.gethostname()
@@ -257,7 +257,8 @@ class Agent:
         elif kind == "doctor":
             ch.send("doctor", _doctor_report())
         elif kind == "snapshot":
-            ch.send("snapshot", fleet_snapshot.to_wire(fleet_snapshot.collect()))
+            snapshot = fleet_snapshot.collect(fleet_snapshot.Roots(self.sysfs_root))
+            ch.send("snapshot", fleet_snapshot.to_wire(snapshot))
         elif kind == "hostpath":
             ch.send("hostpath", hostpath.to_dict(pcisysfs.audit(self.sysfs_root, self.name)))
         elif kind == "nics":  # its IP interfaces and RDMA ports (docs/rails.md)

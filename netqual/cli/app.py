@@ -190,8 +190,9 @@ SysfsRootOpt = Annotated[
     typer.Option(
         "--sysfs-root",
         metavar="DIR",
-        help="Root the host path audit reads sys/ and proc/cmdline below (tests, "
-        "containers with the host's /sys mounted elsewhere).",
+        help="Root the host path audit, the NIC report and the configuration snapshot "
+        "read sys/, proc/ and etc/ below (tests, containers with the host's /sys mounted "
+        "elsewhere).",
     ),
 ]
 GidIndexOpt = Annotated[

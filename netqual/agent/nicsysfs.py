@@ -1,0 +1,187 @@
+"""The one reader of NIC facts in sysfs (docs/evidence.md): per netdev its type, link state,
+MTU, speed, driver and RoCE ECN priorities; per RDMA device its firmware and per port its
+state, link layer, rate, active MTU and GID table.
+
+The configuration snapshot (``agent/fleet_snapshot``) and the pre-flight NIC report
+(``agent/nicreport``) both read through it, so the two answers cannot disagree about the
+same host. ``root`` moves sysfs to ``root/sys`` for fixture trees (the PCI reader
+``agent/pcisysfs`` takes the same root). What the platform lacks is ``UNKNOWN`` (text) or
+``None`` (numbers), never an error: a laptop, a container and a veth lab host all answer.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from netqual.fleet_model import UNKNOWN
+from netqual.transports.rdma.gid import GidEntry, GidType, LinkLayer
+
+ARPHRD_LOOPBACK = "772"
+MAX_GIDS = 64  # populated GID slots read per port (rxe lists 1,024 slots, mostly empty)
+_GID = re.compile(r"[0-9a-f]{4}(:[0-9a-f]{4}){7}")  # sysfs's form: eight groups of four
+
+
+def read(path: Path) -> str:
+    """A sysfs/procfs file's first line, or UNKNOWN (absent, unreadable, EINVAL on a
+    down link's ``speed`` or an empty GID slot's type, empty)."""
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace").strip()
+    except OSError:
+        return UNKNOWN
+    return text.splitlines()[0].strip() if text else UNKNOWN
+
+
+def children(path: Path) -> list[str]:
+    """The entries of a sysfs directory, in name order; none where it is absent."""
+    try:
+        return sorted(p.name for p in path.iterdir())
+    except OSError:
+        return []
+
+
+def _count(text: str) -> int | None:
+    """A non-negative count, or None (unknown; ``speed`` is -1 without a link)."""
+    return int(text) if text.isdigit() else None
+
+
+@dataclass(frozen=True)
+class Netdev:
+    """One ``/sys/class/net`` interface."""
+
+    name: str
+    loopback: bool
+    operstate: str  # "up", "down", ... or UNKNOWN
+    mtu: int | None
+    speed_mbps: int | None  # None: unknown, virtual, or no link
+    driver: str  # the PCI/virtio driver bound to it; UNKNOWN for virtual interfaces
+    ecn_priorities: str  # "3,4", "none", or UNKNOWN (no mlx5-style ecn/ directory)
+
+    @property
+    def up(self) -> bool:
+        return self.operstate == "up"
+
+
+def _ecn_priorities(net: Path) -> str:
+    """Priorities with RoCE ECN on as reaction and notification point (mlx5:
+    ``ecn/roce_rp/enable/N`` and ``ecn/roce_np/enable/N``)."""
+    rp, np_ = net / "ecn" / "roce_rp" / "enable", net / "ecn" / "roce_np" / "enable"
+    prios = [p for p in children(rp) if p.isdigit()]
+    if not prios:
+        return UNKNOWN
+    on = [p for p in prios if read(rp / p) == "1" and read(np_ / p) == "1"]
+    return ",".join(sorted(on, key=int)) or "none"
+
+
+def netdev(root: Path, name: str) -> Netdev:
+    """The facts of interface ``name`` (a name already checked: it becomes a path)."""
+    net = root / "sys" / "class" / "net" / name
+    driver = UNKNOWN
+    with contextlib.suppress(OSError):
+        driver = (net / "device" / "driver").resolve(strict=True).name
+    return Netdev(
+        name,
+        read(net / "type") == ARPHRD_LOOPBACK,
+        read(net / "operstate"),
+        _count(read(net / "mtu")),
+        _count(read(net / "speed")),
+        driver,
+        _ecn_priorities(net),
+    )
+
+
+def netdevs(root: Path) -> tuple[Netdev, ...]:
+    """Every interface of ``root/sys/class/net``, in name order."""
+    return tuple(netdev(root, name) for name in children(root / "sys" / "class" / "net"))
+
+
+@dataclass(frozen=True)
+class Gid:
+    """One populated GID table slot and the netdev it belongs to (UNKNOWN on InfiniBand)."""
+
+    entry: GidEntry
+    netdev: str
+
+
+@dataclass(frozen=True)
+class Port:
+    """One RDMA port of ``/sys/class/infiniband/DEV/ports/N``."""
+
+    device: str
+    port: int
+    state: str  # ACTIVE, DOWN, INIT, ... or UNKNOWN
+    link_layer: str  # "Ethernet", "InfiniBand" or UNKNOWN
+    rate: str  # "100 Gb/sec (4X EDR)" or UNKNOWN
+    active_mtu: int | None  # sysfs shows it on few drivers (verbs knows it everywhere)
+    gids: tuple[Gid, ...]  # populated slots in index order, at most MAX_GIDS
+
+    @property
+    def link(self) -> LinkLayer:
+        return _link(self.link_layer)
+
+    @property
+    def netdev(self) -> str | None:
+        """The netdev under a RoCE port: that of its first GID (slot 0, the default GID, on
+        mlx5 and rxe); None on InfiniBand or without GIDs."""
+        return next((g.netdev for g in self.gids if g.netdev != UNKNOWN), None)
+
+
+@dataclass(frozen=True)
+class RdmaDevice:
+    name: str
+    firmware: str  # fw_ver, or UNKNOWN
+    ports: tuple[Port, ...]  # in port number order
+
+
+def _link(text: str) -> LinkLayer:
+    return LinkLayer.ETHERNET if text == "Ethernet" else LinkLayer.INFINIBAND
+
+
+def _gid_type(text: str, link: LinkLayer) -> GidType:
+    if link is LinkLayer.INFINIBAND:
+        return GidType.IB
+    return GidType.ROCE_V2 if "v2" in text.lower() else GidType.ROCE_V1
+
+
+def _port(device: str, path: Path) -> Port:
+    state = read(path / "state").split(":")[-1].strip() or UNKNOWN  # "4: ACTIVE"
+    link_layer = read(path / "link_layer")
+    link = _link(link_layer)
+    gids: list[Gid] = []
+    # rxe and mlx5 list every slot of the table, populated or not: read in numeric order
+    for index in sorted((i for i in children(path / "gids") if i.isdigit()), key=int):
+        if len(gids) >= MAX_GIDS:
+            break
+        text = read(path / "gids" / index)
+        if not _GID.fullmatch(text):
+            continue  # unreadable, or not the kernel's form
+        kind = _gid_type(read(path / "gid_attrs" / "types" / index), link)
+        entry = GidEntry(int(index), text, kind)
+        if not entry.empty:
+            gids.append(Gid(entry, read(path / "gid_attrs" / "ndevs" / index)))
+    return Port(
+        device,
+        int(path.name),
+        state,
+        link_layer,
+        read(path / "rate"),
+        _count(read(path / "active_mtu")),
+        tuple(gids),
+    )
+
+
+def rdma_devices(root: Path) -> tuple[RdmaDevice, ...]:
+    """Every device of ``root/sys/class/infiniband``, in name order."""
+    base = root / "sys" / "class" / "infiniband"
+    found = []
+    for name in children(base):
+        ports = base / name / "ports"
+        numbers = sorted((p for p in children(ports) if p.isdigit()), key=int)
+        found.append(
+            RdmaDevice(
+                name, read(base / name / "fw_ver"), tuple(_port(name, ports / n) for n in numbers)
+            )
+        )
+    return tuple(found)

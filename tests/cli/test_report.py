@@ -7,7 +7,6 @@ import datetime as dt
 import json
 import re
 import string
-import time
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
@@ -116,7 +115,7 @@ def test_worst_paths_reasons_and_methodology() -> None:
     worst = grab(r'<table id="worst-table">.*?</table>', html, 0)
     first_row = grab(r'<tr class="pick"[^>]*>(.*?)</tr>', worst, 1)
     assert "<td>1</td><td>gpu02 &rarr; gpu05</td>" in first_row
-    assert "p99 640.0 us &gt; 500 us" in worst
+    assert "p99 RTT 640.0 us &gt; 500.0 us: the offload gain is gone" in worst
     meth = grab(r'<dl class="meth">.*?</dl>', html, 0)
     for text in (
         "5,000 kept iterations after 1,000 warm-up",
@@ -213,17 +212,12 @@ def test_report_command_rejects_bad_results(tmp_path: Path, cli: Callable[..., R
 
 
 @pytest.mark.slow
-def test_512_nodes_render_fast_and_small(tmp_path: Path) -> None:
+def test_512_nodes_render_small_and_self_contained() -> None:
+    # How fast is bench/report_scale's to say (medians, docs/report.md), never a timing here.
     res = make_results(512, slow_nodes=["gpu03"], slow_rack_pairs=[("r01", "r02")], error_paths=2)
-    start = time.perf_counter()
     html = render_html(res)
-    elapsed = time.perf_counter() - start
     size_mb = len(html.encode()) / 1e6
     assert size_mb < 20, f"{size_mb:.1f} MB"
-    # The 10 s target is measured by bench/report_scale (4-7 s on this 2-vCPU VM,
-    # docs/report.md); here only a guard against a pathological regression, loose enough
-    # for a noisy shared CI machine.
-    assert elapsed < 30, f"{elapsed:.1f} s"
     assert html.count('<rect class="cell') == 32 * 32
     assert external_references(html) == []
 

@@ -6,6 +6,7 @@ Every test ends by running a legitimate probe through the agent it attacked.
 from __future__ import annotations
 
 import os
+import re
 import signal
 import socket
 import struct
@@ -51,6 +52,21 @@ def legit_probe(src: AgentProc, dst: AgentProc, token: bytes, hops: bool = False
         assert out.hops == 1
     assert out.responder_agent == dst.name
     assert src.alive() and dst.alive()
+
+
+SESSION_OVER = re.compile(r"session \S+ (?:ended|dropped)")
+
+
+def wait_for_log(agent: AgentProc, pattern: re.Pattern[str], count: int, within_s: float) -> None:
+    """Until ``agent``'s log has ``count`` lines matching ``pattern`` (the event itself, not
+    a guess at how long it takes on a loaded machine)."""
+    deadline = time.monotonic() + within_s
+    while len(pattern.findall(agent.stderr())) < count:
+        assert time.monotonic() < deadline, (
+            f"{agent.name} did not log {pattern.pattern!r} {count} times in {within_s:g} s:\n"
+            + agent.stderr()[-2000:]
+        )
+        time.sleep(0.05)
 
 
 def probe_when_free(src: AgentProc, dst: AgentProc, token: bytes, within_s: float) -> None:
@@ -123,7 +139,8 @@ def shared(
     token_path = new_token_file(workdir)
     pool = AgentPool(workdir, token_path)
     try:
-        victim, peer = pool.start_many([("victim", "--auth-timeout", "1"), ("peer",)])
+        # --verbose: the victim logs each session's end, which the tests wait for
+        victim, peer = pool.start_many([("victim", "--auth-timeout", "1", "--verbose"), ("peer",)])
         yield victim, peer, token_path.read_bytes().strip()
     finally:
         pool.close()
@@ -401,6 +418,7 @@ def test_malformed_requests_answered_and_session_survives(pair: Pair) -> None:
 @pytest.mark.parametrize("phase", ["pingpong", "bulk"])
 def test_peer_disconnecting_mid_transfer_does_not_kill_agent(pair: Pair, phase: str) -> None:
     victim, peer, token = pair
+    over = len(SESSION_OVER.findall(victim.stderr()))
     for abortive in (False, True):
         ch, _ = connect("127.0.0.1", victim.port, token, peer="victim", timeout_s=5)
         ch.set_timeout(5)
@@ -418,7 +436,8 @@ def test_peer_disconnecting_mid_transfer_does_not_kill_agent(pair: Pair, phase: 
         if abortive:
             ch.sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
         ch.close()
-    time.sleep(0.3)
+    # both sessions seen to end (the agent read the half message or the reset), then alive
+    wait_for_log(victim, SESSION_OVER, over + 2, within_s=30)
     assert victim.alive()
     assert "Traceback" not in victim.stderr()
     legit_probe(victim, peer, token)
@@ -429,9 +448,12 @@ def test_coordinator_vanishing_mid_probe_does_not_kill_agents(pair: Pair) -> Non
     target = {"name": "peer", "address": "127.0.0.1", "port": peer.port}
     plan = {"iterations": 200_000, "warmup": 0, "bulk": False}
     ch, _ = connect("127.0.0.1", victim.port, token, peer="victim", timeout_s=5)
+    stopped = re.compile(r"probe victim -> peer .*stopped: the coordinator \S+ left")
+    before = len(stopped.findall(victim.stderr()))
     ch.send("probe", {"peer": target, "plan": plan})
-    time.sleep(0.3)
     ch.close()
+    # the agent says it stopped that probe because its coordinator left: it was mid-probe
+    wait_for_log(victim, stopped, before + 1, within_s=60)
     legit_probe(victim, peer, token)
     legit_probe(peer, victim, token)
 

@@ -3,9 +3,8 @@
 Deterministic for a given seed. Nodes are grouped in racks (compute ``gpuNN`` and a storage
 node ``storNN`` every ``storage_every`` nodes); every unordered pair is one path (full mesh).
 RTTs depend on the tier (same-rack vs cross-rack) and the transport; chosen nodes or rack
-pairs are made slow so a results file has a realistic mix of classes. Verdicts follow the
-documented policy rules (docs/policy.md), so the records look like what the coordinator
-writes.
+pairs are made slow so a results file has a realistic mix of classes. Verdicts and reasons
+are ``policy.judge``'s, so the records are what the coordinator writes.
 """
 
 from __future__ import annotations
@@ -18,6 +17,7 @@ from collections.abc import Iterable
 from dataclasses import replace
 from pathlib import Path
 
+from netqual.analysis.policy import judge
 from netqual.analysis.stats import bin_edges, bin_index
 from netqual.models import (
     BulkStats,
@@ -31,7 +31,6 @@ from netqual.models import (
     RttStats,
     RunMeta,
     Tier,
-    Verdict,
 )
 from netqual.pathtable import PathTable
 from netqual.results import summarize, write_json
@@ -75,23 +74,6 @@ def rank_key(path: PathResult, metric: Metric) -> tuple[int, float]:
     """The per-record oracle of ``pathtable.worst_first``: sort with reverse=True (ties
     aside) and the worst path comes first; a path without RTT is the slowest of its class."""
     return (path.verdict.rank, path.rtt.value(metric) if path.rtt is not None else math.inf)
-
-
-def classify(
-    rtt: RttStats | None, error: str | None, policy: Policy
-) -> tuple[Verdict, tuple[str, ...]]:
-    """docs/policy.md: errors unsafe; metric over the unsafe line unsafe; few samples marginal."""
-    if error is not None or rtt is None:
-        return Verdict.UNSAFE, (f"measurement failed: {error or 'no samples'}",)
-    name = policy.metric.value
-    value = rtt.value(policy.metric)
-    if value > policy.unsafe_above_us:
-        return Verdict.UNSAFE, (f"{name} {value:.1f} us > {policy.unsafe_above_us:g} us",)
-    if value > policy.safe_max_us:
-        return Verdict.MARGINAL, (f"{name} {value:.1f} us > {policy.safe_max_us:g} us",)
-    if rtt.samples < policy.min_samples:
-        return Verdict.MARGINAL, (f"only {rtt.samples} samples < {policy.min_samples}",)
-    return Verdict.SAFE, (f"{name} {value:.1f} us <= {policy.safe_max_us:g} us",)
 
 
 @functools.cache
@@ -245,7 +227,9 @@ def make_results(
         error = None
         if idx in failing:
             rtt, error = None, "timeout: no reply within 120 s"
-        verdict, reasons = classify(rtt, error, policy)
+        cells = make_bulk(rtt.p50_us, plan) if (bulk and rtt is not None) else ()
+        # judged as the coordinator judges a measured path: the same verdicts and reasons
+        verdict, reasons = judge(policy, rtt, cells, error)
         paths.append(
             PathResult(
                 src=a.name,
@@ -254,7 +238,7 @@ def make_results(
                 verdict=verdict,
                 reasons=reasons,
                 rtt=rtt,
-                bulk=make_bulk(rtt.p50_us, plan) if (bulk and rtt is not None) else (),
+                bulk=cells,
                 hops=hops,
                 tier=tier,
                 error=error,

@@ -7,9 +7,10 @@ import itertools
 import random
 from dataclasses import replace
 
-from factories import classify, make_rtt
+from factories import make_rtt
 
 from netqual.analysis import localise
+from netqual.analysis.policy import judge
 from netqual.models import (
     Metric,
     Mode,
@@ -53,7 +54,7 @@ def rail_results(
             slow.get((a.node_name, a.nic.rail), 60.0), slow.get((b.node_name, b.nic.rail), 60.0)
         )
         rtt = replace(make_rtt(p99 / 2, 1.0, 10_000, rng, histogram=False), p99_us=p99)
-        verdict, reasons = classify(rtt, None, Policy())
+        verdict, reasons = judge(Policy(), rtt)
         paths.append(
             PathResult(
                 a.name,

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import itertools
-import time
 from collections import Counter
 from dataclasses import replace
 from pathlib import Path
@@ -57,21 +56,17 @@ def caps_of(nodes: list[Node], cfg: ScheduleConfig, fabric: Fabric) -> dict[tupl
     return out
 
 
-def test_a_1024_node_full_mesh_packs_into_its_1023_rounds_quickly() -> None:
+def test_a_1024_node_full_mesh_packs_into_its_1023_rounds() -> None:
     nodes = racked(1024, 32)
     pairs = mesh(nodes)
     budget = resolve(ScheduleConfig(), ProbePlan(), nodes)  # nothing stated: non-blocking
-    t0 = time.perf_counter()
-    waves = bulk_waves(pairs, budget)
-    elapsed = time.perf_counter() - t0
+    waves = bulk_waves(pairs, budget)  # how fast: bench/packing (docs/performance.md)
     # n-1 waves, each a perfect matching (no host twice), every pair exactly once
     assert len(waves) == 1023 and {len(w) for w in waves} == {512}
     assert all(len({n.address for p in w for n in p}) == 1024 for w in waves)
     assert sorted((a.name, b.name) for w in waves for a, b in w) == sorted(
         (a.name, b.name) for a, b in pairs
     )
-    # bench/packing measures the < 2 s target; on a loaded shared host allow headroom
-    assert elapsed < 15, elapsed
 
 
 def test_caps_come_from_the_stated_fabric() -> None:

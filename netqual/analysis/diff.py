@@ -182,7 +182,7 @@ class Matched:
 
     def p99_rises(self, pct: float, min_delta_us: float) -> BoolArray:
         return p99_rises(
-            self.old.rtt["p99"][self.old_rows], self.new.rtt["p99"][self.new_rows],
+            self.old.values(Metric.P99)[self.old_rows], self.new.values(Metric.P99)[self.new_rows],
             pct, min_delta_us,
         )  # fmt: skip
 

@@ -29,6 +29,7 @@ from typing import Any
 from netqual.errors import ResultsFileError
 from netqual.models import (
     Interference,
+    Metric,
     PathResult,
     SampledPath,
     Tier,
@@ -41,10 +42,14 @@ TOLERANCE = 1.2
 
 
 def _disturbed(run: PathResult, alone: PathResult, tolerance: float) -> bool:
+    """This check judges p99, whatever the policy's metric. Its noise guard (the run's p99
+    inside the alone p99's 95% CI is not a disturbance) needs a CI of p99, which a path
+    carries only when the policy judges p99; under another metric a p99 beyond the
+    tolerance counts as disturbed without that guard."""
     assert run.rtt is not None and alone.rtt is not None
     if alone.rtt.p99_us <= 0 or run.rtt.p99_us <= tolerance * alone.rtt.p99_us:
         return False
-    if alone.rtt.ci95_metric == "p99" and alone.rtt.ci95_high_us is not None:
+    if alone.rtt.ci95_metric == Metric.P99.value and alone.rtt.ci95_high_us is not None:
         return run.rtt.p99_us > alone.rtt.ci95_high_us
     return True
 

@@ -86,6 +86,7 @@ from netqual.run.coordinator import (
 from netqual.run.coordinator import run as run_coordinator
 from netqual.run.preflight import PreflightFailed
 from netqual.run.runfiles import load_run
+from netqual.runpaths import RunDir
 from netqual.runresults import Results
 from netqual.transports import TransportKind, TransportOptions
 from netqual.units import format_size
@@ -237,7 +238,7 @@ def _non_negative(value: int, option: str) -> int:
 
 
 def _finish(results: Results, out: Path, as_json: bool, gate: GateBanner | None = None) -> None:
-    write_html(results, out / "report.html", gate=gate)
+    write_html(results, RunDir(out).report_html, gate=gate)
     if as_json:
         print(json.dumps(results_to_dict(results), indent=1))
         return

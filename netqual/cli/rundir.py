@@ -20,9 +20,8 @@ from netqual.analysis.narrative import DEMO_INVENTORY
 from netqual.errors import NetqualError, UsageError
 from netqual.interrupts import deliver
 from netqual.outfiles import check_out_dir, check_own_file, new_run_dir
+from netqual.runpaths import RESULT_FILES, RunDir
 from netqual.runresults import Results
-
-RESULT_FILES = ("results.json", "results.jsonl")
 
 ProgressOpt = Annotated[
     str,
@@ -94,7 +93,7 @@ def holds_demo(out: Path) -> bool:
     """``out`` holds a finished ``netqual demo`` (which the next demo may replace) and no
     other run: its results.json names a demo inventory and there is nothing to resume."""
     try:
-        with (out / "results.json").open("rb") as f:
+        with RunDir(out).results_json.open("rb") as f:
             head = f.read(_DEMO_READ_BYTES).decode("utf-8", "replace")
     except OSError:
         return False

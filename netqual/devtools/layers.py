@@ -65,6 +65,7 @@ CORE_MODULES = (
     "schema",
     "tomlfile",
     "choices",  # parse_choice: an enum value from typed text, one wording
+    "runpaths",  # RunDir: the file names of a run directory
     "plan_codec",
     "names",  # node name and address rules
     "filedata",  # bounds on parsed input files (depth, ints, floats)

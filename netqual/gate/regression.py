@@ -15,6 +15,7 @@ import numpy as np
 from netqual.analysis.diff import p99_rise_text, p99_rises
 from netqual.gate.model import GateContext, Outcome, Status
 from netqual.gate.rules import Rule, _plural, _split
+from netqual.models import Metric
 from netqual.pathtable import (
     NOT_FOUND,
     VERDICTS,
@@ -61,15 +62,15 @@ class MaxP99IncreasePct(Rule):
         joined = (old != NONE) & table.has_rtt[rows]
         if len(base):
             joined &= base.has_rtt[at]
-            before = np.where(joined, base.rtt["p99"][at], 1.0)
+            before = np.where(joined, base.values(Metric.P99)[at], 1.0)
         else:
             before = np.ones(len(rows))
-        now = table.rtt["p99"][rows]
+        now = table.values(Metric.P99)[rows]
         offends = joined & p99_rises(before, now, self.pct, self.min_delta_us)
         was = dict(zip(rows[offends].tolist(), before[offends].tolist(), strict=True))
 
         def detail(i: int) -> str:
-            return p99_rise_text(was[i], float(table.rtt["p99"][i]))
+            return p99_rise_text(was[i], float(table.values(Metric.P99)[i]))
 
         failing, waived = _split(table, rows, offends, ctx, detail)
         msg = f"{_plural(len(failing), 'path')} with p99 up more than {self.pct:g}%"

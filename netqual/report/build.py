@@ -44,6 +44,7 @@ from netqual.report.view import (
 )
 from netqual.report.waivers import WaiverNote, waiver_notes
 from netqual.report.workload import workload_view
+from netqual.runpaths import RESULTS_JSON
 from netqual.runresults import Results
 from netqual.units import format_size
 from netqual.workload.impact import two_verdicts_sentence
@@ -310,7 +311,7 @@ def _summary_note(total: int, embedded: int, source: str | None) -> str:
     """What a summarised page leaves out, and where the rest is (``source``: the results
     file the report was made from, when the caller knows it)."""
     where = source or "the run's results.json"
-    arg = shlex.quote(source) if source else "results.json"
+    arg = shlex.quote(source) if source else RESULTS_JSON
     return (
         f"Summarised: {total:,} paths are more than a page should carry, so this one has the "
         f"counts of every rack pair, the class of every node pair (node view), and values "

@@ -25,7 +25,7 @@ import numpy as np
 from netqual import counter_evidence
 from netqual.analysis import localise
 from netqual.analysis.narrative import unmeasured_sentence
-from netqual.analysis.policy import sample_limited
+from netqual.analysis.policy import sample_limited, value_classes
 from netqual.models import Metric, Node, Suspect, SuspectKind, Tier, Verdict, path_label
 from netqual.pathtable import NO_HOPS, TIERS, IntArray, PathTable
 from netqual.report import fmt
@@ -405,13 +405,12 @@ def _measurement_notes(results: Results) -> list[Recommendation]:
     table = results.paths
     value = table.values(metric)
     out = []
-    with np.errstate(invalid="ignore"):
-        marginal = np.flatnonzero(
-            (table.verdict == Verdict.MARGINAL.rank)
-            & table.has_rtt
-            & (policy.safe_max_us < value)
-            & (value <= policy.unsafe_above_us)
-        )
+    # marginal paths whose value itself lies between the lines (not only few samples)
+    marginal = np.flatnonzero(
+        (table.verdict == Verdict.MARGINAL.rank)
+        & table.has_rtt
+        & (value_classes(policy, value) == Verdict.MARGINAL.rank)
+    )
     if len(marginal):
         shown = _by_names(table, marginal)[:LISTED].tolist()
         labels = [f"{path_label(table.names[table.src[i]], table.names[table.dst[i]])} "

@@ -62,6 +62,7 @@ from netqual.results import journal, summarize, write_json
 from netqual.run import fanin as fanin_run
 from netqual.run import multirail as multirail_run
 from netqual.run import resume as resume_mod
+from netqual.runpaths import RunDir
 from netqual.runresults import Results
 from netqual.transports import TransportKind, TransportOptions
 from netqual.workload.judge import judged
@@ -708,7 +709,7 @@ def _finalise(
         hosts=tuple(spent.hosts[n.name] for n in cfg.nodes if n.name in spent.hosts),
         multirail=spent.multirail,
     )
-    write_json(out_dir / "results.json", results)
+    write_json(RunDir(out_dir).results_json, results)
     return results
 
 

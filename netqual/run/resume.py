@@ -30,9 +30,10 @@ from netqual.plan_codec import plan_to_dict
 from netqual.planning.schedule import build
 from netqual.results import journal, node_to_dict, policy_to_dict
 from netqual.results.journal import Journal
+from netqual.runpaths import IDENTITY_JSON, RESULTS_JSONL
 
-IDENTITY_FILE = "run.json"
-JSONL = "results.jsonl"
+IDENTITY_FILE = IDENTITY_JSON
+JSONL = RESULTS_JSONL
 
 
 class ResumeMismatchError(InputError):

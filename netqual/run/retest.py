@@ -17,6 +17,7 @@ from netqual.choices import ChoiceError, parse_choice
 from netqual.errors import UsageError
 from netqual.models import ProbePlan, Verdict
 from netqual.outfiles import new_run_dir
+from netqual.runpaths import RunDir
 from netqual.runresults import Results
 
 DEFAULT_VERDICTS = "unsafe,marginal"
@@ -97,7 +98,7 @@ def larger_plan(
 
 def results_file(run: Path) -> Path:
     """A run directory's results.json; a file as given."""
-    return run / "results.json" if run.is_dir() else run
+    return RunDir(run).results_json if run.is_dir() else run
 
 
 def default_out(run_dir: Path) -> Path:

@@ -19,6 +19,7 @@ from netqual.pathtable import PathTable
 from netqual.planning.schedule import build
 from netqual.results import journal, load, results_from_dict, summarize
 from netqual.run.resume import IDENTITY_FILE
+from netqual.runpaths import RESULT_FILES
 from netqual.runresults import Results
 from netqual.schema import validate
 
@@ -26,7 +27,7 @@ from netqual.schema import validate
 def load_run(path: Path) -> Results:
     """``DIR`` (its results.json, else its results.jsonl), ``results.json`` or ``.jsonl``."""
     if path.is_dir():
-        for name in ("results.json", "results.jsonl"):
+        for name in RESULT_FILES:
             if (path / name).is_file():
                 return load_run(path / name)
         raise ResultsFileError(str(path), "no results.json or results.jsonl in this directory")

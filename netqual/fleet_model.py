@@ -95,6 +95,7 @@ class FleetOutlier:
     majority: str | None = None
     majority_nodes: tuple[str, ...] = ()
     role: str = "any"
+    nic: str | None = None  # the node's NIC of a per-NIC key (``mtu[rail1]``)
 
     @property
     def against(self) -> str:
@@ -108,8 +109,14 @@ class FleetOutlier:
         return f"majority {self.majority} on {shown}{more}"
 
     @property
+    def finding(self) -> str:
+        """'mtu 1400 (majority ...)', 'mtu[rail1] 1500 on ens2 (majority ...)'."""
+        on = f" on {self.nic}" if self.nic is not None else ""
+        return f"{self.key} {self.value}{on} ({self.against})"
+
+    @property
     def text(self) -> str:
-        return f"{self.node}: {self.key} {self.value} ({self.against})"
+        return f"{self.node}: {self.finding}"
 
 
 @dataclass(frozen=True)

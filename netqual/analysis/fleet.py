@@ -8,6 +8,12 @@ gives a value must have it on every node; a node that cannot say (``unknown``) i
 too, since nothing shows that it matches. A key with an expectation is judged by it only.
 Unknown values never count towards a majority.
 
+A node whose inventory entry lists its ``nics`` (docs/rails.md) has its ``mtu`` compared per
+listed NIC, as ``mtu[railR]`` against the other nodes' NIC on rail R (and an expected
+``mtu`` holds for each listed NIC): a management NIC at 1500 beside data NICs at 9000 is
+not an outlier, a data NIC at 1500 is, named with its node and NIC. Without ``nics`` the
+node's ``mtu`` covers every up, non-loopback interface.
+
 Also the ``[fleet]`` section of the policy file, and the results file's ``fleet`` key.
 """
 
@@ -31,6 +37,7 @@ from netqual.fleet_model import (
     FleetResult,
     value_text,
 )
+from netqual.models import Nic
 from netqual.names import visible
 from netqual.tomlfile import read_toml
 
@@ -38,46 +45,69 @@ GID_TYPES = {"roce v2": "RoCE v2", "rocev2": "RoCE v2", "roce v1": "RoCE v1", "r
 GID_TYPES["ib"] = "IB"
 
 
+def compared(snap: ConfigSnapshot, nics: Sequence[Nic] = ()) -> dict[str, tuple[str, str | None]]:
+    """What is compared of one node: fleet key (or ``mtu[railR]``) -> (value, its NIC)."""
+    values: dict[str, tuple[str, str | None]] = {k: (v, None) for k, v in snap.fleet.items()}
+    if nics:
+        del values["mtu"]
+        for nic in sorted(nics, key=lambda n: n.rail):
+            values[f"mtu[rail{nic.rail}]"] = (snap.get(f"nic.{nic.name}.mtu"), nic.name)
+    return values
+
+
+def _base(key: str) -> str:
+    return key.split("[", 1)[0]  # mtu[rail1] -> mtu
+
+
 def evaluate(
     snapshots: Sequence[ConfigSnapshot],
     roles: Mapping[str, str] | None = None,
     policy: FleetPolicy | None = None,
+    nics: Mapping[str, Sequence[Nic]] | None = None,
 ) -> FleetResult:
-    """Outliers of ``snapshots``: expectations first, then consistency, node order kept."""
+    """Outliers of ``snapshots``: expectations first, then consistency, node order kept.
+    ``nics``: the inventory's NICs per node (per-NIC ``mtu``)."""
     policy = policy or FleetPolicy()
-    roles = roles or {}
+    roles, nics = roles or {}, nics or {}
     expected = dict(policy.expected)
+    values = {s.node: compared(s, nics.get(s.node, ())) for s in snapshots}
     outliers: list[FleetOutlier] = []
-    for key, want in policy.expected:
+    for want_key, want in policy.expected:
         for snap in snapshots:
-            have = snap.fleet[key]
-            if have != want:
-                role = roles.get(snap.node, "any")
-                outliers.append(FleetOutlier(snap.node, key, have, expected=want, role=role))
+            role = roles.get(snap.node, "any")
+            for key, (have, nic) in values[snap.node].items():
+                if _base(key) == want_key and have != want:
+                    outliers.append(
+                        FleetOutlier(snap.node, key, have, expected=want, role=role, nic=nic)
+                    )
     groups: dict[str, list[ConfigSnapshot]] = {}
     for snap in snapshots:
         groups.setdefault(roles.get(snap.node, "any"), []).append(snap)
     for role, members in groups.items():
-        for key in FLEET_KEYS:
-            if key in expected or key in policy.allow_differ:
+        keys = dict.fromkeys(k for s in members for k in values[s.node])
+        for key in keys:
+            if _base(key) in expected or _base(key) in policy.allow_differ:
                 continue
-            outliers += _differ(role, key, [(s.node, s.fleet[key]) for s in members])
+            found = [(s.node, values[s.node][key]) for s in members if key in values[s.node]]
+            outliers += _differ(role, key, found)
     return FleetResult(tuple(snapshots), tuple(outliers))
 
 
-def _differ(role: str, key: str, values: list[tuple[str, str]]) -> list[FleetOutlier]:
-    known = [(n, v) for n, v in values if v != UNKNOWN]
-    counts = Counter(v for _n, v in known)
+def _differ(
+    role: str, key: str, values: list[tuple[str, tuple[str, str | None]]]
+) -> list[FleetOutlier]:
+    known = [(n, v, nic) for n, (v, nic) in values if v != UNKNOWN]
+    counts = Counter(v for _n, v, _nic in known)
     if len(counts) <= 1:
         return []
     ranked = counts.most_common()
     if ranked[0][1] == ranked[1][1]:  # a tie: no value is the majority
-        return [FleetOutlier(n, key, v, role=role) for n, v in known]
+        return [FleetOutlier(n, key, v, role=role, nic=nic) for n, v, nic in known]
     majority = ranked[0][0]
-    holders = tuple(n for n, v in known if v == majority)
+    holders = tuple(n for n, v, _nic in known if v == majority)
     return [
-        FleetOutlier(n, key, v, majority=majority, majority_nodes=holders, role=role)
-        for n, v in known
+        FleetOutlier(n, key, v, majority=majority, majority_nodes=holders, role=role, nic=nic)
+        for n, v, nic in known
         if v != majority
     ]
 
@@ -162,6 +192,8 @@ def to_dict(result: FleetResult) -> dict[str, Any]:
     outliers = []
     for o in result.outliers:
         item: dict[str, Any] = {"node": o.node, "key": o.key, "value": o.value, "role": o.role}
+        if o.nic is not None:
+            item["nic"] = o.nic
         if o.expected is not None:
             item["expected"] = o.expected
         else:
@@ -203,7 +235,7 @@ def from_dict(data: object, source: str) -> FleetResult:
         if not isinstance(item, dict):
             raise bad(f"outliers[{i}]", "must be an object")
         text = {}
-        for field in ("node", "key", "value", "expected", "majority", "role"):
+        for field in ("node", "key", "value", "expected", "majority", "role", "nic"):
             value = item.get(field)
             if value is not None and not isinstance(value, str):
                 raise bad(f"outliers[{i}].{field}", "must be a string")
@@ -222,6 +254,7 @@ def from_dict(data: object, source: str) -> FleetResult:
                 majority=text["majority"],
                 majority_nodes=tuple(visible(h[:255]) for h in holders),
                 role=text["role"] or "any",
+                nic=text["nic"],
             )
         )
     return FleetResult(tuple(snaps), tuple(outliers))

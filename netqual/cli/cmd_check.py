@@ -102,7 +102,7 @@ def check(
     if fleet:
         roles = {n.name: n.role.value for n in inv.nodes}
         snaps = [n.snapshot for n in report.nodes if n.snapshot is not None]
-        found = evaluate(snaps, roles, expect)
+        found = evaluate(snaps, roles, expect, {n.name: n.nics for n in inv.nodes})
     if as_json:
         typer.echo(json.dumps(report_to_dict(report, found), indent=1))
     else:

@@ -25,7 +25,7 @@ def _judge(rule: Rule, ctx: GateContext, pick: str, what: str) -> Outcome:
         )
     found: tuple[FleetOutlier, ...] = getattr(ctx.fleet, pick)
     mine = [o for o in found if rule.scope.covers_node(o.node, ctx.nodes)]
-    failing = tuple(Finding(o.node, o.node, f"{o.key} {o.value} ({o.against})") for o in mine)
+    failing = tuple(Finding(o.node, o.node, o.finding) for o in mine)
     nodes = len(ctx.fleet.snapshot)
     if not mine:
         return Outcome(rule.name, Status.PASS, f"no {what} among {nodes} node snapshots")

@@ -463,7 +463,7 @@ def fleet_of(cfg: RunConfig, preflight: PreflightReport | None) -> FleetResult |
     if not snaps:  # agents that do not answer "snapshot" (a simulation): no claim at all
         return None
     roles = {n.name: n.role.value for n in cfg.nodes}
-    return fleet.evaluate(snaps, roles, cfg.fleet_policy)
+    return fleet.evaluate(snaps, roles, cfg.fleet_policy, {n.name: n.nics for n in cfg.nodes})
 
 
 def finalise_interrupted(

@@ -112,6 +112,20 @@ def test_guest_ran_every_case(guest: GuestResults) -> None:
     assert sorted(agents["ready_s"]) == sorted(agents["wanted"])
 
 
+def test_fanin_sweep_over_real_verbs(guest: GuestResults) -> None:
+    """The fan-in sweep (netqual.run.fanin, as run --fanin drives it) with --transport
+    rdma: the plain profile's whole-chunk READs on rxe, one completion per chunk
+    (functional: no timing bound under TCG)."""
+    record = guest.case("fanin_rdma")
+    assert "error" not in record, record
+    (st,) = record["fanin"]
+    (level,) = st["levels"]
+    assert st["storage"] == "rxeB" and st["profile"] == "plain" and level["nodes"] == ["rxeA"]
+    assert level["chunk_us"]["samples"] == 20 and not level["errors"], record
+    assert 0 < level["chunk_us"]["p50"] <= level["chunk_us"]["p99"]
+    assert st["verdict"].startswith("not judged")  # one level: nothing to compare with
+
+
 def test_doctor_says_ready(guest: GuestResults) -> None:
     record = guest.case("doctor")
     assert record["rc"] == 0, _shown(record)

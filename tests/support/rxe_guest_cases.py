@@ -248,6 +248,27 @@ class Cases:
             proc.wait(20)
 
 
+def fanin_case(token_file: Path) -> dict[str, object]:
+    from netqual.auth import load_token
+    from netqual.fanin_model import FaninConfig
+    from netqual.models import Node, Role
+    from netqual.results.fanin_codec import to_list
+    from netqual.run.fanin import SweepContext, sweep
+    from netqual.transports import TransportKind, TransportOptions
+
+    nodes = [
+        Node(A.name, A.host, A.port, role=Role.COMPUTE),
+        Node(B.name, B.host, B.port, role=Role.STORAGE),
+    ]
+    ctx = SweepContext(TransportKind.RDMA, load_token(token_file), TransportOptions(), 2.0, 120.0)
+    t0 = time.monotonic()
+    try:
+        got = sweep(nodes, FaninConfig((1,), "plain", 64 * 1024, 20), ctx)
+    except Exception as err:
+        return {"error": repr(err), "elapsed_s": round(time.monotonic() - t0, 1)}
+    return {"fanin": to_list(got), "elapsed_s": round(time.monotonic() - t0, 1)}
+
+
 def main() -> int:
     t0 = time.monotonic()
     from netqual.cli import main as _warm  # noqa: F401  the one slow import, shared by forks
@@ -273,6 +294,9 @@ def main() -> int:
         no_rdma = cases.probe("no_rdma", A, PLAIN, *small, "--no-bulk")
         cases.save("gid_index", gid.record(PROBE_S))
         cases.save("no_rdma", no_rdma.record(PROBE_S))
+        # 3b. the fan-in sweep over real verbs (docs/fanin.md), in this process (no Python
+        # start): B as storage, A its one reader, the plain profile's whole-chunk READs.
+        cases.save("fanin_rdma", fanin_case(cases.token))
         # 4. perftest and netqual side by side on rxe0 (loopback; a fresh responder agent).
         bench_argv = ["--iterations", str(BENCH_ITERATIONS)]
         bench = cases.run("bench", bench_argv, script=REPO / "bench" / "rdma_vs_perftest")

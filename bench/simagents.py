@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """Simulated agents: many lightweight asyncio servers in one process that speak the real
 control protocol (framing, the token handshake, MAC'd frames:
-netqual.agent.wire.protocol and netqual.agent.wire.handshake) and answer ``info`` and
-``probe`` like an agent, with synthetic samples after a modelled delay instead of measuring.
+netqual.agent.wire.protocol and netqual.agent.wire.handshake) and answer ``info``,
+``snapshot`` and ``probe`` like an agent, with synthetic samples after a modelled delay and
+one synthetic configuration snapshot (``sim_snapshot``) instead of measuring.
 The real coordinator runs against them, so what this exercises is the coordinator:
 scheduling, connections, threads, results files, resume. Nothing here measures a network;
 netqual never uses it outside bench/ and tests.
@@ -57,6 +58,7 @@ from netqual.agent.wire.protocol import (
     encode_message,
 )
 from netqual.auth import load_token, write_token
+from netqual.fleet_model import FLEET_KEYS, UNKNOWN
 from netqual.plan_codec import plan_from_dict
 from netqual.transports import AgentLimits
 
@@ -107,6 +109,21 @@ class _Frames:
             raise ConnectionError("expected a message frame")
         msg = decode_message(payload, peer)
         return msg.kind, msg.body
+
+
+def sim_snapshot() -> dict[str, str]:
+    """A well-formed configuration snapshot, the same on every simulated agent (no outlier):
+    every fleet key, one up NIC and one active RoCE port, values that say 'sim' where a host
+    would show its own. Nothing in it was read from a host."""
+    values = {key: UNKNOWN for key in FLEET_KEYS}
+    values |= {"kernel": "sim", "os": "simulated", "netqual": __version__, "mtu": "9000"}
+    values |= {"link_speed_mbps": "100000", "driver": "sim", "roce_mtu": "4096"}
+    values |= {"roce_gid_type": "RoCE v2", "gid_index": "3", "tcp_congestion_control": "cubic"}
+    nic, port = "nic.sim0", "rdma.sim_0/1"
+    values |= {f"{nic}.mtu": "9000", f"{nic}.operstate": "up", f"{nic}.speed_mbps": "100000"}
+    values |= {f"{port}.state": "ACTIVE", f"{port}.active_mtu": "4096"}
+    values |= {f"{port}.gid.3": "RoCE v2 IPv4 sim0", f"{port}.gid_index": "3"}
+    return values
 
 
 class SimAgents:
@@ -192,6 +209,8 @@ class SimAgents:
                             "time_ns": time.time_ns(),
                         },
                     )
+                elif kind == "snapshot":  # the run's fleet check (docs/evidence.md)
+                    f.message("snapshot", {"values": sim_snapshot()})
                 elif kind == "probe":
                     await self._probe(f, name, body)
                 else:

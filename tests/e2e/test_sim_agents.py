@@ -5,6 +5,7 @@ once; the coordinator's threads and file descriptors stay bounded by a round's p
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
@@ -12,7 +13,7 @@ import pytest
 from paths import REPO
 
 sys.path.insert(0, str(REPO / "bench"))
-from simagents import check_once, coordinator, simulated  # bench/simagents.py
+from simagents import check_once, coordinator, sim_snapshot, simulated  # bench/simagents.py
 
 
 @pytest.mark.slow  # 47-88 s on the shared 2-core host at load average 18
@@ -33,3 +34,13 @@ def test_64_simulated_agents_full_mesh_survives_kill_9_and_resumes(tmp_path: Pat
     # one thread and one connection per pair of a round (32), plus a few of its own
     for run in (first, second):
         assert run["threads"] <= 32 + 40 and run["fds"] <= 32 + 40, run
+
+
+def test_simulated_agents_answer_the_snapshot_so_the_run_has_a_fleet(tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    with simulated(4, tmp_path, delay_s=0.001) as (_agents, inventory):
+        run = coordinator(inventory, out, False, None, limit_s=120)
+    assert run["rc"] == 0 and "no configuration snapshot" not in run["stderr"], run["stderr"]
+    fleet = json.loads((out / "results.json").read_text())["fleet"]
+    assert sorted(fleet["snapshot"]) == ["a0000", "a0001", "a0002", "a0003"]
+    assert fleet["snapshot"]["a0002"] == sim_snapshot() and fleet["outliers"] == []

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
-import json
+import sys
 from pathlib import Path
 from typing import Annotated
 
@@ -25,7 +25,7 @@ from netqual.render.workload import print_workload_results
 from netqual.report import write_csv, write_html
 from netqual.report.html import render_diff_html
 from netqual.report.view import GateBanner
-from netqual.results import results_to_dict
+from netqual.results import dump_json
 from netqual.run.runfiles import load_run
 from netqual.runresults import Results
 from netqual.workload import load_workload
@@ -108,7 +108,8 @@ def report(
     if workload is not None:
         res = apply_workload(res, load_workload(workload))
     if as_json:
-        typer.echo(json.dumps(results_to_dict(res), indent=1))
+        dump_json(sys.stdout, res, indent=1)  # streamed: no dict of every path
+        sys.stdout.write("\n")
         return
     out = console()
     print_results(out, res, stat, show_all)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -73,7 +74,7 @@ from netqual.render.terminal import print_probe, print_results
 from netqual.render.workload import print_workload_path, print_workload_results
 from netqual.report import write_html
 from netqual.report.view import GateBanner
-from netqual.results import path_to_dict, results_to_dict
+from netqual.results import dump_json, path_to_dict
 from netqual.run import demo as demo_mod
 from netqual.run import resume as resume_mod
 from netqual.run.coordinator import (
@@ -240,7 +241,8 @@ def _non_negative(value: int, option: str) -> int:
 def _finish(results: Results, out: Path, as_json: bool, gate: GateBanner | None = None) -> None:
     write_html(results, RunDir(out).report_html, gate=gate)
     if as_json:
-        print(json.dumps(results_to_dict(results), indent=1))
+        dump_json(sys.stdout, results, indent=1)  # streamed: no dict of every path
+        sys.stdout.write("\n")
         return
     print_results(console(), results)
     print_workload_results(console(), results)

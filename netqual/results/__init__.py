@@ -7,6 +7,7 @@ from netqual.models import SCHEMA_VERSION
 from netqual.results.decode import load, results_from_dict
 from netqual.results.encode import (
     bulk_to_dict,
+    dump_json,
     node_to_dict,
     path_to_dict,
     policy_to_dict,
@@ -22,6 +23,7 @@ __all__ = [
     "WORST_PATHS",
     "RunningWorst",
     "bulk_to_dict",
+    "dump_json",
     "load",
     "node_to_dict",
     "path_to_dict",

@@ -226,23 +226,40 @@ def results_to_dict(r: Results, *, paths: bool = True) -> dict[str, Any]:
 _COMPACT: dict[str, Any] = {"separators": (",", ":")}
 
 
-def _split_at_paths(text: str) -> tuple[str, str]:
-    """The document's text before and after the paths marker, with the list's brackets."""
+def _split_at_paths(text: str, indent: int | None) -> tuple[str, str]:
+    """The document's text before and after the paths marker, with the list's brackets (as
+    json.dumps writes them at the paths' depth, two levels in)."""
     head, tail = text.split(json.dumps(_PATHS_MARK), 1)
-    return head + "[", "]" + tail
+    if indent is None:
+        return head + "[", "]" + tail
+    return head + "[\n" + " " * 2 * indent, "\n" + " " * indent + "]" + tail
+
+
+def dump_json(f: TextIO, results: Results, indent: int | None = None) -> None:
+    """The results document, written to ``f`` as ``json.dumps(results_to_dict(results),
+    indent=indent)`` writes it (compact when None), with the paths streamed one by one:
+    a 1,024-node full mesh has 523,776 of them, whose dicts together would take gigabytes.
+    The one writer of results.json and of every ``--json`` that prints a run."""
+    style: dict[str, Any] = _COMPACT if indent is None else {"indent": indent}
+    head, tail = json.dumps(results_to_dict(results, paths=False), **style), ""
+    if not len(results.paths):
+        f.write(head.replace(json.dumps(_PATHS_MARK), "[]", 1))
+        return
+    head, tail = _split_at_paths(head, indent)
+    f.write(head)
+    between = "," if indent is None else ",\n" + " " * 2 * indent
+    for i, p in enumerate(results.paths):
+        f.write(between if i else "")
+        text = json.dumps(path_to_dict(p), **style)
+        f.write(text if indent is None else text.replace("\n", "\n" + " " * 2 * indent))
+    f.write(tail)
 
 
 def write_json(path: Path, results: Results) -> None:
     """Write atomically: a reader never sees half a results.json."""
 
     def write(f: TextIO) -> None:
-        # Compact, and the paths streamed one by one: a 1,024-node full mesh has 523,776
-        # of them, whose dicts together would take gigabytes.
-        head, tail = _split_at_paths(json.dumps(results_to_dict(results, paths=False), **_COMPACT))
-        f.write(head)
-        for i, p in enumerate(results.paths):
-            f.write("," if i else "")
-            f.write(json.dumps(path_to_dict(p), **_COMPACT))
-        f.write(tail + "\n")
+        dump_json(f, results)
+        f.write("\n")
 
     write_atomic(path, write, sync=True)

@@ -151,25 +151,29 @@ def check_agents(
     ``hosts``: each agent's host path audit goes there (node -> audit); an agent whose
     audit is unusable gets one with ``error`` set, and is not counted as failed."""
 
+    # A node's endpoints (docs/rails.md, a re-test of a --rails run) share its one agent.
+    nodes = list({n.node_name: n for n in nodes}.values())
+
     def one(node: Node) -> str | None:
+        name = node.node_name
         try:
             ch, _ = connect(
-                node.address, node.port, token, node.name, timeout_s, expect_name=node.identity
+                node.control_address, node.port, token, name, timeout_s, expect_name=node.identity
             )
             with ch:
                 ch.set_timeout(timeout_s)
                 end = time.monotonic() + idle_wait_s
                 while True:
                     info = ch.request("info", reply="info")
-                    running = Fields(info, "info", node.name).integer("measuring", 0, 1 << 20, 0)
+                    running = Fields(info, "info", name).integer("measuring", 0, 1 << 20, 0)
                     if not running or time.monotonic() >= end:
                         break
                     time.sleep(IDLE_POLL_S)
                 if running and busy is not None:
-                    busy[node.name] = running
+                    busy[name] = running
                 if hosts is not None:
-                    hosts[node.name] = _host_audit(ch, node.name)
-                    if hosts[node.name].error is not None:
+                    hosts[name] = _host_audit(ch, name)
+                    if hosts[name].error is not None:
                         return None  # the agent may have ended the session on it: no bye
                 ch.send("bye")
         except (NetqualError, OSError) as err:
@@ -177,7 +181,7 @@ def check_agents(
         return None
 
     with ThreadPoolExecutor(max_workers=min(32, max(1, len(nodes)))) as pool:
-        results = dict(zip((n.name for n in nodes), pool.map(one, nodes), strict=True))
+        results = dict(zip((n.node_name for n in nodes), pool.map(one, nodes), strict=True))
     return {name: problem for name, problem in results.items() if problem is not None}
 
 
@@ -503,7 +507,7 @@ def _measure(
     # pairs are not measured (configuration), never unsafe paths.
     failed = {n.node: "; ".join(n.problems) for n in preflight.failed} if preflight else {}
     down = check_agents(
-        [n for n in cfg.nodes if n.name not in failed],
+        [n for n in cfg.nodes if n.node_name not in failed],
         cfg.token,
         idle_wait_s=RESUME_IDLE_WAIT_S if resumed else 0.0,
         busy=spent.busy,
@@ -513,7 +517,7 @@ def _measure(
     refused |= {k: f"agent on {k} not answering at the start: {v}" for k, v in down.items()}
     down.update(failed)
     spent.preflight_s += time.monotonic() - checked_at
-    if len(down) == len(cfg.nodes):
+    if len(down) == len({n.node_name for n in cfg.nodes}):
         # Each problem already names its node ("gpu01 unreachable: ..."); don't repeat it.
         detail = "; ".join(v if v.startswith(k) else f"{k}: {v}" for k, v in down.items())
         raise NoAgentsError(detail)
@@ -706,7 +710,11 @@ def _finalise(
         not_measured=tuple(rec.skipped),
         fanin=spent.fanin,
         fleet=fleet_found,
-        hosts=tuple(spent.hosts[n.name] for n in cfg.nodes if n.name in spent.hosts),
+        hosts=tuple(
+            spent.hosts[k]
+            for k in dict.fromkeys(n.node_name for n in cfg.nodes)
+            if k in spent.hosts
+        ),
         multirail=spent.multirail,
     )
     write_json(RunDir(out_dir).results_json, results)

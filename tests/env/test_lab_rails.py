@@ -127,5 +127,16 @@ def test_delayed_rail_of_one_host_is_a_nic_suspect_and_the_rest_is_clean(
     assert "multi-rail bandwidth (rails read at once)" in run.stdout
     back = load(out / "results.json").multirail  # read back as netqual report reads it
     assert back[0].levels[1].aggregate_gbps == pytest.approx(two["aggregate_gbps"], abs=1e-5)
+    # netqual retest re-measures the three unsafe paths NIC to NIC, from the run's endpoints
+    again = tmp_path / "retest"
+    retest = netqual("retest", str(out), "--out", str(again), "--iterations", "2000", netns=ctl)
+    assert retest.returncode == 0, retest.stdout[-2000:] + retest.stderr[-2000:]
+    redone = json.loads((again / "results.json").read_text())["paths"]
+    assert sorted((p["src"], p["dst"], p["rail"]) for p in redone) == [
+        ("h1/to-rail1", "h3/to-rail1", 1),
+        ("h2/to-rail1", "h3/to-rail1", 1),
+        ("h3/to-rail1", "h4/to-rail1", 1),
+    ]
+    assert all(p["verdict"] == "unsafe" and p["error"] is None for p in redone)
     html = (out / "report.html").read_text()
     assert "Check NIC to-rail1 of h3 (rail 1)" in html and 'id="rail-pick"' in html

@@ -7,7 +7,6 @@ system; ``netqual.lab.layout`` turns a ``Topology`` into namespaces, addresses a
 from __future__ import annotations
 
 import re
-import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 from importlib import resources
@@ -17,11 +16,7 @@ from typing import Any
 from netqual.choices import ChoiceError, parse_choice
 from netqual.errors import TopologyError
 from netqual.models import DEFAULT_PORT, Role
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
+from netqual.tomlfile import read_toml
 
 NAME_RE = re.compile(r"^[a-z][a-z0-9-]{0,11}$")  # interface names are "to-" + peer name
 RESERVED = {"ctl"}  # the control namespace
@@ -94,14 +89,8 @@ def load_default() -> Topology:
 
 
 def load(path: Path) -> Topology:
-    source = str(path)
-    try:
-        raw = tomllib.loads(path.read_text(encoding="utf-8"))
-    except OSError as err:
-        raise TopologyError(source, f"cannot read: {err.strerror or err}") from err
-    except (UnicodeDecodeError, tomllib.TOMLDecodeError) as err:
-        raise TopologyError(source, f"not valid TOML: {err}") from err
-    return parse(raw, source)
+    # the one TOML reader of input files: bounds, and syntax errors that name the line
+    return parse(read_toml(path, TopologyError), str(path))
 
 
 def _keys(source: str, raw: Mapping[str, Any], where: str, allowed: set[str]) -> None:

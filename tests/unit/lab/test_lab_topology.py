@@ -153,5 +153,6 @@ def test_topology_errors_name_file_and_field(tmp_path: Path, text: str, field: s
 def test_unreadable_and_invalid_toml(tmp_path: Path) -> None:
     with pytest.raises(TopologyError, match="cannot read"):
         load(tmp_path / "missing.toml")
-    with pytest.raises(TopologyError, match="not valid TOML"):
+    with pytest.raises(TopologyError, match="TOML syntax error") as err:
         load(write(tmp_path, "[lab\n"))
+    assert err.value.field == "line 1"

@@ -1,22 +1,28 @@
-"""The control protocol over a real socket pair: framing limits and the HMAC handshake."""
+"""The control protocol over a real socket pair: framing limits and the HMAC handshake.
+
+The agent's side of the handshake is the agent's own code: ``agent_handshake`` drives
+``netqual.agent.admission.Admission`` (the accept loop's handling of connections that have
+not authenticated yet) on the socket, as the agent's selector loop does."""
 
 from __future__ import annotations
 
 import json
+import selectors
 import socket
 import struct
 import threading
+import time
 from collections.abc import Callable
 
 import pytest
 
-from netqual.agent.wire.handshake import PROTOCOL_VERSION, ClientHandshake, _hkdf
+from netqual.agent.admission import Admission
+from netqual.agent.wire.handshake import PROTOCOL_VERSION, ClientHandshake, SessionKeys, _hkdf
 from netqual.agent.wire.protocol import (
     HEADER,
     MAGIC,
     Channel,
     client_handshake,
-    server_handshake,
 )
 from netqual.errors import AuthError, IntegrityError, PeerError, ProtocolError
 
@@ -28,6 +34,32 @@ def pair() -> tuple[Channel, Channel]:
     a.settimeout(5)
     b.settimeout(5)
     return Channel(a, "client-side"), Channel(b, "agent-side")
+
+
+def agent_handshake(ch: Channel, token: bytes | None, name: str, version: str) -> None:
+    """The agent's admission of the connection ``ch`` holds; AuthError when the agent
+    refused or dropped the client (it then closed the socket, as the agent does)."""
+    sel = selectors.DefaultSelector()
+    admitted: list[SessionKeys | None] = []
+
+    def admit(sock: socket.socket, peer: str, keys: SessionKeys | None, welcome: bytes) -> bool:
+        sock.setblocking(True)
+        sock.sendall(welcome)
+        admitted.append(keys)
+        return True
+
+    adm = Admission(sel, token, name, version, 5.0, 4, 4, admit)
+    adm.add(ch.sock, ("127.0.0.1", 0))
+    deadline = time.monotonic() + 10
+    while len(adm) and time.monotonic() < deadline:
+        for key, _ in sel.select(adm.next_timeout(0.5)):
+            adm.readable(key.data)
+        adm.expire(time.monotonic())
+    sel.close()
+    if not admitted:
+        raise AuthError(ch.peer, "the agent refused the client")
+    ch.sock.settimeout(5)
+    ch.use_keys(admitted[0])
 
 
 def run_server(fn: Callable[[], None]) -> tuple[threading.Thread, list[BaseException]]:
@@ -46,7 +78,7 @@ def run_server(fn: Callable[[], None]) -> tuple[threading.Thread, list[BaseExcep
 
 def test_handshake_with_the_same_token() -> None:
     client, server = pair()
-    t, errors = run_server(lambda: server_handshake(server, TOKEN, "agent1", "1.0"))
+    t, errors = run_server(lambda: agent_handshake(server, TOKEN, "agent1", "1.0"))
     hello = client_handshake(client, TOKEN)
     t.join()
     assert not errors
@@ -57,7 +89,7 @@ def test_handshake_with_the_same_token() -> None:
 
 def test_wrong_token_is_refused_on_both_sides() -> None:
     client, server = pair()
-    t, errors = run_server(lambda: server_handshake(server, TOKEN, "agent1", "1.0"))
+    t, errors = run_server(lambda: agent_handshake(server, TOKEN, "agent1", "1.0"))
     with pytest.raises(AuthError, match="wrong token"):
         client_handshake(client, b"another-token-another-token-1234")
     t.join()
@@ -89,7 +121,7 @@ def test_agent_that_does_not_hold_the_token_is_detected() -> None:
 
 def test_insecure_agent_and_tokened_client_do_not_mix() -> None:
     client, server = pair()
-    t, _ = run_server(lambda: server_handshake(server, None, "agent1", "1.0"))
+    t, _ = run_server(lambda: agent_handshake(server, None, "agent1", "1.0"))
     with pytest.raises(AuthError, match="without authentication"):
         client_handshake(client, TOKEN)
     client.close()
@@ -98,7 +130,7 @@ def test_insecure_agent_and_tokened_client_do_not_mix() -> None:
 
 def test_client_without_token_is_told_what_to_do() -> None:
     client, server = pair()
-    t, _ = run_server(lambda: server_handshake(server, TOKEN, "agent1", "1.0"))
+    t, _ = run_server(lambda: agent_handshake(server, TOKEN, "agent1", "1.0"))
     with pytest.raises(AuthError, match="requires a token"):
         client_handshake(client, None)
     client.close()
@@ -107,7 +139,7 @@ def test_client_without_token_is_told_what_to_do() -> None:
 
 def test_request_before_auth_is_refused() -> None:
     client, server = pair()
-    t, errors = run_server(lambda: server_handshake(server, TOKEN, "agent1", "1.0"))
+    t, errors = run_server(lambda: agent_handshake(server, TOKEN, "agent1", "1.0"))
     client.expect("hello")
     client.send("probe", {})
     with pytest.raises(PeerError, match="'probe' before authenticating"):
@@ -154,7 +186,7 @@ def test_bytes_frames_respect_the_callers_cap() -> None:
 # -- identity, frame integrity, versions (issue: relay-proof control channel) ---------------
 def handshaken(expect: str | None = "agent1") -> tuple[Channel, Channel]:
     client, server = pair()
-    t, errors = run_server(lambda: server_handshake(server, TOKEN, "agent1", "1.0"))
+    t, errors = run_server(lambda: agent_handshake(server, TOKEN, "agent1", "1.0"))
     client_handshake(client, TOKEN, expect)
     t.join()
     assert not errors
@@ -163,7 +195,7 @@ def handshaken(expect: str | None = "agent1") -> tuple[Channel, Channel]:
 
 def test_client_expecting_another_node_refuses_the_agent() -> None:
     client, server = pair()
-    t, _ = run_server(lambda: server_handshake(server, TOKEN, "agent1", "1.0"))
+    t, _ = run_server(lambda: agent_handshake(server, TOKEN, "agent1", "1.0"))
     with pytest.raises(AuthError, match="dialled as 'gpu07' but this agent is 'agent1'"):
         client_handshake(client, TOKEN, "gpu07")
     client.close()
@@ -173,7 +205,7 @@ def test_client_expecting_another_node_refuses_the_agent() -> None:
 def test_agent_refuses_a_client_that_dialled_another_name() -> None:
     """A relay can rewrite the hello's name; the MAC'd dialled name still reaches the agent."""
     client, server = pair()
-    t, errors = run_server(lambda: server_handshake(server, TOKEN, "agent1", "1.0"))
+    t, errors = run_server(lambda: agent_handshake(server, TOKEN, "agent1", "1.0"))
     hello = client.expect("hello")
     hs = ClientHandshake(TOKEN, "gpu07")
     _, auth = hs.auth({**hello, "agent": "gpu07"}, "relay")
@@ -186,7 +218,7 @@ def test_agent_refuses_a_client_that_dialled_another_name() -> None:
 
 def test_mac_binds_the_name_a_lying_name_field_fails() -> None:
     client, server = pair()
-    t, errors = run_server(lambda: server_handshake(server, TOKEN, "agent1", "1.0"))
+    t, errors = run_server(lambda: agent_handshake(server, TOKEN, "agent1", "1.0"))
     hello = client.expect("hello")
     _, auth = ClientHandshake(TOKEN, "gpu07").auth({**hello, "agent": "gpu07"}, "relay")
     client.send("auth", {**auth, "name": "agent1"})  # name fixed up, MAC still for gpu07

@@ -36,7 +36,7 @@ import struct
 import numpy as np
 
 from netqual.agent.wire.messages import Fields
-from netqual.agent.wire.protocol import Channel
+from netqual.agent.wire.protocol import Channel, Message
 from netqual.errors import ProbeError, ProtocolError
 
 log = logging.getLogger("netqual.agent")
@@ -85,6 +85,39 @@ def tagged_rounds(key: bytes, nonce: bytes, count: int, size: int) -> list[int]:
             break
         marks.append(r)
     return marks
+
+
+def responder_tags(
+    key: bytes, what: bytes, nonce: bytes, count: int, size: int, width: int
+) -> tuple[bytes, list[int]]:
+    """The responder's side of a ping-pong, before its loop: every round's tag (round r's
+    at ``r * width``) and the rounds that carry it (``tagged_rounds``)."""
+    return keystream(key, what, nonce, count * width), tagged_rounds(key, nonce, count, size)
+
+
+def check_replies(
+    key: bytes,
+    what: bytes,
+    nonce: bytes,
+    challenges: bytes,
+    received: bytes,
+    count: int,
+    size: int,
+) -> tuple[int, bytes]:
+    """The initiator's side, after its loop: how many of the reply heads in ``received``
+    (``width`` bytes per round, as ``challenges``) are wrong (a tagged round must carry the
+    responder's tag, any other round the challenge it was sent), and the tagged rounds'
+    challenges, which the responder must say it received (``check_end``)."""
+    w = len(challenges) // count if count else 0
+    marks = tagged_rounds(key, nonce, count, size)
+    want = bytearray(challenges)
+    if w:
+        tags = keystream(key, what, nonce, len(challenges))
+        for r in marks:
+            want[r * w : (r + 1) * w] = tags[r * w : (r + 1) * w]
+    bad = mismatches(received, bytes(want), w) if w else 0
+    asked = b"".join(challenges[r * w : (r + 1) * w] for r in marks)
+    return bad, asked
 
 
 def digest(data: bytes | bytearray | memoryview) -> str:
@@ -177,10 +210,13 @@ def check_end(
         raise IntegrityFailure(problem)
 
 
-def answer_end(ch: Channel, kind: str, received: bytes, what: str) -> None:
+def answer_end(
+    ch: Channel, kind: str, received: bytes, what: str, msg: Message | None = None
+) -> None:
     """Responder, after a loop: compare what arrived with what the initiator says it sent;
-    log a mismatch (or the initiator's failed tag check), answer with what arrived."""
-    msg = ch.recv()
+    log a mismatch (or the initiator's failed tag check), answer with what arrived.
+    ``msg``: the initiator's message when the caller already read it."""
+    msg = msg if msg is not None else ch.recv()
     f = Fields(msg.body, kind, ch.peer)
     if msg.kind != kind:
         raise ProtocolError(ch.peer, f"expected {kind!r} after the {what}, got {msg.kind[:40]!r}")

@@ -140,14 +140,9 @@ class TcpTransport(Transport):
         except OSError as err:
             raise PeerUnreachableError(ch.peer, f"ping-pong failed: {err}") from err
         key = _key(ch, responder=False)
-        marks = integrity.tagged_rounds(key, nonce, count, size)
-        # Tagged rounds must carry the responder's tag, the others echo the challenge.
-        want = bytearray(challenges)
-        tags = integrity.keystream(key, b"tcp.pingpong", nonce, len(challenges))
-        for r in marks:
-            want[r * w : (r + 1) * w] = tags[r * w : (r + 1) * w]
-        bad = integrity.mismatches(into.received(), bytes(want), w)
-        asked = b"".join(challenges[r * w : (r + 1) * w] for r in marks)
+        bad, asked = integrity.check_replies(
+            key, b"tcp.pingpong", nonce, challenges, into.received(), count, size
+        )
         end = "tcp.pingpong.end"
         integrity.check_end(ch, end, deadline, asked, bad, count, "ping-pong replies")
         return np.asarray(samples[plan.warmup :], dtype=np.int64)
@@ -246,8 +241,8 @@ class TcpTransport(Transport):
         size, count = req.size_bytes, req.count
         w = integrity.tag_width(size)
         key = _key(ch, responder=True)
-        tags = memoryview(integrity.keystream(key, b"tcp.pingpong", req.nonce, count * w))
-        marks = integrity.tagged_rounds(key, req.nonce, count, size)
+        stream, marks = integrity.responder_tags(key, b"tcp.pingpong", req.nonce, count, size, w)
+        tags = memoryview(stream)
         received = bytearray(len(marks) * w)  # the challenges of the tagged rounds
         marks.append(count)  # sentinel
         ch.send("ok")

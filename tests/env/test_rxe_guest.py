@@ -211,6 +211,38 @@ def test_wrong_gid_index_is_a_clear_error(guest: GuestResults) -> None:
     assert re.search(r"GID index 7|gid.index.*7", text, re.IGNORECASE), _shown(record)
 
 
+def test_forged_and_replayed_echoes_fail_the_key_check_on_real_verbs(
+    guest: GuestResults,
+) -> None:
+    """tests/rxe_forged_echo.py: rxe0 -> rxe1 against an honest responder, one whose tags
+    come from another key (forged), one that writes every ping back as it came
+    (replayed) and one whose READs return memory without the keyed bytes (blank-bulk),
+    with the compiled loop and with the Python loop."""
+    record = guest.case("forged_echo")
+    assert record["rc"] == 0, _shown(record)
+    got = json.loads(record["stdout"])
+    loops = ["python"] if isinstance(hotloop.library(), str) else ["compiled", "python"]
+    for loop in loops:
+        honest = got[f"honest/{loop}"]
+        assert honest["ok"] and honest["samples"] == 400, honest
+        assert honest["bulk_errors"] == [None], honest  # the keyed bulk bytes arrived
+        assert str(honest["loop"]).startswith(loop), honest
+        blank = got[f"blank-bulk/{loop}"]
+        assert blank["ok"] and blank["samples"] == 400, blank  # its ping-pong is honest
+        [cell] = blank["bulk_errors"]
+        assert str(cell).startswith("measurement integrity check failed: 2 of 2 bulk reads"), blank
+        assert "did not carry rxeF's session-key tag" in str(cell), blank
+        for mode in ("forged", "replayed"):
+            failed = got[f"{mode}/{loop}"]
+            assert not failed["ok"], (mode, loop, failed)
+            assert str(failed["error"]).startswith(
+                "IntegrityFailure: measurement integrity check failed: "
+            ), (mode, loop, failed)
+            assert "ping-pong replies did not carry rxeF's session-key tag" in str(
+                failed["error"]
+            ), (mode, loop, failed)
+
+
 def test_path_mtu_is_the_lower_end(guest: GuestResults) -> None:
     record = guest.case("mtu")
     path = guest.path("mtu")

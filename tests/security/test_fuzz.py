@@ -79,7 +79,8 @@ VALID: dict[str, dict[str, Any]] = {
     "tcp.pingpong": {"size_bytes": 64, "count": 10, "timeout_s": 1},
     "tcp.bulk": {"chunk_bytes": 4096, "reads": 2, "depth": 1, "timeout_s": 1},
     "rdma.connect": {"plan": {"iterations": 1, "warmup": 0, "size_bytes": 64, "chunks_bytes": [],
-                              "depths": [], "reads": []}, "conninfo": CONNINFO, "deadline_s": 1},
+                              "depths": [], "reads": []}, "conninfo": CONNINFO, "deadline_s": 1,
+                     "nonce": "00" * 16},
     "rdma.close": {},
     "nonsense.kind": {},
 }  # fmt: skip

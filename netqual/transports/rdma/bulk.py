@@ -10,17 +10,24 @@ first post to the last completion.
 
 from __future__ import annotations
 
+import logging
 import time
 
 import numpy as np
 
 from netqual.errors import ProbeError
+from netqual.transports.integrity import IntegrityFailure
 from netqual.transports.interface import RawBulk
 from netqual.transports.rdma import verbs
 from netqual.transports.rdma.conninfo import ConnInfo
 from netqual.transports.rdma.endpoint import Endpoint
 from netqual.transports.rdma.errors import completion_error
 from netqual.transports.rdma.pingpong import PINGPONG_WR_ID
+from netqual.transports.rdma.session import SessionPlan
+from netqual.transports.rdma.tags import BulkCheck
+
+# The transport's logger: an integrity failure is logged where the session's are.
+log = logging.getLogger("netqual.transports.rdma.transport")
 
 LOCAL_BULK_CAP_BYTES = 256 << 20  # reads beyond this many bytes in flight share landing slots
 EMPTY_POLLS_PER_CHECK = 1024
@@ -40,6 +47,12 @@ def landing_bytes(chunks: tuple[int, ...], depths: tuple[int, ...], rd_atomic: i
     return most
 
 
+def landing_slots(ep: Endpoint, chunk: int, depth: int) -> int:
+    """Chunk-sized places in the landing area a cell's reads cycle through (read i lands in
+    slot ``(i mod inflight) mod slots``)."""
+    return max(1, min(effective_depth(depth, ep.rd_atomic), ep.bulk_bytes // chunk))
+
+
 def read_cell(
     ep: Endpoint, peer: ConnInfo, *, chunk: int, depth: int, reads: int, deadline: float
 ) -> RawBulk:
@@ -54,7 +67,7 @@ def read_cell(
         )
     pv, qp, cq = ep.pv, ep.qp, ep.cq
     inflight = effective_depth(depth, ep.rd_atomic)
-    slots = max(1, min(inflight, ep.bulk_bytes // chunk))
+    slots = landing_slots(ep, chunk, depth)
     lkey = int(ep.mr.lkey)
     wrs = []
     for s in range(inflight):
@@ -95,3 +108,33 @@ def read_cell(
                 posted += 1
     elapsed = clock() - start
     return RawBulk(chunk_bytes=chunk, depth=depth, completion_ns=completion, elapsed_ns=elapsed)
+
+
+def read_cells(
+    ep: Endpoint, peer: ConnInfo, cells: SessionPlan, deadline: float, check: BulkCheck
+) -> tuple[RawBulk, ...]:
+    """Every cell, each checked for the responder's keyed bytes (``tags.BulkCheck``); a
+    failed cell carries its error (the path is judged unsafe, the RTT samples are kept) and
+    the cells after it are not run: the QP is in the error state or still has reads out."""
+    out: list[RawBulk] = []
+    failed = False
+    for chunk, depth, reads in cells.cells():
+        error = "not run: an earlier bulk cell failed" if failed else None
+        if not failed:
+            landing = ep.buf + ep.bulk_offset
+            slots = min(reads, landing_slots(ep, chunk, depth))
+            try:
+                check.clear(landing, chunk, slots)
+                cell = read_cell(ep, peer, chunk=chunk, depth=depth, reads=reads, deadline=deadline)
+                if (problem := check.problem(landing, chunk, slots)) is not None:
+                    log.warning("rdma bulk read from %s: %s", check.peer, problem)
+                    raise IntegrityFailure(problem)
+                out.append(cell)
+                continue
+            except ProbeError as err:
+                error = err.problem
+            except ep.pv.error as err:
+                error = f"rdma verbs call failed: {err}"
+            failed = True
+        out.append(RawBulk(chunk, depth, np.empty(0, dtype=np.int64), 0, error=error))
+    return tuple(out)

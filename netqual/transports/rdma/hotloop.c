@@ -1,6 +1,7 @@
 /* The RDMA write ping-pong's timed loop, compiled: the same rounds as pingpong.py's Python
- * loop (sequence byte, post, spin on the receive byte, reap every SIGNAL_EVERY-th write),
- * with the interpreter out of the round trip. Loaded with ctypes, whose calls release the
+ * loop (challenge, sequence byte, post, spin on the receive byte, reap every SIGNAL_EVERY-th
+ * write; the responder echoes the ping from where it landed, or in its keyed tagged rounds
+ * answers with its tag), with the interpreter out of the round trip. Loaded with ctypes, whose calls release the
  * GIL for the whole loop.
  *
  * Python keeps the control path: pyverbs creates and connects the QP, CQ and MR; this file
@@ -24,7 +25,7 @@
 
 #include <infiniband/verbs.h>
 
-#define NQ_ABI 2
+#define NQ_ABI 3
 #define SIGNAL_EVERY 16
 #define SPINS_PER_CHECK (1u << 16) /* byte polls between deadline / CQ / control checks */
 
@@ -50,6 +51,15 @@ struct nq_loop {
     uint32_t round;
     int32_t waiting;
     int64_t t0;
+    /* Session-key tags (netqual.transports.integrity), width bytes at the head of each
+     * message. Initiator: blocks = challenges (round i's at i*width), got = every reply's
+     * head. Responder: blocks = its tags, got = the tagged rounds' challenges, marks = the
+     * tagged rounds then a sentinel (the round count), mark = the next one's index. */
+    uint64_t blocks_addr;
+    uint64_t got_addr;
+    uint64_t marks_addr;
+    uint32_t width;
+    uint32_t mark;
 };
 
 static inline int64_t now_ns(void)
@@ -59,9 +69,9 @@ static inline int64_t now_ns(void)
     return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
-static int post(struct nq_loop *l)
+static int post(struct nq_loop *l, uint64_t from)
 {
-    struct ibv_sge sge = {.addr = l->send_addr, .length = l->size, .lkey = l->lkey};
+    struct ibv_sge sge = {.addr = from, .length = l->size, .lkey = l->lkey};
     struct ibv_send_wr wr, *bad = NULL;
     memset(&wr, 0, sizeof(wr));
     wr.wr_id = l->wr_id;
@@ -141,14 +151,16 @@ int nq_initiate(struct nq_loop *l, uint32_t warmup, uint32_t iterations, int64_t
 {
     volatile uint8_t *send_byte = (volatile uint8_t *)(uintptr_t)(l->send_addr + l->size - 1);
     volatile uint8_t *recv_byte = (volatile uint8_t *)(uintptr_t)(l->recv_addr + l->size - 1);
-    uint32_t total = warmup + iterations;
+    uint8_t *blocks = (uint8_t *)(uintptr_t)l->blocks_addr, *got = (uint8_t *)(uintptr_t)l->got_addr;
+    uint32_t total = warmup + iterations, w = l->width;
     int rc = NQ_OK;
     for (uint32_t i = l->round; i < total; i++) {
         uint8_t seq = (uint8_t)(i + 1); /* consecutive rounds always differ: wrap-around is safe */
         if (!l->waiting) {
+            memcpy((void *)(uintptr_t)l->send_addr, blocks + (size_t)i * w, w); /* challenge */
             *send_byte = seq;
             l->t0 = now_ns();
-            if ((rc = post(l)))
+            if ((rc = post(l, l->send_addr)))
                 break;
             l->waiting = 1;
         }
@@ -156,6 +168,8 @@ int nq_initiate(struct nq_loop *l, uint32_t warmup, uint32_t iterations, int64_t
         int64_t t1 = now_ns();
         if (rc)
             break; /* NQ_SIGNAL: the write is out, the next call goes on waiting */
+        __atomic_thread_fence(__ATOMIC_ACQUIRE); /* the head landed before the last byte */
+        memcpy(got + (size_t)i * w, (const void *)(uintptr_t)l->recv_addr, w);
         l->waiting = 0;
         if (i >= warmup)
             samples[i - warmup] = t1 - l->t0;
@@ -172,14 +186,25 @@ int nq_respond(struct nq_loop *l, uint32_t rounds, int64_t deadline_ns, uint32_t
 {
     volatile uint8_t *send_byte = (volatile uint8_t *)(uintptr_t)(l->send_addr + l->size - 1);
     volatile uint8_t *recv_byte = (volatile uint8_t *)(uintptr_t)(l->recv_addr + l->size - 1);
+    uint8_t *blocks = (uint8_t *)(uintptr_t)l->blocks_addr, *got = (uint8_t *)(uintptr_t)l->got_addr;
+    const uint32_t *marks = (const uint32_t *)(uintptr_t)l->marks_addr;
+    uint32_t w = l->width;
     int rc = NQ_OK;
     for (uint32_t i = l->round; i < rounds; i++) {
         uint8_t seq = (uint8_t)(i + 1);
         if ((rc = wait_byte(l, recv_byte, seq, deadline_ns)))
             break;
-        *send_byte = seq;
-        if ((rc = post(l)))
+        if (i == marks[l->mark]) { /* keyed, one round in up to 256: answer with our tag */
+            __atomic_thread_fence(__ATOMIC_ACQUIRE);
+            memcpy(got + (size_t)l->mark * w, (const void *)(uintptr_t)l->recv_addr, w);
+            memcpy((void *)(uintptr_t)l->send_addr, blocks + (size_t)i * w, w);
+            *send_byte = seq;
+            if ((rc = post(l, l->send_addr)))
+                break;
+            l->mark++;
+        } else if ((rc = post(l, l->recv_addr))) { /* the ping as it landed: no copy */
             break;
+        }
         if (l->unreaped && (rc = reap(l)))
             break;
         l->round = i + 1;

@@ -19,7 +19,7 @@ from pathlib import Path
 
 LIB_NAME = "_hotloop.so"
 LIB_PATH = Path(__file__).with_name(LIB_NAME)
-ABI = 2  # NQ_ABI in hotloop.c
+ABI = 3  # NQ_ABI in hotloop.c
 LOOP_ENV = "NETQUAL_RDMA_LOOP"  # "python" forces the Python loop (comparisons, debugging)
 NOT_BUILT_HINT = (
     "rebuild netqual with a C compiler and libibverbs-dev installed "
@@ -53,6 +53,11 @@ class LoopState(ctypes.Structure):
         ("round", ctypes.c_uint32),
         ("waiting", ctypes.c_int32),
         ("t0", ctypes.c_int64),
+        ("blocks_addr", ctypes.c_uint64),
+        ("got_addr", ctypes.c_uint64),
+        ("marks_addr", ctypes.c_uint64),
+        ("width", ctypes.c_uint32),
+        ("mark", ctypes.c_uint32),
     ]
 
 

@@ -10,6 +10,13 @@ full RTT (``ib_write_lat`` prints half of it).
 
 The last byte lands last for a message within one MTU (RDMA WRITE places data in order
 within a packet; across packets every IB/RoCE NIC we know of places in order too).
+
+Bound to the session key like TCP's (``netqual.transports.integrity``, the one rule): each
+ping starts with the initiator's challenge for the round; the responder's reply is the ping
+itself, written back from where it landed (no copy: the plain echo of before), except in
+the keyed *tagged* rounds, whose reply starts with the responder's tag. ``Tags`` holds the
+blocks either end copies in and out (``tags.py``); the initiator's copies fall outside
+its timed span.
 """
 
 from __future__ import annotations
@@ -33,6 +40,7 @@ from netqual.transports.rdma import hotloop, verbs
 from netqual.transports.rdma.conninfo import ConnInfo
 from netqual.transports.rdma.endpoint import Endpoint
 from netqual.transports.rdma.errors import completion_error
+from netqual.transports.rdma.tags import Tags, untagged
 
 SIGNAL_EVERY = 16
 SPINS_PER_CHECK = 4096  # byte polls between deadline / CQ / abort checks
@@ -52,25 +60,35 @@ class _Writer:
         lkey = int(ep.mr.lkey)
         self.flags, self.lkey, self.size = flags, lkey, size
         self.remote_addr, self.rkey = peer.addr + peer.recv_offset, peer.rkey
-        sg = verbs.sge(pv, ep.buf + ep.send_offset, size, lkey)
-        self.plain = verbs.send_wr(pv, PINGPONG_WR_ID, verbs.WR_RDMA_WRITE, sg, flags)
-        self.signalled = verbs.send_wr(
-            pv, PINGPONG_WR_ID, verbs.WR_RDMA_WRITE, sg, flags | verbs.SEND_SIGNALED
-        )
-        for wr in (self.plain, self.signalled):
-            wr.set_wr_rdma(peer.rkey, peer.addr + peer.recv_offset)
+        self.send_area, self.recv_area = ep.buf + ep.send_offset, ep.buf + ep.recv_offset
+        # (plain, signalled) WRITEs from the send area, and from the receive area: the echo
+        # of the ping that just landed there.
+        self.wrs = {echo: self._wrs(pv, area, flags) for echo, area in
+                    ((False, self.send_area), (True, self.recv_area))}  # fmt: skip
+        self.plain, self.signalled = self.wrs[False]
         # Zero-copy views of single bytes of the registered buffer (alive while the MR is).
         self.send_byte = ctypes.c_uint8.from_address(ep.buf + ep.send_offset + size - 1)
         self.recv_byte = ctypes.c_uint8.from_address(ep.buf + ep.recv_offset + size - 1)
         self.posted = 0
         self.unreaped = 0
 
-    def post(self) -> None:
+    def _wrs(self, pv: Any, area: int, flags: int) -> tuple[Any, Any]:
+        sg = verbs.sge(pv, area, self.size, self.lkey)
+        out = tuple(
+            verbs.send_wr(pv, PINGPONG_WR_ID, verbs.WR_RDMA_WRITE, sg, flags | signal)
+            for signal in (0, verbs.SEND_SIGNALED)
+        )
+        for wr in out:
+            wr.set_wr_rdma(self.rkey, self.remote_addr)
+        return out[0], out[1]
+
+    def post(self, echo: bool = False) -> None:
         self.posted += 1
+        plain, signalled = self.wrs[echo]
         if self.posted % SIGNAL_EVERY:
-            self.qp.post_send(self.plain)
+            self.qp.post_send(plain)
         else:
-            self.qp.post_send(self.signalled)
+            self.qp.post_send(signalled)
             self.unreaped += 1
 
     def reap(self) -> None:
@@ -144,8 +162,8 @@ class _PythonRounds:
 
     name = "python"
 
-    def __init__(self, w: _Writer, why: str) -> None:
-        self.w, self.why, self.done = w, why, 0
+    def __init__(self, w: _Writer, tags: Tags, why: str) -> None:
+        self.w, self.tags, self.why, self.done = w, tags, why, 0
 
     def initiate(
         self,
@@ -154,14 +172,19 @@ class _PythonRounds:
         deadline: float,
         channel: socket.socket | None,
     ) -> None:
-        w, clock = self.w, time.perf_counter_ns
+        w, clock, move = self.w, time.perf_counter_ns, ctypes.memmove
+        width = self.tags.width
+        blocks, got = self.tags.blocks.ctypes.data, self.tags.got.ctypes.data
+        send, recv = w.send_area, w.recv_area
         for i in range(warmup + len(samples)):
             seq = (i + 1) & 0xFF  # consecutive rounds always differ, so wrap-around is safe
+            move(send, blocks + i * width, width)  # round i's challenge, before t0
             w.send_byte.value = seq
             t0 = clock()
             w.post()
             w.wait(seq, deadline, channel)
             t1 = clock()
+            move(got + i * width, recv, width)  # the reply's head, after t1
             if i >= warmup:
                 samples[i - warmup] = t1 - t0
             if w.unreaped:
@@ -169,12 +192,23 @@ class _PythonRounds:
             self.done = i + 1
 
     def respond(self, rounds: int, deadline: float, abort: socket.socket) -> None:
-        w = self.w
+        w, move, width = self.w, ctypes.memmove, self.tags.width
+        blocks, got = self.tags.blocks.ctypes.data, self.tags.got.ctypes.data
+        send, recv = w.send_area, w.recv_area
+        marks = [int(m) for m in self.tags.marks]
+        k, nxt = 0, marks[0]
         for i in range(rounds):
             seq = (i + 1) & 0xFF
             w.wait(seq, deadline, abort)
-            w.send_byte.value = seq
-            w.post()
+            if i == nxt:  # keyed, one round in up to MAX_TAG_GAP: answer with our tag
+                move(got + k * width, recv, width)
+                move(send, blocks + i * width, width)
+                w.send_byte.value = seq
+                w.post()
+                k += 1
+                nxt = marks[k]
+            else:
+                w.post(echo=True)  # the ping as it landed: no copy, as before
             if w.unreaped:
                 w.reap()
             self.done = i + 1
@@ -186,13 +220,12 @@ class _CompiledRounds:
 
     name = "compiled"
 
-    def __init__(self, w: _Writer, lib: hotloop.Library, qp_address: int) -> None:
-        self.w, self.lib, self.done = w, lib, 0
-        ep = w.ep
+    def __init__(self, w: _Writer, tags: Tags, lib: hotloop.Library, qp_address: int) -> None:
+        self.w, self.tags, self.lib, self.done = w, tags, lib, 0
         self.state = hotloop.LoopState(
             qp=qp_address,
-            send_addr=ep.buf + ep.send_offset,
-            recv_addr=ep.buf + ep.recv_offset,
+            send_addr=w.send_area,
+            recv_addr=w.recv_area,
             remote_addr=w.remote_addr,
             lkey=w.lkey,
             rkey=w.rkey,
@@ -201,6 +234,10 @@ class _CompiledRounds:
             wr_id=PINGPONG_WR_ID,
             abort_fd=-1,
             signal_fd=-1,
+            blocks_addr=tags.blocks.ctypes.data,
+            got_addr=tags.got.ctypes.data,
+            marks_addr=tags.marks.ctypes.data,
+            width=tags.width,
         )
 
     def _run(self, abort: socket.socket | None, call: Callable[[], tuple[int, int]]) -> None:
@@ -295,11 +332,11 @@ def loop_name(ep: Endpoint) -> str:
 COMPILED_NAME = "compiled (hotloop.c, GIL released, CLOCK_MONOTONIC)"
 
 
-def _rounds(w: _Writer) -> Rounds:
+def _rounds(w: _Writer, tags: Tags) -> Rounds:
     found = compiled_loop(w.ep)
     if isinstance(found, str):
-        return _PythonRounds(w, found)
-    return _CompiledRounds(w, *found)
+        return _PythonRounds(w, tags, found)
+    return _CompiledRounds(w, tags, *found)
 
 
 def initiate(
@@ -313,14 +350,16 @@ def initiate(
     channel: socket.socket | None = None,
     notice: PeerNotice | None = None,
     info: dict[str, Any] | None = None,
+    tags: Tags | None = None,
 ) -> npt.NDArray[np.int64]:
     """Run warmup + iterations round trips; return the kept full-RTT samples (ns).
     ``channel``: the control socket. The responder says nothing on it during the ping-pong
     unless it stops early, so it turning readable means the responder stopped (``notice``
     reads why) or is gone (closed: a confirming write tells what became of its QP).
-    ``info`` (when given) receives which loop ran and the CPU time it took per round."""
+    ``info`` (when given) receives which loop ran and the CPU time it took per round.
+    ``tags``: the challenges to send and room for the replies' heads (none: zeros)."""
     w = _Writer(ep, peer, size)
-    rounds = _rounds(w)
+    rounds = _rounds(w, tags or untagged(warmup + iterations, size))
     if info is not None:
         info["pingpong_loop"] = loop_description(rounds)
     samples = np.empty(iterations, dtype=np.int64)
@@ -354,9 +393,11 @@ def respond(
     size: int,
     deadline: float,
     abort: socket.socket,
+    tags: Tags | None = None,
 ) -> int:
-    """Answer ``rounds`` pings. Returns the rounds completed; stops early if aborted."""
-    loop = _rounds(_Writer(ep, peer, size))
+    """Answer ``rounds`` pings. Returns the rounds completed; stops early if aborted.
+    ``tags``: this end's tags and tagged rounds (none: every round echoes)."""
+    loop = _rounds(_Writer(ep, peer, size), tags or untagged(rounds, size))
     with _no_gc():
         try:
             loop.respond(rounds, deadline, abort)

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
 from netqual.agent.wire.messages import Fields
-from netqual.agent.wire.protocol import Channel
-from netqual.errors import BadRequestError, TransportUnavailableError
+from netqual.agent.wire.protocol import Channel, peer_error
+from netqual.errors import BadRequestError, NetqualError, ProbeError, TransportUnavailableError
 from netqual.models import ProbePlan
 from netqual.transports.interface import AgentLimits
 
@@ -103,3 +104,29 @@ def unavailable_message(node: str, err: TransportUnavailableError) -> str:
     """'rdma unavailable on gpu01: no RDMA device (...); load the NIC driver ...'"""
     text = f"{err.transport} unavailable on {node}: {err.problem}"
     return f"{text}; {err.hint}" if err.hint else text
+
+
+STOPPED_TEXT_CHARS = 500
+
+
+def say_stopped(channel: Channel, err: Exception) -> None:
+    """``rdma.stopped`` {reason}: best effort; a dead channel tells the initiator as much."""
+    reason = err.problem if isinstance(err, ProbeError) else f"rdma verbs call failed: {err}"
+    with contextlib.suppress(NetqualError, OSError):
+        channel.send("rdma.stopped", {"reason": reason[:STOPPED_TEXT_CHARS]})
+
+
+def responder_stopped(channel: Channel) -> str | None:
+    """What the responder said when its control channel turned readable mid-ping-pong:
+    its reason for stopping, or None when the channel closed (its agent is gone)."""
+    try:
+        channel.set_timeout(1.0)
+        msg = channel.recv()
+    except (NetqualError, OSError):
+        return None
+    if msg.kind == "rdma.stopped":
+        reason = Fields(msg.body, "rdma.stopped", channel.peer).text("reason", "no reason given")
+        return f"the responder stopped early: {reason[:STOPPED_TEXT_CHARS]}"
+    if msg.kind == "error":
+        return f"the responder stopped early: {peer_error(msg.body, channel.peer).message}"
+    return f"the responder sent {msg.kind[:40]!r} during the ping-pong"

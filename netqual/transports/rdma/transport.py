@@ -17,17 +17,14 @@ Conversation (initiator -> responder, on the agents' authenticated channel):
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import socket
 import time
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
-import numpy as np
-
 from netqual.agent.wire.messages import Fields
-from netqual.agent.wire.protocol import Channel, peer_error
+from netqual.agent.wire.protocol import Channel
 from netqual.errors import (
     BadRequestError,
     ErrorCode,
@@ -39,6 +36,7 @@ from netqual.errors import (
     TransportUnavailableError,
 )
 from netqual.models import ProbePlan, path_label
+from netqual.transports import integrity
 from netqual.transports.interface import (
     AgentLimits,
     BufferBudget,
@@ -48,11 +46,18 @@ from netqual.transports.interface import (
     accepted,
 )
 from netqual.transports.rdma import bulk, devices, pingpong, verbs
+from netqual.transports.rdma import tags as rdma_tags
 from netqual.transports.rdma.conninfo import ConnInfo
 from netqual.transports.rdma.endpoint import Endpoint
 from netqual.transports.rdma.gid import GidSelectionError, ip_family
 from netqual.transports.rdma.options import RdmaOptions
-from netqual.transports.rdma.session import SessionPlan, local_ip_of, unavailable_message
+from netqual.transports.rdma.session import (
+    SessionPlan,
+    local_ip_of,
+    responder_stopped,
+    say_stopped,
+    unavailable_message,
+)
 
 CLOSE_TIMEOUT_S = 10.0
 log = logging.getLogger(__name__)
@@ -129,10 +134,12 @@ class RdmaTransport(Transport):
         )
         closed = False
         try:
+            nonce = integrity.new_nonce()
             body: dict[str, Any] = {
                 "conninfo": ep.conninfo().to_json(),
                 "plan": cells.to_json(),
                 "deadline_s": max(0.0, deadline - time.monotonic()),
+                "nonce": nonce.hex(),
             }
             if self.peer_options is not None and not self.peer_options.empty:
                 body["options"] = self.peer_options.to_json()
@@ -147,6 +154,7 @@ class RdmaTransport(Transport):
             peer = ConnInfo.from_json(reply.get("conninfo", {}), channel.peer)
             ep.connect(peer)
             loop: dict[str, Any] = {}
+            tags = rdma_tags.for_initiator(cells.rounds, plan.size_bytes)
             rtt = pingpong.initiate(
                 ep,
                 peer,
@@ -155,10 +163,13 @@ class RdmaTransport(Transport):
                 size=plan.size_bytes,
                 deadline=deadline,
                 channel=channel.sock,
-                notice=lambda: _responder_stopped(channel),
+                notice=lambda: responder_stopped(channel),
                 info=loop,
+                tags=tags,
             )
-            cells_out = self._bulk(pv, ep, peer, cells, deadline)
+            rdma_tags.check(channel, tags, nonce, cells.rounds, plan.size_bytes, deadline)
+            check = rdma_tags.BulkCheck(channel, nonce, cells.max_chunk_bytes)
+            cells_out = bulk.read_cells(ep, peer, cells, deadline, check)
             rounds = self._close(channel, deadline)
             closed = True
             details = self._details(
@@ -178,33 +189,6 @@ class RdmaTransport(Transport):
             if not closed:
                 self._close_quietly(channel, deadline)
             ep.close()
-
-    @staticmethod
-    def _bulk(
-        pv: verbs.Pyverbs, ep: Endpoint, peer: ConnInfo, cells: SessionPlan, deadline: float
-    ) -> tuple[RawBulk, ...]:
-        """Every cell; a failed cell carries its error (the path is judged unsafe, the RTT
-        samples are kept) and the cells after it are not run: the QP is in the error state
-        or still has reads outstanding."""
-        out: list[RawBulk] = []
-        failed = False
-        for chunk, depth, reads in cells.cells():
-            error = "not run: an earlier bulk cell failed" if failed else None
-            if not failed:
-                try:
-                    out.append(
-                        bulk.read_cell(
-                            ep, peer, chunk=chunk, depth=depth, reads=reads, deadline=deadline
-                        )
-                    )
-                    continue
-                except ProbeError as err:
-                    error = err.problem
-                except pv.error as err:
-                    error = f"rdma verbs call failed: {err}"
-                failed = True
-            out.append(RawBulk(chunk, depth, np.empty(0, dtype=np.int64), 0, error=error))
-        return tuple(out)
 
     def _close(self, channel: Channel, deadline: float) -> int:
         channel.set_deadline(max(deadline, time.monotonic() + 1.0))
@@ -272,6 +256,7 @@ class RdmaTransport(Transport):
         if kind != "rdma.connect":
             raise BadRequestError(channel.peer, "kind", f"unknown rdma request {kind[:40]!r}")
         f = Fields(body, "rdma.connect", channel.peer)
+        nonce = f.hex("nonce", integrity.NONCE_BYTES)
         cells = SessionPlan.from_json(body.get("plan"), channel.peer)
         peer = ConnInfo.from_json(body.get("conninfo", {}), channel.peer)
         options = RdmaOptions.decode(f.obj("options", None)).over(self.options)
@@ -280,9 +265,14 @@ class RdmaTransport(Transport):
         duration_s = f.number("deadline_s", 1e-3, 1e9, 60.0)
         deadline = time.monotonic() + min(duration_s, limits.max_duration_s)
         budget = buffers or BufferBudget(limits.max_buffer_bytes)
-        with budget.hold(cells.max_chunk_bytes + 2 * cells.size_bytes):
+        tag_bytes = 2 * cells.rounds * rdma_tags.tag_width(cells.size_bytes)  # tags, challenges
+        # the bulk area and its keyed content, two messages, the tags and challenges
+        with budget.hold(2 * cells.max_chunk_bytes + 2 * cells.size_bytes + tag_bytes):
             channel.send("rdma.accepted")  # checked; the device set-up may take a while
-            self._respond_on_device(channel, options, peer, cells, deadline)
+            tags = rdma_tags.for_responder(
+                channel, nonce, cells.rounds, cells.size_bytes, cells.max_chunk_bytes
+            )
+            self._respond_on_device(channel, options, peer, cells, deadline, tags)
 
     def _respond_on_device(
         self,
@@ -291,6 +281,7 @@ class RdmaTransport(Transport):
         peer: ConnInfo,
         cells: SessionPlan,
         deadline: float,
+        tags: rdma_tags.Tags,
     ) -> None:
         try:
             self.check_available()
@@ -300,8 +291,9 @@ class RdmaTransport(Transport):
             channel.send_error(ErrorCode.UNAVAILABLE, unavailable_message(self.node_name, err))
             return
         self._serve(
-            channel, pv=pv, found=found, options=options, peer=peer, cells=cells, deadline=deadline
-        )
+            channel, pv=pv, found=found, options=options, peer=peer, cells=cells,
+            deadline=deadline, tags=tags,
+        )  # fmt: skip
 
     def _serve(
         self,
@@ -313,6 +305,7 @@ class RdmaTransport(Transport):
         peer: ConnInfo,
         cells: SessionPlan,
         deadline: float,
+        tags: rdma_tags.Tags,
     ) -> None:
         local_ip = local_ip_of(channel)
         try:
@@ -331,6 +324,7 @@ class RdmaTransport(Transport):
             return
         rounds = 0
         try:
+            rdma_tags.fill_bulk(tags, ep.buf + ep.bulk_offset)  # what its READs return
             try:
                 ep.connect(peer)
             except (GidSelectionError, ProbeError) as err:
@@ -359,55 +353,36 @@ class RdmaTransport(Transport):
                     size=cells.size_bytes,
                     deadline=deadline,
                     abort=channel.sock,
+                    tags=tags,
                 )
             except (ProbeError, pv.error) as err:
                 # Tell the initiator at once: it spins on its receive byte and would
                 # otherwise wait for a reply that never comes until its own deadline.
                 log.info("rdma responder for %s stopped: %s", channel.peer, err)
-                _say_stopped(channel, err)
+                say_stopped(channel, err)
                 rounds = -1
-            self._await_close(channel, deadline, rounds)
+            self._await_close(channel, deadline, rounds, tags)
         finally:
             ep.close()
 
     @staticmethod
-    def _await_close(channel: Channel, deadline: float, rounds: int) -> None:
-        """Bulk reads need no CPU here: wait for ``rdma.close``, then let the caller tear down."""
+    def _await_close(channel: Channel, deadline: float, rounds: int, tags: rdma_tags.Tags) -> None:
+        """After a full ping-pong, the initiator's ``rdma.pingpong.end`` (the tagged rounds'
+        challenges compared); bulk reads need no CPU here: wait for ``rdma.close``, then let
+        the caller tear down."""
         try:
             channel.set_deadline(deadline + CLOSE_TIMEOUT_S)
             msg = channel.recv()
+            if msg.kind == rdma_tags.END:
+                got = tags.got.tobytes()
+                integrity.answer_end(channel, rdma_tags.END, got, "rdma ping-pong", msg)
+                msg = channel.recv()
         except (NetqualError, OSError):
             return
         if msg.kind == "rdma.close":
             channel.send("rdma.closed", {"rounds": rounds})
         else:
             channel.send_error(ErrorCode.PROTOCOL, f"expected 'rdma.close', got {msg.kind!r}")
-
-
-STOPPED_TEXT_CHARS = 500
-
-
-def _say_stopped(channel: Channel, err: Exception) -> None:
-    """``rdma.stopped`` {reason}: best effort; a dead channel tells the initiator as much."""
-    reason = err.problem if isinstance(err, ProbeError) else f"rdma verbs call failed: {err}"
-    with contextlib.suppress(NetqualError, OSError):
-        channel.send("rdma.stopped", {"reason": reason[:STOPPED_TEXT_CHARS]})
-
-
-def _responder_stopped(channel: Channel) -> str | None:
-    """What the responder said when its control channel turned readable mid-ping-pong:
-    its reason for stopping, or None when the channel closed (its agent is gone)."""
-    try:
-        channel.set_timeout(1.0)
-        msg = channel.recv()
-    except (NetqualError, OSError):
-        return None
-    if msg.kind == "rdma.stopped":
-        reason = Fields(msg.body, "rdma.stopped", channel.peer).text("reason", "no reason given")
-        return f"the responder stopped early: {reason[:STOPPED_TEXT_CHARS]}"
-    if msg.kind == "error":
-        return f"the responder stopped early: {peer_error(msg.body, channel.peer).message}"
-    return f"the responder sent {msg.kind[:40]!r} during the ping-pong"
 
 
 def transport_for_agent(

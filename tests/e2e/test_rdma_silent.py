@@ -17,6 +17,7 @@ from agentpool import cli_env
 from paths import SUPPORT
 from rdma_fakeverbs import Fabric, module
 
+from netqual.agent.counters import ProbeWindow
 from netqual.agent.probe_request import request_probe
 from netqual.agent.wire.protocol import connect
 from netqual.errors import ErrorCode, PeerError, PeerSilentError
@@ -92,7 +93,9 @@ def test_a_probe_into_a_silent_rdma_responder_is_peer_silent(
         thread.join(5)
     assert caught.value.code is ErrorCode.PEER_SILENT, caught.value
     assert "gpu01 -> gpu03: gpu03 never answered the rdma.connect request" in str(caught.value)
-    assert took < BOUND_S + 5.0, took
+    # The source's counter window (ProbeWindow.WAIT_S) gives up on it first, then connect.
+    assert took < BOUND_S + ProbeWindow.WAIT_S + 5.0, took
     proc.kill()
     assert proc.stdout is not None
-    assert proc.stdout.read().split() == ["rdma.connect"]  # asked once, sat on it
+    asked = proc.stdout.read().split()
+    assert asked in (["rdma.connect"], ["counters.begin"]), asked  # the first request: sat on

@@ -29,7 +29,8 @@ def handle(conn: socket.socket, name: str, token: bytes | None) -> None:
                 ch.send("info", {"name": name, "measuring": 0})
                 continue
             print(msg.kind, flush=True)
-            conn.recv(1)  # until the other side closes
+            while conn.recv(65536):  # whatever comes next goes unanswered too, until it closes
+                pass
             return
 
 

@@ -214,7 +214,7 @@ def test_wrong_gid_index_is_a_clear_error(guest: GuestResults) -> None:
 def test_forged_and_replayed_echoes_fail_the_key_check_on_real_verbs(
     guest: GuestResults,
 ) -> None:
-    """tests/rxe_forged_echo.py: rxe0 -> rxe1 against an honest responder, one whose tags
+    """tests/support/rxe_forged_echo.py: rxe0 -> rxe1 against an honest responder, one whose tags
     come from another key (forged), one that writes every ping back as it came
     (replayed) and one whose READs return memory without the keyed bytes (blank-bulk),
     with the compiled loop and with the Python loop."""

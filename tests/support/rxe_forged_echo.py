@@ -1,4 +1,4 @@
-"""Runs INSIDE the Soft-RoCE guest (forked by tests/rxe_guest_cases.py; not collected by
+"""Runs INSIDE the Soft-RoCE guest (forked by tests/support/rxe_guest_cases.py; not collected by
 pytest): the RDMA ping-pong's session-key check over real verbs (rxe0 -> rxe1).
 
 For each loop (compiled hotloop.c, then Python) a responder agent is forked that is

@@ -298,7 +298,9 @@ def main() -> int:
         # start): B as storage, A its one reader, the plain profile's whole-chunk READs.
         cases.save("fanin_rdma", fanin_case(cases.token))
         # 3c. forged and replayed echoes against the session-key check, both loops.
-        forged = cases.run("forged_echo", [], script=REPO / "tests" / "rxe_forged_echo.py")
+        forged = cases.run(
+            "forged_echo", [], script=REPO / "tests" / "support" / "rxe_forged_echo.py"
+        )
         cases.save("forged_echo", forged.record(PROBE_S))
         # 4. perftest and netqual side by side on rxe0 (loopback; a fresh responder agent).
         bench_argv = ["--iterations", str(BENCH_ITERATIONS)]

@@ -2,7 +2,8 @@
 transports/integrity.py), over the fake verbs with both loops (Python and hotloop.c): an
 honest responder passes; one without the key (forged tags) or one that only echoes
 (replays the challenges it was sent) fails with the integrity reason naming the peer,
-and the responder logs it. The same cases over real verbs: tests/rxe_guest_cases.py."""
+and the responder logs it. The same cases over real verbs, in the Soft-RoCE guest:
+tests/support/rxe_forged_echo.py."""
 
 from __future__ import annotations
 
@@ -13,14 +14,15 @@ import time
 
 import numpy as np
 import pytest
-from test_rdma_loop import fabric, fake_agent  # noqa: F401  (fixtures)
+from rdma_fakeverbs import Fabric, module
 
 from netqual.agent.wire.protocol import Channel, connect
 from netqual.models import ProbePlan
 from netqual.transports import integrity
 from netqual.transports.integrity import IntegrityFailure
-from netqual.transports.rdma import RdmaTransport, pingpong
+from netqual.transports.rdma import RdmaOptions, RdmaTransport, devices, pingpong
 from netqual.transports.rdma import tags as rdma_tags
+from netqual.transports.rdma.endpoint import Endpoint
 
 PLAN = ProbePlan(iterations=600, warmup=20, size_bytes=64, bulk=False)
 
@@ -32,12 +34,12 @@ def _probe(port: int, plan: ProbePlan = PLAN) -> None:
 
 
 @pytest.mark.parametrize("size", [1, 2, 9, 64, 4000])
-def test_an_honest_responder_passes_every_message_size(fake_agent: int, size: int) -> None:  # noqa: F811
+def test_an_honest_responder_passes_every_message_size(fake_agent: int, size: int) -> None:
     _probe(fake_agent, ProbePlan(iterations=300, warmup=10, size_bytes=size, bulk=False))
 
 
 def test_a_responder_without_the_key_fails_naming_the_peer(
-    fake_agent: int,  # noqa: F811
+    fake_agent: int,
     monkeypatch: pytest.MonkeyPatch,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
@@ -59,7 +61,7 @@ def test_a_responder_without_the_key_fails_naming_the_peer(
 
 
 def test_a_responder_that_only_echoes_fails(
-    fake_agent: int,  # noqa: F811
+    fake_agent: int,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """The replay: every ping written back as it came (what anything on the path can do
@@ -96,12 +98,14 @@ def test_replies_are_checked_head_by_head() -> None:
     assert rdma_tags.tag_width(64) == 8
 
 
-def test_the_loop_copies_only_outside_the_timed_span(fabric: object) -> None:  # noqa: F811
+def test_the_loop_copies_only_outside_the_timed_span(fabric: Fabric) -> None:
     """Both loops fill ``got`` with the reply heads: with an echoing fake peer the heads
     are the challenges sent, round by round."""
-    from test_rdma_loop import _byte, _pair
-
-    a, b = _pair(fabric)  # type: ignore[arg-type]
+    pv = module(fabric)
+    sel = devices.choose(devices.scan(pv), RdmaOptions(), local_ip="127.0.0.1")
+    a, b = (Endpoint(pv, sel, msg_bytes=64, bulk_bytes=1 << 20, send_wr=64) for _ in "ab")
+    a.connect(b.conninfo())
+    b.connect(a.conninfo())
     b_recv = b.buf + b.recv_offset
 
     def echo(addr: int, n: int) -> None:  # the peer writes the ping back at once
@@ -110,17 +114,16 @@ def test_the_loop_copies_only_outside_the_timed_span(fabric: object) -> None:  #
 
             ctypes.memmove(a.buf + a.recv_offset, b_recv, 64)
 
-    fabric.on_write = echo  # type: ignore[attr-defined]
+    fabric.on_write = echo
     t = rdma_tags.for_initiator(120, 64)
     pingpong.initiate(a, b.conninfo(), iterations=100, warmup=20, size=64,
                       deadline=time.monotonic() + 30, tags=t)  # fmt: skip
     assert np.array_equal(t.got, t.blocks) and t.blocks.any()
-    del _byte
 
 
 @pytest.mark.parametrize("depth", [1, 4])
 def test_bulk_reads_without_the_keyed_content_fail_the_cell(
-    fake_agent: int,  # noqa: F811
+    fake_agent: int,
     monkeypatch: pytest.MonkeyPatch,
     caplog: pytest.LogCaptureFixture,
     depth: int,

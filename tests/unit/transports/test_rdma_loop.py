@@ -14,7 +14,6 @@ import signal
 import socket
 import threading
 import time
-from collections.abc import Iterator
 
 import pytest
 from rdma_fakeverbs import Fabric, module
@@ -23,7 +22,6 @@ from rdma_fakeverbs_c import SilentDevice
 from netqual.agent.wire.protocol import connect
 from netqual.errors import ProbeError
 from netqual.models import KIB, ProbePlan
-from netqual.transports.interface import AgentLimits
 from netqual.transports.rdma import (
     RdmaOptions,
     RdmaTransport,
@@ -31,7 +29,6 @@ from netqual.transports.rdma import (
     devices,
     hotloop,
     pingpong,
-    verbs,
 )
 from netqual.transports.rdma.endpoint import Endpoint
 
@@ -48,19 +45,6 @@ def _pair(fabric: Fabric, msg: int = 64, bulk_bytes: int = 1 << 20) -> tuple[End
 
 def _byte(ep: Endpoint, size: int = 64) -> ctypes.c_uint8:
     return ctypes.c_uint8.from_address(ep.buf + ep.recv_offset + size - 1)
-
-
-@pytest.fixture(params=["python", "compiled"])
-def fabric(request: pytest.FixtureRequest) -> Fabric:
-    """Every test runs both ping-pong loops: the Python one and hotloop.c (where built),
-    the latter on the fake verbs' C-level twins (tests/support/rdma_fakeverbs_c.py)."""
-    fab = Fabric()
-    if request.param == "compiled":
-        lib = hotloop.library()
-        if isinstance(lib, str):
-            pytest.skip(lib)
-        fab.compiled = True
-    return fab
 
 
 def _loop(fabric: Fabric) -> str:
@@ -247,23 +231,6 @@ def test_close_releases_children_first_and_twice_is_harmless(fabric: Fabric) -> 
     assert fabric.closed == ["qp", "cq", "mr", "pd", "ctx"]
     assert a.close() == []
     assert fabric.closed == ["qp", "cq", "mr", "pd", "ctx"]
-
-
-@pytest.fixture
-def fake_agent(fabric: Fabric, monkeypatch: pytest.MonkeyPatch) -> Iterator[int]:
-    """A real netqual agent (thread) whose RDMA transport runs on the fake verbs."""
-    from netqual.agent.server import Agent
-
-    monkeypatch.setitem(verbs._loaded, "pyverbs", module(fabric))
-    agent = Agent("127.0.0.1", 0, None, name="fakeB", limits=AgentLimits())
-    _host, port = agent.bind()
-    thread = threading.Thread(target=agent.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield port
-    finally:
-        agent.stop()
-        thread.join(5)
 
 
 def test_full_session_over_the_control_channel(fake_agent: int, fabric: Fabric) -> None:

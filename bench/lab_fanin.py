@@ -102,7 +102,8 @@ def summary(doc: dict[str, Any]) -> list[str]:
                 f"{st['storage']} k={lv['readers']}: chunk p50 {c['p50']:.0f} us p99 "
                 f"{c['p99']:.0f} us (x{c['p99'] / base:.2f}) n={c['samples']}  "
                 f"{lv['goodput_gbps_per_reader']:.3f} Gb/s per reader, "
-                f"{lv['aggregate_gbps']:.3f} aggregate"
+                f"{lv['aggregate_gbps']:.3f} aggregate, storage retransmitted "
+                f"{lv.get('storage_tcp_retrans')}"
             )
         lines.append(f"{st['storage']}: knee {st['knee']}  {st['verdict']}")
     return lines

@@ -43,6 +43,9 @@ class FaninLevel:
     shared_uplinks: tuple[str, ...] = ()
     errors: tuple[str, ...] = ()  # readers that failed, with why
     skipped: str | None = None  # why the level was not measured at all
+    # TCP retransmissions of the storage node's side of every rank's (first) connection
+    # over the level (details.counters.dst.tcp_retrans, summed); None: some rank's unknown
+    storage_tcp_retrans: int | None = None
 
 
 @dataclass(frozen=True)

@@ -137,6 +137,11 @@ def judge(
         )
         if at.shared_uplinks:
             verdict += f"; at {k} readers rack uplinks are shared: {', '.join(at.shared_uplinks)}"
+        if at.storage_tcp_retrans:
+            verdict += (
+                f"; {storage} retransmitted {at.storage_tcp_retrans:,} TCP segments at {k} "
+                "readers: loss behind the tail"
+            )
     few = sorted(
         {lv.readers for lv in measured if "p99" in (lv.chunk.untrusted if lv.chunk else ())}
     )

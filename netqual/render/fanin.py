@@ -58,6 +58,8 @@ def print_fanin(console: Console, results: Results) -> None:
                     ]
                 )
             notes = [s for s in (lv.skipped,) if s]
+            if lv.storage_tcp_retrans:
+                notes.append(f"{lv.storage_tcp_retrans:,} retransmitted")
             if lv.shared_uplinks:
                 notes.append("shared uplink " + ", ".join(lv.shared_uplinks))
             if lv.errors:

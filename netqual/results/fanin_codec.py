@@ -45,6 +45,8 @@ def level_to_dict(lv: FaninLevel) -> dict[str, Any]:
     }
     if lv.skipped is not None:
         out["skipped"] = lv.skipped
+    if lv.storage_tcp_retrans is not None:
+        out["storage_tcp_retrans"] = lv.storage_tcp_retrans
     return out
 
 
@@ -102,4 +104,7 @@ def fanin_level(d: Any) -> FaninLevel:
         shared_uplinks=tuple(str(s) for s in d.get("shared_uplinks", ())),
         errors=tuple(str(e) for e in d.get("errors", ())),
         skipped=None if d.get("skipped") is None else str(d["skipped"]),
+        storage_tcp_retrans=None
+        if d.get("storage_tcp_retrans") is None
+        else int(d["storage_tcp_retrans"]),
     )

@@ -9,9 +9,11 @@ and one level at a time, so it never overlaps the pair probes or itself.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from typing import Any
 
 from netqual.agent.probe_request import SilentAgentError, request_probe
 from netqual.analysis import fanin
@@ -107,6 +109,8 @@ def _level(
 ) -> FaninLevel:
     jobs = [r for r in readers for _ in range(ranks)]
 
+    retrans: list[int | None] = []  # per rank that answered
+
     def one(reader: Node) -> RawBulk | str:
         try:
             out = request_probe(
@@ -114,6 +118,7 @@ def _level(
             )
         except (NetqualError, SilentAgentError, OSError) as err:
             return f"{reader.name}: {err}"
+        retrans.append(_storage_retrans(out.raw.details))
         cells = [b for b in out.raw.bulk if b.error is None]
         if not cells:
             why = next((b.error for b in out.raw.bulk if b.error), "no chunk fetched")
@@ -129,4 +134,16 @@ def _level(
             errors.append(g)
         else:
             per_node[i // ranks].append(g)
-    return fanin.level(storage, readers, per_node, errors, ranks_in_step)
+    lv = fanin.level(storage, readers, per_node, errors, ranks_in_step)
+    known = [r for r in retrans if r is not None]
+    total = sum(known) if retrans and len(known) == len(retrans) else None
+    return dataclasses.replace(lv, storage_tcp_retrans=total)
+
+
+def _storage_retrans(details: Mapping[str, Any]) -> int | None:
+    """``details.counters.dst.tcp_retrans`` of one rank's probe (the responder, the storage
+    node, is the side that sends the chunks); None when the agents did not count."""
+    counters = details.get("counters")
+    dst = counters.get("dst") if isinstance(counters, Mapping) else None
+    value = dst.get("tcp_retrans") if isinstance(dst, Mapping) else None
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None

@@ -71,6 +71,7 @@ def test_plain_sweep_writes_every_level_with_its_samples_and_a_verdict(
         assert lv["chunk_us"]["p50"] <= lv["chunk_us"]["p99"] <= lv["chunk_us"]["p999"]
         assert lv["chunk_us"]["untrusted"] == ["p99", "p999"]  # 25-75 chunks only
         assert len(lv["nodes"]) == k and not lv["errors"]
+        assert lv["storage_tcp_retrans"] >= 0  # the agents count: an int, summed over ranks
         # all bytes over the longest reader's time: at most k readers' mean goodput
         assert 0 < lv["aggregate_gbps"] <= k * lv["goodput_gbps_per_reader"] * 1.000001
     # readers alternate racks: the third reader is the first to share a rack uplink

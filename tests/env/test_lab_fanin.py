@@ -55,6 +55,9 @@ def test_knee_lands_where_capacity_over_demand_says_and_not_without_the_bottlene
     assert four["aggregate_gbps"] == pytest.approx(capacity, rel=0.15), detail
     assert 0.6 * capacity <= eight["aggregate_gbps"] <= 1.05 * capacity, detail
     assert plain["knee"] is None and plain["safe_up_to"] == 8, detail
+    # the agents count retransmissions per level (loss at 8 readers comes and goes between
+    # runs: 36x with retransmission timeouts once, 3.8x with none another time)
+    assert all(isinstance(lv.get("storage_tcp_retrans"), int) for lv in shaped["levels"])
     assert "fan-in st1 (plain, 256KiB chunks): safe up to 4 concurrent readers (knee at 8" in stdout
     # the report: both storage nodes' verdicts and chunk curves on the first screen
     assert html.index('id="fanin"') < html.index('id="heatmap"')

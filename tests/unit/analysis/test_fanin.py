@@ -59,6 +59,14 @@ def test_verdict_names_shared_uplinks_and_few_samples() -> None:
     assert "knee at 4: chunk p99 500 us, 5.0x 1 reader's 100 us" in r.verdict
     assert "rack uplinks are shared: r1 (2 readers)" in r.verdict
     assert "preliminary: p99 from fewer than 1,000 chunks at 1 readers" in r.verdict
+    lossy = [levels[0], dataclasses.replace(levels[1], storage_tcp_retrans=1234)]
+    assert (
+        "st1 retransmitted 1,234 TCP segments at 4 readers"
+        in fanin.judge("st1", PLAIN, 1 << 20, 2.0, lossy).verdict
+    )
+    assert from_list(to_list((fanin.judge("st1", PLAIN, 1, 2.0, lossy),)), "x")[0].levels == tuple(
+        lossy
+    )
 
 
 def test_fewer_than_two_measured_levels_are_not_judged() -> None:

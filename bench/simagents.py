@@ -137,6 +137,7 @@ class SimAgents:
         self.rng = np.random.default_rng(seed)
         self.ports: list[int] = []
         self.probes = 0
+        self.sessions = 0  # authenticated sessions (the coordinator reuses them)
         self.loop = asyncio.new_event_loop()
         self._ready = threading.Event()
         self._stop: asyncio.Event | None = None
@@ -182,6 +183,11 @@ class SimAgents:
         await self._stop.wait()
         for s in servers:
             s.close()
+        # sessions still open (a coordinator killed, or one that keeps sessions) end here
+        tasks = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+        for t in tasks:
+            t.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
 
     async def _session(self, r: asyncio.StreamReader, w: asyncio.StreamWriter, name: str) -> None:
         f, peer = _Frames(r, w), name
@@ -192,6 +198,7 @@ class SimAgents:
             welcome, keys = hs.answer(kind, body, peer)
             f.message("welcome", welcome)
             f.keys = keys
+            self.sessions += 1
             while True:
                 kind, body = await asyncio.wait_for(f.recv(peer), 60)
                 if kind == "bye":

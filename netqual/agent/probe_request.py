@@ -25,7 +25,8 @@ import numpy.typing as npt
 from netqual.agent import counters
 from netqual.agent.wire import hops as hops_mod
 from netqual.agent.wire.messages import Fields
-from netqual.agent.wire.protocol import Channel, connect
+from netqual.agent.wire.protocol import Channel, connect, peer_error
+from netqual.agent.wire.sessions import SessionLost, Sessions
 from netqual.errors import (
     BadRequestError,
     ErrorCode,
@@ -424,17 +425,15 @@ def request_probe(
     token: bytes | None,
     timeout_s: float,
     options: TransportOptions | None = None,
+    sessions: Sessions | None = None,
 ) -> ProbeOutcome:
     """Coordinator side: ask ``src``'s agent to probe ``dst``. Raises NetqualError on any
     failure, whatever the agent sends.
 
     ``options``: device choices both ends use instead of their own (``run``/``probe`` flags).
+    ``sessions``: where an open session to ``src`` is taken from and given back to (a run's
+    requests); without it the request opens a session and ends it with ``bye``.
     """
-    deadline = time.monotonic() + timeout_s
-    ch, _hello = connect(
-        src.control_address, src.port, token, src.name, min(10.0, timeout_s),
-        expect_name=src.identity,
-    )  # fmt: skip
     nics = None
     if src.nic is not None and dst.nic is not None:
         nics = NicRef(src.nic.address, src.nic.device, dst.nic.device)
@@ -445,22 +444,51 @@ def request_probe(
         options=options or TransportOptions(),
         nics=nics,
     )
+    connect_s = min(10.0, timeout_s)
+    if sessions is not None:
+        return sessions.use(src, connect_s, lambda ch: _exchange(ch, request, src, timeout_s))
+    ch, _hello = connect(
+        src.control_address, src.port, token, src.name, connect_s, expect_name=src.identity
+    )
     with ch:
-        ch.set_deadline(deadline)
-        ch.send("probe", request.to_body())
         try:
-            res = ProbeResult.decode(ch.expect("probe.result"), plan, src.name)
-            rtt = _samples(ch, res.rtt_count)
-            bulk = tuple(
-                RawBulk(b.chunk_bytes, b.depth, _samples(ch, b.reads), b.elapsed_ns, b.error)
-                for b in res.bulk
-            )
-            with contextlib.suppress(NetqualError):
-                ch.send("bye")
-        except TimeoutError as err:
-            raise SilentAgentError(f"no result from {src.name} within {timeout_s:g} s") from err
-        except BadRequestError as err:
-            raise ProtocolError(src.name, f"malformed probe result: {err.problem}") from err
+            out = _exchange(ch, request, src, timeout_s)
+        except SessionLost as lost:
+            raise lost.err from lost.err
+        with contextlib.suppress(NetqualError):
+            ch.send("bye")
+    return out
+
+
+def _exchange(ch: Channel, request: ProbeRequest, src: Node, timeout_s: float) -> ProbeOutcome:
+    """The ``probe`` request and its whole answer on an authenticated session."""
+    silent = f"no result from {src.name} within {timeout_s:g} s"
+    ch.set_deadline(time.monotonic() + timeout_s)
+    try:
+        ch.send("probe", request.to_body())
+    except PeerUnreachableError as err:
+        raise SessionLost(err) from err  # before any answer: see agent.wire.sessions
+    try:
+        first = ch.recv()
+    except PeerUnreachableError as err:
+        raise SessionLost(err) from err
+    except TimeoutError as err:
+        raise SilentAgentError(silent) from err
+    try:
+        if first.kind == "error":
+            raise peer_error(first.body, ch.peer)
+        if first.kind != "probe.result":
+            raise ProtocolError(ch.peer, f"expected 'probe.result', got {first.kind!r}")
+        res = ProbeResult.decode(first.body, request.plan, src.name)
+        rtt = _samples(ch, res.rtt_count)
+        bulk = tuple(
+            RawBulk(b.chunk_bytes, b.depth, _samples(ch, b.reads), b.elapsed_ns, b.error)
+            for b in res.bulk
+        )
+    except TimeoutError as err:
+        raise SilentAgentError(silent) from err
+    except BadRequestError as err:
+        raise ProtocolError(src.name, f"malformed probe result: {err.problem}") from err
     return ProbeOutcome(
         raw=RawProbe(rtt, res.warmup_discarded, bulk, res.details),
         hops=res.hops,

@@ -81,10 +81,17 @@ def _bulk_problems(t: PathTable) -> list[tuple[str, BoolArray]]:
 def impossible_rows(table: PathTable) -> dict[int, str]:
     """Row -> what is impossible about it (the first problem found), for the rows that lie."""
     found: dict[int, str] = {}
-    for what, mask in [*_rtt_problems(table), *_bulk_problems(table)]:
+    problems = [*_rtt_problems(table), *_bulk_problems(table)]
+    if not np.logical_or.reduce([mask for _, mask in problems]).any():
+        return found  # the usual case, in one test (the coordinator checks every probe)
+    for what, mask in problems:
         for i in np.flatnonzero(mask).tolist():
             found.setdefault(i, what)
     return found
+
+
+def _impossible(what: str) -> tuple[str, ...]:
+    return (f"{IMPOSSIBLE}: {what}",)
 
 
 def mark_impossible(table: PathTable) -> PathTable:
@@ -96,16 +103,16 @@ def mark_impossible(table: PathTable) -> PathTable:
     reasons = list(table.reasons)
     for i, what in found.items():
         verdict[i] = Verdict.UNSAFE.rank
-        reasons[i] = (f"{IMPOSSIBLE}: {what}",)
+        reasons[i] = _impossible(what)
     return dataclasses.replace(table, verdict=verdict, reasons=tuple(reasons))
 
 
 def check_path(path: PathResult) -> PathResult:
     """One measured path, as the coordinator builds it from an agent's result."""
-    (row,) = mark_impossible(PathTable.from_paths([path]))
-    if row.verdict is path.verdict and row.reasons == path.reasons:
+    found = impossible_rows(PathTable.from_paths([path]))
+    if not found:
         return path
-    return dataclasses.replace(path, verdict=row.verdict, reasons=row.reasons)
+    return dataclasses.replace(path, verdict=Verdict.UNSAFE, reasons=_impossible(found[0]))
 
 
 def rejudge(table: PathTable, policy: Policy) -> PathTable:

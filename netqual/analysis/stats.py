@@ -23,6 +23,7 @@ TAIL_SAMPLES_NEEDED = 10
 BINS_PER_DECADE = 10
 MIN_BIN_US = 1e-3
 _Z95 = 1.959963984540054
+_PERCENTS = [m.quantile * 100.0 for m in Metric]
 
 
 def needed_samples(q: float) -> int:
@@ -55,7 +56,7 @@ def log_histogram(sorted_us: npt.NDArray[np.float64]) -> tuple[tuple[float, ...]
     edges = bin_edges(first, last - first + 1)
     idx = np.floor(BINS_PER_DECADE * np.log10(np.maximum(sorted_us, MIN_BIN_US)) + 1e-9)
     counts = np.bincount((idx - first).astype(np.int64), minlength=last - first + 1)
-    return edges, tuple(int(c) for c in counts)
+    return edges, tuple(counts.tolist())
 
 
 def rtt_stats(rtt_ns: npt.NDArray[np.int64], metric: Metric) -> RttStats:
@@ -65,7 +66,10 @@ def rtt_stats(rtt_ns: npt.NDArray[np.int64], metric: Metric) -> RttStats:
     # Reduce in nanoseconds and convert once, so min <= mean <= max holds exactly.
     sorted_ns = np.sort(np.asarray(rtt_ns, dtype=np.float64))
     n = len(sorted_ns)
-    pct = {m: float(np.percentile(sorted_ns, m.quantile * 100.0)) / 1000.0 for m in Metric}
+    # One call for every percentile (one pass of numpy's set-up instead of four: this runs
+    # once per probe, half a million times in a 1,024-node run); same values as one by one.
+    values = np.percentile(sorted_ns, _PERCENTS).tolist()
+    pct = {m: v / 1000.0 for m, v in zip(Metric, values, strict=True)}
     untrusted = tuple(m.value for m in Metric if n < needed_samples(m.quantile))
     mean_ns = min(max(float(sorted_ns.mean()), sorted_ns[0]), sorted_ns[-1])
     us = sorted_ns / 1000.0
@@ -105,13 +109,14 @@ def bulk_stats(raw: RawBulk) -> BulkStats:
             error=raw.error or "no completed reads",
         )
     us = np.asarray(raw.completion_ns, dtype=np.float64) / 1000.0
+    p50, p99 = np.percentile(us, [50.0, 99.0]).tolist()
     return BulkStats(
         chunk_bytes=raw.chunk_bytes,
         depth=raw.depth,
         reads=reads,
         goodput_gbps=raw.chunk_bytes * reads * 8 / raw.elapsed_ns,
-        completion_p50_us=float(np.percentile(us, 50)),
-        completion_p99_us=float(np.percentile(us, 99)),
+        completion_p50_us=p50,
+        completion_p99_us=p99,
         completion_max_us=float(us.max()),
         error=raw.error,
     )

@@ -27,6 +27,7 @@ from netqual.agent.probe_request import SilentAgentError, request_probe
 from netqual.agent.wire import hostpeer
 from netqual.agent.wire.messages import Fields
 from netqual.agent.wire.protocol import Channel, connect
+from netqual.agent.wire.sessions import Sessions
 from netqual.analysis import fleet, interference, localise
 from netqual.analysis.matrix import tier_of
 from netqual.analysis.plausible import check_path
@@ -212,8 +213,10 @@ def measure_pair(
     cfg: RunConfig,
     phase: Phase = Phase.PROBE,
     silent: dict[str, str] | None = None,
+    sessions: Sessions | None = None,
 ) -> PathResult:
-    """One path. ``silent``: where a source that never answers is noted (node -> why)."""
+    """One path. ``silent``: where a source that never answers is noted (node -> why);
+    ``sessions``: the run's open agent sessions (agent.wire.sessions)."""
     started = now_iso()
     t0 = time.monotonic()
     plan = phase_plan(cfg.plan, phase)
@@ -226,6 +229,7 @@ def measure_pair(
             cfg.token,
             plan.timeout_s + 15.0,
             cfg.transport_options,
+            sessions,
         )
     except PeerError as err:
         reason = err.message if err.code != "protocol" else str(err)
@@ -270,6 +274,8 @@ def measure_pair(
         details=details,
         **nic_fields(src, dst),
     )
+    if phase is Phase.BULK:
+        return path  # half a path: combine_phases checks and judges the whole one
     return judged(check_path(path), cfg.workload)
 
 
@@ -566,22 +572,26 @@ def _measure(
             pending.append(((by_name[p.src], by_name[p.dst]), p))
         else:  # its bulk phase cannot run: finished as failed there
             rec.finished(combine_phases(p, dataclasses.replace(p, error=reason), cfg))
-    phases.execute(
-        live_rounds(),
-        phases.Totals(pairing.round_count, pairing.pair_count, len(prior.done), pending),
-        cfg.schedule,
-        budget,
-        bulk=cfg.plan.bulk,
-        parallel=cfg.parallel,
-        work=phases.Work(
-            measure=lambda a, b, phase: measure_pair(a, b, cfg, phase, silent),
-            combine=lambda pp, bk: combine_phases(pp, bk, cfg),
-            emit=rec.finished,
-            emit_pingpong=rec.pingpong,
-            observer=observer,
-        ),
-        tally=spent.tally,
-    )
+    sessions = Sessions(cfg.token)  # one open session per agent, reused (agent.wire.sessions)
+    try:
+        phases.execute(
+            live_rounds(),
+            phases.Totals(pairing.round_count, pairing.pair_count, len(prior.done), pending),
+            cfg.schedule,
+            budget,
+            bulk=cfg.plan.bulk,
+            parallel=cfg.parallel,
+            work=phases.Work(
+                measure=lambda a, b, phase: measure_pair(a, b, cfg, phase, silent, sessions),
+                combine=lambda pp, bk: combine_phases(pp, bk, cfg),
+                emit=rec.finished,
+                emit_pingpong=rec.pingpong,
+                observer=observer,
+            ),
+            tally=spent.tally,
+        )
+    finally:
+        sessions.close()
 
 
 def _node_of(name: str) -> str:

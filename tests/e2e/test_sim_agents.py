@@ -1,7 +1,8 @@
 """The real coordinator (``netqual run``, a child process) against 64 simulated agents
 (bench/simagents.py: asyncio servers speaking the real protocol and token handshake,
 synthetic samples): full mesh with bulk, SIGKILL mid-run, --resume, every pair exactly
-once; the coordinator's threads and file descriptors stay bounded by a round's pairs."""
+once; the coordinator's threads and file descriptors stay bounded by a round's pairs and
+the agents (one open session each), and sessions are reused, not opened per request."""
 
 from __future__ import annotations
 
@@ -26,14 +27,17 @@ def test_64_simulated_agents_full_mesh_survives_kill_9_and_resumes(tmp_path: Pat
         assert 300 <= kept < 2016
         second = coordinator(inventory, out, True, None, limit_s=240)
         assert second["rc"] == 0 and not second["killed"], second["stderr"]
-        probes = agents.probes
+        probes, sessions = agents.probes, agents.sessions
     once, paths, lines = check_once(out, 64 * 63 // 2)
     assert once, (paths, lines)
     # the resumed run measured only what was missing (ping-pong + bulk each) + a sample
     assert probes < 2 * (2 * 2016) + 16
-    # one thread and one connection per pair of a round (32), plus a few of its own
+    # sessions per agent and run (two pre-flight passes, the probes' one, the interference
+    # sample's), not one per probe request (4,000 and more)
+    assert sessions <= 2 * 4 * 64, (sessions, probes)
+    # one thread per pair of a round (32), one open session per agent (64), a few of its own
     for run in (first, second):
-        assert run["threads"] <= 32 + 40 and run["fds"] <= 32 + 40, run
+        assert run["threads"] <= 32 + 40 and run["fds"] <= 64 + 32 + 40, run
 
 
 def test_simulated_agents_answer_the_snapshot_so_the_run_has_a_fleet(tmp_path: Path) -> None:

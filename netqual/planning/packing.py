@@ -210,6 +210,9 @@ def waves(pairs: Sequence[Pair], caps: Caps) -> list[list[Pair]]:
     return [[pairs[j] for j in wave] for wave in out]
 
 
+_NONE_CAP = 1 << 62  # the stand-in resource of a row's empty slots: never full
+
+
 def _split(
     idx: list[int],
     rows: npt.NDArray[np.int64],
@@ -218,29 +221,32 @@ def _split(
     load: npt.NDArray[np.int64],
 ) -> tuple[list[list[int]], list[int], npt.NDArray[np.int64]]:
     """One round that exceeds a cap on its own: first fit of its pairs into the wave still
-    open and as many new ones as needed. Only the resources the round's pairs touch are
-    tracked (plain dicts: a round is at most n/2 pairs). Returns the waves now closed, and
-    the last one (still open) with its load."""
-    cap = limits.tolist()
+    open and as many new ones as needed. The hot loop of an oversubscribed fabric (every
+    round of a full mesh splits there), so it runs on plain lists: room left per resource
+    and wave, a row's six slots unrolled, its empty slots (-1) pointing at one extra
+    resource that never fills. Returns the waves now closed, and the last one (still open)
+    with its load."""
+    none = len(limits)
+    cap = [*limits.tolist(), _NONE_CAP]
     members = [current]
-    used = {r: int(load[r]) for r in np.unique(rows[idx]).tolist() if r >= 0}
-    loads = [used]
-    start: dict[int, int] = {}  # resource -> first wave that may still have room for it
-    for j, row in zip(idx, rows[idx].tolist(), strict=True):
-        res = [r for r in row if r >= 0]
-        w = max(start.get(r, 0) for r in res)
-        while w < len(members) and any(loads[w].get(r, 0) >= cap[r] for r in res):
+    rooms = [[c - u for c, u in zip(cap, [*load.tolist(), 0], strict=True)]]
+    start = [0] * len(cap)  # resource -> first wave that may still have room for it
+    round_rows = np.where(rows[idx] >= 0, rows[idx], none).tolist()
+    for j, (r0, r1, r2, r3, r4, r5) in zip(idx, round_rows, strict=True):
+        w = max(start[r0], start[r1], start[r2], start[r3], start[r4], start[r5])
+        while w < len(members):
+            rm = rooms[w]
+            if min(rm[r0], rm[r1], rm[r2], rm[r3], rm[r4], rm[r5]) > 0:
+                break
             w += 1
         if w == len(members):
             members.append([])
-            loads.append({})
+            rooms.append(list(cap))
         members[w].append(j)
-        counts = loads[w]
-        for r in res:
-            counts[r] = counts.get(r, 0) + 1
-            if counts[r] >= cap[r] and start.get(r, 0) == w:
+        rm = rooms[w]
+        for r in (r0, r1, r2, r3, r4, r5):
+            rm[r] -= 1
+            if rm[r] == 0 and start[r] == w:
                 start[r] = w + 1
-    last = np.zeros(len(cap), dtype=np.int64) if len(members) > 1 else load.copy()
-    for r, v in loads[-1].items():
-        last[r] = v
+    last = np.array(cap[:none], dtype=np.int64) - np.array(rooms[-1][:none], dtype=np.int64)
     return [m for m in members[:-1] if m], members[-1], last

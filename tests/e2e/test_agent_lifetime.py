@@ -18,6 +18,7 @@ from peers import node, serving, write_inventory
 
 from netqual.agent.probe_request import PeerRef, ProbeRequest
 from netqual.agent.wire.protocol import Channel, connect, server_handshake
+from netqual.errors import ErrorCode
 from netqual.models import AgentLimits, Node, ProbePlan
 from netqual.run.coordinator import RESUME_IDLE_WAIT_S, RunConfig, check_agents, run
 
@@ -98,9 +99,15 @@ def test_resume_waits_for_probes_still_running_on_the_agents(
     assert 0.4 < time.monotonic() - start < 3.0
 
 
+# Requests a run sends besides info and the measurements; an older agent refuses them.
+PREFLIGHT_EXTRAS = frozenset({"snapshot", "hostpath", "nics"})
+
+
 class SilentAgent:
-    """Answers the handshake and ``info`` like an agent, then sits on every request it
-    should measure for: a probe (as the source) or a tcp.* request (as the responder)."""
+    """Answers the handshake and ``info`` like an agent (and refuses the pre-flight's
+    snapshot, host path and NIC requests the way an agent without them does), then sits on
+    every request it should measure for: a probe (as the source) or a tcp.* request (as the
+    responder)."""
 
     def __init__(self, name: str, token: bytes) -> None:
         self.name, self.token = name, token
@@ -113,6 +120,8 @@ class SilentAgent:
         while (msg := ch.recv()).kind != "bye":
             if msg.kind == "info":
                 ch.send("info", {"name": self.name, "measuring": 0})
+            elif msg.kind in PREFLIGHT_EXTRAS or msg.kind.startswith("counters."):
+                ch.send_error(ErrorCode.BAD_REQUEST, f"unknown request {msg.kind!r}")
             else:
                 self.requests.append(msg.kind)
                 conn.recv(1)  # until the other side gives up and closes

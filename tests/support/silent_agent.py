@@ -1,6 +1,8 @@
 """A silent node as a real process: it answers the handshake and ``info`` like an agent
-(so it passes the pre-flight check), then sits on every request it should measure for,
-without a word, until the other side gives up. No real agent can be made to do that.
+(so it passes the pre-flight check; it refuses the configuration, host path, NIC and
+counter requests the way an agent without them does), then sits on every request it
+should measure for, without a word, until the other side gives up. No real agent can be
+made to do that.
 
     python tests/support/silent_agent.py NAME [TOKEN_FILE]   # prints its port, serves until killed
 
@@ -15,7 +17,9 @@ import threading
 from pathlib import Path
 
 from netqual.agent.wire.protocol import Channel, server_handshake
+from netqual.errors import ErrorCode
 
+REFUSED = frozenset({"snapshot", "hostpath", "nics"})  # pre-flight extras it lacks
 HOLD_S = 300.0  # how long it sits on one request at most (a test's bound, never reached)
 
 
@@ -27,6 +31,10 @@ def handle(conn: socket.socket, name: str, token: bytes | None) -> None:
         while (msg := ch.recv()).kind != "bye":
             if msg.kind == "info":
                 ch.send("info", {"name": name, "measuring": 0})
+                continue
+            if msg.kind in REFUSED or msg.kind.startswith("counters."):
+                # what an agent without these requests answers; the run goes on without them
+                ch.send_error(ErrorCode.BAD_REQUEST, f"unknown request {msg.kind!r}")
                 continue
             print(msg.kind, flush=True)
             while conn.recv(65536):  # whatever comes next goes unanswered too, until it closes

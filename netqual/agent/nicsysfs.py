@@ -155,12 +155,11 @@ def _port(device: str, path: Path) -> Port:
         if len(gids) >= MAX_GIDS:
             break
         text = read(path / "gids" / index)
-        if not _GID.fullmatch(text):
-            continue  # unreadable, or not the kernel's form
+        if not _GID.fullmatch(text) or not text.strip("0:"):
+            continue  # unreadable, not the kernel's form, or empty (no type to read: EINVAL)
         kind = _gid_type(read(path / "gid_attrs" / "types" / index), link)
         entry = GidEntry(int(index), text, kind)
-        if not entry.empty:
-            gids.append(Gid(entry, read(path / "gid_attrs" / "ndevs" / index)))
+        gids.append(Gid(entry, read(path / "gid_attrs" / "ndevs" / index)))
     return Port(
         device,
         int(path.name),

@@ -310,7 +310,7 @@ class RttStats:
     stdev_us: float  # population standard deviation (ddof=0) of the kept samples
     untrusted: tuple[str, ...] = ()  # e.g. ("p999",) when n < 10,000
     # Distribution-free 95% confidence interval of the policy metric: (metric, low, high)
-    ci95_metric: str | None = None
+    ci95_metric: Metric | None = None
     ci95_low_us: float | None = None
     ci95_high_us: float | None = None
     # Compact distribution for plots: log-spaced bin edges (len = len(counts) + 1)

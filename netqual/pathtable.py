@@ -75,7 +75,7 @@ class RttLike(Protocol):
     @property
     def untrusted(self) -> Sequence[str]: ...
     @property
-    def ci95_metric(self) -> str | None: ...
+    def ci95_metric(self) -> Metric | None: ...
     @property
     def ci95_low_us(self) -> float | None: ...
     @property
@@ -277,7 +277,7 @@ class PathTable:
     samples: IntArray  # 0 where no RTT
     rtt: Mapping[str, FloatArray]  # RTT_STATISTICS -> column (microseconds), NaN = no RTT
     untrusted: tuple[tuple[str, ...], ...]
-    ci95_metric: tuple[str | None, ...]
+    ci95_metric: tuple[Metric | None, ...]
     ci95_low_us: FloatArray
     ci95_high_us: FloatArray
     hist_first_bin: FloatArray  # NaN where no histogram

@@ -74,7 +74,7 @@ def p99_rise_text(old_p99_us: float, new_p99_us: float) -> str:
 
 
 def _ci(r: RttStats | None, metric: Metric) -> tuple[float, float] | None:
-    if r is None or r.ci95_metric != metric.value:
+    if r is None or r.ci95_metric is not metric:
         return None
     if r.ci95_low_us is None or r.ci95_high_us is None:
         return None
@@ -130,7 +130,7 @@ class PathChange:
 
 def _ci_bounds(t: PathTable, rows: IntArray, metric: Metric) -> tuple[FloatArray, FloatArray]:
     """Low and high of each row's CI of ``metric``, NaN where it has none (``_ci``)."""
-    same = map(operator.eq, itertools.repeat(metric.value), t.ci95_metric)  # no per-row frame
+    same = map(operator.is_, itertools.repeat(metric), t.ci95_metric)  # no per-row frame
     of_metric = np.fromiter(same, dtype=np.bool_, count=len(t))
     ok = of_metric[rows]
     low = np.where(ok, t.ci95_low_us[rows], np.nan)

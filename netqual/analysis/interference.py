@@ -49,7 +49,7 @@ def _disturbed(run: PathResult, alone: PathResult, tolerance: float) -> bool:
     assert run.rtt is not None and alone.rtt is not None
     if alone.rtt.p99_us <= 0 or run.rtt.p99_us <= tolerance * alone.rtt.p99_us:
         return False
-    if alone.rtt.ci95_metric == Metric.P99.value and alone.rtt.ci95_high_us is not None:
+    if alone.rtt.ci95_metric is Metric.P99 and alone.rtt.ci95_high_us is not None:
         return run.rtt.p99_us > alone.rtt.ci95_high_us
     return True
 

@@ -86,7 +86,7 @@ def rtt_stats(rtt_ns: npt.NDArray[np.int64], metric: Metric) -> RttStats:
         mean_us=float(mean_ns) / 1000.0,
         stdev_us=float(sorted_ns.std()) / 1000.0,
         untrusted=untrusted,
-        ci95_metric=metric.value,
+        ci95_metric=metric,
         ci95_low_us=lo,
         ci95_high_us=hi,
         histogram_edges_us=edges,

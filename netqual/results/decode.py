@@ -67,7 +67,7 @@ Positive = Annotated[int, msgspec.Meta(ge=1, le=MAX_INT)]
 
 
 class _Ci95(msgspec.Struct, gc=False):
-    metric: str | None = None
+    metric: Metric | None = None
     low: Float | None = None
     high: Float | None = None
 
@@ -95,7 +95,7 @@ class _WireRtt(msgspec.Struct, kw_only=True, gc=False):
     histogram: _Histogram | None = None
 
     @property
-    def ci95_metric(self) -> str | None:
+    def ci95_metric(self) -> Metric | None:
         return None if self.ci95 is None else self.ci95.metric
 
     @property
@@ -294,7 +294,9 @@ def _schema_words(msg: str, field: str) -> str:
     if m := _LENGTH.match(msg):
         return f"expected a string of at least {m['limit']} character(s)"
     if m := _ENUM.match(msg):
-        enum: type[Verdict] | type[Tier] = Tier if field.endswith("tier") else Verdict
+        enum: type[Verdict] | type[Tier] | type[Metric] = (
+            Tier if field.endswith("tier") else Metric if field.endswith("metric") else Verdict
+        )
         allowed = ", ".join(repr(v.value) for v in enum)
         return f"is {m['value']}, expected one of {allowed}"
     return msg[:1].lower() + msg[1:]

@@ -57,7 +57,7 @@ def rtt_to_dict(r: RttStats) -> dict[str, Any]:
     if r.ci95_metric is not None:
         low, high = r.ci95_low_us, r.ci95_high_us
         d["ci95"] = {
-            "metric": r.ci95_metric,
+            "metric": r.ci95_metric.value,
             "low": None if low is None else _t(low),
             "high": None if high is None else _t(high),
         }

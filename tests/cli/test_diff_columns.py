@@ -97,7 +97,8 @@ def _path_to(
     if p99 is not None:
         rtt = RttStats(10_000, 10.0, 20.0, 30.0, p99, p99 * 1.2, p99 * 1.5, 21.0, 3.0)
         if ci is not None:
-            rtt = replace(rtt, ci95_metric=ci[0], ci95_low_us=ci[1], ci95_high_us=ci[2])
+            metric = None if ci[0] is None else Metric(ci[0])
+            rtt = replace(rtt, ci95_metric=metric, ci95_low_us=ci[1], ci95_high_us=ci[2])
     return PathResult(src=src, dst=dst, transport="tcp", verdict=verdict, reasons=(), rtt=rtt)
 
 

@@ -200,3 +200,14 @@ def test_a_policy_validates_itself_wherever_it_is_built(fields: dict[str, Any], 
     with pytest.raises(PolicyFieldError) as info:
         Policy(**fields)
     assert info.value.field == field
+
+
+def test_a_confidence_interval_of_an_unknown_metric_exits_2_naming_it(
+    tmp_path: Path, doc: dict[str, Any], monkeypatch: pytest.MonkeyPatch, capsys: Any
+) -> None:
+    # the interval's metric is a Metric from the file on: no string compared later
+    doc["paths"][0]["rtt_us"]["ci95"] = {"metric": "p95", "low": 1.0, "high": 2.0}
+    (tmp_path / "results.json").write_text(json.dumps(doc))
+    run = run_in_process(["report", "results.json"], tmp_path, monkeypatch, capsys)
+    assert run.returncode == EXIT_USAGE
+    assert "paths[0].rtt_us.ci95.metric: is 'p95', expected one of 'p50', 'p90'" in run.stderr

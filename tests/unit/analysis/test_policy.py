@@ -85,7 +85,7 @@ def test_failed_bulk_cell_makes_the_path_unsafe() -> None:
 
 
 def test_ci_straddling_a_line_is_mentioned() -> None:
-    r = RttStats(10_000, 1, 10, 20, 195, 300, 400, 10, 1, (), "p99", 190.0, 210.0)
+    r = RttStats(10_000, 1, 10, 20, 195, 300, 400, 10, 1, (), Metric.P99, 190.0, 210.0)
     _, reasons = judge(Policy(), r)
     assert any("straddles the 200.0 us line" in x for x in reasons)
 

@@ -38,7 +38,7 @@ def _odd_paths() -> list[PathResult]:
         mean_us=13.0,
         stdev_us=2.5,
         untrusted=("p999",),
-        ci95_metric="p99",
+        ci95_metric=Metric.P99,
         ci95_low_us=28.0,
         ci95_high_us=None,
         histogram_edges_us=tuple(10 ** ((20 + k) / 20) for k in range(4)),

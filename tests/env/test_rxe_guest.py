@@ -142,6 +142,25 @@ def test_doctor_says_ready(guest: GuestResults) -> None:
         assert f"{device} ACTIVE mtu 1024 width 1X gid 1 RoCE v2" in record["stdout"]
 
 
+def test_two_devices_per_node_give_per_rail_rdma_paths(guest: GuestResults) -> None:
+    """docs/rails.md: two rxe devices on two links per node, `run --rails same`: one RDMA
+    path per rail, each between the NICs its inventory names, on their devices."""
+    record = guest.case("rails")
+    assert record["rc"] == 0, _shown(record)
+    results = json.loads((guest.out / "rails-run" / "results.json").read_text())
+    paths = sorted(results["paths"], key=lambda p: p["rail"])
+    got = [(p["src"], p["dst"], p["src_nic"], p["dst_nic"], p["rail"]) for p in paths]
+    assert got == [
+        ("railA/nqa", "railB/nqb", "nqa", "nqb", 0),
+        ("railA/nqc", "railB/nqd", "nqc", "nqd", 1),
+    ], _shown(record)
+    for p, (mine, peer) in zip(paths, (("rxe0", "rxe1"), ("rxe2", "rxe3")), strict=True):
+        assert p["transport"] == "rdma" and p["error"] is None, p
+        assert p["rtt_us"]["samples"] == 2000
+        assert p["details"]["device"] == mine and p["details"]["peer"]["device"] == peer, p
+    assert "by rail" in record["stdout"]
+
+
 def test_default_plan_over_real_verbs(guest: GuestResults) -> None:
     record = guest.case("probe_default")
     path = guest.path("probe_default")

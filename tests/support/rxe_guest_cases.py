@@ -1,6 +1,7 @@
 """Runs INSIDE the Soft-RoCE guest that tests/env/test_rxe_guest.py boots (not collected by pytest).
 
-The guest has rxe0 on 198.18.0.1 and rxe1 on 198.18.0.2 (netqual/vm/rxe-net.sh). This
+The guest has rxe0 on 198.18.0.1 and rxe1 on 198.18.0.2, and on a second link (rail 1)
+rxe2 on 198.18.1.1 and rxe3 on 198.18.1.2 (netqual/vm/rxe-net.sh). This
 script runs netqual's command line (doctor, three agents, probes) and
 bench/rdma_vs_perftest there and writes one ``OUT/<case>.json`` per case ({argv, rc,
 stdout, stderr, elapsed_s, ...}); the host test judges them.
@@ -76,6 +77,25 @@ B = AgentSpec("rxeB", "198.18.0.2", 18602, 1, ("--rdma-device", "rxe1"))
 # A node without RDMA: the same machine, but the agent's mount namespace hides every RDMA
 # device (sysfs classes and /dev/infiniband), as on a host without an RDMA NIC.
 PLAIN = AgentSpec("plain", "198.18.0.2", 18604, None, (), no_rdma=True)
+# Two nodes with a NIC on each rail (docs/rails.md): their agents answer on every address.
+RA = AgentSpec("railA", "0.0.0.0", 18611, 0, ())
+RB = AgentSpec("railB", "0.0.0.0", 18612, 1, ())
+RAILS_INVENTORY = """
+[[node]]
+name = "railA"
+address = "198.18.0.1"
+port = 18611
+rack = "r1"
+nics = [{ name = "nqa", address = "198.18.0.1", device = "rxe0", rail = 0 },
+        { name = "nqc", address = "198.18.1.1", device = "rxe2", rail = 1 }]
+[[node]]
+name = "railB"
+address = "198.18.0.2"
+port = 18612
+rack = "r1"
+nics = [{ name = "nqb", address = "198.18.0.2", device = "rxe1", rail = 0 },
+        { name = "nqd", address = "198.18.1.2", device = "rxe3", rail = 1 }]
+"""
 HIDDEN = ("/sys/class/infiniband", "/sys/class/infiniband_verbs", "/dev/infiniband")
 
 
@@ -279,12 +299,13 @@ def main() -> int:
     try:
         # 1. doctor and every agent at once.
         doctor = cases.run("doctor", ["doctor"])
-        for spec in (A, B, PLAIN):
+        for spec in (A, B, PLAIN, RA, RB):
             cases.start_agent(spec)
         ready = cases.wait_agents(START_S)
-        cases.save("agents", {"ready_s": ready, "wanted": [A.name, B.name, PLAIN.name]})
+        wanted = [A.name, B.name, PLAIN.name, RA.name, RB.name]
+        cases.save("agents", {"ready_s": ready, "wanted": wanted})
         cases.save("doctor", doctor.record(START_S))
-        if len(ready) < 3:
+        if len(ready) < len(wanted):
             return 2
         # 2. the default plan, alone on the two vCPUs: A initiates, B responds.
         default = cases.probe("probe_default", A, B, *DEFAULT_PLAN, "--json")
@@ -302,6 +323,20 @@ def main() -> int:
             "forged_echo", [], script=REPO / "tests" / "support" / "rxe_forged_echo.py"
         )
         cases.save("forged_echo", forged.record(PROBE_S))
+        # 3d. a run NIC to NIC over both rails (docs/rails.md): rail 0 on rxe0 <-> rxe1,
+        # rail 1 on rxe2 <-> rxe3, each end opening the device its inventory NIC names.
+        inventory = cases.out / "rails.toml"
+        inventory.write_text(RAILS_INVENTORY)
+        rails = cases.run(
+            "rails",
+            ["run", str(inventory), "--transport", "rdma", "--rails", "same",
+             "--out", str(cases.out / "rails-run"), "--token-file", str(cases.token), *small,
+             "--chunk", "64KiB", "--depth", "1", "--timeout", "600", "--allow-short-plan",
+             "--interference-sample", "0",
+             # the pre-flight's requests take seconds each under TCG
+             "--check-timeout", "300"],
+        )  # fmt: skip
+        cases.save("rails", rails.record(PROBE_S))
         # 4. perftest and netqual side by side on rxe0 (loopback; a fresh responder agent).
         bench_argv = ["--iterations", str(BENCH_ITERATIONS)]
         bench = cases.run("bench", bench_argv, script=REPO / "bench" / "rdma_vs_perftest")

@@ -21,7 +21,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from netqual.models import ProbePlan, Suspect, SuspectKind, Verdict
+from netqual.models import ProbePlan, Suspect, SuspectKind, Verdict, path_label
 from netqual.runresults import Results
 
 CARRIED_SHARE = 0.9  # an interface carried the probe when it moved >= 90% of its payload
@@ -268,7 +268,7 @@ def advice(results: Results) -> list[tuple[str, str, str]]:
     ):
         unsafe = any(table.verdict[i] == Verdict.UNSAFE.rank for i, _ in items)
         shown = [
-            f"{table.names[table.src[i]]} -> {table.names[table.dst[i]]} ({c.text})"
+            f"{path_label(table.names[table.src[i]], table.names[table.dst[i]])} ({c.text})"
             for i, c in items[:LISTED]
         ]
         listed = "; ".join(shown) + (

@@ -27,7 +27,7 @@ from prometheus_client.registry import Collector, CollectorRegistry
 from netqual.campaign.store import WEEK_PATHS, open_store
 from netqual.campaign.trend import gate_rows, suspect_ages, week_counts
 from netqual.names import visible
-from netqual.pathtable import TIERS, VERDICTS
+from netqual.pathtable import TIERS, VERDICTS, verdict_counts
 from netqual.runresults import Results
 
 PER_PATH_LIMIT = 2_000  # paths; above it only rack-pair aggregates (a Prometheus series each)
@@ -73,10 +73,10 @@ def run_columns(results: Results) -> dict[str, Any]:
 def _path_families(cols: Mapping[str, Any], con: duckdb.DuckDBPyConnection) -> Iterator[Metric]:
     """Verdict counts, per-path gauges below the limit, rack-pair aggregates."""
     n = len(cols["verdict"])
-    counts = np.bincount(np.asarray(cols["verdict"], dtype=np.int64), minlength=len(VERDICTS))
+    counts = verdict_counts(np.asarray(cols["verdict"], dtype=np.int64))
     fam = GaugeMetricFamily("netqual_paths", "Paths per verdict", labels=["verdict"])
-    for v, c in zip(VERDICTS, counts.tolist(), strict=True):
-        fam.add_metric([v.value], c)
+    for v in VERDICTS:
+        fam.add_metric([v.value], counts[v])
     yield fam
     per_path = n <= PER_PATH_LIMIT
     yield GaugeMetricFamily(

@@ -25,7 +25,7 @@ import numpy as np
 
 from netqual.errors import CampaignError
 from netqual.models import Waiver
-from netqual.pathtable import TIERS, VERDICTS
+from netqual.pathtable import TIERS, verdict_counts
 from netqual.results import policy_to_dict
 from netqual.runresults import Results
 
@@ -153,7 +153,7 @@ class Store:
         if not force:
             self._check_belongs(str(source), policy, nodes, retest=retest_of is not None)
         seq = int(self.con.execute("SELECT coalesce(max(seq), 0) + 1 FROM runs").fetchone()[0])  # type: ignore[index]
-        counts = [int(c) for c in np.bincount(results.paths.verdict, minlength=len(VERDICTS))]
+        counts = list(verdict_counts(results.paths.verdict).values())  # in VERDICTS order
         inter = results.interference
         with self._transaction():
             self.con.execute(

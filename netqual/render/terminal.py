@@ -73,7 +73,7 @@ def print_results(
     console.print(
         f"policy: {pol.metric.value} <= {pol.safe_max_us:g} us safe, > {pol.unsafe_above_us:g} us "
         f"unsafe, min {pol.min_samples} samples | transport {run.transport} | {run.mode.value} | "
-        f"{len(results.nodes):,} nodes | {run.started_at}",
+        f"{_nodes_text(results)} | {run.started_at}",
         style="dim",
     )
     if len(results.nodes) <= MATRIX_MAX_NODES:
@@ -91,6 +91,14 @@ def print_results(
     print_suspects(console, results, None if show_all else SUSPECTS_SHOWN)
     print_fanin(console, results)
     print_multirail(console, results)
+
+
+def _nodes_text(results: Results) -> str:
+    """ "8 nodes", or with endpoints below the node (docs/rails.md) "8 NICs on 4 nodes"."""
+    if not any(n.nic is not None for n in results.nodes):
+        return f"{len(results.nodes):,} nodes"
+    hosts = len({n.node_name for n in results.nodes})
+    return f"{len(results.nodes):,} NICs on {hosts:,} nodes"
 
 
 SUSPECTS_SHOWN = 6

@@ -247,6 +247,7 @@ def test_terminal_reads_per_rail_and_names_the_nic(
     write_json(tmp_path / "results.json", rail_results(4, slow={("h3", 1): 700.0}))
     r = run_in_process(["report", "results.json"], tmp_path, monkeypatch, capsys)
     assert r.returncode == 0, r.stderr
+    assert "| 8 NICs on 4 nodes |" in " ".join(r.stdout.split())
     assert "by rail (us)" in r.stdout
     rows = {
         " ".join(cells[:2]): cells[2:]

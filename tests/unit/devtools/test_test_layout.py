@@ -1,0 +1,51 @@
+"""The test tree keeps its layout (README, Development): every test file in a folder of its
+kind, basenames unique across folders (pytest imports test modules by basename, so two
+``test_x.py`` in different folders fail the session with an import file mismatch), and no
+test importing another test module or a conftest (shared helpers live in tests/support)."""
+
+from __future__ import annotations
+
+import ast
+from collections import Counter
+from pathlib import Path
+
+from paths import TESTS
+
+KINDS = {"unit", "cli", "e2e", "security", "env", "bench"}
+
+
+def _test_files() -> list[Path]:
+    return sorted(TESTS.rglob("test_*.py"))
+
+
+def test_every_test_file_sits_in_a_folder_of_its_kind() -> None:
+    misplaced = [
+        str(p.relative_to(TESTS))
+        for p in _test_files()
+        if p.relative_to(TESTS).parts[0] not in KINDS
+    ]
+    assert misplaced == [], f"move these into tests/<kind>/: {misplaced}"
+    unit = [p for p in _test_files() if p.relative_to(TESTS).parts[0] == "unit"]
+    assert all(len(p.relative_to(TESTS).parts) == 3 for p in unit), "tests/unit/<package>/"
+
+
+def test_test_basenames_are_unique() -> None:
+    counts = Counter(p.name for p in _test_files())
+    assert [name for name, n in counts.items() if n > 1] == []
+
+
+def test_no_test_imports_another_test_module_or_a_conftest() -> None:
+    bad = []
+    for path in [*_test_files(), *sorted((TESTS / "support").glob("*.py"))]:
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names: list[str] = []
+            if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                names = [node.module]
+            elif isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            bad += [
+                f"{path.relative_to(TESTS)}: {n}"
+                for n in names
+                if n.split(".")[0].startswith("test_") or n.split(".")[0] == "conftest"
+            ]
+    assert bad == [], bad

@@ -148,29 +148,9 @@ class TcpTransport(Transport):
         return np.asarray(samples[plan.warmup :], dtype=np.int64)
 
     def _bulk(self, ch: Channel, chunk: int, reads: int, depth: int, deadline: float) -> RawBulk:
-        timeout = _remaining(deadline, f"bulk {chunk}x{depth}")
-        ch.set_deadline(deadline)
-        nonce = integrity.new_nonce()
-        accepted(
-            ch,
-            "tcp.bulk",
-            {
-                "chunk_bytes": chunk,
-                "reads": reads,
-                "depth": depth,
-                "timeout_s": timeout,
-                "nonce": nonce.hex(),
-            },
-            deadline,
-        )
-        sock = ch.sock
-        _kernel_timeouts(sock, timeout)
-        view = memoryview(bytearray(chunk))
-        w = _bulk_tag_width(chunk)
-        tail = chunk - w
-        challenges = secrets.token_bytes(reads * _REQ_BYTES)
-        cview = memoryview(challenges)
-        heads, tails = bytearray(reads * w), bytearray(reads * w)
+        cell = BulkCell.open(ch, chunk, reads, depth, deadline, f"bulk {chunk}x{depth}")
+        sock, view, w, tail, cview = cell.sock, cell.view, cell.w, cell.tail, cell.cview
+        heads, tails, timeout = cell.heads, cell.tails, cell.timeout_s
         posted = np.empty(reads, dtype=np.int64)
         done = np.empty(reads, dtype=np.int64)
         pc = time.perf_counter_ns
@@ -200,15 +180,7 @@ class TcpTransport(Transport):
             raise ProbeError(f"bulk read: {ch.peer} sent nothing for {timeout:.1f} s") from err
         except OSError as err:
             raise PeerUnreachableError(ch.peer, f"bulk read failed: {err}") from err
-        if w:
-            tags = integrity.keystream(_key(ch, responder=False), b"tcp.bulk", nonce, 2 * reads * w)
-            got = b"".join(
-                heads[i * w : (i + 1) * w] + tails[i * w : (i + 1) * w] for i in range(reads)
-            )
-            bad = integrity.mismatches(got, tags, 2 * w)
-        else:
-            bad = 0
-        integrity.check_end(ch, "tcp.bulk.end", deadline, challenges, bad, reads, "bulk chunks")
+        cell.check(ch, deadline, "bulk chunks")
         return RawBulk(chunk_bytes=chunk, depth=depth, completion_ns=done, elapsed_ns=elapsed)
 
     # -- responder ---------------------------------------------------------------------
@@ -301,6 +273,57 @@ class TcpTransport(Transport):
         finally:
             ch.set_timeout(limits.idle_timeout_s)
         integrity.answer_end(ch, "tcp.bulk.end", bytes(requests), "bulk read")
+
+
+@dataclass
+class BulkCell:
+    """The initiator's side of one ``tcp.bulk`` cell, for every loop that reads chunks (the
+    bulk probe here, the fetch profiles in tcp_fetch.py): the accepted request, the receive
+    buffer, the challenges it sends, and the tag bytes kept from each chunk for the check
+    after the cell. The timed loops stay with their callers."""
+
+    sock: socket.socket
+    view: memoryview
+    w: int  # tag bytes at each end of a chunk
+    tail: int  # where the tail tag starts
+    cview: memoryview  # the challenges, _REQ_BYTES per read
+    challenges: bytes
+    heads: bytearray
+    tails: bytearray
+    nonce: bytes
+    timeout_s: float
+    reads: int
+
+    @classmethod
+    def open(
+        cls, ch: Channel, chunk: int, reads: int, depth: int, deadline: float, what: str
+    ) -> BulkCell:
+        timeout = _remaining(deadline, what)
+        ch.set_deadline(deadline)
+        nonce = integrity.new_nonce()
+        body = {"chunk_bytes": chunk, "reads": reads, "depth": depth, "timeout_s": timeout}
+        accepted(ch, "tcp.bulk", {**body, "nonce": nonce.hex()}, deadline)
+        _kernel_timeouts(ch.sock, timeout)
+        w = _bulk_tag_width(chunk)
+        challenges = secrets.token_bytes(reads * _REQ_BYTES)
+        return cls(
+            ch.sock, memoryview(bytearray(chunk)), w, chunk - w, memoryview(challenges),
+            challenges, bytearray(reads * w), bytearray(reads * w), nonce, timeout, reads,
+        )  # fmt: skip
+
+    def check(self, ch: Channel, deadline: float, what: str) -> None:
+        """Every kept tag against the session key, then the responder's end of the cell."""
+        w, reads = self.w, self.reads
+        bad = 0
+        if w:
+            key = _key(ch, responder=False)
+            tags = integrity.keystream(key, b"tcp.bulk", self.nonce, 2 * reads * w)
+            got = b"".join(
+                self.heads[i * w : (i + 1) * w] + self.tails[i * w : (i + 1) * w]
+                for i in range(reads)
+            )
+            bad = integrity.mismatches(got, tags, 2 * w)
+        integrity.check_end(ch, "tcp.bulk.end", deadline, self.challenges, bad, reads, what)
 
 
 def _key(ch: Channel, *, responder: bool) -> bytes:

@@ -17,7 +17,6 @@ chunk together (a barrier), so a chunk completes when its slowest connection's s
 from __future__ import annotations
 
 import contextlib
-import secrets
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -29,16 +28,7 @@ from netqual.agent.wire.protocol import Channel
 from netqual.errors import NetqualError, PeerUnreachableError, ProbeError
 from netqual.fetchprofile import FetchProfile, profile
 from netqual.models import ProbePlan, RawBulk, RawProbe
-from netqual.transports import integrity
-from netqual.transports.interface import accepted
-from netqual.transports.tcp import (
-    _REQ_BYTES,
-    _bulk_tag_width,
-    _kernel_timeouts,
-    _key,
-    _recv_full,
-    _remaining,
-)
+from netqual.transports.tcp import _REQ_BYTES, BulkCell, _recv_full
 
 
 def initiate(
@@ -128,29 +118,10 @@ def _share(
     waves = wave_sizes(per_chunk, min(prof.round_trips, per_chunk))
     depth = min(prof.slices_in_flight, per_chunk)
     reads = per_chunk * chunks
-    timeout = _remaining(deadline, f"fetch {size}-byte slices ({prof.name})")
-    ch.set_deadline(deadline)
-    nonce = integrity.new_nonce()
-    accepted(
-        ch,
-        "tcp.bulk",
-        {
-            "chunk_bytes": size,
-            "reads": reads,
-            "depth": depth,
-            "timeout_s": timeout,
-            "nonce": nonce.hex(),
-        },
-        deadline,
-    )
-    sock = ch.sock
-    _kernel_timeouts(sock, timeout)
-    view = memoryview(bytearray(size))
-    w = _bulk_tag_width(size)
-    tail = size - w
-    challenges = secrets.token_bytes(reads * _REQ_BYTES)
-    cview = memoryview(challenges)
-    heads, tails = bytearray(reads * w), bytearray(reads * w)
+    what = f"fetch {size}-byte slices ({prof.name})"
+    cell = BulkCell.open(ch, size, reads, depth, deadline, what)
+    sock, view, w, tail, cview = cell.sock, cell.view, cell.w, cell.tail, cell.cview
+    heads, tails, timeout = cell.heads, cell.tails, cell.timeout_s
     pc = time.perf_counter_ns
     nxt = got = 0  # reads asked, reads arrived (over the whole cell)
 
@@ -182,12 +153,4 @@ def _share(
         raise ProbeError(f"fetch: {ch.peer} sent nothing for {timeout:.1f} s") from err
     except OSError as err:
         raise PeerUnreachableError(ch.peer, f"fetch failed: {err}") from err
-    if w:
-        tags = integrity.keystream(_key(ch, responder=False), b"tcp.bulk", nonce, 2 * reads * w)
-        mine = b"".join(
-            heads[i * w : (i + 1) * w] + tails[i * w : (i + 1) * w] for i in range(reads)
-        )
-        bad = integrity.mismatches(mine, tags, 2 * w)
-    else:
-        bad = 0
-    integrity.check_end(ch, "tcp.bulk.end", deadline, challenges, bad, reads, "fetched slices")
+    cell.check(ch, deadline, "fetched slices")

@@ -16,9 +16,12 @@ sees one host per agent, as on a cluster.
 
 runs ``netqual run`` (the CLI, a child process) over them: full mesh, bulk on, a tiny plan;
 ``--kill-after S`` sends SIGKILL to the coordinator after S seconds and resumes with
-``--resume``. Prints wall time, modelled probe time, coordinator overhead per pair, peak RSS,
-threads and file descriptors (sampled from /proc), results.jsonl growth, the load average,
-and whether every pair is in results.json exactly once.
+``--resume``. The coordinator runs from a copy of the package taken at the start
+(``freeze``: netqual/ with the report's templates), so a run of an hour or more is not
+changed under it when the checkout moves. Prints wall time, modelled probe time,
+coordinator overhead per pair, peak RSS, threads and file descriptors (sampled from /proc),
+results.jsonl growth, the load average, and whether every pair is in results.json exactly
+once; exit 0 only if so and the last run exited 0.
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ import hmac
 import json
 import os
 import resource
+import shutil
 import signal
 import struct
 import subprocess
@@ -45,6 +49,7 @@ from typing import Any
 
 import numpy as np
 
+import netqual
 from netqual import __version__
 from netqual.agent.wire.handshake import PROTOCOL_VERSION, ServerHandshake, SessionKeys
 from netqual.agent.wire.protocol import (
@@ -60,6 +65,7 @@ from netqual.agent.wire.protocol import (
 from netqual.auth import load_token, write_token
 from netqual.fleet_model import FLEET_KEYS, UNKNOWN
 from netqual.plan_codec import plan_from_dict
+from netqual.report.html import templates_dir
 from netqual.transports import AgentLimits
 
 SEQ = struct.Struct("!Q")
@@ -309,6 +315,37 @@ RUN_ARGS = [
 ]
 
 
+def freeze(dest: Path) -> Path:
+    """A copy of the running package for the coordinator child: ``dest/netqual`` with the
+    report's templates inside it, where an installed wheel has them (``templates_dir``
+    looks there first). A copy of netqual/ alone once ran 4,000 s, wrote results.json, then
+    failed the HTML report for want of templates (exit 1). Checked before any run starts:
+    the copy must import from ``dest`` and find every template. Returns ``dest`` (the
+    child's PYTHONPATH)."""
+    package = Path(netqual.__file__).resolve().parent
+    ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
+    shutil.copytree(package, dest / "netqual", ignore=ignore)
+    shutil.copytree(templates_dir(), dest / "netqual" / "templates", dirs_exist_ok=True)
+    probe = (
+        "import sys; from netqual.report.html import environment, templates_dir; "
+        "print(templates_dir()); [environment().get_template(t) for t in sys.argv[1:]]"
+    )
+    wanted = sorted(p.name for p in templates_dir().glob("*.j2"))
+    found = subprocess.run(
+        [sys.executable, "-c", probe, *wanted],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "PYTHONPATH": str(dest)},
+        cwd=dest,  # python -c / -m put the working directory first on sys.path
+        check=False,
+    )
+    where = Path(found.stdout.strip() or "?")
+    if found.returncode != 0 or not where.is_relative_to(dest):
+        raise RuntimeError(f"frozen package in {dest} is incomplete: {found.stderr[-500:]}")
+    return dest
+
+
 class _LineCounter:
     """Lines of a growing file, reading only what was appended since the last call: reading
     the whole results.jsonl (800 MB at 1,024 agents) every 0.2 s held the GIL long enough
@@ -338,10 +375,12 @@ def coordinator(
     limit_s: float,
     kill_at_lines: int | None = None,
     extra: tuple[str, ...] = (),
+    package: Path | None = None,
 ) -> dict[str, Any]:
     """One ``netqual run`` over the simulated agents, watched from /proc every 0.5 s;
     SIGKILL after ``kill_after`` s, at ``kill_at_lines`` lines of results.jsonl, or at
-    ``limit_s``."""
+    ``limit_s``. ``package``: run the coordinator from this copy (``freeze``)."""
+    inventory, out = inventory.resolve(), out.resolve()
     cmd = [sys.executable, "-m", "netqual", "run", str(inventory), "--out", str(out), *RUN_ARGS]
     cmd += [*extra, *(["--resume"] if resume else [])]
     jsonl = out / "results.jsonl"
@@ -356,7 +395,12 @@ def coordinator(
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         text=True,
-        env={**os.environ, "NETQUAL_WIDTH": "100"},
+        env={
+            **os.environ,
+            "NETQUAL_WIDTH": "100",
+            **({"PYTHONPATH": str(package)} if package is not None else {}),
+        },
+        cwd=package,  # -m puts the working directory first on sys.path: not the checkout
     )
     peak = {"rss_kib": 0, "threads": 0, "fds": 0}
     samples: list[tuple[float, int, int, int]] = []  # (s, lines in results.jsonl, threads, fds)
@@ -434,7 +478,10 @@ def main() -> int:
     n, pairs = args.agents, args.agents * (args.agents - 1) // 2
     work = Path(tempfile.mkdtemp(prefix="netqual-sim-"))
     out = args.out or work / "run"
+    package = freeze(work / "package")
+    print(f"coordinator runs from {package}/netqual (a copy with its templates)", flush=True)
     load_before = os.getloadavg()
+    extra = tuple(args.run_arg)
     with simulated(n, work, args.delay_ms / 1000) as (agents, inventory):
         runs = [
             coordinator(
@@ -444,14 +491,13 @@ def main() -> int:
                 args.kill_after,
                 args.limit_s,
                 args.kill_at_lines,
-                tuple(args.run_arg),
+                extra,
+                package,
             )
         ]
         runs[0]["requests"] = agents.probes
         if runs[0]["killed"] and (args.kill_after is not None or args.kill_at_lines is not None):
-            runs.append(
-                coordinator(inventory, out, True, None, args.limit_s, None, tuple(args.run_arg))
-            )
+            runs.append(coordinator(inventory, out, True, None, args.limit_s, None, extra, package))
             runs[1]["requests"] = agents.probes - runs[0]["requests"]
         probes = agents.probes
     load_after = os.getloadavg()
@@ -495,7 +541,11 @@ def main() -> int:
         + " ".join(f"{x:.1f}" for x in load_after)
     )
     print(f"run directory: {out}")
-    return 0 if once else 1
+    # the last run must have finished too: results.json alone is not the whole run (the
+    # report files come after it)
+    finished = runs[-1]["rc"] == 0 and not runs[-1]["killed"]
+    print(f"last run finished with exit 0: {finished}")
+    return 0 if once and finished else 1
 
 
 if __name__ == "__main__":

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import datetime as dt
+import enum
 import re
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
+from netqual.choices import ChoiceError, parse_choice
 from netqual.errors import InputError
 from netqual.filedata import MAX_DEPTH, checked
 
@@ -16,6 +19,8 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover
     import tomli as tomllib
 
+
+E = TypeVar("E", bound=enum.Enum)
 
 _AT_LINE = re.compile(r"\(at line (\d+), column \d+\)")
 _KEY_LINE = re.compile(r"^\s*([A-Za-z0-9_-]+(?:\s*\.\s*[A-Za-z0-9_-]+)*)\s*=")
@@ -74,7 +79,9 @@ def loads_toml(
 
 
 class Fields:
-    """Typed access to one TOML table; every mistake names file and dotted field."""
+    """Typed access to one TOML table: the one field reader of every input file (inventory,
+    policy, workload, gate profile, campaign, lab topology). Every mistake names the file
+    and the dotted field (``node[2].port``); ``error`` makes the file kind's InputError."""
 
     def __init__(
         self,
@@ -89,25 +96,91 @@ class Fields:
         self.error = error
 
     def name(self, key: str) -> str:
+        """The dotted field of ``key`` in this table; "" names the table itself."""
+        if not key:
+            return self.prefix
         return f"{self.prefix}.{key}" if self.prefix else key
 
     def fail(self, key: str, problem: str) -> InputError:
         return self.error(self.source, problem, self.name(key))
 
-    def check_keys(self, allowed: set[str]) -> None:
+    def check_keys(self, allowed: Iterable[str]) -> None:
+        allowed = set(allowed)
         for key in self.table:
             if key not in allowed:
                 raise self.fail(key, f"unknown key (allowed: {', '.join(sorted(allowed))})")
 
-    def string(self, key: str, default: str | None = None, required: bool = False) -> str | None:
+    def _child(self, key: str, table: Mapping[str, Any], allowed: Iterable[str] | None) -> Fields:
+        child = Fields(self.source, table, self.name(key), self.error)
+        if allowed is not None:
+            child.check_keys(allowed)
+        return child
+
+    def sub(
+        self, key: str, allowed: Iterable[str] | None = None, missing: str | None = None
+    ) -> Fields:
+        """The table ``[key]`` (empty when absent, or ``missing`` is the problem)."""
+        if key not in self.table and missing is not None:
+            raise self.fail(key, missing)
+        value = self.table.get(key, {})
+        if not isinstance(value, Mapping):
+            raise self.fail(key, "expected a table")
+        return self._child(key, value, allowed)
+
+    def tables(self, key: str, allowed: Iterable[str] | None = None) -> list[Fields]:
+        """The array of tables ``[[key]]`` (empty when absent), each named ``key[i]``."""
+        value = self.table.get(key, [])
+        if not isinstance(value, list):
+            raise self.fail(key, f"expected an array of tables ([[{key}]])")
+        out = []
+        for i, item in enumerate(value):
+            if not isinstance(item, Mapping):
+                raise self.fail(f"{key}[{i}]", "expected a table")
+            out.append(self._child(f"{key}[{i}]", item, allowed))
+        return out
+
+    def string(
+        self, key: str, default: str | None = None, required: bool = False, empty_ok: bool = False
+    ) -> str | None:
         if key not in self.table:
             if required:
                 raise self.fail(key, "missing required field")
             return default
         value = self.table[key]
-        if not isinstance(value, str) or not value.strip():
+        if not isinstance(value, str) or not (empty_ok or value.strip()):
             raise self.fail(key, f"expected a non-empty string, got {value!r}")
         return value.strip()
+
+    def text(self, key: str, default: str | None = None) -> str:
+        """A string that must be there (``default`` when absent, if given)."""
+        value = self.string(key, default, required=default is None)
+        assert value is not None
+        return value
+
+    def strings(self, key: str) -> list[str]:
+        value = self.table.get(key, [])
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise self.fail(key, "expected a list of strings")
+        return list(value)
+
+    def choice(self, kind: type[E], key: str, default: E) -> E:
+        """A member of ``kind`` named by its value; one wording (``netqual.choices``)."""
+        return self._member(kind, self.text(key, str(default.value)), key)
+
+    def choices(self, kind: type[E], key: str) -> frozenset[E]:
+        return frozenset(self._member(kind, v, key) for v in self.strings(key))
+
+    def _member(self, kind: type[E], text: str, key: str) -> E:
+        try:
+            return parse_choice(kind, text, key)
+        except ChoiceError as err:
+            raise self.fail(err.where, err.problem) from None
+
+    def flag(self, key: str, default: bool = False) -> bool:
+        value = self.table.get(key, default)
+        if not isinstance(value, bool):
+            raise self.fail(key, f"expected true or false, got {value!r}")
+        return value
 
     def integer(
         self, key: str, default: int, low: int | None = None, high: int | None = None
@@ -119,6 +192,12 @@ class Fields:
             raise self.fail(key, f"must be >= {low}, got {value}")
         if high is not None and value > high:
             raise self.fail(key, f"must be <= {high}, got {value}")
+        return value
+
+    def count(self, key: str, default: int = 0) -> int:
+        value = self.table.get(key, default)
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise self.fail(key, f"expected a non-negative integer, got {value!r}")
         return value
 
     def number(
@@ -139,6 +218,32 @@ class Fields:
         if high is not None and value > high:
             raise self.fail(key, f"must be <= {high:g}, got {value:g}")
         return float(value)
+
+    def maybe_number(
+        self,
+        key: str,
+        positive: bool = True,
+        low: float | None = None,
+        high: float | None = None,
+    ) -> float | None:
+        """``number`` for a field whose absence means something (None)."""
+        return self.number(key, 0.0, positive, low, high) if key in self.table else None
+
+    def date(self, key: str, required: bool = False) -> dt.date | None:
+        """A TOML date (``2026-12-31``) or the same as a string; not a date-time."""
+        if key not in self.table:
+            if required:
+                raise self.fail(key, "missing required field")
+            return None
+        value = self.table[key]
+        if isinstance(value, str):
+            try:
+                value = dt.date.fromisoformat(value)
+            except ValueError:
+                raise self.fail(key, f"not a date: {value!r} (use 2026-12-31)") from None
+        if isinstance(value, dt.datetime) or not isinstance(value, dt.date):
+            raise self.fail(key, f"expected a date like 2026-12-31, got {value!r}")
+        return value
 
     def table_of_strings(self, key: str) -> dict[str, str]:
         value = self.table.get(key, {})

@@ -39,7 +39,7 @@ from netqual.fleet_model import (
 )
 from netqual.models import Nic
 from netqual.names import visible
-from netqual.tomlfile import read_toml
+from netqual.tomlfile import Fields, read_toml
 
 GID_TYPES = {"roce v2": "RoCE v2", "rocev2": "RoCE v2", "roce v1": "RoCE v1", "rocev1": "RoCE v1"}
 GID_TYPES["ib"] = "IB"
@@ -136,25 +136,20 @@ def nodes_text(names: Sequence[str], total: int) -> str:
 # -- [fleet] in the policy file --------------------------------------------------------
 
 
-def parse_fleet(table: object, source: str) -> FleetPolicy:
-    """``[fleet]``: fleet keys with expected values, and ``allow_differ``. Every mistake
-    is a PolicyError naming ``fleet.KEY``."""
-
-    def fail(field: str, problem: str) -> PolicyError:
-        return PolicyError(source, problem, f"fleet.{field}" if field else "fleet")
-
-    if not isinstance(table, dict):
-        raise fail("", "must be a table ([fleet])")
+def parse_fleet(top: Fields) -> FleetPolicy:
+    """``[fleet]`` of a policy file (``top``): fleet keys with expected values, and
+    ``allow_differ``. Every mistake is a PolicyError naming ``fleet.KEY``."""
+    f = top.sub("fleet")
+    fail = f.fail
     expected: list[tuple[str, str]] = []
     allow: frozenset[str] = frozenset()
-    for key, value in table.items():
+    for key, value in f.table.items():
         if key == "allow_differ":
-            if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-                raise fail(key, "must be a list of fleet keys")
-            unknown_keys = [v for v in value if v not in FLEET_KEYS]
+            names = f.strings(key)
+            unknown_keys = [v for v in names if v not in FLEET_KEYS]
             if unknown_keys:
                 raise fail(key, f"unknown fleet key {unknown_keys[0]!r} ({_keys_hint()})")
-            allow = frozenset(value)
+            allow = frozenset(names)
             continue
         if key not in FLEET_KEYS:
             raise fail(key, f"unknown fleet key ({_keys_hint()})")
@@ -180,9 +175,7 @@ def _keys_hint() -> str:
 def load_fleet_policy(path: Path) -> FleetPolicy:
     """The ``[fleet]`` section of a policy file; none: no expectations, nothing excused."""
     data = read_toml(path, PolicyError)
-    if "fleet" not in data:
-        return FleetPolicy()
-    return parse_fleet(data["fleet"], str(path))
+    return parse_fleet(Fields(str(path), data, "", PolicyError))
 
 
 # -- the results file's ``fleet`` key -------------------------------------------------

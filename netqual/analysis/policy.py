@@ -8,7 +8,6 @@ from pathlib import Path
 import numpy as np
 
 from netqual.analysis.fleet import parse_fleet
-from netqual.choices import ChoiceError, parse_choice
 from netqual.errors import PolicyError
 from netqual.models import BulkStats, Metric, Policy, PolicyFieldError, RttStats, Verdict
 from netqual.pathtable import VERDICTS, BoolArray, FloatArray, IntArray, PathTable
@@ -28,17 +27,10 @@ def load_policy(path: Path) -> Policy:
     data = read_toml(path, _error)
     top = Fields(source, data, "", _error)
     top.check_keys({"policy", "fleet"})
-    if "fleet" in data:  # checked here too, so a run stops on it before measuring
-        parse_fleet(data["fleet"], source)
-    table = data.get("policy")
-    if not isinstance(table, dict):
-        raise top.fail("policy", "missing [policy] table")
-    f = Fields(source, table, "policy", _error)
-    f.check_keys({"metric", "safe_max_us", "unsafe_above_us", "min_samples", "fanin_knee_factor"})
-    try:
-        metric = parse_choice(Metric, f.string("metric", DEFAULT_POLICY.metric.value), "metric")
-    except ChoiceError as err:
-        raise f.fail(err.where, err.problem) from None
+    parse_fleet(top)  # checked here too, so a run stops on it before measuring
+    keys = {"metric", "safe_max_us", "unsafe_above_us", "min_samples", "fanin_knee_factor"}
+    f = top.sub("policy", keys, missing="missing [policy] table")
+    metric = f.choice(Metric, "metric", DEFAULT_POLICY.metric)
     safe = f.number("safe_max_us", DEFAULT_POLICY.safe_max_us)
     unsafe = f.number("unsafe_above_us", DEFAULT_POLICY.unsafe_above_us)
     min_samples = f.integer("min_samples", DEFAULT_POLICY.min_samples, low=1)

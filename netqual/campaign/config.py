@@ -11,7 +11,6 @@ import datetime as dt
 from dataclasses import dataclass
 from importlib.resources import files
 from pathlib import Path
-from typing import Any
 
 from netqual.errors import CampaignError
 from netqual.outfiles import make_out_dir, write_text_atomic
@@ -101,13 +100,9 @@ def load_campaign(directory: Path) -> Campaign:
     data = read_toml(path, _error)
     top = Fields(source, data, "", _error)
     top.check_keys({"campaign", "history", "milestone"})
-    head = Fields(source, _table(data, "campaign", source), "campaign", _error)
-    head.check_keys({"name", "start", "weeks", "inventory"})
-    start = head.table.get("start")
-    if start is not None and (isinstance(start, dt.datetime) or not isinstance(start, dt.date)):
-        raise head.fail("start", f"expected a date like 2027-01-04, got {start!r}")
-    hist = Fields(source, _table(data, "history", source), "history", _error)
-    hist.check_keys({"max_p99_increase_pct", "min_delta_us", "max_suspect_age_weeks"})
+    head = top.sub("campaign", {"name", "start", "weeks", "inventory"})
+    start = head.date("start")
+    hist = top.sub("history", {"max_p99_increase_pct", "min_delta_us", "max_suspect_age_weeks"})
     rules = HistoryRules(
         increase_pct=hist.number("max_p99_increase_pct", HistoryRules.increase_pct),
         min_delta_us=hist.number("min_delta_us", HistoryRules.min_delta_us, positive=False),
@@ -116,13 +111,11 @@ def load_campaign(directory: Path) -> Campaign:
         ),
     )
     weeks = head.integer("weeks", 10, low=1, high=520)
-    raw = data.get("milestone", [])
-    if not isinstance(raw, list):
-        raise CampaignError(source, "expected [[milestone]] tables", "milestone")
-    milestones = tuple(_milestone(source, directory, m, i, weeks) for i, m in enumerate(raw))
+    keys = {"name", "week", "profile", "description", "workload"}
+    milestones = tuple(_milestone(directory, m, weeks) for m in top.tables("milestone", keys))
     names = [m.name for m in milestones]
     if dup := next((n for n in names if names.count(n) > 1), None):
-        raise CampaignError(source, f"two milestones are named {dup!r}", "milestone")
+        raise top.fail("milestone", f"two milestones are named {dup!r}")
     return Campaign(
         directory=directory,
         name=head.string("name", directory.resolve().name) or directory.name,
@@ -134,21 +127,10 @@ def load_campaign(directory: Path) -> Campaign:
     )
 
 
-def _table(data: dict[str, Any], key: str, source: str) -> dict[str, Any]:
-    value = data.get(key, {})
-    if not isinstance(value, dict):
-        raise CampaignError(source, "expected a table", key)
-    return value
-
-
-def _milestone(source: str, directory: Path, raw: Any, i: int, weeks: int) -> Milestone:
-    if not isinstance(raw, dict):
-        raise CampaignError(source, "expected a table", f"milestone[{i}]")
-    f = Fields(source, raw, f"milestone[{i}]", _error)
-    f.check_keys({"name", "week", "profile", "description", "workload"})
-    profile = f.string("profile", required=True) or ""
+def _milestone(directory: Path, f: Fields, weeks: int) -> Milestone:
+    profile = f.text("profile")
     return Milestone(
-        name=f.string("name", required=True) or "",
+        name=f.text("name"),
         week=f.integer("week", 0, low=1, high=weeks),
         profile=directory / profile,
         description=f.string("description", "") or "",

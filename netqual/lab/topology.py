@@ -13,10 +13,9 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from netqual.choices import ChoiceError, parse_choice
 from netqual.errors import TopologyError
 from netqual.models import DEFAULT_PORT, Role
-from netqual.tomlfile import read_toml
+from netqual.tomlfile import Fields, read_toml
 
 NAME_RE = re.compile(r"^[a-z][a-z0-9-]{0,11}$")  # interface names are "to-" + peer name
 RESERVED = {"ctl"}  # the control namespace
@@ -93,135 +92,81 @@ def load(path: Path) -> Topology:
     return parse(read_toml(path, TopologyError), str(path))
 
 
-def _keys(source: str, raw: Mapping[str, Any], where: str, allowed: set[str]) -> None:
-    for k in raw:
-        if k not in allowed:
-            field = f"{where}.{k}" if where else k
-            problem = f"unknown key (allowed: {', '.join(sorted(allowed))})"
-            raise TopologyError(source, problem, field)
+def _error(source: str, problem: str, field: str | None) -> TopologyError:
+    return TopologyError(source, problem, field)
 
 
-def _str(source: str, raw: Mapping[str, Any], key: str, where: str, default: str | None) -> str:
-    value = raw.get(key, default)
-    if not isinstance(value, str) or not value:
-        raise TopologyError(source, "must be a non-empty string", f"{where}.{key}")
-    return value
-
-
-def _name(source: str, raw: Mapping[str, Any], where: str) -> str:
-    value = _str(source, raw, "name", where, None)
+def _name(f: Fields) -> str:
+    value = f.text("name")
     if not NAME_RE.match(value):
-        raise TopologyError(
-            source,
-            "must be 1-12 characters of a-z, 0-9, '-', starting with a letter",
-            f"{where}.name",
-        )
+        raise f.fail("name", "must be 1-12 characters of a-z, 0-9, '-', starting with a letter")
     return value
-
-
-def _number(source: str, raw: Mapping[str, Any], key: str, where: str) -> float | None:
-    if key not in raw:
-        return None
-    value = raw[key]
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise TopologyError(source, "must be a number", f"{where}.{key}")
-    return float(value)
-
-
-def _list(source: str, raw: Mapping[str, Any], key: str) -> list[Mapping[str, Any]]:
-    items = raw.get(key, [])
-    if not isinstance(items, list) or not all(isinstance(i, dict) for i in items):
-        raise TopologyError(source, "must be an array of tables ([[...]])", key)
-    return items
 
 
 def parse(raw: Mapping[str, Any], source: str) -> Topology:
-    _keys(source, raw, "", {"lab", "host", "router", "link"})
-    lab = raw.get("lab", {})
-    if not isinstance(lab, dict):
-        raise TopologyError(source, "must be a table", "lab")
-    _keys(source, lab, "lab", {"name", "mtu", "port", "control"})
-    name = _str(source, lab, "name", "lab", "lab")
-    mtu = _number(source, lab, "mtu", "lab") or 9000.0
-    port = _number(source, lab, "port", "lab") or float(DEFAULT_PORT)
+    top = Fields(source, raw, "", _error)
+    top.check_keys({"lab", "host", "router", "link"})
+    lab = top.sub("lab", {"name", "mtu", "port", "control"})
+    name = lab.text("name", "lab")
+    mtu = lab.number("mtu", 9000, positive=False)
+    port = lab.number("port", DEFAULT_PORT, positive=False)
     if not (576 <= mtu <= 65_000) or mtu != int(mtu):
-        raise TopologyError(source, "must be an integer from 576 to 65000", "lab.mtu")
+        raise lab.fail("mtu", "must be an integer from 576 to 65000")
     if not (1 <= port <= 65_535) or port != int(port):
-        raise TopologyError(source, "must be a port number", "lab.port")
+        raise lab.fail("port", "must be a port number")
 
-    hosts: list[HostSpec] = []
-    for i, h in enumerate(_list(source, raw, "host")):
-        where = f"host[{i}]"
-        _keys(source, h, where, {"name", "rack", "role", "site"})
-        role_text = _str(source, h, "role", where, "compute")
-        try:
-            role = parse_choice(Role, role_text, f"{where}.role")
-        except ChoiceError as err:
-            raise TopologyError(source, err.problem, err.where) from err
-        hosts.append(
-            HostSpec(
-                name=_name(source, h, where),
-                rack=_str(source, h, "rack", where, None),
-                role=role,
-                site=_str(source, h, "site", where, "local"),
-            )
+    hosts = [
+        HostSpec(
+            name=_name(h),
+            rack=h.text("rack"),
+            role=h.choice(Role, "role", Role.COMPUTE),
+            site=h.text("site", "local"),
         )
-    routers = []
-    for i, r in enumerate(_list(source, raw, "router")):
-        where = f"router[{i}]"
-        _keys(source, r, where, {"name"})
-        routers.append(RouterSpec(_name(source, r, where)))
+        for h in top.tables("host", {"name", "rack", "role", "site"})
+    ]
+    routers = [RouterSpec(_name(r)) for r in top.tables("router", {"name"})]
     if not hosts:
-        raise TopologyError(source, "a lab needs at least two hosts", "host")
+        raise top.fail("host", "a lab needs at least two hosts")
     if len(hosts) > MAX_HOSTS:
-        raise TopologyError(source, f"at most {MAX_HOSTS} hosts", "host")
+        raise top.fail("host", f"at most {MAX_HOSTS} hosts")
 
     names = [h.name for h in hosts] + [r.name for r in routers]
     seen: set[str] = set()
     for n in names:
         if n in RESERVED:
-            raise TopologyError(source, f"name {n!r} is reserved", "host/router")
+            raise top.fail("host/router", f"name {n!r} is reserved")
         if n in seen:
-            raise TopologyError(source, f"name {n!r} is used twice", "host/router")
+            raise top.fail("host/router", f"name {n!r} is used twice")
         seen.add(n)
 
     links = []
     pairs: set[frozenset[str]] = set()
-    for i, ln in enumerate(_list(source, raw, "link")):
-        where = f"link[{i}]"
-        keys = {"a", "b", "delay_us", "rate_mbit", "queue_us", "loss_percent", "rail"}
-        _keys(source, ln, where, keys)
-        a = _str(source, ln, "a", where, None)
-        b = _str(source, ln, "b", where, None)
+    keys = {"a", "b", "delay_us", "rate_mbit", "queue_us", "loss_percent", "rail"}
+    for ln in top.tables("link", keys):
+        a, b = ln.text("a"), ln.text("b")
         for key, end in (("a", a), ("b", b)):
             if end not in seen:
-                raise TopologyError(source, f"no host or router named {end!r}", f"{where}.{key}")
+                raise ln.fail(key, f"no host or router named {end!r}")
         if a == b or frozenset((a, b)) in pairs:
-            raise TopologyError(source, "links join two different nodes, once", where)
+            raise ln.fail("", "links join two different nodes, once")
         pairs.add(frozenset((a, b)))
-        delay = _number(source, ln, "delay_us", where) or 0.0
+        delay = ln.number("delay_us", 0.0, positive=False)
         if not 0.0 <= delay <= MAX_DELAY_US:
-            raise TopologyError(source, f"must be 0 to {MAX_DELAY_US:g}", f"{where}.delay_us")
-        rate = _number(source, ln, "rate_mbit", where)
-        if rate is not None and rate <= 0:
-            raise TopologyError(source, "must be positive", f"{where}.rate_mbit")
-        queue = _number(source, ln, "queue_us", where)
+            raise ln.fail("delay_us", f"must be 0 to {MAX_DELAY_US:g}")
+        rate = ln.maybe_number("rate_mbit")
+        queue = ln.maybe_number("queue_us", positive=False)
         if queue is not None and (rate is None or delay > 0):
-            raise TopologyError(
-                source, "only for a rate-limited link without delay", f"{where}.queue_us"
-            )
+            raise ln.fail("queue_us", "only for a rate-limited link without delay")
         if queue is not None and not 100.0 <= queue <= 1_000_000.0:
-            raise TopologyError(source, "must be 100 to 1000000", f"{where}.queue_us")
-        loss = _number(source, ln, "loss_percent", where) or 0.0
+            raise ln.fail("queue_us", "must be 100 to 1000000")
+        loss = ln.number("loss_percent", 0.0, positive=False)
         if not 0.0 <= loss <= MAX_LOSS_PERCENT:
-            raise TopologyError(
-                source, f"must be 0 to {MAX_LOSS_PERCENT:g}", f"{where}.loss_percent"
-            )
+            raise ln.fail("loss_percent", f"must be 0 to {MAX_LOSS_PERCENT:g}")
         if loss and rate is not None and delay == 0:
-            raise TopologyError(source, "a lossy link needs a delay to be rate-limited", where)
-        rail = _number(source, ln, "rail", where)
+            raise ln.fail("", "a lossy link needs a delay to be rate-limited")
+        rail = ln.maybe_number("rail", positive=False)
         if rail is not None and (rail != int(rail) or not 0 <= rail <= MAX_RAIL):
-            raise TopologyError(source, f"must be an integer 0 to {MAX_RAIL}", f"{where}.rail")
+            raise ln.fail("rail", f"must be an integer 0 to {MAX_RAIL}")
         on_rail = None if rail is None else int(rail)
         links.append(LinkSpec(a, b, delay, rate, queue or DEFAULT_QUEUE_US, loss, rail=on_rail))
 
@@ -237,9 +182,9 @@ def parse(raw: Mapping[str, Any], source: str) -> Topology:
             )
     if not routers:
         raise TopologyError(source, "a lab needs at least one router", "router")
-    control = _str(source, lab, "control", "lab", routers[0].name)
+    control = lab.text("control", routers[0].name)
     if control not in {r.name for r in routers}:
-        raise TopologyError(source, f"no router named {control!r}", "lab.control")
+        raise lab.fail("control", f"no router named {control!r}")
     topo = Topology(
         name, source, tuple(hosts), tuple(routers), tuple(links), control, int(mtu), int(port)
     )

@@ -6,7 +6,6 @@ import ipaddress
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from netqual.choices import ChoiceError, parse_choice
 from netqual.errors import InventoryError
 from netqual.models import DEFAULT_PORT, Mode, Nic, Node, ProbePlan, Role
 from netqual.names import address_problem, name_problem, nic_name_problem
@@ -52,11 +51,7 @@ def load_inventory(path: Path, base_plan: ProbePlan | None = None) -> Inventory:
     top = Fields(source, data, "", _error)
     top.check_keys(_TOP_KEYS)
 
-    defaults_raw = data.get("defaults", {})
-    if not isinstance(defaults_raw, dict):
-        raise top.fail("defaults", "expected a table")
-    defaults = Fields(source, defaults_raw, "defaults", _error)
-    defaults.check_keys({"port", "token_file"})
+    defaults = top.sub("defaults", {"port", "token_file"})
     default_port = defaults.integer("port", DEFAULT_PORT, 1, 65535)
     token_text = defaults.string("token_file")
     token_file = None
@@ -65,21 +60,14 @@ def load_inventory(path: Path, base_plan: ProbePlan | None = None) -> Inventory:
         if not token_file.is_absolute():
             token_file = path.parent / token_file
 
-    raw_nodes = data.get("node")
-    if raw_nodes is None:
+    if "node" not in data:
         raise top.fail("node", "no [[node]] entries")
-    if not isinstance(raw_nodes, list):
-        raise top.fail("node", "expected an array of tables ([[node]])")
     nodes: list[Node] = []
     nic_gbps: dict[str, float] = {}
     seen: dict[str, int] = {}
     endpoints: dict[tuple[str, int], str] = {}
     nic_addresses: dict[str, str] = {}
-    for i, raw in enumerate(raw_nodes):
-        if not isinstance(raw, dict):
-            raise top.fail(f"node[{i}]", "expected a table")
-        f = Fields(source, raw, f"node[{i}]", _error)
-        f.check_keys(_NODE_KEYS)
+    for i, f in enumerate(top.tables("node", _NODE_KEYS)):
         name = f.string("name", required=True)
         assert name is not None
         if (problem := name_problem(name)) is not None:
@@ -94,11 +82,8 @@ def load_inventory(path: Path, base_plan: ProbePlan | None = None) -> Inventory:
         if (address, port) in endpoints:
             raise f.fail("port", f"{address}:{port} is also node {endpoints[(address, port)]!r}")
         endpoints[(address, port)] = name
-        try:
-            role = parse_choice(Role, f.string("role", Role.ANY.value), "role")
-        except ChoiceError as err:
-            raise f.fail(err.where, err.problem) from None
-        if "nic_gbps" in raw:
+        role = f.choice(Role, "role", Role.ANY)
+        if "nic_gbps" in f.table:
             nic_gbps[name] = f.number("nic_gbps", 0.0)
         nodes.append(
             Node(
@@ -108,32 +93,19 @@ def load_inventory(path: Path, base_plan: ProbePlan | None = None) -> Inventory:
                 role=role,
                 rack=f.string("rack"),
                 labels=f.table_of_strings("labels"),
-                nics=_nics(f, raw, name, nic_addresses),
+                nics=_nics(f, name, nic_addresses),
             )
         )
 
-    mode = None
-    run_raw = data.get("run", {})
-    if not isinstance(run_raw, dict):
-        raise top.fail("run", "expected a table")
-    run = Fields(source, run_raw, "run", _error)
-    run.check_keys({"mode"})
-    mode_text = run.string("mode")
-    if mode_text:
-        try:
-            mode = parse_choice(Mode, mode_text, "mode")
-        except ChoiceError as err:
-            raise run.fail(err.where, err.problem) from None
-
-    probe_raw = data.get("probe", {})
-    if not isinstance(probe_raw, dict):
-        raise top.fail("probe", "expected a table")
-    plan = plan_mod.from_table(base_plan or ProbePlan(), probe_raw, source, _error)
+    run = top.sub("run", {"mode"})
+    mode = run.choice(Mode, "mode", Mode.FULL_MESH) if "mode" in run.table else None
+    probe = top.sub("probe").table
+    plan = plan_mod.from_table(base_plan or ProbePlan(), probe, source, _error)
     racks, sites = group_names(nodes)
     fabric = Fabric(
         nic_gbps=nic_gbps,
-        racks=_uplinks(top, data, "rack", racks),
-        sites=_uplinks(top, data, "site", sites),
+        racks=_uplinks(top, "rack", racks),
+        sites=_uplinks(top, "site", sites),
     )
     return Inventory(
         source=source, nodes=tuple(nodes), token_file=token_file, mode=mode, plan=plan,
@@ -141,16 +113,14 @@ def load_inventory(path: Path, base_plan: ProbePlan | None = None) -> Inventory:
     )  # fmt: skip
 
 
-def _nics(f: Fields, raw: dict[str, object], node: str, taken: dict[str, str]) -> tuple[Nic, ...]:
+def _nics(f: Fields, node: str, taken: dict[str, str]) -> tuple[Nic, ...]:
     """``nics = [{ name, address, device, rail }]``: names, addresses and rails unique (an
     address across the whole inventory: it is where a probe connects)."""
-    value = raw.get("nics", [])
+    value = f.table.get("nics", [])
     if not isinstance(value, list) or not all(isinstance(t, dict) for t in value):
         raise f.fail("nics", "expected an array of tables ([{ name, address, rail }])")
     out: list[Nic] = []
-    for j, table in enumerate(value):
-        n = Fields(f.source, table, f.name(f"nics[{j}]"), _error)
-        n.check_keys(_NIC_KEYS)
+    for n in f.tables("nics", _NIC_KEYS):
         name = n.string("name", required=True)
         assert name is not None
         if (problem := nic_name_problem(name)) is not None:
@@ -161,7 +131,7 @@ def _nics(f: Fields, raw: dict[str, object], node: str, taken: dict[str, str]) -
             address = str(ipaddress.ip_address(address))
         except ValueError:
             raise n.fail("address", f"{address[:64]!r} is not an IP address") from None
-        if "rail" not in table:
+        if "rail" not in n.table:
             raise n.fail("rail", "missing required field")
         rail = n.integer("rail", 0, 0, MAX_RAIL)
         device = n.string("device")
@@ -179,17 +149,16 @@ def _nics(f: Fields, raw: dict[str, object], node: str, taken: dict[str, str]) -
     return tuple(out)
 
 
-def _uplinks(top: Fields, data: dict[str, object], kind: str, known: set[str]) -> dict[str, Uplink]:
+def _uplinks(top: Fields, kind: str, known: set[str]) -> dict[str, Uplink]:
     """``[rack.NAME]`` / ``[site.NAME]``: uplink_gbps or oversubscription of a named group."""
-    raw = data.get(kind, {})
+    raw = top.table.get(kind, {})
     if not isinstance(raw, dict):
         raise top.fail(kind, f"expected tables [{kind}.NAME]")
+    group = top.sub(kind)
     out: dict[str, Uplink] = {}
-    for name, table in raw.items():
-        if not isinstance(table, dict):
-            raise top.fail(f"{kind}.{name}", "expected a table")
-        f = Fields(top.source, table, f"{kind}.{name}", _error)
-        f.check_keys({"uplink_gbps", "oversubscription"})
+    for name in raw:
+        f = group.sub(name, {"uplink_gbps", "oversubscription"})
+        table = f.table
         if name not in known:
             where = "rack =" if kind == "rack" else "labels.site ="
             raise top.fail(f"{kind}.{name}", f"no node has {where} {name!r}")

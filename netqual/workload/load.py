@@ -71,11 +71,7 @@ def load_workload(text: str | Path) -> Workload:
     data = read_toml(path, _error)
     top = Fields(source, data, "", _error)
     top.check_keys({"workload"})
-    table = data.get("workload")
-    if not isinstance(table, dict):
-        raise top.fail("workload", "missing [workload] table")
-    f = Fields(source, table, "workload", _error)
-    f.check_keys(KEYS)
+    f = top.sub("workload", KEYS, missing="missing [workload] table")
     model = _model(f, path.parent)
     dtype = _dtype(f, model)
     tp = f.integer("tp", 1, low=1)
@@ -88,8 +84,8 @@ def load_workload(text: str | Path) -> Workload:
     ranks_per_node = f.integer("ranks_per_node", tp, low=1)
     chunk_tokens = f.integer("chunk_tokens", 256, low=1, high=MAX_TOKENS)
     baseline = Baseline(  # finite and within reason: a denormal rate makes budgets infinite
-        prefill_tokens_per_s=_optional_number(f, "prefill_tokens_per_s", 1e-3, 1e9),
-        local_read_gbps=_optional_number(f, "local_read_gbps", 1e-3, 1e5),
+        prefill_tokens_per_s=f.maybe_number("prefill_tokens_per_s", low=1e-3, high=1e9),
+        local_read_gbps=f.maybe_number("local_read_gbps", low=1e-3, high=1e5),
     )
     if baseline.prefill_tokens_per_s is None and baseline.local_read_gbps is None:
         raise f.fail(
@@ -98,7 +94,9 @@ def load_workload(text: str | Path) -> Workload:
             "a fetch is judged against the alternative",
         )
     prompt_tokens = (
-        f.integer("prompt_tokens", 0, low=1, high=MAX_TOKENS) if "prompt_tokens" in table else None
+        f.integer("prompt_tokens", 0, low=1, high=MAX_TOKENS)
+        if "prompt_tokens" in f.table
+        else None
     )
     hit_ratio = f.number("hit_ratio", 1.0, low=1e-6)
     if hit_ratio > 1:
@@ -122,10 +120,6 @@ def load_workload(text: str | Path) -> Workload:
         safe_speedup=safe,
         unsafe_speedup=unsafe,
     )
-
-
-def _optional_number(f: Fields, key: str, low: float, high: float) -> float | None:
-    return f.number(key, 0.0, low=low, high=high) if key in f.table else None
 
 
 def _model(f: Fields, base: Path) -> KvModel:

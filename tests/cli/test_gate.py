@@ -248,7 +248,7 @@ def test_required_baseline_missing_is_usage_error(tmp_path: Path, cli: Callable[
          "compute, storage"),
         ("[[scope]]\nname = 's'\nmax_unsafe = 0\n", "scope[0]", "at least one of"),
         ("[limits]\nmax_unsafe = 0\n[[waiver]]\nsrc = 'a'\ndst = 'b'\nreason = 'r'\nowner = 'o'\n",
-         "waiver[0].until", "missing required key"),
+         "waiver[0].until", "missing required field"),
         ("[limits]\nmax_unsafe = 0\n[[waiver]]\nsrc = 'a'\ndst = 'b'\nuntil = 'soon'\n"
          "reason = 'r'\nowner = 'o'\n",
          "waiver[0].until", "not a date"),

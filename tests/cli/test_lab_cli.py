@@ -40,4 +40,4 @@ def test_bad_topology_file_exits_2_naming_the_field(
     topo = tmp_path / "t.toml"
     topo.write_text('[lab]\nmtu = "big"\n')
     assert main(["lab", "up", "--topology", str(topo), "--state-dir", str(tmp_path)]) == 2
-    assert "t.toml: lab.mtu: must be a number" in capsys.readouterr().err
+    assert "t.toml: lab.mtu: expected a number, got 'big'" in capsys.readouterr().err

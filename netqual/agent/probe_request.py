@@ -274,6 +274,7 @@ def serve_probe(
                     req.peer.address, req.peer.port, token, target, connect_s,
                     expect_name=req.peer.name, source=req.nics.source if req.nics else None,
                 )  # fmt: skip
+                watch.attach(extra.sock)  # ends with the coordinator too, not at the deadline
                 return extra
 
             raw = _initiate(transport, peer_ch, req.plan, deadline, req.peer.address, another)
@@ -338,9 +339,11 @@ class CoordinatorWatch:
     """Stops a probe within ``POLL_S`` once the coordinator's channel closes.
 
     The coordinator says nothing while its probe runs, so the channel turning readable
-    means it closed (killed, or Ctrl-C): the probe's connection to the responder is then
-    shut down, which ends the initiator's loop (and the responder's) at once, instead of
-    measuring for a run that is gone, on top of the next run's probes.
+    means it closed (killed, or Ctrl-C): the probe's connections to the responder are then
+    shut down, which ends the initiator's loops (and the responder's) at once, instead of
+    measuring for a run that is gone, on top of the next run's probes. Every connection
+    is attached (a fetch profile's further ones too): one left open keeps its loop, and
+    so the probe, waiting for a stalled responder until the probe's deadline.
     """
 
     POLL_S = 0.2
@@ -350,14 +353,15 @@ class CoordinatorWatch:
         self.gone = threading.Event()
         self._closed = threading.Event()
         self._lock = threading.Lock()
-        self._peer: socket.socket | None = None
+        self._peers: list[socket.socket] = []
         self._thread = threading.Thread(target=self._run, name="coordinator-watch", daemon=True)
         self._thread.start()
 
     def attach(self, peer_sock: socket.socket) -> None:
-        """The probe's connection to the responder: shut down when the coordinator leaves."""
+        """A connection of the probe to the responder: shut down when the coordinator
+        leaves (at once when it has left already)."""
         with self._lock:
-            self._peer = peer_sock
+            self._peers.append(peer_sock)
         if self.gone.is_set():
             self._shutdown()
 
@@ -368,8 +372,8 @@ class CoordinatorWatch:
 
     def _shutdown(self) -> None:
         with self._lock:
-            peer = self._peer
-        if peer is not None:
+            peers = list(self._peers)
+        for peer in peers:  # one already closed raises OSError (its fd is -1): skipped
             with contextlib.suppress(OSError):
                 peer.shutdown(socket.SHUT_RDWR)
 

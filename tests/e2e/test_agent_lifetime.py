@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
+import signal
 import socket
 import subprocess
 import sys
@@ -20,8 +22,10 @@ from peers import node, serving, write_inventory
 from netqual.agent.probe_request import PeerRef, ProbeRequest
 from netqual.agent.wire.protocol import Channel, connect, server_handshake
 from netqual.errors import ErrorCode, PeerUnreachableError
+from netqual.fanin_model import FaninConfig
 from netqual.models import AgentLimits, Node, ProbePlan
 from netqual.run.coordinator import RESUME_IDLE_WAIT_S, RunConfig, check_agents, run
+from netqual.run.fanin import plan_for
 
 LONG = ProbePlan(iterations=1_000_000, warmup=0, bulk=False, timeout_s=120)
 
@@ -56,6 +60,52 @@ def test_a_probe_stops_within_a_second_when_its_coordinator_leaves(
     assert took < 1.0, f"the probe outlived its coordinator by {took:.2f} s"
     log = agents.agents[0].stderr()
     assert "stopped: the coordinator" in log and "left" in log, log
+
+
+def tcp_sockets(pid: int, port: int, *, local: bool = False) -> int:
+    """Open TCP sockets of process ``pid`` whose remote (``local``: own) port is ``port``,
+    in any state: its fds' socket inodes matched against its /proc/PID/net/tcp."""
+    inodes = set()
+    for fd in os.listdir(f"/proc/{pid}/fd"):
+        with contextlib.suppress(OSError):
+            link = os.readlink(f"/proc/{pid}/fd/{fd}")
+            if link.startswith("socket:["):
+                inodes.add(link[8:-1])
+    count = 0
+    for line in Path(f"/proc/{pid}/net/tcp").read_text().splitlines()[1:]:
+        f = line.split()  # sl, local, remote, state, queues, tr, retrnsmt, uid, timeout, inode
+        end = f[1] if local else f[2]
+        if f[9] in inodes and int(end.rsplit(":", 1)[1], 16) == port and f[3] != "0A":
+            count += 1  # 0A: the listening socket
+    return count
+
+
+def test_a_fetch_profiles_extra_connections_close_when_its_coordinator_leaves(
+    agents: AgentPool, token: bytes
+) -> None:
+    """Mooncake opens 2 connections per rank. With the responder stalled (SIGSTOP: a hung
+    storage host), closing the coordinator's channel ends *every* connection of the probe
+    on the initiator at once; the second one used to wait for the probe's 60 s deadline.
+    The responder's end closes as soon as it runs again."""
+    a_proc, b_proc = agents.start_many([("c1", "-v"), ("st", "-v")])
+    a, b = node(a_proc), node(b_proc)
+    plan = plan_for(FaninConfig((1,), "mooncake", 1 << 20, 8000), timeout_s=60.0)
+    ch, _ = connect(a.address, a.port, token, a.name, 5, expect_name=a.name)
+    request = ProbeRequest(PeerRef(b.name, b.address, b.port), "tcp", plan, hops=False)
+    ch.send("probe", request.to_body())
+    wait_until(lambda: measuring(b, token) == 2, 20)  # one tcp.bulk per connection
+    assert tcp_sockets(a_proc.proc.pid, b.port) == 2
+    os.kill(b_proc.proc.pid, signal.SIGSTOP)
+    try:
+        ch.close()  # the coordinator leaves while the responder sends nothing
+        took = wait_until(
+            lambda: tcp_sockets(a_proc.proc.pid, b.port) == 0 and measuring(a, token) == 0, 10
+        )
+        assert took < 2.0, f"the probe's connections outlived its coordinator by {took:.2f} s"
+    finally:
+        os.kill(b_proc.proc.pid, signal.SIGCONT)
+    wait_until(lambda: tcp_sockets(b_proc.proc.pid, b.port, local=True) == 0, 10)
+    assert "stopped: the coordinator" in a_proc.stderr()
 
 
 def test_kill_9_of_a_running_netqual_run_stops_its_probe_within_a_second(

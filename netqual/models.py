@@ -12,7 +12,7 @@ import enum
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -20,9 +20,6 @@ import numpy.typing as npt
 from netqual.choices import choices_text
 from netqual.fetchprofile import PROFILES
 from netqual.fleet_model import ConfigSnapshot
-
-if TYPE_CHECKING:
-    pass
 
 KIB = 1 << 10
 MIB = 1 << 20
@@ -296,6 +293,25 @@ class Percentile:
 
 
 @dataclass(frozen=True)
+class Ci95:
+    """The distribution-free 95% confidence interval (low_us, high_us) of each percentile,
+    one field per ``Metric`` (named by its value). None where it was not computed: files of
+    older versions kept only the policy metric's interval."""
+
+    p50: tuple[float, float] | None = None
+    p90: tuple[float, float] | None = None
+    p99: tuple[float, float] | None = None
+    p999: tuple[float, float] | None = None
+
+    def of(self, metric: Metric) -> tuple[float, float] | None:
+        got: tuple[float, float] | None = getattr(self, metric.value)
+        return got
+
+
+NO_CI95 = Ci95()
+
+
+@dataclass(frozen=True)
 class RttStats:
     """Small-message round trip statistics, microseconds, full RTT at the initiator."""
 
@@ -309,10 +325,8 @@ class RttStats:
     mean_us: float
     stdev_us: float  # population standard deviation (ddof=0) of the kept samples
     untrusted: tuple[str, ...] = ()  # e.g. ("p999",) when n < 10,000
-    # Distribution-free 95% confidence interval of the policy metric: (metric, low, high)
-    ci95_metric: Metric | None = None
-    ci95_low_us: float | None = None
-    ci95_high_us: float | None = None
+    # Distribution-free 95% confidence interval of every percentile (netqual.analysis.stats)
+    ci95: Ci95 = NO_CI95
     # Compact distribution for plots: log-spaced bin edges (len = len(counts) + 1)
     histogram_edges_us: tuple[float, ...] = ()
     histogram_counts: tuple[int, ...] = ()

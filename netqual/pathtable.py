@@ -28,6 +28,7 @@ import numpy.typing as npt
 from netqual.models import (
     RTT_STATISTICS,
     BulkStats,
+    Ci95,
     Metric,
     PathResult,
     RttStats,
@@ -75,11 +76,7 @@ class RttLike(Protocol):
     @property
     def untrusted(self) -> Sequence[str]: ...
     @property
-    def ci95_metric(self) -> Metric | None: ...
-    @property
-    def ci95_low_us(self) -> float | None: ...
-    @property
-    def ci95_high_us(self) -> float | None: ...
+    def ci95(self) -> Any: ...  # Ci95, or a record with its fields (p50, ...: (low, high))
     @property
     def histogram_bins(self) -> tuple[float, float] | None: ...
     @property
@@ -277,9 +274,8 @@ class PathTable:
     samples: IntArray  # 0 where no RTT
     rtt: Mapping[str, FloatArray]  # RTT_STATISTICS -> column (microseconds), NaN = no RTT
     untrusted: tuple[tuple[str, ...], ...]
-    ci95_metric: tuple[Metric | None, ...]
-    ci95_low_us: FloatArray
-    ci95_high_us: FloatArray
+    ci95_low_us: Mapping[Metric, FloatArray]  # every Metric -> column, NaN = no interval
+    ci95_high_us: Mapping[Metric, FloatArray]
     hist_first_bin: FloatArray  # NaN where no histogram
     hist_bins_per_decade: FloatArray
     hist_offsets: IntArray
@@ -324,11 +320,7 @@ class PathTable:
             col[has_rtt] = np.fromiter(values, dtype=object, count=len(with_rtt))
             return tuple(col.tolist())
 
-        def per_rtt_opt(attr: str) -> FloatArray:
-            col = np.full(n, _NAN)
-            col[has_rtt] = _floats(map(_get(attr), with_rtt))
-            return col
-
+        ci95 = _ci95_columns(n, has_rtt, list(map(_get("ci95"), with_rtt)))
         bins = per_rtt_obj(map(_get("histogram_bins"), with_rtt), None)
         hist_lists = list(map(_get("histogram_counts"), with_rtt))
         hist_lengths = np.zeros(n, dtype=np.int64)
@@ -365,9 +357,8 @@ class PathTable:
             samples=per_rtt("samples", 0, np.int64),
             rtt={name: per_rtt(f"{name}_us", _NAN) for name in RTT_STATISTICS},
             untrusted=per_rtt_obj(map(tuple, map(_get("untrusted"), with_rtt)), _EMPTY),
-            ci95_metric=per_rtt_obj(map(_get("ci95_metric"), with_rtt), None),
-            ci95_low_us=per_rtt_opt("ci95_low_us"),
-            ci95_high_us=per_rtt_opt("ci95_high_us"),
+            ci95_low_us={m: low for m, (low, _) in ci95.items()},
+            ci95_high_us={m: high for m, (_, high) in ci95.items()},
             hist_first_bin=_floats(None if b is None else b[0] for b in bins),
             hist_bins_per_decade=_floats(None if b is None else b[1] for b in bins),
             hist_offsets=np.concatenate(([0], np.cumsum(hist_lengths))).astype(np.int64),
@@ -480,12 +471,17 @@ class PathTable:
             mean_us=st["mean"],
             stdev_us=st["stdev"],
             untrusted=self.untrusted[i],
-            ci95_metric=self.ci95_metric[i],
-            ci95_low_us=_opt(float(self.ci95_low_us[i])),
-            ci95_high_us=_opt(float(self.ci95_high_us[i])),
+            ci95=self.ci95_row(i),
             histogram_edges_us=edges,
             histogram_counts=tuple(self.hist_counts[lo:hi].tolist()),
         )
+
+    def ci95_row(self, i: int) -> Ci95:
+        def interval(m: Metric) -> tuple[float, float] | None:
+            low, high = float(self.ci95_low_us[m][i]), float(self.ci95_high_us[m][i])
+            return None if math.isnan(low) else (low, high)
+
+        return Ci95(**{m.value: interval(m) for m in Metric})
 
     def _bulk(self, i: int) -> tuple[BulkStats, ...]:
         b = self.bulk
@@ -574,9 +570,8 @@ class PathTable:
             samples=self.samples[idx],
             rtt={k: v[idx] for k, v in self.rtt.items()},
             untrusted=tuple(self.untrusted[i] for i in py),
-            ci95_metric=tuple(self.ci95_metric[i] for i in py),
-            ci95_low_us=self.ci95_low_us[idx],
-            ci95_high_us=self.ci95_high_us[idx],
+            ci95_low_us={m: v[idx] for m, v in self.ci95_low_us.items()},
+            ci95_high_us={m: v[idx] for m, v in self.ci95_high_us.items()},
             hist_first_bin=self.hist_first_bin[idx],
             hist_bins_per_decade=self.hist_bins_per_decade[idx],
             hist_offsets=_csr_offsets(self.hist_offsets, idx),
@@ -669,6 +664,24 @@ class PairIndex:
         same = self.position(src * n + dst)
         got: IntArray = np.where(same != NOT_FOUND, same, self.position(dst * n + src))
         return got
+
+
+def _ci95_columns(
+    n: int, has_rtt: BoolArray, ci95: Sequence[Any]
+) -> dict[Metric, tuple[FloatArray, FloatArray]]:
+    """Per Metric, the low and high columns of the intervals (``ci95``: one record per path
+    with an RTT, its fields named by the metrics); NaN where a path has no interval."""
+    out = {}
+    for m in Metric:
+        got = list(map(_get(m.value), ci95))
+        pairs = np.full((n, 2), _NAN)
+        rows = np.flatnonzero(has_rtt)
+        if got.count(None):  # older files kept one metric's interval, or none
+            rows = rows[np.fromiter((g is not None for g in got), np.bool_, len(got))]
+            got = [g for g in got if g is not None]
+        pairs[rows] = np.array(got, dtype=np.float64).reshape(len(got), 2)
+        out[m] = (pairs[:, 0].copy(), pairs[:, 1].copy())
+    return out
 
 
 def _workload_columns(work: Sequence[WorkloadLike | None]) -> WorkloadColumns:

@@ -18,9 +18,7 @@ every-path JSON straight from the columns.
 
 from __future__ import annotations
 
-import itertools
 import json
-import operator
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
@@ -28,7 +26,7 @@ from typing import overload
 
 import numpy as np
 
-from netqual.models import Metric, PathResult, RttStats, Verdict, path_label
+from netqual.models import Metric, PathResult, Verdict, path_label
 from netqual.pathtable import (
     NOT_FOUND,
     VERDICTS,
@@ -73,14 +71,6 @@ def p99_rise_text(old_p99_us: float, new_p99_us: float) -> str:
     return f"p99 {format_us(old_p99_us)} -> {format_us(new_p99_us)} us (+{rise:.0f}%)"
 
 
-def _ci(r: RttStats | None, metric: Metric) -> tuple[float, float] | None:
-    if r is None or r.ci95_metric is not metric:
-        return None
-    if r.ci95_low_us is None or r.ci95_high_us is None:
-        return None
-    return r.ci95_low_us, r.ci95_high_us
-
-
 @dataclass(frozen=True)
 class PathChange:
     old: PathResult
@@ -119,7 +109,8 @@ class PathChange:
     @property
     def within_noise(self) -> bool | None:
         """Both runs' 95% CIs of the metric overlap (None: a run has no CI for it)."""
-        a, b = _ci(self.old.rtt, self.metric), _ci(self.new.rtt, self.metric)
+        a = None if self.old.rtt is None else self.old.rtt.ci95.of(self.metric)
+        b = None if self.new.rtt is None else self.new.rtt.ci95.of(self.metric)
         if a is None or b is None:
             return None
         return a[0] <= b[1] and b[0] <= a[1]
@@ -129,13 +120,8 @@ class PathChange:
 
 
 def _ci_bounds(t: PathTable, rows: IntArray, metric: Metric) -> tuple[FloatArray, FloatArray]:
-    """Low and high of each row's CI of ``metric``, NaN where it has none (``_ci``)."""
-    same = map(operator.is_, itertools.repeat(metric), t.ci95_metric)  # no per-row frame
-    of_metric = np.fromiter(same, dtype=np.bool_, count=len(t))
-    ok = of_metric[rows]
-    low = np.where(ok, t.ci95_low_us[rows], np.nan)
-    high = np.where(ok, t.ci95_high_us[rows], np.nan)
-    return low, high
+    """Low and high of each row's CI of ``metric``, NaN where it has none."""
+    return t.ci95_low_us[metric][rows], t.ci95_high_us[metric][rows]
 
 
 @dataclass(frozen=True, eq=False)

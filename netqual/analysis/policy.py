@@ -73,11 +73,12 @@ def judge(
     else:
         reasons.append(f"{m} RTT {format_us(value)} us <= {format_us(policy.safe_max_us)} us")
 
-    if rtt.ci95_low_us is not None and rtt.ci95_high_us is not None:
+    ci = rtt.ci95.of(policy.metric)  # the judged metric's interval, never another's
+    if ci is not None:
         for line in (policy.safe_max_us, policy.unsafe_above_us):
-            if rtt.ci95_low_us <= line < rtt.ci95_high_us:
+            if ci[0] <= line < ci[1]:
                 reasons.append(
-                    f"{m} 95% CI {format_us(rtt.ci95_low_us)}-{format_us(rtt.ci95_high_us)} us "
+                    f"{m} 95% CI {format_us(ci[0])}-{format_us(ci[1])} us "
                     f"straddles the {format_us(line)} us line: re-test with more iterations"
                 )
     if few_samples(policy, np.array([rtt.samples]))[0]:

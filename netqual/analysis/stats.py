@@ -7,7 +7,10 @@
 - stdev is the population standard deviation (ddof=0) of the kept samples.
 - The histogram uses one fixed log grid for every path: 10 bins per decade of microseconds.
 - ci95 is the distribution-free (order-statistic) 95% confidence interval of a quantile,
-  from the normal approximation of the binomial: ranks n*q -/+ 1.96*sqrt(n*q*(1-q)).
+  from the normal approximation of the binomial: ranks n*q -/+ 1.96*sqrt(n*q*(1-q)),
+  clamped to the samples (so the interval of a percentile with too few samples beyond it
+  ends at the maximum). Every percentile of ``Metric`` gets one, whatever the policy judges:
+  rules that judge p99 (the interference check) need p99's under a p50 policy too.
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ import math
 import numpy as np
 import numpy.typing as npt
 
-from netqual.models import BulkStats, Metric, RawBulk, RttStats
+from netqual.models import BulkStats, Ci95, Metric, RawBulk, RttStats
 
 TAIL_SAMPLES_NEEDED = 10
 BINS_PER_DECADE = 10
@@ -59,7 +62,12 @@ def log_histogram(sorted_us: npt.NDArray[np.float64]) -> tuple[tuple[float, ...]
     return edges, tuple(counts.tolist())
 
 
-def rtt_stats(rtt_ns: npt.NDArray[np.int64], metric: Metric) -> RttStats:
+def ci95_all(sorted_us: npt.NDArray[np.float64]) -> Ci95:
+    """The 95% CI of every percentile of ``Metric`` (``quantile_ci``) over sorted samples."""
+    return Ci95(**{m.value: quantile_ci(sorted_us, m.quantile) for m in Metric})
+
+
+def rtt_stats(rtt_ns: npt.NDArray[np.int64]) -> RttStats:
     """Reduce kept RTT samples (ns, warm-up already dropped) to RttStats in microseconds."""
     if len(rtt_ns) == 0:
         raise ValueError("no samples")
@@ -73,7 +81,6 @@ def rtt_stats(rtt_ns: npt.NDArray[np.int64], metric: Metric) -> RttStats:
     untrusted = tuple(m.value for m in Metric if n < needed_samples(m.quantile))
     mean_ns = min(max(float(sorted_ns.mean()), sorted_ns[0]), sorted_ns[-1])
     us = sorted_ns / 1000.0
-    lo, hi = quantile_ci(us, metric.quantile)
     edges, counts = log_histogram(us)
     return RttStats(
         samples=n,
@@ -86,9 +93,7 @@ def rtt_stats(rtt_ns: npt.NDArray[np.int64], metric: Metric) -> RttStats:
         mean_us=float(mean_ns) / 1000.0,
         stdev_us=float(sorted_ns.std()) / 1000.0,
         untrusted=untrusted,
-        ci95_metric=metric,
-        ci95_low_us=lo,
-        ci95_high_us=hi,
+        ci95=ci95_all(us),
         histogram_edges_us=edges,
         histogram_counts=counts,
     )

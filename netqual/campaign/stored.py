@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from netqual.campaign.store import Store
-from netqual.models import RTT_STATISTICS
+from netqual.models import RTT_STATISTICS, Metric
 from netqual.pathtable import NO_HOPS, TIERS, BulkColumns, PathTable
 
 
@@ -67,9 +67,8 @@ def stored_paths(store: Store, seq: int) -> PathTable:
         samples=np.asarray(cols["samples"], dtype=np.int64),
         rtt=rtt,
         untrusted=((),) * n,
-        ci95_metric=none,
-        ci95_low_us=nan,
-        ci95_high_us=nan,
+        ci95_low_us=dict.fromkeys(Metric, nan),
+        ci95_high_us=dict.fromkeys(Metric, nan),
         hist_first_bin=nan,
         hist_bins_per_decade=nan,
         hist_offsets=np.zeros(n + 1, dtype=np.int64),

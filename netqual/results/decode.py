@@ -67,9 +67,33 @@ Positive = Annotated[int, msgspec.Meta(ge=1, le=MAX_INT)]
 
 
 class _Ci95(msgspec.Struct, gc=False):
+    """``ci95`` of files of older versions: the interval of the policy metric alone."""
+
     metric: Metric | None = None
     low: Float | None = None
     high: Float | None = None
+
+
+Interval = tuple[Float, Float]
+
+
+class _Ci95ByMetric(msgspec.Struct, gc=False):
+    """``ci95_by_metric``: (low, high) per percentile, fields as ``Ci95`` names them."""
+
+    p50: Interval | None = None
+    p90: Interval | None = None
+    p99: Interval | None = None
+    p999: Interval | None = None
+
+    @classmethod
+    def of_legacy(cls, old: _Ci95 | None) -> _Ci95ByMetric:
+        """An older file's one interval; none where it lacks a metric or a bound."""
+        if old is None or old.metric is None or old.low is None or old.high is None:
+            return _NO_CI95
+        return cls(**{old.metric.value: (old.low, old.high)})
+
+
+_NO_CI95 = _Ci95ByMetric()
 
 
 class _Histogram(msgspec.Struct, gc=False):
@@ -91,20 +115,14 @@ class _WireRtt(msgspec.Struct, kw_only=True, gc=False):
     mean_us: Measured = msgspec.field(name="mean")
     stdev_us: Measured = msgspec.field(name="stdev")
     untrusted: list[str] = []
-    ci95: _Ci95 | None = None
+    ci95_by_metric: _Ci95ByMetric | None = None
+    legacy_ci95: _Ci95 | None = msgspec.field(name="ci95", default=None)
     histogram: _Histogram | None = None
 
     @property
-    def ci95_metric(self) -> Metric | None:
-        return None if self.ci95 is None else self.ci95.metric
-
-    @property
-    def ci95_low_us(self) -> float | None:
-        return None if self.ci95 is None else self.ci95.low
-
-    @property
-    def ci95_high_us(self) -> float | None:
-        return None if self.ci95 is None else self.ci95.high
+    def ci95(self) -> _Ci95ByMetric:
+        got = self.ci95_by_metric
+        return _Ci95ByMetric.of_legacy(self.legacy_ci95) if got is None else got
 
     @property
     def histogram_bins(self) -> tuple[float, float] | None:

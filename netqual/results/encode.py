@@ -54,12 +54,12 @@ def rtt_to_dict(r: RttStats) -> dict[str, Any]:
         "untrusted": list(r.untrusted),
         "unstable": r.unstable,
     }
-    if r.ci95_metric is not None:
-        low, high = r.ci95_low_us, r.ci95_high_us
-        d["ci95"] = {
-            "metric": r.ci95_metric.value,
-            "low": None if low is None else _t(low),
-            "high": None if high is None else _t(high),
+    intervals = {m.value: r.ci95.of(m) for m in Metric}
+    if any(intervals.values()):
+        # every percentile's interval; files of older versions had "ci95" {metric, low,
+        # high} for the policy metric alone (still read, netqual.results.decode)
+        d["ci95_by_metric"] = {
+            name: [_t(ci[0]), _t(ci[1])] for name, ci in intervals.items() if ci is not None
         }
     if r.histogram_counts:
         d["histogram"] = {

@@ -246,7 +246,7 @@ def measure_pair(
         return _failed(src, dst, cfg, str(err), started, t0)
     if len(out.raw.rtt_ns) == 0:
         return _failed(src, dst, cfg, f"{src.name} returned no samples", started, t0)
-    rtt = rtt_stats(out.raw.rtt_ns, cfg.policy.metric)
+    rtt = rtt_stats(out.raw.rtt_ns)
     bulk = tuple(bulk_stats(b) for b in out.raw.bulk)
     verdict, reasons = judge(cfg.policy, rtt, bulk)
     details = dict(out.raw.details)

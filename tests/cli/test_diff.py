@@ -15,7 +15,7 @@ from factories import make_results, write_results
 from netqual.analysis.diff import diff_runs
 from netqual.models import Metric, Verdict
 from netqual.pathtable import PathTable
-from netqual.results import summarize
+from netqual.results import results_to_dict, summarize
 
 
 @pytest.fixture
@@ -93,3 +93,25 @@ def test_diff_rejects_bad_file(tmp_path: Path, cli: Callable[..., Run]) -> None:
     r = cli("diff", "old.json", "bad.json", cwd=tmp_path)
     assert r.returncode == 2
     assert "bad.json: not valid JSON" in r.stderr
+
+
+def test_an_older_file_and_a_new_one_compare_their_intervals(
+    tmp_path: Path, cli: Callable[..., Run]
+) -> None:
+    # the old file has "ci95" (the policy metric's interval alone, as older versions wrote
+    # it), the new one "ci95_by_metric": the noise test reads both
+    base = make_results(3, all_safe=True)
+    old, new = results_to_dict(base), results_to_dict(base)
+    for p in old["paths"]:
+        r = p["rtt_us"]
+        r["ci95"] = {"metric": "p99", "low": r["p99"] * 0.9, "high": r["p99"] * 1.1}
+    for k, p in enumerate(new["paths"]):
+        r = p["rtt_us"]
+        r["p99"] *= 1.5 if k == 0 else 1.05
+        r["ci95_by_metric"] = {"p99": [r["p99"] * 0.9, r["p99"] * 1.1]}
+    (tmp_path / "old.json").write_text(json.dumps(old))
+    (tmp_path / "new.json").write_text(json.dumps(new))
+    r = cli("diff", "old.json", "new.json", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    n = len(new["paths"])
+    assert f"{n - 1} of {n} changes lie within the run-to-run noise" in r.stdout

@@ -16,7 +16,7 @@ from cli_helpers import Run, run_in_process
 from factories import make_results, write_results
 
 from netqual.analysis.diff import PathChange, diff_json, diff_runs
-from netqual.models import Metric, PathResult, RttStats, Verdict
+from netqual.models import Ci95, Metric, PathResult, RttStats, Verdict
 from netqual.pathtable import PathTable
 from netqual.runresults import Results
 
@@ -91,14 +91,13 @@ def _path_to(
     dst: str,
     verdict: Verdict = SAFE,
     p99: float | None = 40.0,
-    ci: tuple[str | None, float | None, float | None] | None = None,
+    ci: tuple[str, float, float] | None = None,
 ) -> PathResult:
     rtt = None
     if p99 is not None:
         rtt = RttStats(10_000, 10.0, 20.0, 30.0, p99, p99 * 1.2, p99 * 1.5, 21.0, 3.0)
         if ci is not None:
-            metric = None if ci[0] is None else Metric(ci[0])
-            rtt = replace(rtt, ci95_metric=metric, ci95_low_us=ci[1], ci95_high_us=ci[2])
+            rtt = replace(rtt, ci95=Ci95(**{Metric(ci[0]).value: (ci[1], ci[2])}))
     return PathResult(src=src, dst=dst, transport="tcp", verdict=verdict, reasons=(), rtt=rtt)
 
 

@@ -12,7 +12,7 @@ from factories import make_results, write_results
 
 from netqual import schema
 from netqual.errors import EXIT_USAGE, ResultsFileError
-from netqual.models import Policy, PolicyFieldError
+from netqual.models import Ci95, Policy, PolicyFieldError
 from netqual.results import load, results_to_dict
 
 
@@ -122,6 +122,8 @@ def test_every_path_is_checked_not_a_sample(tmp_path: Path) -> None:
         lambda p: p["rtt_us"]["histogram"].update(bins_per_decade=0),
         lambda p: p["bulk"][0].update(chunk_bytes=0),
         lambda p: p["bulk"][0]["completion_us"].pop("p99"),
+        lambda p: p["rtt_us"].update(ci95_by_metric={"p99": [1.0]}),
+        lambda p: p["rtt_us"].update(ci95_by_metric={"p50": "wide"}),
     ],
 )
 def test_typed_decoder_and_json_schema_reject_the_same_paths(
@@ -211,3 +213,30 @@ def test_a_confidence_interval_of_an_unknown_metric_exits_2_naming_it(
     run = run_in_process(["report", "results.json"], tmp_path, monkeypatch, capsys)
     assert run.returncode == EXIT_USAGE
     assert "paths[0].rtt_us.ci95.metric: is 'p95', expected one of 'p50', 'p90'" in run.stderr
+
+
+def test_a_file_of_an_older_version_keeps_its_one_interval(
+    tmp_path: Path, doc: dict[str, Any]
+) -> None:
+    # before every percentile had one, "ci95" held the policy metric's interval alone
+    doc["paths"][0]["rtt_us"]["ci95"] = {"metric": "p99", "low": 30.0, "high": 50.0}
+    doc["paths"][1]["rtt_us"]["ci95"] = {"metric": "p99", "low": 30.0, "high": None}
+    doc["paths"][2]["rtt_us"]["ci95"] = {"metric": "p50", "low": 1.0, "high": 2.0}
+    doc["paths"][2]["rtt_us"]["ci95_by_metric"] = {"p50": [3.0, 4.0], "p99": [5.0, 6.0]}
+    (tmp_path / "old.json").write_text(json.dumps(doc))
+    loaded = load(tmp_path / "old.json")
+    rows = loaded.paths.rows_of([(p["src"], p["dst"]) for p in doc["paths"][:4]])
+    got = [loaded.paths.row(i).rtt.ci95 for i in rows if i is not None]  # type: ignore[union-attr]
+    assert got == [
+        Ci95(p99=(30.0, 50.0)),
+        Ci95(),  # one bound is no interval
+        Ci95(p50=(3.0, 4.0), p99=(5.0, 6.0)),  # this version's key wins
+        Ci95(),
+    ]
+    # written again in this version's form only
+    again = results_to_dict(loaded)["paths"]
+    first = next(
+        p for p in again if (p["src"], p["dst"]) == (doc["paths"][0]["src"], doc["paths"][0]["dst"])
+    )
+    assert first["rtt_us"]["ci95_by_metric"] == {"p99": [30.0, 50.0]}
+    assert "ci95" not in first["rtt_us"]

@@ -73,6 +73,13 @@ def test_three_agents_by_hand_then_cli_run(agents: AgentPool, tmp_path: Path) ->
         assert 1.0 < p["rtt_us"]["p50"] < 2000.0  # loopback TCP on a busy 2-core box
         assert p["rtt_us"]["min"] <= p["rtt_us"]["p50"] <= p["rtt_us"]["p99"] <= p["rtt_us"]["max"]
         assert p["bulk"][0]["chunk_bytes"] == 64 * 1024 and p["bulk"][0]["goodput_gbps"] > 0
+        # a p50 policy, and still an interval for every percentile (the interference
+        # check's noise guard judges p99); files of older versions had only "ci95"
+        intervals = p["rtt_us"]["ci95_by_metric"]
+        assert sorted(intervals) == ["p50", "p90", "p99", "p999"]
+        for name, (low, high) in intervals.items():
+            assert p["rtt_us"]["min"] <= low <= p["rtt_us"][name] <= high <= p["rtt_us"]["max"]
+        assert "ci95" not in p["rtt_us"]
     assert len(finished_paths(out / "results.jsonl")) == 3
     # The command, not the coordinator, writes the report.
     assert "gpu01" in (out / "report.html").read_text(encoding="utf-8")

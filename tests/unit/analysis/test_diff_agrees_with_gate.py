@@ -10,7 +10,7 @@ from pathlib import Path
 from cli_helpers import netqual
 from factories import make_results, write_results
 
-from netqual.models import Metric
+from netqual.models import Ci95
 from netqual.pathtable import PathTable
 from netqual.runresults import Results
 
@@ -57,9 +57,7 @@ def _with_ci(run: Results, scale: float, half_width_pct: float) -> Results:
         assert p.rtt is not None
         p99 = p.rtt.p99_us * scale
         w = p99 * half_width_pct / 100
-        rtt = replace(
-            p.rtt, p99_us=p99, ci95_metric=Metric.P99, ci95_low_us=p99 - w, ci95_high_us=p99 + w
-        )
+        rtt = replace(p.rtt, p99_us=p99, ci95=Ci95(p99=(p99 - w, p99 + w)))
         paths.append(replace(p, rtt=rtt))
     return replace(run, paths=PathTable.from_paths(paths))
 

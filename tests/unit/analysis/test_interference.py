@@ -16,14 +16,14 @@ from netqual.analysis.interference import (
 )
 from netqual.analysis.stats import rtt_stats
 from netqual.errors import ResultsFileError
-from netqual.models import Metric, PathResult, Tier, Verdict
+from netqual.models import Ci95, Metric, PathResult, Tier, Verdict
 from netqual.planning.sampling import choose_sample, sample_size
 
 
 def path(src: str, dst: str, tier: Tier, base_us: float, spread_us: float = 2.0) -> PathResult:
     rng = np.random.default_rng(abs(hash((src, dst, base_us))) % 2**32)
     ns = (base_us + rng.exponential(spread_us, 4000)) * 1000
-    rtt = rtt_stats(ns.astype(np.int64), Metric.P99)
+    rtt = rtt_stats(ns.astype(np.int64))
     verdict = Verdict.SAFE if rtt.p99_us <= 200 else Verdict.MARGINAL
     return PathResult(src, dst, "tcp", verdict, ("x",), rtt=rtt, tier=tier)
 
@@ -105,3 +105,29 @@ def test_a_zero_share_samples_exactly_the_minimum() -> None:
     assert sample_size(500_000, fraction=0.0, minimum=8) == 8
     assert sample_size(500_000, fraction=0.001, minimum=8) == 64  # the share is capped
     assert sample_size(500_000, fraction=0.001, minimum=500) == 500  # an explicit minimum wins
+
+
+def test_the_p99_noise_guard_holds_under_a_p50_policy() -> None:
+    # Measured under any policy, a path carries p99's interval, so a run p99 beyond the
+    # tolerance but inside the alone p99's interval is noise. (Before, a p50 policy left
+    # only p50's interval and the p99 guard was silently skipped.)
+    # a Pareto tail (quantile function 20 / (1 - q)) over 1,000 samples: p99's interval is
+    # wide, from rank 984 to rank 996
+    tail_us = 20.0 / (1.0 - np.arange(1000) / 1000.0)
+    rtt = rtt_stats((tail_us * 1000).astype(np.int64))
+    alone = PathResult("a", "b", "tcp", Verdict.SAFE, ("x",), rtt=rtt, tier=Tier.SAME_RACK)
+    assert alone.rtt is not None
+    ci = alone.rtt.ci95.of(Metric.P99)
+    assert ci is not None and ci[1] > 1.2 * alone.rtt.p99_us
+    inside = dataclasses.replace(alone.rtt, p99_us=(1.2 * alone.rtt.p99_us + ci[1]) / 2)
+    beyond = dataclasses.replace(alone.rtt, p99_us=ci[1] * 1.01)
+    run_inside = dataclasses.replace(alone, rtt=inside)
+    run_beyond = dataclasses.replace(alone, rtt=beyond)
+    assert [s.disturbed for s in compare([(run_inside, alone), (run_beyond, alone)]).paths] == [
+        False,
+        True,
+    ]
+    # an alone record without p99's interval (a p50-only one, as older runs kept) is unguarded
+    p50_only = dataclasses.replace(alone.rtt, ci95=Ci95(p50=alone.rtt.ci95.of(Metric.P50)))
+    unguarded = dataclasses.replace(alone, rtt=p50_only)
+    assert compare([(run_inside, unguarded)]).paths[0].disturbed

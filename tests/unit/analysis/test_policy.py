@@ -8,7 +8,7 @@ import pytest
 
 from netqual.analysis.policy import judge, load_policy
 from netqual.errors import PolicyError
-from netqual.models import BulkStats, Metric, Policy, RttStats, Verdict
+from netqual.models import BulkStats, Ci95, Metric, Policy, RttStats, Verdict
 
 
 def rtt(p99: float, samples: int = 10_000, untrusted: tuple[str, ...] = ()) -> RttStats:
@@ -85,9 +85,21 @@ def test_failed_bulk_cell_makes_the_path_unsafe() -> None:
 
 
 def test_ci_straddling_a_line_is_mentioned() -> None:
-    r = RttStats(10_000, 1, 10, 20, 195, 300, 400, 10, 1, (), Metric.P99, 190.0, 210.0)
+    r = RttStats(10_000, 1, 10, 20, 195, 300, 400, 10, 1, (), Ci95(p99=(190.0, 210.0)))
     _, reasons = judge(Policy(), r)
-    assert any("straddles the 200.0 us line" in x for x in reasons)
+    assert any("p99 95% CI 190.0-210.0 us straddles the 200.0 us line" in x for x in reasons)
+
+
+def test_only_the_judged_metrics_interval_can_straddle_a_line() -> None:
+    # p50 is judged: p50's interval lies below the line, p99's straddles it (not mentioned)
+    r = RttStats(
+        10_000, 1, 10, 20, 195, 300, 400, 10, 1, (), Ci95(p50=(9.0, 11.0), p99=(190.0, 210.0))
+    )
+    verdict, reasons = judge(Policy(metric=Metric.P50), r)
+    assert verdict is Verdict.SAFE
+    assert not [x for x in reasons if "straddles" in x]
+    _, reasons = judge(Policy(metric=Metric.P50, safe_max_us=10.0, unsafe_above_us=500.0), r)
+    assert any("p50 95% CI 9.00-11.0 us straddles the 10.0 us line" in x for x in reasons)
 
 
 def write(tmp_path: Path, text: str) -> Path:

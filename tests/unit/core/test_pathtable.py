@@ -13,6 +13,7 @@ from factories import make_results, rank_key, write_results
 
 from netqual.models import (
     BulkStats,
+    Ci95,
     Metric,
     PathResult,
     RttStats,
@@ -25,7 +26,7 @@ from netqual.results import load, path_to_dict
 
 
 def _odd_paths() -> list[PathResult]:
-    """Every optional part present or absent somewhere: no RTT, ci95 with one bound, bulk
+    """Every optional part present or absent somewhere: no RTT, intervals of some metrics, bulk
     cells with an error, a workload verdict with a missing fetch, details, hops unknown."""
     rtt = RttStats(
         samples=5000,
@@ -38,9 +39,7 @@ def _odd_paths() -> list[PathResult]:
         mean_us=13.0,
         stdev_us=2.5,
         untrusted=("p999",),
-        ci95_metric=Metric.P99,
-        ci95_low_us=28.0,
-        ci95_high_us=None,
+        ci95=Ci95(p50=(12.0, 13.0), p99=(28.0, 33.5)),
         histogram_edges_us=tuple(10 ** ((20 + k) / 20) for k in range(4)),
         histogram_counts=(10, 4980, 10),
     )

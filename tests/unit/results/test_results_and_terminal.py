@@ -52,7 +52,7 @@ def path(src: str, dst: str, base_us: float, hops: int, tier: Tier) -> PathResul
     # Deterministic exponential tail (inverse CDF on a grid): no RNG, stable across numpy.
     u = np.linspace(0.0, 0.9999, 10_000)
     samples = (base_us - np.log1p(-u) * base_us * 0.1) * 1000
-    rtt = rtt_stats(samples.astype(np.int64), Metric.P99)
+    rtt = rtt_stats(samples.astype(np.int64))
     bulk = (BulkStats(8 << 20, 8, 32, 24.5, 2600.0, 2950.0, 3100.0),)
     verdict, reasons = judge(Policy(), rtt, bulk)
     return PathResult(src, dst, "tcp", verdict, reasons, rtt, bulk, hops, tier)

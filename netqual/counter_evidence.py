@@ -21,8 +21,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from netqual.models import ProbePlan, Suspect, SuspectKind, Verdict, path_label
+from netqual.models import ProbePlan, Verdict, path_label
 from netqual.runresults import Results
+from netqual.suspects import CounterCause, Suspect, SuspectKind, with_counters
 
 CARRIED_SHARE = 0.9  # an interface carried the probe when it moved >= 90% of its payload
 MAX_RDMA_PACKET_BYTES = 4096  # the largest RoCE MTU: fewer packets cannot carry the bytes
@@ -244,8 +245,8 @@ def annotate(results: Results, found: tuple[Suspect, ...]) -> tuple[Suspect, ...
             picked = [c for (a, b), c in by_pair.items() if s.subject in (a, b)]
         kinds = {c.kind for c in picked}
         if len(kinds) == 1:
-            ev = {"cause": picked[0].kind, "paths": len(picked), "example": picked[0].text}
-            out.append(Suspect(s.kind, s.subject, {**s.evidence, "counters": ev}))
+            ev = CounterCause(picked[0].kind, len(picked), picked[0].text)
+            out.append(with_counters(s, ev))
         else:
             out.append(s)
     return tuple(out)

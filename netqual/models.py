@@ -545,25 +545,6 @@ class Summary:
     worst: tuple[tuple[str, str], ...]  # (src, dst) keys, worst first
 
 
-class SuspectKind(str, enum.Enum):
-    """Where the localisation points: one node, one link, the links between two racks, or a
-    pair whose two directions disagree."""
-
-    NODE = "node"
-    LINK = "link"
-    RACK_PAIR = "rack-pair"
-    ASYMMETRY = "asymmetry"
-    NIC = "nic"  # one NIC of a node ("gpu03/eth1") while its other rails are fine
-    RAIL = "rail"  # a whole rail plane ("rail 1")
-
-
-@dataclass(frozen=True)
-class Suspect:
-    kind: SuspectKind
-    subject: str  # "gpu03", "gpu01->gpu07", "r01<->r02", "gpu01<->gpu07"
-    evidence: Mapping[str, object]  # counts, medians (us), the worst path; JSON values
-
-
 @dataclass(frozen=True)
 class RawBulk:
     """One bulk-read cell as measured at the initiator (nanoseconds, not yet reduced)."""

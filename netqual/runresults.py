@@ -19,10 +19,10 @@ from netqual.models import (
     NotMeasured,
     RunMeta,
     Summary,
-    Suspect,
 )
 from netqual.multirail_model import MultiRail
 from netqual.pathtable import PathTable
+from netqual.suspects import Suspect
 
 if TYPE_CHECKING:
     from netqual.workload.model import Workload

@@ -17,6 +17,7 @@ node pairs.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -28,9 +29,21 @@ import numpy.typing as npt
 from netqual import counter_evidence
 from netqual.analysis.matrix import group_medians
 from netqual.analysis.policy import sample_limited
-from netqual.models import Metric, Suspect, SuspectKind, Tier
+from netqual.models import Metric, Tier
 from netqual.pathtable import TIERS, VERDICTS, worst_first, worst_per_group
 from netqual.runresults import Results
+from netqual.suspects import (
+    AsymmetryEvidence,
+    LinkEvidence,
+    NicEvidence,
+    NodeEvidence,
+    OtherNic,
+    PathEvidence,
+    RackPairEvidence,
+    RailEvidence,
+    Suspect,
+    SuspectKind,
+)
 
 MAJORITY = 0.5
 NEAR_SAFE = 0.75
@@ -111,14 +124,14 @@ def _us(x: float) -> float | None:
     return None if math.isnan(x) or math.isinf(x) else x
 
 
-def _path_evidence(c: PathColumns, i: int) -> dict[str, Any]:
-    return {
-        "src": c.node_names[c.src[i]],
-        "dst": c.node_names[c.dst[i]],
-        "verdict": VERDICTS[c.verdict[i]].value,
-        "value_us": _us(float(c.value_us[i])),
-        "error": c.errors[i],
-    }
+def _path_evidence(c: PathColumns, i: int) -> PathEvidence:
+    return PathEvidence(
+        src=c.node_names[c.src[i]],
+        dst=c.node_names[c.dst[i]],
+        verdict=VERDICTS[c.verdict[i]],
+        value_us=_us(float(c.value_us[i])),
+        error=c.errors[i],
+    )
 
 
 def topology_unknown(c: PathColumns) -> bool:
@@ -170,14 +183,14 @@ def localise(c: PathColumns, metric: Metric) -> tuple[Suspect, ...]:
                 Suspect(
                     SuspectKind.NODE,
                     c.node_names[n],
-                    {
-                        "metric": metric.value,
-                        "bad_paths": int(bad_of[n]),
-                        "paths": int(paths_of[n]),
-                        "median_us": _us(float(medians[n])),
-                        "all_paths_median_us": _us(overall),
-                        "worst": _path_evidence(c, int(worst[n])),
-                    },
+                    NodeEvidence(
+                        metric=metric,
+                        bad_paths=int(bad_of[n]),
+                        paths=int(paths_of[n]),
+                        median_us=_us(float(medians[n])),
+                        all_paths_median_us=_us(overall),
+                        worst=_path_evidence(c, int(worst[n])),
+                    ),
                 )
             )
 
@@ -205,15 +218,15 @@ def localise(c: PathColumns, metric: Metric) -> tuple[Suspect, ...]:
                 Suspect(
                     SuspectKind.RACK_PAIR,
                     f"{a}<->{b}",
-                    {
-                        "metric": metric.value,
-                        "racks": [a, b],
-                        "bad_paths": int(bad_rest[k]),
-                        "paths": int(totals[k]),
-                        "median_us": _us(float(medians[k])),
-                        "all_paths_median_us": _us(overall),
-                        "worst": _path_evidence(c, int(worst[k])),
-                    },
+                    RackPairEvidence(
+                        metric=metric,
+                        racks=(a, b),
+                        bad_paths=int(bad_rest[k]),
+                        paths=int(totals[k]),
+                        median_us=_us(float(medians[k])),
+                        all_paths_median_us=_us(overall),
+                        worst=_path_evidence(c, int(worst[k])),
+                    ),
                 )
             )
 
@@ -229,14 +242,14 @@ def localise(c: PathColumns, metric: Metric) -> tuple[Suspect, ...]:
             Suspect(
                 SuspectKind.LINK,
                 f"{c.node_names[s]}->{c.node_names[d]}",
-                {
-                    "metric": metric.value,
-                    **_path_evidence(c, i),
-                    "src_bad_elsewhere": int(bad_of[s]) - 1,
-                    "src_paths_elsewhere": int(paths_of[s]) - 1,
-                    "dst_bad_elsewhere": int(bad_of[d]) - 1,
-                    "dst_paths_elsewhere": int(paths_of[d]) - 1,
-                },
+                LinkEvidence(
+                    metric=metric,
+                    path=_path_evidence(c, i),
+                    src_bad_elsewhere=int(bad_of[s]) - 1,
+                    src_paths_elsewhere=int(paths_of[s]) - 1,
+                    dst_bad_elsewhere=int(bad_of[d]) - 1,
+                    dst_paths_elsewhere=int(paths_of[d]) - 1,
+                ),
             )
         )
     out += _asymmetries(c, metric)
@@ -267,12 +280,12 @@ def _asymmetries(c: PathColumns, metric: Metric) -> list[Suspect]:
                 Suspect(
                     SuspectKind.ASYMMETRY,
                     f"{c.node_names[c.src[fi]]}<->{c.node_names[c.dst[fi]]}",
-                    {
-                        "metric": metric.value,
-                        "forward": _path_evidence(c, fi),
-                        "reverse": _path_evidence(c, ri),
-                        "ratio": r if math.isfinite(r) else None,
-                    },
+                    AsymmetryEvidence(
+                        metric=metric,
+                        forward=_path_evidence(c, fi),
+                        reverse=_path_evidence(c, ri),
+                        ratio=r if math.isfinite(r) else None,
+                    ),
                 ),
             )
         )
@@ -298,7 +311,11 @@ def by_nic(
     - ``node``: every NIC of a node is a suspect: the host itself;
     - ``nic``: otherwise, one NIC bad while the node's other rails are fine.
     """
-    culprits = {s.subject: s for s in found if s.kind is SuspectKind.NODE and s.subject in nics}
+    culprits = {
+        s.subject: s.evidence
+        for s in found
+        if isinstance(s.evidence, NodeEvidence) and s.subject in nics
+    }
     if not culprits:
         return found
     rail_of = {name: nic.rail for name, nic in nics.items()}
@@ -311,33 +328,37 @@ def by_nic(
         bad = [e for e in members if e in culprits]
         if len(bad) >= 2 and len(bad) > MAJORITY * len(members):
             rails_bad.add(rail)
-            worst = max(bad, key=lambda e: (stats[e]["bad_paths"], e))
-            ev = {"metric": metric.value, "rail": rail, "bad_nics": sorted(bad)}
-            ev |= {"nics": len(members), "worst": culprits[worst].evidence["worst"]}
+            worst = max(bad, key=lambda e: (stats[e].bad_paths or 0, e))
+            ev = RailEvidence(metric, rail, tuple(sorted(bad)), len(members), culprits[worst].worst)
             out.append(Suspect(SuspectKind.RAIL, f"rail {rail}", ev))
     left = {e: s for e, s in culprits.items() if rail_of[e] not in rails_bad}
     for node in sorted({node_of[e] for e in left}):
         mine = sorted((e for e in nics if node_of[e] == node), key=lambda e: rail_of[e])
         bad = [e for e in mine if e in left]
-        others = [
-            {"nic": nics[e].name, "rail": rail_of[e], **stats.get(e, {})}
+        if len(bad) == len(mine) and len(mine) > 1:
+            ev_node = dataclasses.replace(left[bad[0]], nics=tuple(nics[e].name for e in bad))
+            out.append(Suspect(SuspectKind.NODE, node, ev_node))
+            continue
+        others = tuple(
+            dataclasses.replace(stats.get(e, OtherNic("", 0)), nic=nics[e].name, rail=rail_of[e])
             for e in mine
             if e not in left
-        ]
-        if len(bad) == len(mine) and len(mine) > 1:
-            ev = dict(left[bad[0]].evidence)
-            ev["nics"] = [nics[e].name for e in bad]
-            out.append(Suspect(SuspectKind.NODE, node, ev))
-            continue
+        )
         for e in bad:
-            ev = {**left[e].evidence, "node": node, "nic": nics[e].name, "rail": rail_of[e]}
-            out.append(Suspect(SuspectKind.NIC, e, {**ev, "other_nics": others}))
+            n = left[e]
+            ev_nic = NicEvidence(
+                metric=n.metric, bad_paths=n.bad_paths, paths=n.paths, median_us=n.median_us,
+                all_paths_median_us=n.all_paths_median_us, worst=n.worst, node=node,
+                nic=nics[e].name, rail=rail_of[e], other_nics=others, counters=n.counters,
+            )  # fmt: skip
+            out.append(Suspect(SuspectKind.NIC, e, ev_nic))
     rest = [s for s in found if not (s.kind is SuspectKind.NODE and s.subject in culprits)]
     return (*out, *rest)
 
 
-def _endpoint_stats(c: PathColumns) -> dict[str, dict[str, Any]]:
-    """Per endpoint: bad paths, paths and the median of the metric over its paths."""
+def _endpoint_stats(c: PathColumns) -> dict[str, OtherNic]:
+    """Per endpoint: bad paths, paths and the median of the metric over its paths (the
+    NIC and rail fields are the caller's)."""
     n = len(c.node_names)
     both = np.concatenate([c.src, c.dst])
     bad2 = np.concatenate([c.verdict > 0] * 2)
@@ -345,11 +366,13 @@ def _endpoint_stats(c: PathColumns) -> dict[str, dict[str, Any]]:
     bad_of = np.bincount(both[bad2], minlength=n)
     medians = group_medians(both, np.concatenate([c.value_us] * 2), n)
     return {
-        name: {
-            "bad_paths": int(bad_of[i]),
-            "paths": int(paths_of[i]),
-            "median_us": _us(float(medians[i])),
-        }
+        name: OtherNic(
+            nic="",
+            rail=0,
+            bad_paths=int(bad_of[i]),
+            paths=int(paths_of[i]),
+            median_us=_us(float(medians[i])),
+        )
         for i, name in enumerate(c.node_names)
     }
 
@@ -358,15 +381,3 @@ def run_suspects(results: Results) -> tuple[Suspect, ...]:
     """The suspects a run stored when it finished, computed here (``suspects``) only for a
     file written without them."""
     return results.suspects if results.suspects is not None else suspects(results)
-
-
-def suspect_to_dict(s: Suspect) -> dict[str, Any]:
-    return {"kind": s.kind.value, "subject": s.subject, "evidence": dict(s.evidence)}
-
-
-def suspect_from_dict(d: Mapping[str, Any]) -> Suspect:
-    """Inverse of suspect_to_dict; raises ValueError/KeyError/TypeError on a bad entry."""
-    evidence = d["evidence"]
-    if not isinstance(evidence, Mapping) or not isinstance(d["subject"], str):
-        raise TypeError("a suspect needs a string subject and an evidence object")
-    return Suspect(SuspectKind(d["kind"]), d["subject"], dict(evidence))

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
@@ -23,7 +21,7 @@ from netqual.analysis.matrix import (
     tier_groups,
 )
 from netqual.analysis.narrative import unmeasured_sentence, verdict_sentence
-from netqual.models import PathResult, Suspect, SuspectKind, Tier, Verdict, path_label
+from netqual.models import PathResult, Tier, Verdict, path_label
 from netqual.names import visible
 from netqual.pathtable import TIERS
 from netqual.render.fanin import print_fanin
@@ -31,6 +29,16 @@ from netqual.render.fleet import fleet_line
 from netqual.render.hosts import hosts_line
 from netqual.render.multirail import print_multirail
 from netqual.runresults import Results
+from netqual.suspects import (
+    AsymmetryEvidence,
+    LinkEvidence,
+    NicEvidence,
+    NodeEvidence,
+    OtherNic,
+    PathEvidence,
+    RailEvidence,
+    Suspect,
+)
 from netqual.units import format_size, format_us
 from netqual.workload.impact import two_verdicts_sentence
 
@@ -108,61 +116,55 @@ RACK_PAIRS_SHOWN = 8  # the worst ones; --all for every rack pair
 def suspect_line(s: Suspect) -> str:
     """One suspect with its evidence, e.g. 'node gpu03: 14 of 15 paths not offload-safe ...',
     and what its counters say ('; counters: loss (12 TCP retransmissions)')."""
-    c = s.evidence.get("counters")
-    if isinstance(c, Mapping) and isinstance(c.get("cause"), str):
-        said = visible(f"{c['cause']} ({c.get('example')})")
+    e = s.evidence
+    c = e.counters if isinstance(e, NodeEvidence | NicEvidence | LinkEvidence) else None
+    if c is not None:
+        said = visible(f"{c.cause} ({c.example})")
         return f"{_suspect_line(s)}; counters: {said}"
     return _suspect_line(s)
 
 
 def _suspect_line(s: Suspect) -> str:
     e = s.evidence
-    metric = str(e["metric"])
+    metric = e.metric.value
 
-    def path(w: object) -> str:
-        assert isinstance(w, Mapping)
-        value = w["error"] or f"{metric} {format_us(w['value_us'])} us"
-        return f"{path_label(w['src'], w['dst'])} {value} ({w['verdict']})"
+    def path(w: PathEvidence) -> str:
+        value = w.error or f"{metric} {format_us(w.value_us)} us"
+        return f"{path_label(w.src, w.dst)} {value} ({w.verdict.value})"
 
-    if s.kind is SuspectKind.ASYMMETRY:
-        ratio = e["ratio"]
-        times = f", {ratio:.1f}x" if isinstance(ratio, float) else ""
-        return f"asymmetry {s.subject}: {path(e['forward'])} vs {path(e['reverse'])}{times}"
-    if s.kind is SuspectKind.RAIL:
-        bad = e["bad_nics"]
-        assert isinstance(bad, list)
-        shown = ", ".join(str(x) for x in bad)
-        head = f"rail {e['rail']}: {len(bad)} of {e['nics']} NICs bad ({shown})"
-        return f"{head}; worst {path(e['worst'])}"
-    if s.kind is SuspectKind.LINK:
+    if isinstance(e, AsymmetryEvidence):
+        times = f", {e.ratio:.1f}x" if e.ratio is not None else ""
+        return f"asymmetry {s.subject}: {path(e.forward)} vs {path(e.reverse)}{times}"
+    if isinstance(e, RailEvidence):
+        shown = ", ".join(e.bad_nics)
+        head = f"rail {e.rail}: {len(e.bad_nics)} of {e.nics} NICs bad ({shown})"
+        return f"{head}; worst {path(e.worst)}"
+    if isinstance(e, LinkEvidence):
+        p = e.path
         return (
-            f"link {path(e)}; elsewhere {e['src']} has {e['src_bad_elsewhere']} of "
-            f"{e['src_paths_elsewhere']} paths bad, {e['dst']} {e['dst_bad_elsewhere']} of "
-            f"{e['dst_paths_elsewhere']}"
+            f"link {path(p)}; elsewhere {p.src} has {e.src_bad_elsewhere} of "
+            f"{e.src_paths_elsewhere} paths bad, {p.dst} {e.dst_bad_elsewhere} of "
+            f"{e.dst_paths_elsewhere}"
         )
     median = ""
-    mine, overall = e.get("median_us"), e.get("all_paths_median_us")
-    if isinstance(mine, float) and isinstance(overall, float):
+    mine, overall = e.median_us, e.all_paths_median_us
+    if mine is not None and overall is not None:
         median = f", median {metric} {format_us(mine)} us vs {format_us(overall)} us over all paths"
     line = (
-        f"{s.kind.value} {s.subject}: {e['bad_paths']} of {e['paths']} paths not "
-        f"offload-safe{median}; worst {path(e['worst'])}"
+        f"{s.kind.value} {s.subject}: {e.bad_paths} of {e.paths} paths not "
+        f"offload-safe{median}; worst {path(e.worst)}"
     )
-    if s.kind is SuspectKind.NIC and isinstance(others := e.get("other_nics"), list):
-        fine = "; ".join(_other_nic(o, metric) for o in others)
-        line += f"; other rails of {e['node']}: {fine}" if fine else ""
+    if isinstance(e, NicEvidence):
+        fine = "; ".join(_other_nic(o, metric) for o in e.other_nics)
+        line += f"; other rails of {e.node}: {fine}" if fine else ""
     return line
 
 
-def _other_nic(o: object, metric: str) -> str:
+def _other_nic(o: OtherNic, metric: str) -> str:
     """Another NIC of a suspect NIC's node: its rail, bad paths and median."""
-    if not isinstance(o, Mapping):
-        return "?"
-    median = o.get("median_us")
-    shown = f", median {metric} {format_us(median)} us" if isinstance(median, float) else ""
-    return (
-        f"{o.get('nic')} (rail {o.get('rail')}) {o.get('bad_paths')} of {o.get('paths')} bad{shown}"
-    )
+    m = o.median_us
+    shown = f", median {metric} {format_us(m)} us" if m is not None else ""
+    return f"{o.nic} (rail {o.rail}) {o.bad_paths} of {o.paths} bad{shown}"
 
 
 def print_suspects(console: Console, results: Results, limit: int | None = SUSPECTS_SHOWN) -> None:

@@ -16,9 +16,8 @@ the links between the racks; what is left are isolated paths to re-test.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
@@ -26,10 +25,21 @@ from netqual import counter_evidence
 from netqual.analysis import localise
 from netqual.analysis.narrative import unmeasured_sentence
 from netqual.analysis.policy import sample_limited, value_classes
-from netqual.models import Metric, Node, Suspect, SuspectKind, Tier, Verdict, path_label
+from netqual.models import Metric, Node, Tier, Verdict, path_label
 from netqual.pathtable import NO_HOPS, TIERS, IntArray, PathTable
 from netqual.report import fmt
 from netqual.runresults import Results
+from netqual.suspects import (
+    AsymmetryEvidence,
+    LinkEvidence,
+    NicEvidence,
+    NodeEvidence,
+    PathEvidence,
+    RackPairEvidence,
+    RailEvidence,
+    Suspect,
+    SuspectKind,
+)
 
 MAJORITY = 0.5
 LISTED = 8
@@ -50,16 +60,11 @@ def _names(items: Sequence[str], total: int | None = None) -> str:
     return shown + (f" and {total - LISTED} more" if total > LISTED else "")
 
 
-def _ev(value: object) -> Mapping[str, Any]:
-    assert isinstance(value, Mapping)
-    return value
-
-
-def _short(e: Mapping[str, Any], metric: Metric) -> str:
+def _short(e: PathEvidence, metric: Metric) -> str:
     """One path of a suspect's evidence: 'a -> b, p99 812.0 us' or 'a -> b: <error>'."""
-    if e["error"] or e["value_us"] is None:
-        return f"{path_label(e['src'], e['dst'])}: {e['error'] or 'no samples'}"
-    return f"{path_label(e['src'], e['dst'])}, {metric.value} {fmt.us(e['value_us'])}"
+    if e.error or e.value_us is None:
+        return f"{path_label(e.src, e.dst)}: {e.error or 'no samples'}"
+    return f"{path_label(e.src, e.dst)}, {metric.value} {fmt.us(e.value_us)}"
 
 
 def recommend(results: Results, expired_waivers: Sequence[str] = ()) -> list[Recommendation]:
@@ -132,23 +137,24 @@ def recommend(results: Results, expired_waivers: Sequence[str] = ()) -> list[Rec
         if node is not None and node.rack in racks_all_bad:
             continue
         e = s.evidence
+        assert isinstance(e, NodeEvidence)
         out.append(
             Recommendation(
                 "unsafe",
                 f"Keep {s.subject} on local NVMe",
-                f"{e['bad_paths']} of {e['paths']} paths of {s.subject} are not offload-safe "
-                f"(worst {_short(_ev(e['worst']), metric)}). Check its NIC, cable and switch "
+                f"{e.bad_paths} of {e.paths} paths of {s.subject} are not offload-safe "
+                f"(worst {_short(e.worst, metric)}). Check its NIC, cable and switch "
                 "port (and NIC firmware and MTU), then re-test it.",
             )
         )
     out += [_nic(s, metric) for s in by_kind[SuspectKind.NIC]]
     out += [_rail(s) for s in by_kind[SuspectKind.RAIL]]
     out += [_rack_pair(s, metric) for s in by_kind[SuspectKind.RACK_PAIR]]
-    links = [_ev(s.evidence) for s in by_kind[SuspectKind.LINK]]
+    links = [s.evidence.path for s in found if isinstance(s.evidence, LinkEvidence)]
     if links:
         out.append(
             Recommendation(
-                "marginal" if all(e["verdict"] == "marginal" for e in links) else "unsafe",
+                "marginal" if all(e.verdict is Verdict.MARGINAL for e in links) else "unsafe",
                 f"Re-test {fmt.plural(len(links), 'isolated path')}",
                 "Their nodes are fine on other paths, so the cause is likely transient or one "
                 "link: "
@@ -157,13 +163,14 @@ def recommend(results: Results, expired_waivers: Sequence[str] = ()) -> list[Rec
             )
         )
     for s in by_kind[SuspectKind.ASYMMETRY]:
-        fwd, rev = _ev(s.evidence["forward"]), _ev(s.evidence["reverse"])
+        assert isinstance(s.evidence, AsymmetryEvidence)
+        fwd, rev = s.evidence.forward, s.evidence.reverse
         out.append(
             Recommendation(
-                "unsafe" if "unsafe" in (fwd["verdict"], rev["verdict"]) else "marginal",
+                "unsafe" if Verdict.UNSAFE in (fwd.verdict, rev.verdict) else "marginal",
                 f"Check the link between {s.subject.replace('<->', ' and ')} in both directions",
-                f"The two directions disagree: {_short(fwd, metric)} ({fwd['verdict']}) but "
-                f"{_short(rev, metric)} ({rev['verdict']}). One-way trouble points at a cable "
+                f"The two directions disagree: {_short(fwd, metric)} ({fwd.verdict.value}) but "
+                f"{_short(rev, metric)} ({rev.verdict.value}). One-way trouble points at a cable "
                 "or transceiver, or at ECN/PFC set differently on the two switch ports.",
             )
         )
@@ -276,23 +283,16 @@ def _whole_racks(culprits: set[str], nodes: Sequence[Node]) -> list[str]:
 def _nic(s: Suspect, metric: Metric) -> Recommendation:
     """One NIC bad while the node's other rails are fine (docs/rails.md)."""
     e = s.evidence
-    others = e.get("other_nics")
+    assert isinstance(e, NicEvidence)
     fine = ""
-    if isinstance(others, list) and others:
-        fine = (
-            " while its other rails are fine ("
-            + ", ".join(
-                f"{o.get('nic')}: {o.get('bad_paths')} of {o.get('paths')} bad"
-                for o in others
-                if isinstance(o, Mapping)
-            )
-            + ")"
-        )
+    if e.other_nics:
+        listed = ", ".join(f"{o.nic}: {o.bad_paths} of {o.paths} bad" for o in e.other_nics)
+        fine = f" while its other rails are fine ({listed})"
     return Recommendation(
         "unsafe",
-        f"Check NIC {e.get('nic')} of {e.get('node')} (rail {e.get('rail')})",
-        f"{e['bad_paths']} of {e['paths']} paths of {s.subject} are not offload-safe{fine} "
-        f"(worst {_short(_ev(e['worst']), metric)}). Check that NIC's cable, transceiver and "
+        f"Check NIC {e.nic} of {e.node} (rail {e.rail})",
+        f"{e.bad_paths} of {e.paths} paths of {s.subject} are not offload-safe{fine} "
+        f"(worst {_short(e.worst, metric)}). Check that NIC's cable, transceiver and "
         "switch port on its rail (and its firmware and MTU), then re-test it.",
     )
 
@@ -300,31 +300,30 @@ def _nic(s: Suspect, metric: Metric) -> Recommendation:
 def _rail(s: Suspect) -> Recommendation:
     """Most NICs of one rail bad: the rail's switch plane (docs/rails.md)."""
     e = s.evidence
-    bad = e.get("bad_nics")
-    names = _names([str(x) for x in bad]) if isinstance(bad, list) else "?"
+    assert isinstance(e, RailEvidence)
     return Recommendation(
         "unsafe",
         f"Check the switch plane of {s.subject}",
-        f"{len(bad) if isinstance(bad, list) else '?'} of {e.get('nics')} NICs on {s.subject} "
-        f"are not offload-safe ({names}): the rail's switches or their uplinks are the "
-        "common cause. Keep KV traffic off this rail until a re-test passes.",
+        f"{len(e.bad_nics)} of {e.nics} NICs on {s.subject} "
+        f"are not offload-safe ({_names(list(e.bad_nics))}): the rail's switches or their "
+        "uplinks are the common cause. Keep KV traffic off this rail until a re-test passes.",
     )
 
 
 def _rack_pair(s: Suspect, metric: Metric) -> Recommendation:
     e = s.evidence
-    ra, rb = _ev(e)["racks"]
-    worst = _ev(e["worst"])
+    assert isinstance(e, RackPairEvidence)
+    ra, rb = e.racks
     if ra == rb:
         title, hint = f"Check the switch inside rack {ra}", "Check the rack's top-of-rack switch"
     else:
         title = f"Do not offload KV between racks {ra} and {rb}"
         hint = "Keep offload inside each rack, and check the uplinks and spine between them"
     return Recommendation(
-        "unsafe" if worst["verdict"] == "unsafe" else "marginal",
+        "unsafe" if e.worst.verdict is Verdict.UNSAFE else "marginal",
         title,
-        f"{e['bad_paths']} of {e['paths']} paths are not offload-safe "
-        f"(worst {_short(worst, metric)}). {hint}; then re-test.",
+        f"{e.bad_paths} of {e.paths} paths are not offload-safe "
+        f"(worst {_short(e.worst, metric)}). {hint}; then re-test.",
     )
 
 

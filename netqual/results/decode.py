@@ -24,7 +24,6 @@ import msgspec
 from netqual import hostpath
 from netqual.analysis.fleet import from_dict as fleet_from_dict
 from netqual.analysis.interference import from_dict as interference_from_dict
-from netqual.analysis.localise import suspect_from_dict
 from netqual.analysis.matrix import fill_tiers
 from netqual.analysis.plausible import mark_impossible
 from netqual.choices import ChoiceError, parse_choice
@@ -42,7 +41,6 @@ from netqual.models import (
     PolicyFieldError,
     Role,
     RunMeta,
-    Suspect,
     Tier,
     Verdict,
 )
@@ -53,6 +51,7 @@ from netqual.results.multirail_codec import from_list as multirail_from_list
 from netqual.results.summary import summarize
 from netqual.runresults import Results
 from netqual.schema import validate
+from netqual.suspects import Suspect, suspect_from_dict
 from netqual.workload.model import Workload
 
 # Every number is bounded (netqual.filedata): 2**70 samples or a 1e308 time would overflow

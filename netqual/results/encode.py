@@ -13,7 +13,6 @@ from typing import Any, TextIO
 
 from netqual.analysis.fleet import to_dict as fleet_to_dict
 from netqual.analysis.interference import to_dict as interference_to_dict
-from netqual.analysis.localise import suspect_to_dict
 from netqual.analysis.stats import BINS_PER_DECADE, bin_index
 from netqual.hostpath import hosts_to_dict
 from netqual.models import (
@@ -33,6 +32,7 @@ from netqual.plan_codec import plan_to_dict
 from netqual.results.fanin_codec import to_list as fanin_to_list
 from netqual.results.multirail_codec import to_list as multirail_to_list
 from netqual.runresults import Results
+from netqual.suspects import suspect_to_dict
 
 
 def _t(value_us: float) -> float:

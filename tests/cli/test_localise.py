@@ -11,10 +11,17 @@ from cli_helpers import run_in_process
 from factories import make_results, write_results
 
 from netqual.analysis.localise import suspects
-from netqual.models import PathResult, SuspectKind, Verdict
+from netqual.models import PathResult, Verdict
 from netqual.pathtable import PathTable
 from netqual.results import load, results_to_dict
 from netqual.runresults import Results
+from netqual.suspects import (
+    AsymmetryEvidence,
+    LinkEvidence,
+    NodeEvidence,
+    RackPairEvidence,
+    SuspectKind,
+)
 
 
 def kinds(r: Results) -> dict[SuspectKind, list[str]]:
@@ -29,13 +36,14 @@ def test_a_slow_node_is_a_node_suspect_with_counts_and_medians() -> None:
     found = suspects(r)
     assert [(s.kind, s.subject) for s in found] == [(SuspectKind.NODE, "gpu03")]
     e = found[0].evidence
-    assert (e["bad_paths"], e["paths"]) == (15, 15)
-    assert isinstance(e["median_us"], float) and isinstance(e["all_paths_median_us"], float)
-    assert e["median_us"] >= 600 > 5 * e["all_paths_median_us"]
-    worst = e["worst"]
-    assert isinstance(worst, dict) and "gpu03" in (worst["src"], worst["dst"])
+    assert isinstance(e, NodeEvidence)
+    assert (e.bad_paths, e.paths) == (15, 15)
+    assert e.median_us is not None and e.all_paths_median_us is not None
+    assert e.median_us >= 600 > 5 * e.all_paths_median_us
+    worst = e.worst
+    assert "gpu03" in (worst.src, worst.dst)
     mine = [p for p in r.paths if "gpu03" in (p.src, p.dst) and p.rtt is not None]
-    assert worst["value_us"] == max(p.rtt.p99_us for p in mine if p.rtt is not None)
+    assert worst.value_us == max(p.rtt.p99_us for p in mine if p.rtt is not None)
 
 
 def test_a_slow_rack_pair_is_an_uplink_suspect_not_its_nodes() -> None:
@@ -44,15 +52,18 @@ def test_a_slow_rack_pair_is_an_uplink_suspect_not_its_nodes() -> None:
     assert k[SuspectKind.RACK_PAIR] == ["r01<->r03"]
     assert k[SuspectKind.NODE] == [] and k[SuspectKind.LINK] == []
     (s,) = [s for s in suspects(r) if s.kind is SuspectKind.RACK_PAIR]
-    assert (s.evidence["bad_paths"], s.evidence["paths"]) == (16, 16)
+    assert isinstance(s.evidence, RackPairEvidence)
+    assert (s.evidence.bad_paths, s.evidence.paths) == (16, 16)
 
 
 def test_one_bad_path_between_healthy_nodes_is_a_link_suspect() -> None:
     r = make_results(12, rack_size=4, slow_paths=[("gpu02", "gpu07", 700.0)])
     (s,) = suspects(r)
     assert (s.kind, s.subject) == (SuspectKind.LINK, "gpu02->gpu07")
-    assert s.evidence["verdict"] == "unsafe" and s.evidence["value_us"] == 700.0
-    assert (s.evidence["src_bad_elsewhere"], s.evidence["src_paths_elsewhere"]) == (0, 10)
+    e = s.evidence
+    assert isinstance(e, LinkEvidence)
+    assert e.path.verdict is Verdict.UNSAFE and e.path.value_us == 700.0
+    assert (e.src_bad_elsewhere, e.src_paths_elsewhere) == (0, 10)
 
 
 def _reversed(p: PathResult, p99_us: float, verdict: Verdict) -> PathResult:
@@ -73,7 +84,8 @@ def test_a_pair_whose_directions_disagree_is_an_asymmetry_suspect() -> None:
     asym = [s for s in suspects(r) if s.kind is SuspectKind.ASYMMETRY]
     assert [s.subject for s in asym] == [f"{odd.src}<->{odd.dst}"]
     ev = asym[0].evidence
-    assert isinstance(ev["ratio"], float) and ev["ratio"] == pytest.approx(650.0 / odd.rtt.p99_us)
+    assert isinstance(ev, AsymmetryEvidence)
+    assert ev.ratio == pytest.approx(650.0 / odd.rtt.p99_us)
 
 
 def test_healthy_run_has_no_suspects_and_no_key() -> None:

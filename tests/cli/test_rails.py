@@ -30,6 +30,7 @@ from netqual.planning.rails import (
 )
 from netqual.results import load, write_json
 from netqual.runresults import Results
+from netqual.suspects import NicEvidence, RailEvidence
 
 
 def _node(i: int, rails: int = 2) -> str:
@@ -223,20 +224,19 @@ def test_one_slow_nic_is_a_nic_suspect_and_its_other_rail_is_fine() -> None:
     res = rail_results(4, slow={("h3", 1): 700.0})
     assert _kinds(res) == [("nic", "h3/eth1")]
     (s,) = res.suspects or ()
-    assert s.evidence["node"] == "h3" and s.evidence["rail"] == 1
-    assert s.evidence["bad_paths"] == s.evidence["paths"] == 3
-    others = s.evidence["other_nics"]
-    assert isinstance(others, list) and len(others) == 1
-    other = others[0]
-    assert other["nic"] == "eth0" and other["bad_paths"] == 0 and other["paths"] == 3
+    e = s.evidence
+    assert isinstance(e, NicEvidence)
+    assert e.node == "h3" and e.rail == 1
+    assert e.bad_paths == e.paths == 3
+    (other,) = e.other_nics
+    assert other.nic == "eth0" and other.bad_paths == 0 and other.paths == 3
 
 
 def test_a_whole_rail_is_a_rail_suspect_and_a_whole_node_a_node_suspect() -> None:
     plane = rail_results(4, slow={(f"h{i}", 1): 700.0 for i in range(1, 5)})
     assert _kinds(plane) == [("rail", "rail 1")]
-    assert plane.suspects and plane.suspects[0].evidence["bad_nics"] == [
-        "h1/eth1", "h2/eth1", "h3/eth1", "h4/eth1",
-    ]  # fmt: skip
+    assert plane.suspects and isinstance(ev := plane.suspects[0].evidence, RailEvidence)
+    assert ev.bad_nics == ("h1/eth1", "h2/eth1", "h3/eth1", "h4/eth1")
     host = rail_results(4, slow={("h2", 0): 700.0, ("h2", 1): 700.0})
     assert _kinds(host) == [("node", "h2")]
 

@@ -10,10 +10,11 @@ from factories import make_results
 
 from netqual import counter_evidence
 from netqual.fleet_model import FleetOutlier, FleetResult
-from netqual.models import ProbePlan, Suspect, SuspectKind
+from netqual.models import ProbePlan
 from netqual.pathtable import PathTable
 from netqual.render.terminal import suspect_line
 from netqual.report.recommend import recommend
+from netqual.suspects import suspect_from_dict
 
 
 def test_pause_frames_on_one_side_point_at_that_node_unless_shared() -> None:
@@ -142,6 +143,6 @@ def test_a_hostile_name_in_a_results_file_reaches_the_terminal_escaped() -> None
           "dst_bad_elsewhere": 0, "dst_paths_elsewhere": 1,
           "counters": {"cause": "congestion", "paths": 1,
                        "example": "rx_prio3_pause 4 on b eth0\x1b[2J\x07"}}  # fmt: skip
-    line = suspect_line(Suspect(SuspectKind.LINK, "a->b", ev))
+    line = suspect_line(suspect_from_dict({"kind": "link", "subject": "a->b", "evidence": ev}))
     assert "\x1b" not in line and "\x07" not in line
     assert line.endswith("; counters: congestion (rx_prio3_pause 4 on b eth0\\x1b[2J\\x07)")

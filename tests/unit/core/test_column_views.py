@@ -25,13 +25,14 @@ from netqual.analysis.matrix import (
     tier_groups,
 )
 from netqual.analysis.narrative import verdict_sentence, waiver_problem
-from netqual.models import PathResult, SuspectKind, Tier, Verdict, Waiver
+from netqual.models import PathResult, Tier, Verdict, Waiver
 from netqual.pathtable import PathTable
 from netqual.render.terminal import print_results
 from netqual.report.csv import write_csv
 from netqual.report.waivers import waiver_notes
 from netqual.run import retest
 from netqual.runresults import Results
+from netqual.suspects import SuspectKind
 from netqual.workload import load_workload
 from netqual.workload.impact import tier_impacts, workload_counts
 from netqual.workload.judge import apply as apply_workload

@@ -49,9 +49,10 @@ from netqual.plan_codec import plan_from_dict
 from netqual.results.fanin_codec import from_list as fanin_from_list
 from netqual.results.multirail_codec import from_list as multirail_from_list
 from netqual.results.summary import summarize
+from netqual.results.suspects_codec import suspect_from_dict
 from netqual.runresults import Results
 from netqual.schema import validate
-from netqual.suspects import Suspect, suspect_from_dict
+from netqual.suspects import Suspect
 from netqual.workload.model import Workload
 
 # Every number is bounded (netqual.filedata): 2**70 samples or a 1e308 time would overflow

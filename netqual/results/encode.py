@@ -31,8 +31,8 @@ from netqual.outfiles import write_atomic
 from netqual.plan_codec import plan_to_dict
 from netqual.results.fanin_codec import to_list as fanin_to_list
 from netqual.results.multirail_codec import to_list as multirail_to_list
+from netqual.results.suspects_codec import suspect_to_dict
 from netqual.runresults import Results
-from netqual.suspects import suspect_to_dict
 
 
 def _t(value_us: float) -> float:

@@ -14,7 +14,7 @@ from netqual.models import ProbePlan
 from netqual.pathtable import PathTable
 from netqual.render.terminal import suspect_line
 from netqual.report.recommend import recommend
-from netqual.suspects import suspect_from_dict
+from netqual.results.suspects_codec import suspect_from_dict
 
 
 def test_pause_frames_on_one_side_point_at_that_node_unless_shared() -> None:

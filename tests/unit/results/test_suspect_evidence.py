@@ -1,6 +1,6 @@
-"""Typed suspect evidence (``netqual.suspects``): one record per kind, the JSON form of
-results.json unchanged (files written before the types read back), and a damaged entry
-rejected naming its field."""
+"""Typed suspect evidence (``netqual.suspects``, ``results.suspects_codec``): one record
+per kind, the JSON form of results.json unchanged (files written before the types read
+back), and a damaged entry rejected naming its field."""
 
 from __future__ import annotations
 
@@ -18,6 +18,7 @@ from netqual.analysis.localise import suspects
 from netqual.errors import ResultsFileError
 from netqual.models import Metric, Verdict
 from netqual.results import load, write_json
+from netqual.results.suspects_codec import suspect_from_dict, suspect_to_dict
 from netqual.suspects import (
     EVIDENCE_OF,
     CounterCause,
@@ -26,8 +27,6 @@ from netqual.suspects import (
     PathEvidence,
     Suspect,
     SuspectKind,
-    suspect_from_dict,
-    suspect_to_dict,
     with_counters,
 )
 

@@ -15,13 +15,21 @@ Duration model (stated, not measured; ``DurationModel`` holds the constants), pe
   what ``depth`` reads of ``chunk`` keep in flight at the link rate (budget.stream_gbps);
 - interference check: the sampled paths one at a time, each a ping-pong request.
 
+Agents that share one host's cores (``shared_cores``: loopback agents, all on the
+coordinator's host) slow each other down: ``n`` pairs measuring at once, each keeping
+``pair_cores`` cores busy alone, take ``max(1, n x pair_cores / cores)`` times as long as
+one pair alone (relative to one pair's own demand), per ping-pong batch, bulk wave and
+group of agents checked at once. On a cluster (one host per agent) they do not compete.
+
 Every pair's ping-pong is assumed to succeed (a failed pair skips its bulk; a timed-out
 one takes up to its timeout), so slow or broken paths make a real run longer.
 """
 
 from __future__ import annotations
 
+import ipaddress
 import math
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -49,6 +57,25 @@ class DurationModel:
     check_s: float = 0.1  # one agent's answer in a pre-flight pass
     rtt_us: dict[str, float] = field(default_factory=lambda: {"tcp": 50.0, "rdma": 10.0})
     goodput_gbps: dict[str, float] = field(default_factory=lambda: {"tcp": 10.0, "rdma": 50.0})
+    # Cores every agent shares when all run on one host (loopback agents); 0: one host per
+    # agent, as on a cluster.
+    shared_cores: int = 0
+    # Cores one pair (one agent in the pre-flight) needs while it measures alone, per phase.
+    # On loopback a pair's critical path is CPU all the way (its two ends, the kernel's
+    # copies and the coordinator take turns): one core. An agent check also waits for its
+    # answers: half (fitted to 16 loopback agents, docs/performance.md).
+    pair_cores: dict[str, float] = field(
+        default_factory=lambda: {"preflight": 0.5, "pingpong": 1.0, "bulk": 1.0}
+    )
+
+    def contention(self, phase: str, pairs: int) -> float:
+        """How many times longer ``pairs`` measuring at once take than one pair alone: 1 on
+        a cluster; on shared cores their CPU demand over the cores (at least 1), relative
+        to what one pair alone already waits for."""
+        if self.shared_cores <= 0 or pairs <= 1:
+            return 1.0
+        demand = self.pair_cores.get(phase, 1.0) / self.shared_cores
+        return max(1.0, pairs * demand) / max(1.0, demand)
 
     def pingpong_s(self, plan: ProbePlan, transport: str) -> float:
         return self.request_s + (plan.warmup + plan.iterations) * self.rtt_us[transport] * 1e-6
@@ -65,13 +92,16 @@ class DurationModel:
                 seconds += plan.reads_for(chunk) * chunk * 8 / (rate * 1e9)
         return seconds
 
-    def to_dict(self, transport: str) -> dict[str, float]:
-        return {
+    def to_dict(self, transport: str) -> dict[str, Any]:
+        out: dict[str, Any] = {
             "request_s": self.request_s,
             "check_s": self.check_s,
             "rtt_us": self.rtt_us[transport],
             "goodput_gbps": self.goodput_gbps[transport],
         }
+        if self.shared_cores > 0:
+            out |= {"shared_cores": self.shared_cores, "pair_cores": dict(self.pair_cores)}
+        return out
 
 
 @dataclass(frozen=True)
@@ -109,6 +139,21 @@ class DryRun:
         return sum(p.seconds for p in self.phases)
 
 
+def local_cores(nodes: Sequence[Node]) -> int:
+    """This host's cores when every agent is on a loopback address (then all of them run
+    here, beside the coordinator, and share those cores), else 0."""
+    if not nodes or not all(_loopback(n.address) for n in nodes):
+        return 0
+    return len(os.sched_getaffinity(0))
+
+
+def _loopback(address: str) -> bool:
+    try:
+        return ipaddress.ip_address(address).is_loopback
+    except ValueError:
+        return address == "localhost"
+
+
 def _host_codes(nodes: tuple[Node, ...]) -> np.ndarray:
     codes: dict[str, int] = {}
     return np.array([codes.setdefault(n.address, len(codes)) for n in nodes], dtype=np.int64)
@@ -116,31 +161,38 @@ def _host_codes(nodes: tuple[Node, ...]) -> np.ndarray:
 
 def round_batches(plan: Schedule, parallel: int | None) -> int:
     """Sum over rounds of max(most pairs touching one host, ceil(pairs / parallel))."""
+    return sum(b for b, _ in _round_loads(plan, parallel))
+
+
+def _round_loads(plan: Schedule, parallel: int | None) -> list[tuple[int, int]]:
+    """Per round: (batches, most pairs measuring at once in one of them)."""
     host = _host_codes(plan.nodes)
-    total = 0
+    out = []
     for pos in plan.rounds_positions():
         if not len(pos):
             continue
         a, b = host[pos[:, 0]], host[pos[:, 1]]
         busiest = int(np.bincount(np.concatenate([a, b[b != a]])).max())
-        total += max(busiest, math.ceil(len(pos) / parallel) if parallel else 1)
-    return total
+        batches = max(busiest, math.ceil(len(pos) / parallel) if parallel else 1)
+        out.append((batches, math.ceil(len(pos) / batches)))
+    return out
 
 
 def _bulk_waves(
     sched: Schedule, cfg: ScheduleConfig, plan: ProbePlan, fabric: Fabric
-) -> tuple[int, int]:
-    """(pairs with bulk, waves) as the run would pack them, every ping-pong succeeding."""
+) -> tuple[int, list[int]]:
+    """(pairs with bulk, each wave's pairs) as the run would pack them, every ping-pong
+    succeeding."""
     budget = phases.resolve(cfg, plan, sched.nodes, fabric)
     rounds: list[Sequence[Pair]] = list(sched.rounds())
     groups = [[p for r in rounds for p in r]] if cfg.schedule is Timing.ALIGNED else rounds
-    pairs = waves = 0
+    pairs, sizes = 0, []
     for group in groups:
         chosen = packing.select(group, cfg.bulk_pairs)
         covered = [p for p, c in zip(group, chosen, strict=True) if c]
         pairs += len(covered)
-        waves += len(phases.bulk_waves(covered, budget))
-    return pairs, waves
+        sizes += [len(w) for w in phases.bulk_waves(covered, budget)]
+    return pairs, sizes
 
 
 def estimate_phases(
@@ -155,16 +207,21 @@ def estimate_phases(
     model: DurationModel | None = None,
 ) -> tuple[tuple[PhaseEstimate, ...], int, int, int]:
     """(phases, batches, pairs with bulk, bulk waves) of a run of ``sched``."""
-    model, cfg, fabric = model or DurationModel(), cfg or ScheduleConfig(), fabric or Fabric()
+    model = model or DurationModel(shared_cores=local_cores(sched.nodes))
+    cfg, fabric = cfg or ScheduleConfig(), fabric or Fabric()
     n = len(sched.nodes)
-    passes = sum(math.ceil(n / t) for t in CHECK_THREADS)
+    # each pass checks its agents in groups of ``t`` at once
+    groups = [min(t, n - i) for t in CHECK_THREADS for i in range(0, n, t)]
+    checks = sum(model.contention("preflight", k) for k in groups)
     out = [
         PhaseEstimate(
-            "preflight", n, model.check_s, passes * model.check_s,
-            f"2 passes over {n:,} agents, {'/'.join(map(str, CHECK_THREADS))} at once",
+            "preflight", n, model.check_s, checks * model.check_s,
+            f"2 passes over {n:,} agents, {'/'.join(map(str, CHECK_THREADS))} at once"
+            + _sharing(model, "preflight"),
         )
     ]  # fmt: skip
-    batches = round_batches(sched, parallel)
+    loads = _round_loads(sched, parallel)
+    batches = sum(b for b, _ in loads)
     pingpong_s = model.pingpong_s(plan, transport)
     link = min([fabric.nic(x) for x in sched.nodes] or [DEFAULT_NIC_GBPS])
     bulk_s = model.bulk_s(plan, transport, link)
@@ -173,20 +230,26 @@ def estimate_phases(
         pingpong_s + (bulk_s - model.request_s if plan.bulk else 0.0) if one_request else pingpong_s
     )
     what = "ping-pong and bulk in one request" if one_request and plan.bulk else "ping-pong"
+    # a combined request is mostly its bulk cells when it has any
+    phase = "bulk" if one_request and plan.bulk else "pingpong"
+    slowed = sum(b * model.contention(phase, k) for b, k in loads)
     out.append(
         PhaseEstimate(
-            "pingpong", batches, unit, batches * unit,
-            f"{sched.round_count:,} rounds in {batches:,} batches x one {what} request",
+            "pingpong", batches, unit, slowed * unit,
+            f"{sched.round_count:,} rounds in {batches:,} batches x one {what} request"
+            + _sharing(model, phase),
         )
     )  # fmt: skip
     bulk_pairs = bulk_waves = 0
     if plan.bulk and not one_request:
-        bulk_pairs, bulk_waves = _bulk_waves(sched, cfg, plan, fabric)
+        bulk_pairs, sizes = _bulk_waves(sched, cfg, plan, fabric)
+        bulk_waves = len(sizes)
+        slowed = sum(model.contention("bulk", k) for k in sizes)
         out.append(
             PhaseEstimate(
-                "bulk", bulk_waves, bulk_s, bulk_waves * bulk_s,
+                "bulk", bulk_waves, bulk_s, slowed * bulk_s,
                 f"{bulk_pairs:,} pairs ({cfg.bulk_pairs.label}) in {bulk_waves:,} waves x one "
-                f"bulk request at <= {link:g} Gbit/s",
+                f"bulk request at <= {link:g} Gbit/s" + _sharing(model, "bulk"),
             )
         )  # fmt: skip
     if interference_minimum > 0:
@@ -198,6 +261,15 @@ def estimate_phases(
             )
         )  # fmt: skip
     return tuple(out), batches, bulk_pairs, bulk_waves
+
+
+def _sharing(model: DurationModel, phase: str) -> str:
+    if model.shared_cores <= 0:
+        return ""
+    return (
+        f", pairs at once sharing {model.shared_cores} cores"
+        f" ({model.pair_cores.get(phase, 1.0):g} per pair)"
+    )
 
 
 def fanin_phase(
@@ -244,7 +316,8 @@ def dry_run(
     rails: rails_mod.Rails = rails_mod.Rails.NONE,
     fanin: FaninConfig | None = None,
 ) -> DryRun:
-    model, fabric = model or DurationModel(), fabric or Fabric()
+    model = model or DurationModel(shared_cores=local_cores(nodes))
+    fabric = fabric or Fabric()
     sched = rails_mod.build(nodes, mode, rails, sample_k)
     ends = sched.nodes
     estimated, batches, bulk_pairs, bulk_waves = estimate_phases(

@@ -52,6 +52,12 @@ def print_dry_run(console: Console, d: DryRun) -> None:
         f"{d.model.check_s:g} s per agent check. Time-outs make a real run longer.",
         style="dim",
     )
+    if d.model.shared_cores > 0:
+        console.print(
+            f"  every agent is on this host (loopback): they share its {d.model.shared_cores} "
+            "cores, and pairs measuring at once wait for each other's CPU",
+            style="dim",
+        )
     for r, (pairs, size) in enumerate(zip(d.preview, d.preview_sizes, strict=True), start=1):
         shown = ", ".join(f"{a}<->{b}" for a, b in pairs)
         more = f", ... ({size:,} pairs)" if len(pairs) < size else ""

@@ -9,6 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from paths import REPO
 
 ROOT = REPO
@@ -44,3 +45,28 @@ def test_many_agents_measures_every_pair_once(tmp_path: Path) -> None:
     assert r.returncode == 0, r.stdout + r.stderr
     assert "agents 4  pairs 6" in r.stdout
     assert "every pair exactly once in results.jsonl and results.json: True" in r.stdout
+
+
+@pytest.mark.slow  # three one-pair runs and 6 pairs with 256 MiB of bulk each
+def test_many_agents_bulk_prints_estimate_vs_actual_per_phase(tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    short = ["--iterations", "200", "--warmup", "20", "--allow-short-plan"]
+    r = _run(
+        "bench/many_agents", "--agents", "4", "--bulk", "--calibrations", "1", "--out", str(out),
+        *(f"--run-arg={a}" for a in short), timeout_s=400,
+    )  # fmt: skip
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "calibration (one pair, median of 1)" in r.stdout
+    rows = {ln.split()[0]: ln.split()[1:] for ln in r.stdout.splitlines() if ln.split()}
+    recorded = json.loads((out / "estimate.json").read_text())
+    assert recorded["model"]["shared_cores"] == len(os.sched_getaffinity(0))
+    actual = json.loads((out / "results.json").read_text())["run"]["schedule"]["actual"]
+    for phase in ("preflight", "pingpong", "bulk", "interference", "total"):
+        figures = recorded["phases"][phase]
+        if phase != "total":
+            assert figures["actual_s"] == actual[f"{phase}_s"]
+        assert figures["cluster_s"] <= figures["shared_s"]  # sharing never makes it faster
+        ratio = figures["actual_s"] / figures["shared_s"]
+        assert float(rows[phase][3]) == pytest.approx(ratio, abs=0.006), phase
+    doc = json.loads((out / "results.json").read_text())
+    assert doc["run"]["plan"]["iterations"] == 200  # --run-arg reached the run

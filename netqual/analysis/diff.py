@@ -12,13 +12,12 @@ other end still lines up.
 A 1,024-node mesh is half a million common paths, so the comparison is a join of the two
 runs' ``PathTable`` columns (int64 keys ``src * N + dst``, sorted and searched) and every
 verdict change, delta and noise test is an array; a ``PathChange`` record is built only for
-a path that is shown (``Changes`` is a lazy sequence of them), and ``diff_json`` writes the
-every-path JSON straight from the columns.
+a path that is shown (``Changes`` is a lazy sequence of them), and ``diffjson.diff_json``
+writes the every-path JSON straight from the columns.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
@@ -29,7 +28,6 @@ import numpy as np
 from netqual.models import Metric, PathResult, Verdict, path_label
 from netqual.pathtable import (
     NOT_FOUND,
-    VERDICTS,
     BoolArray,
     FloatArray,
     IntArray,
@@ -47,9 +45,7 @@ DEFAULT_INCREASE_PCT = 25.0
 DEFAULT_MIN_DELTA_US = 5.0
 
 # within_noise as a column: the two CIs overlap, do not, or a run has no CI for the metric
-_NOISE_UNKNOWN, _NOISE_NO, _NOISE_YES = -1, 0, 1
-# --json rows are formatted this many at a time: bounded memory, few writes
-_JSON_CHUNK = 32_768
+NOISE_UNKNOWN, NOISE_NO, NOISE_YES = -1, 0, 1
 
 
 def p99_rises(
@@ -164,7 +160,7 @@ class Matched:
         b_lo, b_hi = _ci_bounds(self.new, self.new_rows, self.metric)
         known = ~(np.isnan(a_lo) | np.isnan(a_hi) | np.isnan(b_lo) | np.isnan(b_hi))
         overlap = (a_lo <= b_hi) & (b_lo <= a_hi)
-        return np.where(known, np.where(overlap, _NOISE_YES, _NOISE_NO), _NOISE_UNKNOWN)
+        return np.where(known, np.where(overlap, NOISE_YES, NOISE_NO), NOISE_UNKNOWN)
 
     def p99_rises(self, pct: float, min_delta_us: float) -> BoolArray:
         return p99_rises(
@@ -290,12 +286,12 @@ class RunDiff:
     @property
     def noise(self) -> Changes:
         """Changes whose two 95% confidence intervals overlap."""
-        return self.deltas.where(self.deltas.matched.noise == _NOISE_YES)
+        return self.deltas.where(self.deltas.matched.noise == NOISE_YES)
 
     @property
     def judged(self) -> int:
         """How many changes both runs have a confidence interval for."""
-        return int(np.count_nonzero(self.deltas.matched.noise != _NOISE_UNKNOWN))
+        return int(np.count_nonzero(self.deltas.matched.noise != NOISE_UNKNOWN))
 
     @property
     def measured(self) -> Changes:
@@ -376,106 +372,3 @@ def diff_runs(
         increase_pct=increase_pct,
         min_delta_us=min_delta_us,
     )
-
-
-# -- --json -----------------------------------------------------------------------------
-
-
-def _numbers(col: FloatArray) -> list[str]:
-    """Each value as json.dumps writes the float; NaN (the value is absent) as null."""
-    out = list(map(float.__repr__, col.tolist()))
-    for k in np.flatnonzero(np.isnan(col)).tolist():
-        out[k] = "null"
-    return out
-
-
-def _texts(texts: Sequence[str], codes: IntArray) -> list[str]:
-    return list(map(texts.__getitem__, codes.tolist()))
-
-
-# one item of a list member, as json.dumps(indent=1) writes a dict two levels deep
-_CHANGE = (
-    '  {{\n   "src": {},\n   "dst": {},\n   "old_verdict": {},\n   "new_verdict": {},\n'
-    '   "old_us": {},\n   "new_us": {},\n   "delta_us": {},\n   "within_noise": {}\n  }}'
-)
-_PATH = '  {{\n   "src": {},\n   "dst": {},\n   "verdict": {}\n  }}'
-_VERDICT_TEXTS = [json.dumps(v.value) for v in VERDICTS]
-_NOISE_TEXTS = {_NOISE_UNKNOWN: "null", _NOISE_NO: "false", _NOISE_YES: "true"}
-
-
-def _change_items(c: Changes) -> Iterator[str]:
-    """The pairs as list items, a chunk of them joined per piece (built column by column:
-    half a million dicts and one 100 MB string are what this avoids)."""
-    m = c.matched
-    names = [json.dumps(s) for s in m.new.names]  # a change is named as the new run has it
-    noise = [_NOISE_TEXTS[k] for k in (_NOISE_NO, _NOISE_YES, _NOISE_UNKNOWN)]  # [-1] unknown
-    for lo in range(0, len(c), _JSON_CHUNK):
-        at = c.positions[lo : lo + _JSON_CHUNK]
-        old_rows, new_rows = m.old_rows[at], m.new_rows[at]
-        cols = (
-            _texts(names, m.new.src[new_rows]),
-            _texts(names, m.new.dst[new_rows]),
-            _texts(_VERDICT_TEXTS, m.old.verdict[old_rows]),
-            _texts(_VERDICT_TEXTS, m.new.verdict[new_rows]),
-            _numbers(m.old_us[at]),
-            _numbers(m.new_us[at]),
-            _numbers(m.delta_us[at]),
-            _texts(noise, m.noise[at]),
-        )
-        yield ",\n".join(map(_CHANGE.format, *cols))
-
-
-def _path_items(r: Rows) -> Iterator[str]:
-    t = r.table
-    names = [json.dumps(s) for s in t.names]
-    for lo in range(0, len(r), _JSON_CHUNK):
-        rows = r.rows[lo : lo + _JSON_CHUNK]
-        cols = (
-            _texts(names, t.src[rows]),
-            _texts(names, t.dst[rows]),
-            _texts(_VERDICT_TEXTS, t.verdict[rows]),
-        )
-        yield ",\n".join(map(_PATH.format, *cols))
-
-
-def _list(items: Iterator[str]) -> Iterator[str]:
-    """A list member of the document: "[]", or its items one per chunk between brackets."""
-    started = False
-    for chunk in items:
-        yield (",\n" if started else "[\n") + chunk
-        started = True
-    yield "\n ]" if started else "[]"
-
-
-def _small(value: object) -> str:
-    """A small member's value as json.dumps(indent=1) writes it one level deep."""
-    return json.dumps(value, indent=1).replace("\n", "\n ")
-
-
-def diff_json(d: RunDiff) -> Iterator[str]:
-    """The diff as a JSON document, in pieces: exactly the text of ``json.dumps(doc,
-    indent=1)`` for the document below, without holding every path's dict (``deltas`` lists
-    every common path, half a million in a 1,024-node mesh).
-
-    {"metric", "old", "new", "counts": {verdict: [old, new]}, "worse": [change],
-     "worse_rule", "changed_class": [change], "deltas": [change], "new_paths": [path],
-     "missing_paths": [path]}; a change is {src, dst, old_verdict, new_verdict, old_us,
-    new_us, delta_us, within_noise}, a path {src, dst, verdict}."""
-    counts = {v.value: [d.old_counts.get(v, 0), d.new_counts.get(v, 0)] for v in Verdict}
-    rule = {"max_p99_increase_pct": d.increase_pct, "min_delta_us": d.min_delta_us}
-    members: list[tuple[str, Iterator[str]]] = [
-        ("metric", iter([_small(d.metric.value)])),
-        ("old", iter([_small(d.old_source)])),
-        ("new", iter([_small(d.new_source)])),
-        ("counts", iter([_small(counts)])),
-        ("worse", _list(_change_items(d.worse))),
-        ("worse_rule", iter([_small(rule)])),
-        ("changed_class", _list(_change_items(d.changed_class))),
-        ("deltas", _list(_change_items(d.deltas))),
-        ("new_paths", _list(_path_items(d.new_paths))),
-        ("missing_paths", _list(_path_items(d.missing_paths))),
-    ]
-    for k, (name, pieces) in enumerate(members):
-        yield ("{\n" if k == 0 else ",\n") + f" {json.dumps(name)}: "
-        yield from pieces
-    yield "\n}"

@@ -10,7 +10,8 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
-from netqual.analysis.diff import DEFAULT_INCREASE_PCT, DEFAULT_MIN_DELTA_US, diff_json, diff_runs
+from netqual.analysis.diff import DEFAULT_INCREASE_PCT, DEFAULT_MIN_DELTA_US, diff_runs
+from netqual.analysis.diffjson import diff_json
 from netqual.analysis.matrix import STATISTICS
 from netqual.cli import rundir
 from netqual.cli.app import ForceOpt, JsonOpt, WorkloadOpt, app, console

@@ -15,7 +15,8 @@ import pytest
 from cli_helpers import Run, run_in_process
 from factories import make_results, write_results
 
-from netqual.analysis.diff import PathChange, diff_json, diff_runs
+from netqual.analysis.diff import PathChange, diff_runs
+from netqual.analysis.diffjson import diff_json
 from netqual.models import Ci95, Metric, PathResult, RttStats, Verdict
 from netqual.pathtable import PathTable
 from netqual.runresults import Results

@@ -11,23 +11,35 @@ distance is the cause (offload inside racks / not to the remote site), and those
 are not held against their nodes. Then a node most of whose remaining paths fail is the
 likely cause (keep it on local NVMe); else a rack pair most of whose paths fail points at
 the links between the racks; what is left are isolated paths to re-test.
+
+The notes on the run itself (incomplete, samples, errors, configuration, marginal and
+unstable paths) are ``netqual.report.notes``.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 import numpy as np
 
 from netqual import counter_evidence
 from netqual.analysis import localise
-from netqual.analysis.narrative import unmeasured_sentence
-from netqual.analysis.policy import sample_limited, value_classes
+from netqual.analysis.policy import sample_limited
 from netqual.models import Metric, Node, Tier, Verdict, path_label
-from netqual.pathtable import NO_HOPS, TIERS, IntArray, PathTable
+from netqual.pathtable import NO_HOPS, TIERS
 from netqual.report import fmt
+from netqual.report.notes import (
+    LISTED,
+    Recommendation,
+    configuration_notes,
+    error_notes,
+    finish_notes,
+    listed,
+    measurement_notes,
+    sample_notes,
+    unstable_paths,
+)
 from netqual.runresults import Results
 from netqual.suspects import (
     AsymmetryEvidence,
@@ -41,24 +53,6 @@ from netqual.suspects import (
     SuspectKind,
 )
 
-MAJORITY = 0.5
-LISTED = 8
-
-
-@dataclass(frozen=True)
-class Recommendation:
-    severity: str  # css class: unsafe | marginal | safe | info
-    title: str
-    text: str
-
-
-def _names(items: Sequence[str], total: int | None = None) -> str:
-    """The first LISTED items, then how many more; ``total``: the count when only the
-    shown ones were formatted."""
-    total = len(items) if total is None else total
-    shown = ", ".join(items[:LISTED])
-    return shown + (f" and {total - LISTED} more" if total > LISTED else "")
-
 
 def _short(e: PathEvidence, metric: Metric) -> str:
     """One path of a suspect's evidence: 'a -> b, p99 812.0 us' or 'a -> b: <error>'."""
@@ -69,11 +63,11 @@ def _short(e: PathEvidence, metric: Metric) -> str:
 
 def recommend(results: Results, expired_waivers: Sequence[str] = ()) -> list[Recommendation]:
     policy = results.run.policy
-    out: list[Recommendation] = _finish_notes(results) + _sample_notes(results)
-    out += _error_notes(results)
+    out: list[Recommendation] = finish_notes(results) + sample_notes(results)
+    out += error_notes(results)
     # Configuration outliers, then what the counters saw (loss, pauses/CNPs, another NIC):
     # both come before any hardware advice, which would otherwise be a guess.
-    out += _configuration_notes(results)
+    out += configuration_notes(results)
     out += [Recommendation(*line) for line in counter_evidence.advice(results)]
     any_bad = bool((results.paths.verdict != Verdict.SAFE.rank).any())
     if not results.paths:
@@ -86,7 +80,7 @@ def recommend(results: Results, expired_waivers: Sequence[str] = ()) -> list[Rec
         ]
     # An incomplete run has no go-live advice: the unmeasured pairs may be the bad ones.
     if not any_bad and not results.incomplete:
-        shaky = _unstable(results)
+        shaky = unstable_paths(results)
         # One sentence: "go live" and "re-test first" never stand side by side.
         title = (
             "Offload can go live on every measured path"
@@ -127,7 +121,7 @@ def recommend(results: Results, expired_waivers: Sequence[str] = ()) -> list[Rec
             Recommendation(
                 "unsafe",
                 f"Keep rack {rack} on local NVMe",
-                f"Most paths of every node in rack {rack} ({_names(members)}) are not "
+                f"Most paths of every node in rack {rack} ({listed(members)}) are not "
                 "offload-safe. "
                 "Check the rack's top-of-rack switch and its uplinks, then re-test the rack.",
             )
@@ -158,7 +152,7 @@ def recommend(results: Results, expired_waivers: Sequence[str] = ()) -> list[Rec
                 f"Re-test {fmt.plural(len(links), 'isolated path')}",
                 "Their nodes are fine on other paths, so the cause is likely transient or one "
                 "link: "
-                f"{_names([_short(e, metric) for e in links])}. Until a re-test passes, do not "
+                f"{listed([_short(e, metric) for e in links])}. Until a re-test passes, do not "
                 "offload KV between these pairs.",
             )
         )
@@ -174,7 +168,7 @@ def recommend(results: Results, expired_waivers: Sequence[str] = ()) -> list[Rec
                 "or transceiver, or at ECN/PFC set differently on the two switch ports.",
             )
         )
-    out += _measurement_notes(results)
+    out += measurement_notes(results)
     for label in expired_waivers:
         out.append(
             Recommendation(
@@ -184,24 +178,6 @@ def recommend(results: Results, expired_waivers: Sequence[str] = ()) -> list[Rec
             )
         )
     return out
-
-
-def _configuration_notes(results: Results) -> list[Recommendation]:
-    """The fleet check's outliers (docs/evidence.md): named before hardware advice."""
-    found = results.fleet
-    if found is None or not found.outliers:
-        return []
-    nodes = sorted({o.node for o in found.outliers})
-    return [
-        Recommendation(
-            "unsafe",
-            f"Fix the configuration of {_names(nodes)} first",
-            f"{fmt.plural(len(found.outliers), 'configuration outlier')}: "
-            f"{_names([o.text for o in found.outliers])}. A wrong MTU, GID type or PFC/ECN "
-            "setting makes exactly the tails and failures below; fix it and re-test before "
-            "acting on any hardware advice.",
-        )
-    ]
 
 
 def _unlocalised(results: Results, problem: str) -> Recommendation:
@@ -216,7 +192,7 @@ def _unlocalised(results: Results, problem: str) -> Recommendation:
         "Cannot localise: the topology is unknown",
         f"{len(bad):,} of {len(table):,} paths {'is' if len(bad) == 1 else 'are'} not "
         "offload-safe "
-        f"({_names(worst, len(bad))}), but {problem.removeprefix('cannot localise: ')}. "
+        f"({listed(worst, len(bad))}), but {problem.removeprefix('cannot localise: ')}. "
         "Until then, do not offload KV over these paths.",
     )
 
@@ -305,7 +281,7 @@ def _rail(s: Suspect) -> Recommendation:
         "unsafe",
         f"Check the switch plane of {s.subject}",
         f"{len(e.bad_nics)} of {e.nics} NICs on {s.subject} "
-        f"are not offload-safe ({_names(list(e.bad_nics))}): the rail's switches or their "
+        f"are not offload-safe ({listed(list(e.bad_nics))}): the rail's switches or their "
         "uplinks are the common cause. Keep KV traffic off this rail until a re-test passes.",
     )
 
@@ -325,128 +301,3 @@ def _rack_pair(s: Suspect, metric: Metric) -> Recommendation:
         f"{e.bad_paths} of {e.paths} paths are not offload-safe "
         f"(worst {_short(e.worst, metric)}). {hint}; then re-test.",
     )
-
-
-def _finish_notes(results: Results) -> list[Recommendation]:
-    """Cause 0: the run did not measure every scheduled pair; finishing it comes first."""
-    sentence = unmeasured_sentence(results)
-    if sentence is None:
-        return []
-    head, _, action = sentence.partition(": ")
-    examples = [f"{path_label(m.src, m.dst)}: {m.reason}" for m in results.not_measured]
-    why = f" Not measured (configuration): {_names(examples)}." if examples else ""
-    return [
-        Recommendation(
-            "unsafe",
-            f"Incomplete run: {head}",
-            f"{action[0].upper()}{action[1:]}.{why} No go-live decision until every "
-            "scheduled pair is measured: an unmeasured pair may be the one that fails.",
-        )
-    ]
-
-
-def _sample_notes(results: Results) -> list[Recommendation]:
-    """Cause 1: the plan was too short to call anything offload-safe."""
-    policy = results.run.policy
-    few = sample_limited(results.run.policy, results.paths)
-    if not few.any():
-        return []
-    metric = policy.metric
-    values = results.paths.values(metric)[few]
-    kept = np.unique(results.paths.samples[few]).tolist()
-    kept_text = f"{kept[0]:,}" if len(kept) == 1 else f"{kept[0]:,} to {kept[-1]:,}"
-    return [
-        Recommendation(
-            "marginal",
-            f"Too few samples to decide on {fmt.plural(int(few.sum()), 'path')}",
-            f"Their {metric.value} ({fmt.us(float(values.min()))} to "
-            f"{fmt.us(float(values.max()))}) is within "
-            f"{fmt.us(policy.safe_max_us)}, but they kept {kept_text} samples and the policy "
-            f"needs {policy.min_samples:,} to call a path offload-safe. Re-run with "
-            f"--iterations {policy.min_samples} before judging them; nothing here points "
-            "at the hardware.",
-        )
-    ]
-
-
-def _error_notes(results: Results) -> list[Recommendation]:
-    """Cause 2: configuration. An unmeasured path says nothing about the network."""
-    table = results.paths
-    # bool() of each error (None or text) in one C loop, no record per path
-    errors = np.flatnonzero(np.array(table.error, dtype=object).astype(bool))
-    if not len(errors):
-        return []
-    first = table.row(int(errors[0]))
-    return [
-        Recommendation(
-            "unsafe",
-            f"{fmt.plural(len(errors), 'path')} could not be measured",
-            f"For example {path_label(first.src, first.dst)}: {first.error}. Unmeasured "
-            "paths count as unsafe. Run netqual check on the inventory, fix what it names, "
-            "then re-test.",
-        )
-    ]
-
-
-def _by_names(table: PathTable, rows: IntArray) -> IntArray:
-    """``rows`` ordered by (src name, dst name), ties in row order (a stable sort)."""
-    rank = np.empty(len(table.names), dtype=np.int64)
-    rank[np.argsort(np.array(table.names, dtype=object), kind="stable")] = np.arange(
-        len(table.names)
-    )
-    ordered: IntArray = rows[np.lexsort((rank[table.dst[rows]], rank[table.src[rows]]))]
-    return ordered
-
-
-def _measurement_notes(results: Results) -> list[Recommendation]:
-    policy = results.run.policy
-    metric = policy.metric
-    table = results.paths
-    value = table.values(metric)
-    out = []
-    # marginal paths whose value itself lies between the lines (not only few samples)
-    marginal = np.flatnonzero(
-        (table.verdict == Verdict.MARGINAL.rank)
-        & table.has_rtt
-        & (value_classes(policy, value) == Verdict.MARGINAL.rank)
-    )
-    if len(marginal):
-        shown = _by_names(table, marginal)[:LISTED].tolist()
-        labels = [f"{path_label(table.names[table.src[i]], table.names[table.dst[i]])} "
-                  f"{fmt.us(float(value[i]))}" for i in shown]  # fmt: skip
-        out.append(
-            Recommendation(
-                "marginal",
-                f"{fmt.plural(len(marginal), 'marginal path')}: offload gains shrink here",
-                f"Their {metric.value} lies between {fmt.us(policy.safe_max_us)} and "
-                f"{fmt.us(policy.unsafe_above_us)} ({_names(labels, len(marginal))}): offload "
-                "still works but TTFT gains shrink. Use them only if local NVMe is full, and "
-                "re-test them at a quiet time to see whether the tail is congestion.",
-            )
-        )
-    unstable = _unstable(results)
-    if unstable and (table.verdict != Verdict.SAFE.rank).any():
-        out.append(
-            Recommendation(
-                "info",
-                f"{fmt.plural(unstable, 'safe path')} with unstable RTT",
-                "Their standard deviation is at least 10% of the mean; the verdict holds, but "
-                "re-test "
-                "them before sign-off to make sure the tail is not growing.",
-            )
-        )
-    return out
-
-
-def _unstable(results: Results) -> int:
-    """Safe paths whose RTT is unstable (``RttStats.unstable``: stdev >= 10% of the mean)."""
-    table = results.paths
-    mean, stdev = table.rtt["mean"], table.rtt["stdev"]
-    with np.errstate(invalid="ignore"):
-        shaky = (
-            (table.verdict == Verdict.SAFE.rank)
-            & table.has_rtt
-            & (mean > 0)
-            & (stdev >= 0.1 * mean)
-        )
-    return int(shaky.sum())

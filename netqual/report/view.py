@@ -23,7 +23,7 @@ from netqual.report import fmt
 from netqual.report.fleet import FleetView
 from netqual.report.grid import NODE_MATRIX_MAX, pair_rows, report_nodes
 from netqual.report.hosts import HostsView
-from netqual.report.recommend import Recommendation
+from netqual.report.notes import Recommendation
 from netqual.report.waivers import WaiverNote
 from netqual.runresults import Results
 

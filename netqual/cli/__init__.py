@@ -15,10 +15,11 @@ from netqual.cli.rundir import RunStopped, abandon_threads_and_exit
 from netqual.errors import EXIT_RUNTIME, EXIT_USAGE, NetqualError
 
 # Importing a command module registers its commands on ``app``.
+# The order of these imports is the order of `netqual --help` (command groups last).
 from netqual.cli import cmd_agent, cmd_check, cmd_doctor, cmd_gate  # noqa: F401  isort: skip
 from netqual.cli import cmd_inventory, cmd_lab, cmd_report  # noqa: F401  isort: skip
-from netqual.cli import cmd_retest, cmd_run, cmd_workload  # noqa: F401  isort: skip
-from netqual.cli import cmd_campaign, cmd_export  # noqa: F401  isort: skip
+from netqual.cli import cmd_run, cmd_probe, cmd_demo, cmd_retest  # noqa: F401  isort: skip
+from netqual.cli import cmd_workload, cmd_campaign, cmd_export  # noqa: F401  isort: skip
 
 
 def _usage_error_types() -> tuple[type[Exception], ...]:

@@ -11,7 +11,7 @@ from netqual.analysis.diff import diff_runs
 from netqual.auth import load_token
 from netqual.cli import rundir
 from netqual.cli.app import JsonOpt, TokenFileOpt, app, console, err_console
-from netqual.cli.cmd_run import InsecureOpt, measure_into
+from netqual.cli.measuring import InsecureOpt, measure_into
 from netqual.errors import UsageError
 from netqual.planning.inventory import load_inventory
 from netqual.planning.limits import DEFAULT_LIMITS, check_limits
@@ -20,7 +20,7 @@ from netqual.report.fmt import plural
 from netqual.results import load
 from netqual.run import resume as resume_mod
 from netqual.run import retest as retest_mod
-from netqual.run.coordinator import RunConfig, run_identity
+from netqual.run.config import RunConfig, run_identity
 from netqual.run.coordinator import run as run_coordinator
 from netqual.transports import TransportKind
 

@@ -4,7 +4,7 @@
 For each of the first N node pairs (in plan order) that share at least two rails, level k
 runs the bulk cell (the plan's largest chunk at its largest depth) on the first k rails
 side by side, one probe per rail through the same path as every other probe
-(``coordinator.measure_pair``), all started together; the level's aggregate is the sum of
+(``pairprobe.measure_pair``), all started together; the level's aggregate is the sum of
 the rails' goodputs. ``multirail_model.judge`` then says whether each added rail added at
 least the stated share of its line rate.
 """

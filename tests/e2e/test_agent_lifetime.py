@@ -24,7 +24,8 @@ from netqual.agent.wire.protocol import Channel, connect, server_handshake
 from netqual.errors import ErrorCode, PeerUnreachableError
 from netqual.fanin_model import FaninConfig
 from netqual.models import AgentLimits, Node, ProbePlan
-from netqual.run.coordinator import RESUME_IDLE_WAIT_S, RunConfig, check_agents, run
+from netqual.run.agentcheck import RESUME_IDLE_WAIT_S, check_agents
+from netqual.run.coordinator import RunConfig, run
 from netqual.run.fanin import plan_for
 
 LONG = ProbePlan(iterations=1_000_000, warmup=0, bulk=False, timeout_s=120)

@@ -32,7 +32,8 @@ from netqual.agent.wire.protocol import (
 )
 from netqual.errors import AuthError, PeerError, ProbeError, ProtocolError
 from netqual.models import Node, ProbePlan
-from netqual.run.coordinator import RunConfig, measure_pair
+from netqual.run.config import RunConfig
+from netqual.run.pairprobe import measure_pair
 from netqual.transports import TransportKind
 
 NONCE = "00" * 16  # tcp.pingpong / tcp.bulk: the per-request nonce of the measurement tags

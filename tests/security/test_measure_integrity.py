@@ -23,7 +23,8 @@ from sockets import _tcp_pair
 
 from netqual.agent.wire.protocol import Channel
 from netqual.models import Node, ProbePlan
-from netqual.run.coordinator import RunConfig, measure_pair
+from netqual.run.config import RunConfig
+from netqual.run.pairprobe import measure_pair
 from netqual.transports.integrity import (
     MAX_TAG_GAP,
     IntegrityFailure,

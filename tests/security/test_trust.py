@@ -42,7 +42,8 @@ from netqual.agent.wire.protocol import (
 )
 from netqual.errors import IntegrityError, PeerError
 from netqual.models import Node
-from netqual.run.coordinator import RunConfig, measure_pair
+from netqual.run.config import RunConfig
+from netqual.run.pairprobe import measure_pair
 from netqual.transports import TransportKind
 
 RUN_SHORT = ["--allow-short-plan"]  # a test-sized plan, below the policy's min_samples

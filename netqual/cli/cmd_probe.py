@@ -1,0 +1,100 @@
+"""``netqual probe``: one pair, measured and printed."""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated
+
+import typer
+
+from netqual.analysis.policy import load_policy
+from netqual.auth import load_token
+from netqual.cli.app import (
+    ChunkOpt,
+    DepthOpt,
+    GidIndexOpt,
+    IterationsOpt,
+    JsonOpt,
+    NoBulkOpt,
+    PolicyOpt,
+    RdmaDeviceOpt,
+    RdmaPortOpt,
+    SizeOpt,
+    TimeoutOpt,
+    TokenFileOpt,
+    TransportOpt,
+    WarmupOpt,
+    WorkloadOpt,
+    app,
+    console,
+    probe_node,
+)
+from netqual.cli.measuring import InsecureOpt, plan_from, workload_plan
+from netqual.errors import EXIT_RUNTIME, NotMeasuredError
+from netqual.models import Policy, ProbePlan
+from netqual.planning.limits import check_limits
+from netqual.render.terminal import print_probe
+from netqual.render.workload import print_workload_path
+from netqual.results import path_to_dict
+from netqual.run.config import RunConfig
+from netqual.run.pairprobe import is_configuration, measure_pair
+from netqual.transports import TransportKind, TransportOptions
+
+
+@app.command()
+def probe(
+    src: Annotated[
+        str, typer.Argument(metavar="SRC", help="Initiating agent: HOST:PORT or NAME@HOST:PORT.")
+    ],
+    dst: Annotated[
+        str, typer.Argument(metavar="DST", help="Responding agent: HOST:PORT or NAME@HOST:PORT.")
+    ],
+    transport: TransportOpt = "tcp",
+    policy: PolicyOpt = None,
+    token_file: TokenFileOpt = None,
+    insecure: InsecureOpt = False,
+    iterations: IterationsOpt = None,
+    warmup: WarmupOpt = None,
+    size: SizeOpt = None,
+    chunk: ChunkOpt = None,
+    depth: DepthOpt = None,
+    no_bulk: NoBulkOpt = False,
+    timeout: TimeoutOpt = None,
+    rdma_device: RdmaDeviceOpt = None,
+    rdma_port: RdmaPortOpt = None,
+    gid_index: GidIndexOpt = None,
+    workload: WorkloadOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Measure one pair and print a perftest-style table.
+
+    With --json: one path object of the results format (docs/results.md).
+
+    \b
+    Example:
+      netqual probe gpu01@10.0.1.11:18515 gpu02@10.0.1.12:18515 --iterations 20000
+    """
+    wl, plan = workload_plan(
+        workload, plan_from(ProbePlan(), iterations, warmup, size, chunk, depth, no_bulk, timeout)
+    )
+    check_limits(plan)
+    nodes = [probe_node(text, option) for text, option in ((src, "SRC"), (dst, "DST"))]
+    cfg = RunConfig(
+        nodes=tuple(nodes),
+        transport=TransportKind.parse(transport),
+        policy=load_policy(policy) if policy else Policy(),
+        plan=plan,
+        token=load_token(token_file, insecure=insecure),
+        transport_options=TransportOptions.from_flags(rdma_device, rdma_port, gid_index),
+        workload=wl,
+    )
+    path = measure_pair(nodes[0], nodes[1], cfg)
+    if is_configuration(path):  # the set-up refused it: no measurement, no verdict
+        raise NotMeasuredError(path.error or "configuration failure")
+    if as_json:
+        print(json.dumps(path_to_dict(path), indent=1))
+    else:
+        print_probe(console(), path)
+        print_workload_path(console(), path)
+    if path.error is not None:
+        raise typer.Exit(EXIT_RUNTIME)

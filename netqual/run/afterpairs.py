@@ -1,0 +1,94 @@
+"""What a run does after every pair is measured: the fan-in sweep, the multirail levels
+and the interference check, each after the one before, never beside the pair probes."""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Sequence
+from typing import TextIO
+
+from netqual import interrupts
+from netqual.analysis import interference
+from netqual.fanin_model import FaninLevel
+from netqual.models import Interference, Node, PathResult, ProbePlan
+from netqual.multirail_model import MultiRail
+from netqual.planning import sampling
+from netqual.planning.phases import Phase
+from netqual.progress import RunObserver, Stage
+from netqual.results import journal
+from netqual.run import fanin as fanin_run
+from netqual.run import multirail as multirail_run
+from netqual.run.config import RunConfig
+from netqual.run.pairprobe import measure_pair
+from netqual.run.runstate import Spent
+
+
+def measure_multirail(cfg: RunConfig) -> tuple[MultiRail, ...]:
+    """Node pairs read over 1..R rails at once; not journalled: a resumed run reads again."""
+
+    def bulk(a: Node, b: Node, plan: ProbePlan) -> PathResult:
+        return measure_pair(a, b, dataclasses.replace(cfg, plan=plan), Phase.BULK)
+
+    return tuple(
+        multirail_run.measure_pair(a, b, cfg.plan, bulk, cfg.fabric, cfg.multirail_share)
+        for a, b in multirail_run.node_pairs(cfg.nodes, cfg.multirail)
+    )
+
+
+def sweep_fanin(
+    cfg: RunConfig, spent: Spent, prior: journal.Journal, f: TextIO, observer: RunObserver
+) -> None:
+    """The fan-in sweep, after every pair: it never runs beside the pair probes. Each level
+    is journalled as it ends; a resumed run keeps the levels its journal holds."""
+    assert cfg.fanin is not None
+    at = time.monotonic()
+    levels = fanin_run.level_count(cfg.nodes, cfg.fanin)
+    observer.phase(Stage.FANIN, 0, levels, len(prior.fanin))
+
+    def done(storage: str, level: FaninLevel) -> None:
+        with interrupts.atomic():
+            journal.append_fanin(f, storage, level)
+        observer.item(None)
+
+    ctx = fanin_run.SweepContext(
+        cfg.transport, cfg.token, cfg.transport_options, cfg.policy.fanin_knee_factor,
+        cfg.plan.timeout_s,
+    )  # fmt: skip
+    try:
+        spent.fanin = fanin_run.sweep(cfg.nodes, cfg.fanin, ctx, done, prior.fanin)
+    finally:
+        spent.fanin_s = time.monotonic() - at
+
+
+def check_interference(
+    cfg: RunConfig,
+    paths: Sequence[PathResult],
+    prior: journal.Journal,
+    f: TextIO,
+    observer: RunObserver,
+) -> Interference:
+    """Re-measure a sample alone, one pair at a time, ping-pong only
+    (netqual.analysis.interference).
+    The sample and each alone measurement are journalled, so a resumed run keeps the
+    sample and re-measures only what it had not."""
+    by_name = {n.name: n for n in cfg.endpoints}
+    by_key = {p.key: p for p in paths}
+    if prior.sample is not None and all(k in by_key for k in prior.sample):
+        sample = [by_key[k] for k in prior.sample]
+        alone = dict(prior.alone)
+    else:
+        sample = sampling.choose_sample(
+            paths, cfg.interference_fraction, cfg.interference_minimum, cfg.interference_seed
+        )
+        alone = {}
+        journal.append_sample(f, [p.key for p in sample])
+    observer.phase(Stage.INTERFERENCE, 0, len(sample), sum(p.key in alone for p in sample))
+    for p in sample:
+        if p.key not in alone:
+            measured = measure_pair(by_name[p.src], by_name[p.dst], cfg, Phase.PINGPONG)
+            with interrupts.atomic():
+                journal.append_alone(f, measured)
+                alone[p.key] = measured
+            observer.item(None)
+    return interference.compare([(p, alone[p.key]) for p in sample], cfg.interference_tolerance)

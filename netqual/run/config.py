@@ -1,0 +1,77 @@
+"""What a run measures (``RunConfig``), its pairs and its identity for --resume."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any
+
+from netqual.analysis import interference
+from netqual.fanin_model import FaninConfig
+from netqual.fleet_model import FleetPolicy
+from netqual.models import Mode, Node, Policy, ProbePlan
+from netqual.multirail_model import DEFAULT_MIN_SHARE
+from netqual.planning import rails as rails_mod
+from netqual.planning import sampling, schedule
+from netqual.planning.fabric import Fabric
+from netqual.planning.phases import ScheduleConfig
+from netqual.run import resume as resume_mod
+from netqual.transports import TransportKind, TransportOptions
+from netqual.workload.model import Workload
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    nodes: tuple[Node, ...]
+    transport: TransportKind = TransportKind.TCP
+    mode: Mode = Mode.FULL_MESH
+    policy: Policy = field(default_factory=Policy)
+    plan: ProbePlan = field(default_factory=ProbePlan)
+    token: bytes | None = None
+    parallel: int | None = None  # max concurrent pairs per round; None = all disjoint pairs
+    sample_k: int = 2  # sampled mode: pairs between every two racks
+    transport_options: TransportOptions = field(default_factory=TransportOptions)
+    inventory: str | None = None
+    workload: Workload | None = None  # also judge each path by this workload's chunk
+    # netqual retest: measure exactly these (src, dst) pairs instead of the mode's plan
+    pairs: tuple[tuple[str, str], ...] | None = None
+    retest_of: str | None = None  # the run directory being re-tested
+    schedule: ScheduleConfig = field(default_factory=ScheduleConfig)
+    fabric: Fabric = field(default_factory=Fabric)  # stated NIC and uplink rates
+    preflight_s: float = 0.0  # the CLI's pre-flight pass before the run (run.schedule.actual)
+    # Interference check: sample max(minimum, fraction of paths); minimum 0 skips it.
+    interference_fraction: float = sampling.DEFAULT_FRACTION
+    interference_minimum: int = sampling.DEFAULT_MINIMUM
+    interference_seed: int | None = None
+    interference_tolerance: float = interference.TOLERANCE  # run/alone p99 beyond noise
+    fanin: FaninConfig | None = None  # run --fanin: the sweep after the pairs (fanin_run)
+    rails: rails_mod.Rails = rails_mod.Rails.NONE  # probe NIC by NIC (docs/rails.md)
+    multirail: int = 0  # run --multirail N: node pairs read over 1..R rails at once
+    multirail_share: float = DEFAULT_MIN_SHARE  # what an added rail must add of its line rate
+
+    @property
+    def endpoints(self) -> tuple[Node, ...]:
+        """What the paths run between: the nodes, or with rails every NIC of every node."""
+        return rails_mod.endpoint_nodes(self.nodes, self.rails)
+
+    fleet_policy: FleetPolicy = field(default_factory=FleetPolicy)  # [fleet] of the policy
+
+
+def pair_schedule(cfg: RunConfig) -> schedule.Schedule:
+    if cfg.pairs is not None:
+        return schedule.explicit(cfg.endpoints, cfg.pairs, cfg.mode)
+    return rails_mod.build(cfg.nodes, cfg.mode, cfg.rails, cfg.sample_k)
+
+
+def run_identity(cfg: RunConfig) -> dict[str, Any]:
+    """What a run measures; a resumed run must match it (see netqual.run.resume)."""
+    ident = resume_mod.identity(
+        cfg.nodes, cfg.mode, cfg.sample_k, cfg.transport.value, cfg.policy, cfg.plan
+    )
+    if cfg.pairs is not None:
+        ident["pairs"] = [list(p) for p in cfg.pairs]
+    if cfg.rails is not rails_mod.Rails.NONE:
+        ident["rails"] = cfg.rails.value
+    if cfg.fanin is not None:  # a resumed sweep keeps its levels: the same sweep only
+        ident["fanin"] = dataclasses.asdict(cfg.fanin) | {"levels": list(cfg.fanin.levels)}
+    return ident

@@ -1,0 +1,127 @@
+"""The measurement loop: every planned pair the journal does not hold, round by round,
+with the agents that failed at the start refused and silent ones not asked again."""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Iterator
+
+from netqual.agent.wire.sessions import Sessions
+from netqual.errors import NoAgentsError
+from netqual.models import NotMeasured, PathResult, PreflightReport
+from netqual.planning import phases, schedule
+from netqual.planning import rails as rails_mod
+from netqual.planning.budget import BulkBudget
+from netqual.planning.schedule import Pair
+from netqual.progress import RunObserver, Stage
+from netqual.results import journal
+from netqual.run.agentcheck import RESUME_IDLE_WAIT_S, check_agents
+from netqual.run.config import RunConfig
+from netqual.run.pairprobe import CONFIGURATION, combine_phases, failed_path, measure_pair, now_iso
+from netqual.run.runstate import RunJournal, Spent
+
+
+def measure_pairs(
+    cfg: RunConfig,
+    pairing: schedule.Schedule,
+    budget: BulkBudget,
+    prior: journal.Journal,
+    rec: RunJournal,
+    observer: RunObserver,
+    spent: Spent,
+    resumed: bool,
+    preflight: PreflightReport | None,
+) -> None:
+    """The pre-flight's info round, then every pair the journal does not hold finished."""
+    observer.phase(Stage.PREFLIGHT, 0, len(cfg.nodes))
+    checked_at = time.monotonic()
+    # Agents that failed the caller's pre-flight check are not asked again. The others are
+    # (--resume waits for busy agents); one that fails now is refused the same way: its
+    # pairs are not measured (configuration), never unsafe paths.
+    failed = {n.node: "; ".join(n.problems) for n in preflight.failed} if preflight else {}
+    down = check_agents(
+        [n for n in cfg.nodes if n.node_name not in failed],
+        cfg.token,
+        idle_wait_s=RESUME_IDLE_WAIT_S if resumed else 0.0,
+        busy=spent.busy,
+        hosts=spent.hosts,
+    )
+    refused = {k: f"{k} failed the pre-flight check: {v}" for k, v in failed.items()}
+    refused |= {k: f"agent on {k} not answering at the start: {v}" for k, v in down.items()}
+    down.update(failed)
+    spent.preflight_s += time.monotonic() - checked_at
+    if len(down) == len({n.node_name for n in cfg.nodes}):
+        # Each problem already names its node ("gpu01 unreachable: ..."); don't repeat it.
+        detail = "; ".join(v if v.startswith(k) else f"{k}: {v}" for k, v in down.items())
+        raise NoAgentsError(detail)
+    by_name = {n.name: n for n in cfg.endpoints}
+    skip = prior.done.keys() | prior.pending.keys()
+
+    # Nodes that took a probe and never answered: their later pairs are marked, not tried
+    # (a full timeout each, every round).
+    silent: dict[str, str] = {}
+
+    def dead(a: str, b: str) -> str | None:
+        a, b = _node_of(a), _node_of(b)
+        gone = a if a in down else b if b in down else None
+        if gone is None:
+            return None
+        if gone in silent:
+            return f"not measured: agent on {gone} {down[gone]}"
+        return f"agent on {gone} not answering: {down[gone]}"
+
+    def live_rounds() -> Iterator[list[Pair]]:
+        """Rounds as planned, less finished pairs; pairs with a dead agent fail here."""
+        for all_pairs in pairing.rounds():
+            pairs = [(a, b) for a, b in all_pairs if (a.name, b.name) not in skip]
+            down.update(silent)  # a node silent in an earlier round stays out
+            for a, b in pairs:
+                na, nb = a.node_name, b.node_name
+                gone = na if na in refused else nb if nb in refused else None
+                if gone is not None:
+                    why = refused[gone]
+                    rec.skipped.append(NotMeasured(a.name, b.name, why, CONFIGURATION))
+                    observer.item(failed_path(a, b, cfg, why, "", 0.0, True))
+                elif (reason := dead(a.name, b.name)) is not None:
+                    failed = failed_path(a, b, cfg, reason, now_iso(), time.monotonic())
+                    rec.finished(failed)
+                    observer.item(failed)
+            yield [(a, b) for a, b in pairs if dead(a.name, b.name) is None]
+
+    pending: list[tuple[Pair, PathResult]] = []
+    for p in prior.pending.values():
+        ps, pd = _node_of(p.src), _node_of(p.dst)
+        if ps in refused or pd in refused:  # left pending: a later --resume does it
+            rec.pending.pop(p.key)
+            why = f"bulk phase: {refused[ps if ps in refused else pd]}"
+            rec.skipped.append(NotMeasured(p.src, p.dst, why, CONFIGURATION))
+        elif (reason := dead(p.src, p.dst)) is None:
+            pending.append(((by_name[p.src], by_name[p.dst]), p))
+        else:  # its bulk phase cannot run: finished as failed there
+            rec.finished(combine_phases(p, dataclasses.replace(p, error=reason), cfg))
+    sessions = Sessions(cfg.token)  # one open session per agent, reused (agent.wire.sessions)
+    try:
+        phases.execute(
+            live_rounds(),
+            phases.Totals(pairing.round_count, pairing.pair_count, len(prior.done), pending),
+            cfg.schedule,
+            budget,
+            bulk=cfg.plan.bulk,
+            parallel=cfg.parallel,
+            work=phases.Work(
+                measure=lambda a, b, phase: measure_pair(a, b, cfg, phase, silent, sessions),
+                combine=lambda pp, bk: combine_phases(pp, bk, cfg),
+                emit=rec.finished,
+                emit_pingpong=rec.pingpong,
+                observer=observer,
+            ),
+            tally=spent.tally,
+        )
+    finally:
+        sessions.close()
+
+
+def _node_of(name: str) -> str:
+    """The node of a path end ("gpu01/eth1" -> "gpu01"): agents are up or down per node."""
+    return rails_mod.split_endpoint(name)[0]

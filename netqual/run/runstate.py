@@ -1,0 +1,62 @@
+"""What a run holds while it runs: its results.jsonl journal and what each phase took."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TextIO
+
+from netqual import interrupts
+from netqual.fanin_model import FaninResult
+from netqual.hostpath import HostAudit
+from netqual.models import NotMeasured, PathResult
+from netqual.multirail_model import MultiRail
+from netqual.planning import phases
+from netqual.results import journal
+from netqual.run.pairprobe import is_configuration, not_measured
+
+
+@dataclass
+class RunJournal:
+    """The run's results.jsonl while it runs, and what it holds so far."""
+
+    file: TextIO | None
+    paths: list[PathResult]  # finished pairs, in the order they finished
+    pending: dict[tuple[str, str], PathResult]  # ping-pong done, bulk phase not yet
+    # configuration failures: not measurements, never journalled (--resume tries again)
+    skipped: list[NotMeasured] = field(default_factory=list)
+
+    @classmethod
+    def of(cls, prior: journal.Journal, file: TextIO | None = None) -> RunJournal:
+        return cls(file, list(prior.done.values()), dict(prior.pending))
+
+    def finished(self, path: PathResult) -> None:
+        assert self.file is not None
+        if is_configuration(path):
+            self.pending.pop(path.key, None)
+            self.skipped.append(not_measured(path))
+            return
+        with interrupts.atomic():
+            journal.append_path(self.file, path)
+            self.pending.pop(path.key, None)
+            self.paths.append(path)
+
+    def pingpong(self, path: PathResult) -> None:
+        assert self.file is not None
+        with interrupts.atomic():
+            journal.append_pingpong(self.file, path)
+            self.pending[path.key] = path
+
+
+@dataclass
+class Spent:
+    """What the phases took (``run.schedule.actual``), kept as they end."""
+
+    preflight_s: float = 0.0
+    tally: phases.Tally = field(default_factory=phases.Tally)
+    interference_s: float = 0.0
+    busy: dict[str, int] = field(default_factory=dict)  # --resume: probes agents still ran
+    fanin: tuple[FaninResult, ...] = ()
+    fanin_s: float = 0.0
+    agents: dict[str, dict[str, object]] = field(default_factory=dict)  # run.agents
+    hosts: dict[str, HostAudit] = field(default_factory=dict)  # each agent's host path audit
+    multirail: tuple[MultiRail, ...] = ()  # run --multirail (docs/rails.md)

@@ -11,6 +11,7 @@ a stated example and docs/fanin.md says so.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 # Whole-chunk reads one at a time: today's bulk probe at depth 1.
 PLAIN = "plain"
@@ -35,6 +36,33 @@ class FetchProfile:
     def waves(self, chunk_bytes: int) -> int:
         """Sequential waves of one chunk: never more than it has slices."""
         return min(self.round_trips, self.slices(chunk_bytes)[1])
+
+    def fetched_bytes(self, chunk_bytes: int) -> int:
+        """Bytes one chunk's slices read (the chunk rounded up to whole slices)."""
+        size, count = self.slices(chunk_bytes)
+        return size * count
+
+    def connections_for(self, chunk_bytes: int) -> int:
+        """Connections or QPs one chunk uses: never more than it has slices."""
+        return min(self.connections, self.slices(chunk_bytes)[1])
+
+    def used(self, chunks_bytes: tuple[int, ...], connections: int) -> dict[str, Any]:
+        """``details.fetch`` of a probe that ran this profile with ``connections`` open
+        (TCP connections or RDMA QPs): what each chunk size was cut into."""
+        return {
+            "profile": self.name,
+            "slice_bytes": [self.slices(c)[0] for c in chunks_bytes],
+            "slices_per_chunk": [self.slices(c)[1] for c in chunks_bytes],
+            "slices_in_flight": self.slices_in_flight,
+            "round_trips": [self.waves(c) for c in chunks_bytes],
+            "connections_used": [min(connections, self.slices(c)[1]) for c in chunks_bytes],
+        }
+
+
+def wave_sizes(slices: int, waves: int) -> list[int]:
+    """``slices`` split into ``waves`` sequential groups, the first ones one larger (also
+    how a chunk's slices are dealt out among connections or QPs)."""
+    return [slices // waves + (1 if i < slices % waves else 0) for i in range(waves)]
 
 
 PROFILES: dict[str, FetchProfile] = {

@@ -39,7 +39,6 @@ from netqual.errors import (
     ProtocolError,
     TransportUnavailableError,
 )
-from netqual.fetchprofile import PLAIN
 from netqual.models import Node, PlanFieldError, ProbePlan, path_label
 from netqual.plan_codec import plan_from_dict, plan_to_dict
 from netqual.transports import (
@@ -324,14 +323,11 @@ def _initiate(
     peer_address: str,
     another: Callable[[], Channel],
 ) -> RawProbe:
-    """The transport's probe, or a fetch profile's chunks (TCP; RDMA runs ``plain`` only).
-    ``another`` opens one more authenticated connection to the peer."""
-    if not plan.fetch_profile:
-        return transport.initiate(ch, plan, deadline, peer_address)
-    if transport.name == "tcp":
+    """The transport's probe, or a fetch profile's chunks: TCP's in tcp_fetch, over further
+    connections that ``another`` opens; RDMA's inside its session (transports/rdma/fetch.py,
+    its QPs all on the one endpoint)."""
+    if plan.fetch_profile and transport.name == "tcp":
         return tcp_fetch.initiate(ch, plan, deadline, another)
-    if plan.fetch_profile != PLAIN:
-        raise ProbeError(f"fetch profile {plan.fetch_profile} runs over tcp only (rdma: plain)")
     return transport.initiate(ch, plan, deadline, peer_address)
 
 

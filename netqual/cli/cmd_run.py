@@ -234,7 +234,7 @@ def run(
     sched_cfg = schedule_config(schedule, bulk_per_node, bulk_per_rack, incast, bulk_pairs)
     run_mode = parse_mode(mode) if mode else (inv.mode or Mode.FULL_MESH)
     sweep = fanin_config(
-        fanin, fetch_profile, fanin_chunk, fanin_chunks, run_mode, transport, wl
+        fanin, fetch_profile, fanin_chunk, fanin_chunks, run_mode, wl
     )  # fmt: skip
     # Nothing to measure, or a plan every agent refuses: usage errors, before any agent.
     run_rails = Rails.parse(rails) if rails else default_rails(inv.nodes)

@@ -11,7 +11,6 @@ from netqual.errors import UsageError
 from netqual.fanin_model import DEFAULT_FANIN_CHUNKS, FaninConfig
 from netqual.fetchprofile import PLAIN, PROFILES
 from netqual.models import Mode
-from netqual.transports import TransportKind
 from netqual.units import parse_size
 from netqual.workload.model import Workload
 
@@ -53,7 +52,6 @@ def fanin_config(
     chunk: str | None,
     chunks: int,
     mode: Mode,
-    transport: str,
     workload: Workload | None,
 ) -> FaninConfig | None:
     if levels is None:
@@ -71,8 +69,6 @@ def fanin_config(
         raise UsageError("--fanin", "needs --mode bipartite (readers are compute nodes)")
     if profile not in PROFILES:
         raise UsageError("--fetch-profile", f"unknown {profile!r} (known: {', '.join(PROFILES)})")
-    if profile != PLAIN and TransportKind.parse(transport) is not TransportKind.TCP:
-        raise UsageError("--fetch-profile", f"{profile} runs over tcp only; rdma: plain")
     if not 1 <= chunks <= 1_000_000:
         raise UsageError("--fanin-chunks", f"must be 1 to 1000000, got {chunks}")
     try:

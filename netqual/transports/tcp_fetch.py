@@ -20,13 +20,12 @@ import contextlib
 import threading
 import time
 from collections.abc import Callable, Sequence
-from typing import Any
 
 import numpy as np
 
 from netqual.agent.wire.protocol import Channel
 from netqual.errors import NetqualError, PeerUnreachableError, ProbeError
-from netqual.fetchprofile import FetchProfile, profile
+from netqual.fetchprofile import FetchProfile, profile, wave_sizes
 from netqual.models import ProbePlan, RawBulk, RawProbe
 from netqual.transports.tcp import _REQ_BYTES, BulkCell, _recv_full
 
@@ -37,7 +36,7 @@ def initiate(
     """Every chunk size of ``plan`` fetched ``plan.reads_for(chunk)`` times; no ping-pong.
     ``another`` opens a further connection to the peer (a profile's connections > 1)."""
     prof = profile(plan.fetch_profile)
-    most = max(min(prof.connections, prof.slices(c)[1]) for c in plan.chunks_bytes)
+    most = max(prof.connections_for(c) for c in plan.chunks_bytes)
     chans = [ch]
     try:
         if another is not None:
@@ -49,20 +48,8 @@ def initiate(
                 extra.set_timeout(2.0)
                 extra.send("bye")
             extra.close()
-    used: dict[str, Any] = {
-        "profile": prof.name,
-        "slice_bytes": [prof.slices(c)[0] for c in plan.chunks_bytes],
-        "slices_per_chunk": [prof.slices(c)[1] for c in plan.chunks_bytes],
-        "slices_in_flight": prof.slices_in_flight,
-        "round_trips": [prof.waves(c) for c in plan.chunks_bytes],
-        "connections_used": [min(len(chans), prof.slices(c)[1]) for c in plan.chunks_bytes],
-    }
+    used = prof.used(tuple(plan.chunks_bytes), len(chans))
     return RawProbe(np.empty(0, dtype=np.int64), 0, cells, {"fetch": used})
-
-
-def wave_sizes(slices: int, waves: int) -> list[int]:
-    """``slices`` split into ``waves`` sequential groups, the first ones one larger."""
-    return [slices // waves + (1 if i < slices % waves else 0) for i in range(waves)]
 
 
 def fetch(

@@ -122,3 +122,27 @@ def test_bad_mode_is_a_usage_error(
     )
     assert r.returncode == 2
     assert "--mode" in r.stderr
+
+
+@pytest.mark.parametrize("profile", ["mooncake", "nixl", "sglang-hicache"])
+def test_a_sliced_fetch_profile_over_rdma_is_planned(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    profile: str,
+) -> None:
+    """Fetch profiles run over verbs too (docs/fanin.md): no longer a usage error."""
+    inv = tmp_path / "fanin.toml"
+    inv.write_text(
+        "".join(
+            f'[[node]]\nname = "{name}"\naddress = "198.18.0.{i + 1}"\nrole = "{role}"\n'
+            for i, (name, role) in enumerate(
+                (("c1", "compute"), ("c2", "compute"), ("st", "storage"))
+            )
+        )
+    )
+    argv = ["run", str(inv), "--mode", "bipartite", "--fanin", "1,2", "--transport", "rdma"]
+    argv += ["--fetch-profile", profile, "--dry-run", "--json"]
+    r = run_in_process(argv, tmp_path, monkeypatch, capsys)
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["estimate"]["phases"]["fanin"]["count"] == 2

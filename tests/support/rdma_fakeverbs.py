@@ -74,6 +74,7 @@ class Fabric:
         self.compiled = False
         self.closed: list[str] = []
         self.max_sq_seen = 0
+        self.reads_by_qp: dict[int, int] = {}  # qp_num -> RDMA READs it posted
         self.moved = threading.Condition()  # notified whenever a WRITE or READ moved bytes
         self.moves = 0
 
@@ -336,6 +337,7 @@ def module(fabric: Fabric) -> verbs.Pyverbs:
                     f.on_write(wr.remote_addr, n)
             else:
                 ctypes.memmove(wr.sge.addr, wr.remote_addr, n)
+                f.reads_by_qp[self.qp_num] = f.reads_by_qp.get(self.qp_num, 0) + 1
             with f.moved:
                 f.moves += 1
                 f.moved.notify_all()

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
@@ -113,23 +114,37 @@ def read_cell(
 def read_cells(
     ep: Endpoint, peer: ConnInfo, cells: SessionPlan, deadline: float, check: BulkCheck
 ) -> tuple[RawBulk, ...]:
-    """Every cell, each checked for the responder's keyed bytes (``tags.BulkCheck``); a
-    failed cell carries its error (the path is judged unsafe, the RTT samples are kept) and
-    the cells after it are not run: the QP is in the error state or still has reads out."""
-    out: list[RawBulk] = []
-    failed = False
-    for chunk, depth, reads in cells.cells():
-        error = "not run: an earlier bulk cell failed" if failed else None
-        if not failed:
+    """Every cell, each checked for the responder's keyed bytes (``tags.BulkCheck``)."""
+
+    def cell(chunk: int, depth: int, reads: int) -> Callable[[], RawBulk]:
+        def run() -> RawBulk:
             landing = ep.buf + ep.bulk_offset
             slots = min(reads, landing_slots(ep, chunk, depth))
+            check.clear(landing, chunk, slots)
+            out = read_cell(ep, peer, chunk=chunk, depth=depth, reads=reads, deadline=deadline)
+            if (problem := check.problem(landing, chunk, slots)) is not None:
+                log.warning("rdma bulk read from %s: %s", check.peer, problem)
+                raise IntegrityFailure(problem)
+            return out
+
+        return run
+
+    return run_cells(ep, [(c, d, cell(c, d, r)) for c, d, r in cells.cells()])
+
+
+def run_cells(
+    ep: Endpoint, cells: Sequence[tuple[int, int, Callable[[], RawBulk]]]
+) -> tuple[RawBulk, ...]:
+    """(chunk, depth, run) in order. A failed cell carries its error (the path is judged
+    unsafe, the RTT samples are kept) and the cells after it are not run: the QP is in the
+    error state or still has reads out."""
+    out: list[RawBulk] = []
+    failed = False
+    for chunk, depth, run in cells:
+        error = "not run: an earlier bulk cell failed" if failed else None
+        if not failed:
             try:
-                check.clear(landing, chunk, slots)
-                cell = read_cell(ep, peer, chunk=chunk, depth=depth, reads=reads, deadline=deadline)
-                if (problem := check.problem(landing, chunk, slots)) is not None:
-                    log.warning("rdma bulk read from %s: %s", check.peer, problem)
-                    raise IntegrityFailure(problem)
-                out.append(cell)
+                out.append(run())
                 continue
             except ProbeError as err:
                 error = err.problem

@@ -1,7 +1,9 @@
 """What two RC QPs must know of each other, and its JSON form on the control channel.
 
 One memory region per end, laid out ``[receive area | send area | bulk area]``: the peer
-RDMA-WRITEs pings into the receive area and RDMA-READs chunks from the bulk area.
+RDMA-WRITEs pings into the receive area and RDMA-READs chunks from the bulk area. A fetch
+profile with several QPs per endpoint (Mooncake: 2) adds ``more_qps``, the further QPs'
+numbers and PSNs, paired in order with the peer's; the first QP carries the ping-pong.
 Addresses and keys travel as hex strings (a JSON number is not safe above 2^53).
 """
 
@@ -17,6 +19,7 @@ from netqual.transports.rdma.gid import GidType, LinkLayer, gid_text
 _U24 = (1 << 24) - 1
 _U32 = (1 << 32) - 1
 _U64 = (1 << 64) - 1
+MAX_QPS = 16  # QPs per endpoint a session may ask for (the profiles use at most 2)
 
 
 class ConnInfoError(BadRequestError):
@@ -49,9 +52,12 @@ class ConnInfo:
     bulk_bytes: int
     max_rd_atomic: int  # RDMA READs this end can have outstanding (max_qp_init_rd_atom)
     max_dest_rd_atomic: int  # RDMA READs this end serves at once (max_qp_rd_atom)
+    more_qps: tuple[tuple[int, int], ...] = ()  # (qpn, psn) of QPs beyond the first
 
     def to_json(self) -> dict[str, Any]:
+        more = {"more_qps": [list(q) for q in self.more_qps]} if self.more_qps else {}
         return {
+            **more,
             "qpn": self.qpn,
             "psn": self.psn,
             "lid": self.lid,
@@ -93,6 +99,7 @@ class ConnInfo:
             bulk_bytes=r.integer("bulk_bytes", 0, _U64),
             max_rd_atomic=r.integer("max_rd_atomic", 1, 255),
             max_dest_rd_atomic=r.integer("max_dest_rd_atomic", 1, 255),
+            more_qps=r.qp_list("more_qps"),
         )
         if info.bulk_offset + info.bulk_bytes > info.length:
             raise ConnInfoError(peer, "bulk_bytes", "bulk area runs past the end of the region")
@@ -123,6 +130,24 @@ class _Reader:
         if not low <= value <= high:
             raise ConnInfoError(self.peer, name, f"{value} is outside {low}..{high}")
         return value
+
+    def qp_list(self, name: str) -> tuple[tuple[int, int], ...]:
+        """Optional ``[[qpn, psn], ...]``: absent from an end with one QP (older agents)."""
+        value = self.obj.get(name, [])
+        if not isinstance(value, list) or len(value) >= MAX_QPS:
+            raise ConnInfoError(self.peer, name, f"expected a list of at most {MAX_QPS - 1}")
+        out = []
+        for item in value:
+            if not (
+                isinstance(item, list)
+                and len(item) == 2
+                and all(type(v) is int for v in item)
+                and 1 <= item[0] <= _U24
+                and 0 <= item[1] <= _U24
+            ):
+                raise ConnInfoError(self.peer, name, f"expected [qpn, psn], got {item!r}")
+            out.append((item[0], item[1]))
+        return tuple(out)
 
     def hexint(self, name: str, high: int) -> int:
         value = self._get(name)

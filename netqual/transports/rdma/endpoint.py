@@ -1,4 +1,5 @@
-"""One end of an RC connection: Context, PD, one MR, one CQ, one QP, and their teardown.
+"""One end of an RC connection: Context, PD, one MR, one CQ, one QP (or ``qps`` of them for
+a fetch profile's QPs per endpoint, sharing the CQ and the MR), and their teardown.
 
 Memory region layout: ``[receive area | send area | bulk area]``, each start 4 KiB aligned.
 The peer RDMA-WRITEs ping-pong messages into the receive area; the send area is the source
@@ -37,7 +38,14 @@ class Endpoint:
     """Owns every verbs resource of one end; ``close()`` releases them in reverse order."""
 
     def __init__(
-        self, pv: verbs.Pyverbs, sel: Selection, *, msg_bytes: int, bulk_bytes: int, send_wr: int
+        self,
+        pv: verbs.Pyverbs,
+        sel: Selection,
+        *,
+        msg_bytes: int,
+        bulk_bytes: int,
+        send_wr: int,
+        qps: int = 1,
     ) -> None:
         self.pv, self.sel = pv, sel
         self.msg_bytes = msg_bytes
@@ -56,13 +64,16 @@ class Endpoint:
         self.mr: Any = None
         self.cq: Any = None
         self.qp: Any = None
+        self.more_qps: list[tuple[Any, int]] = []  # (QP, its PSN) beyond the first
         try:
             self.ctx = pv.device.Context(name=sel.device.name)
             self.pd = pv.pd.PD(self.ctx)
             access = verbs.ACCESS_LOCAL_WRITE | verbs.ACCESS_REMOTE_WRITE | verbs.ACCESS_REMOTE_READ
             self.mr = pv.mr.MR(self.pd, self.length, access)
-            self.cq = pv.cq.CQ(self.ctx, 2 * self.send_wr, None, None, 0)
+            self.cq = pv.cq.CQ(self.ctx, 2 * self.send_wr * qps, None, None, 0)
             self.qp = self._create_qp()
+            for _ in range(qps - 1):
+                self.more_qps.append((self._create_qp(), secrets.randbits(24)))
         except pv.error as err:
             self.close()
             raise ProbeError(f"rdma set-up on {sel.where} failed: {err}") from err
@@ -106,22 +117,41 @@ class Endpoint:
             bulk_bytes=self.bulk_bytes,
             max_rd_atomic=self.sel.device.max_qp_init_rd_atom,
             max_dest_rd_atomic=self.sel.device.max_qp_rd_atom,
+            more_qps=tuple((int(qp.qp_num), psn) for qp, psn in self.more_qps),
         )
 
+    @property
+    def all_qps(self) -> list[Any]:
+        """Every QP, the ping-pong's first."""
+        return [self.qp, *(qp for qp, _psn in self.more_qps)]
+
     def connect(self, peer: ConnInfo) -> None:
-        """RESET -> INIT -> RTR -> RTS against ``peer``. Raises ProbeError in plain words."""
+        """RESET -> INIT -> RTR -> RTS against ``peer``, every QP with the peer's QP of the
+        same place. Raises ProbeError in plain words."""
         port, gid = self.sel.port, self.sel.gid.entry
         check_peer(gid, port.link_layer, peer.gid, peer.gid_type, peer.link_layer)
+        if len(peer.more_qps) < len(self.more_qps):
+            raise ProbeError(
+                f"the peer opened {1 + len(peer.more_qps)} QP(s), {1 + len(self.more_qps)} "
+                "asked (an agent older than fetch profiles over RDMA?)"
+            )
         self.path_mtu = min(port.active_mtu, peer.mtu)
         # We may have as many READs in flight as we can initiate and the peer can serve.
         self.rd_atomic = max(1, min(self.sel.device.max_qp_init_rd_atom, peer.max_dest_rd_atomic))
+        self._connect_qp(self.qp, peer, peer.qpn, peer.psn, self.psn)
+        for (qp, psn), (peer_qpn, peer_psn) in zip(self.more_qps, peer.more_qps, strict=False):
+            self._connect_qp(qp, peer, peer_qpn, peer_psn, psn)
+        self.path_mtu = self._queried_path_mtu()
+
+    def _connect_qp(self, qp: Any, peer: ConnInfo, peer_qpn: int, peer_psn: int, psn: int) -> None:
+        port, gid = self.sel.port, self.sel.gid.entry
         pv = self.pv
         attr = verbs.qp_attr(pv, port.num, self.path_mtu)
         attr.pkey_index = 0
         attr.qp_access_flags = (
             verbs.ACCESS_LOCAL_WRITE | verbs.ACCESS_REMOTE_WRITE | verbs.ACCESS_REMOTE_READ
         )
-        self._transition("INIT", self.qp.to_init, attr)
+        self._transition("INIT", qp.to_init, attr)
         ethernet = port.link_layer is LinkLayer.ETHERNET
         attr.ah_attr = verbs.ah_attr(
             pv,
@@ -131,18 +161,17 @@ class Endpoint:
             sgid_index=gid.index,
             traffic_class=0,
         )
-        attr.dest_qp_num = peer.qpn
-        attr.rq_psn = peer.psn
+        attr.dest_qp_num = peer_qpn
+        attr.rq_psn = peer_psn
         attr.max_dest_rd_atomic = self.sel.device.max_qp_rd_atom
         attr.min_rnr_timer = QP_MIN_RNR_TIMER
-        self._transition("RTR", self.qp.to_rtr, attr)
+        self._transition("RTR", qp.to_rtr, attr)
         attr.timeout = QP_TIMEOUT
         attr.retry_cnt = QP_RETRY_CNT
         attr.rnr_retry = QP_RNR_RETRY
-        attr.sq_psn = self.psn
+        attr.sq_psn = psn
         attr.max_rd_atomic = self.rd_atomic
-        self._transition("RTS", self.qp.to_rts, attr)
-        self.path_mtu = self._queried_path_mtu()
+        self._transition("RTS", qp.to_rts, attr)
 
     def _queried_path_mtu(self) -> int:
         """The path MTU the device holds for the QP (what it really uses), not what we asked."""
@@ -163,6 +192,12 @@ class Endpoint:
     def close(self) -> list[str]:
         """Destroy QP, CQ, MR, PD, Context (children first); never raises. Returns problems."""
         problems = []
+        more, self.more_qps = self.more_qps, []
+        for qp, _psn in more:
+            try:
+                qp.close()
+            except Exception as err:  # teardown must go on whatever one object says
+                problems.append(f"closing qp: {err}")
         for name in ("qp", "cq", "mr", "pd", "ctx"):
             obj = getattr(self, name)
             setattr(self, name, None)

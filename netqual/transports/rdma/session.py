@@ -10,8 +10,10 @@ from typing import Any
 from netqual.agent.wire.messages import Fields
 from netqual.agent.wire.protocol import Channel, peer_error
 from netqual.errors import BadRequestError, NetqualError, ProbeError, TransportUnavailableError
+from netqual.fetchprofile import profile
 from netqual.models import ProbePlan
 from netqual.transports.interface import AgentLimits
+from netqual.transports.rdma.conninfo import MAX_QPS
 
 
 @dataclass(frozen=True)
@@ -22,17 +24,27 @@ class SessionPlan:
     chunks_bytes: tuple[int, ...]
     depths: tuple[int, ...]
     reads: tuple[int, ...]  # per chunk, same order as chunks_bytes
+    qps: int = 1  # QPs per endpoint (a fetch profile's; the first carries the ping-pong)
 
     @classmethod
     def from_plan(cls, plan: ProbePlan) -> SessionPlan:
+        """A fetch profile's chunk is the bytes its slices read (whole slices), one read
+        per chunk as the responder sees it (its bulk area and limits)."""
         chunks = tuple(plan.chunks_bytes) if plan.bulk else ()
+        reads = tuple(plan.reads_for(c) for c in chunks)
+        qps = 1
+        if plan.fetch_profile and chunks:
+            prof = profile(plan.fetch_profile)
+            qps = max(prof.connections_for(c) for c in chunks)
+            chunks = tuple(prof.fetched_bytes(c) for c in chunks)
         return cls(
             iterations=plan.iterations,
             warmup=plan.warmup,
             size_bytes=plan.size_bytes,
             chunks_bytes=chunks,
             depths=tuple(plan.depths) if chunks else (),
-            reads=tuple(plan.reads_for(c) for c in chunks),
+            reads=reads,
+            qps=qps,
         )
 
     @property
@@ -57,6 +69,7 @@ class SessionPlan:
             "chunks_bytes": list(self.chunks_bytes),
             "depths": list(self.depths),
             "reads": list(self.reads),
+            **({"qps": self.qps} if self.qps > 1 else {}),
         }
 
     @classmethod
@@ -69,6 +82,7 @@ class SessionPlan:
             chunks_bytes=_optional_ints(f, "chunks_bytes"),
             depths=_optional_ints(f, "depths"),
             reads=_optional_ints(f, "reads"),
+            qps=f.integer("qps", 1, MAX_QPS, 1),
         )
         if len(plan.reads) != len(plan.chunks_bytes):
             raise BadRequestError(peer, "rdma.connect.plan.reads", "must have one entry per chunk")

@@ -11,9 +11,10 @@ control channel (``rdma.pingpong.end``), exactly as ``tcp.pingpong.end`` does.
 Bulk READs take no responder CPU, so nothing can be computed per read: the responder's
 bulk area holds keyed bytes instead (``fill_bulk``, once per probe), and after each cell
 the initiator checks the first and last ``TAG_BYTES`` of every landing slot the cell
-wrote (the last read that landed in each; ``BulkCheck``). Something answering READs
-without the key fails; one that copied a real READ response can replay it (the area does
-not change within a probe; docs/security.md says so).
+wrote (the last read that landed in each; ``BulkCheck``); a fetch profile's slices land
+where they sit in the peer's area, and each slice's edges are checked against its part.
+Something answering READs without the key fails; one that copied a real READ response can
+replay it (the area does not change within a probe; docs/security.md says so).
 """
 
 from __future__ import annotations
@@ -107,25 +108,30 @@ class BulkCheck:
         self.peer = ch.peer
         self.stream = integrity.keystream(_key(ch, responder=False), BULK_WHAT, nonce, nbytes)
 
-    def _edges(self, chunk: int) -> tuple[int, bytes, bytes]:
-        w = integrity.tag_width(chunk // 2)
-        return w, self.stream[:w], self.stream[chunk - w : chunk]
+    def _places(self, landing: int, chunk: int, slots: int, sliced: bool) -> list[tuple[int, int]]:
+        """(address here, offset in the peer's area) of each place a cell's reads land:
+        every slot holds the area's first ``chunk`` bytes; a fetch profile's slice i holds
+        the area's i-th ``chunk`` bytes (``sliced``)."""
+        return [(landing + s * chunk, s * chunk if sliced else 0) for s in range(slots)]
 
-    def clear(self, landing: int, chunk: int, slots: int) -> None:
+    def clear(self, landing: int, chunk: int, slots: int, *, sliced: bool = False) -> None:
         """Before a cell: zero the edges it will check (no earlier cell's bytes count)."""
-        w = self._edges(chunk)[0]
-        for s in range(slots):
-            ctypes.memset(landing + s * chunk, 0, w)
-            ctypes.memset(landing + (s + 1) * chunk - w, 0, w)
+        w = integrity.tag_width(chunk // 2)
+        for address, _offset in self._places(landing, chunk, slots, sliced):
+            ctypes.memset(address, 0, w)
+            ctypes.memset(address + chunk - w, 0, w)
 
-    def problem(self, landing: int, chunk: int, slots: int) -> str | None:
-        """After a cell: the integrity reason when a slot's edges are not the keyed bytes."""
-        w, head, tail = self._edges(chunk)
+    def problem(
+        self, landing: int, chunk: int, slots: int, *, sliced: bool = False, what: str = ""
+    ) -> str | None:
+        """After a cell: the integrity reason when a place's edges are not the keyed bytes."""
+        w = integrity.tag_width(chunk // 2)
         if not w:
             return None
         bad = sum(
-            ctypes.string_at(landing + s * chunk, w) != head
-            or ctypes.string_at(landing + (s + 1) * chunk - w, w) != tail
-            for s in range(slots)
+            ctypes.string_at(address, w) != self.stream[offset : offset + w]
+            or ctypes.string_at(address + chunk - w, w)
+            != self.stream[offset + chunk - w : offset + chunk]
+            for address, offset in self._places(landing, chunk, slots, sliced)
         )
-        return integrity.failure("bulk reads checked", self.peer, bad, slots, True)
+        return integrity.failure(what or "bulk reads checked", self.peer, bad, slots, True)

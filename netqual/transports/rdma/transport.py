@@ -35,6 +35,7 @@ from netqual.errors import (
     ProbeError,
     TransportUnavailableError,
 )
+from netqual.fetchprofile import profile
 from netqual.models import ProbePlan, path_label
 from netqual.transports import integrity
 from netqual.transports.interface import (
@@ -45,21 +46,20 @@ from netqual.transports.interface import (
     Transport,
     accepted,
 )
-from netqual.transports.rdma import bulk, devices, pingpong, verbs
+from netqual.transports.rdma import bulk, devices, fetch, pingpong, responder, verbs
 from netqual.transports.rdma import tags as rdma_tags
 from netqual.transports.rdma.conninfo import ConnInfo
 from netqual.transports.rdma.endpoint import Endpoint
 from netqual.transports.rdma.gid import GidSelectionError, ip_family
 from netqual.transports.rdma.options import RdmaOptions
+from netqual.transports.rdma.responder import CLOSE_TIMEOUT_S
 from netqual.transports.rdma.session import (
     SessionPlan,
     local_ip_of,
     responder_stopped,
-    say_stopped,
     unavailable_message,
 )
 
-CLOSE_TIMEOUT_S = 10.0
 log = logging.getLogger(__name__)
 
 
@@ -125,12 +125,16 @@ class RdmaTransport(Transport):
     ) -> RawProbe:
         cells = SessionPlan.from_plan(plan)
         rd_cap = sel.device.max_qp_init_rd_atom  # refined after the exchange
+        prof = profile(plan.fetch_profile) if plan.fetch_profile else None
         ep = Endpoint(
             pv,
             sel,
             msg_bytes=plan.size_bytes,
-            bulk_bytes=bulk.landing_bytes(cells.chunks_bytes, cells.depths, rd_cap),
+            bulk_bytes=fetch.landing_bytes(prof, cells.chunks_bytes)
+            if prof
+            else bulk.landing_bytes(cells.chunks_bytes, cells.depths, rd_cap),
             send_wr=max(64, 2 * rd_cap + pingpong.SIGNAL_EVERY),
+            qps=cells.qps,
         )
         closed = False
         try:
@@ -169,7 +173,11 @@ class RdmaTransport(Transport):
             )
             rdma_tags.check(channel, tags, nonce, cells.rounds, plan.size_bytes, deadline)
             check = rdma_tags.BulkCheck(channel, nonce, cells.max_chunk_bytes)
-            cells_out = bulk.read_cells(ep, peer, cells, deadline, check)
+            if prof is None:
+                cells_out = bulk.read_cells(ep, peer, cells, deadline, check)
+            else:  # a fetch profile's slices (fetch.py), one cell per chunk size
+                cells_out = fetch.fetch_cells(ep, peer, prof, plan, deadline, check)
+                loop["fetch"] = fetch.details(prof, plan, ep)
             rounds = self._close(channel, deadline)
             closed = True
             details = self._details(
@@ -290,99 +298,10 @@ class RdmaTransport(Transport):
         except TransportUnavailableError as err:
             channel.send_error(ErrorCode.UNAVAILABLE, unavailable_message(self.node_name, err))
             return
-        self._serve(
-            channel, pv=pv, found=found, options=options, peer=peer, cells=cells,
-            deadline=deadline, tags=tags,
+        responder.serve(
+            channel, self.node_name, pv=pv, found=found, options=options, peer=peer,
+            cells=cells, deadline=deadline, tags=tags,
         )  # fmt: skip
-
-    def _serve(
-        self,
-        channel: Channel,
-        *,
-        pv: verbs.Pyverbs,
-        found: tuple[devices.DeviceInfo, ...],
-        options: RdmaOptions,
-        peer: ConnInfo,
-        cells: SessionPlan,
-        deadline: float,
-        tags: rdma_tags.Tags,
-    ) -> None:
-        local_ip = local_ip_of(channel)
-        try:
-            sel = devices.choose(
-                found,
-                options,
-                local_ip=local_ip,
-                family=ip_family(local_ip),
-                want_type=peer.gid_type,
-            )
-            ep = Endpoint(
-                pv, sel, msg_bytes=cells.size_bytes, bulk_bytes=cells.max_chunk_bytes, send_wr=64
-            )
-        except (GidSelectionError, ProbeError) as err:
-            channel.send_error(ErrorCode.RDMA, f"rdma on {self.node_name}: {err}")
-            return
-        rounds = 0
-        try:
-            rdma_tags.fill_bulk(tags, ep.buf + ep.bulk_offset)  # what its READs return
-            try:
-                ep.connect(peer)
-            except (GidSelectionError, ProbeError) as err:
-                channel.send_error(ErrorCode.RDMA, f"rdma on {self.node_name}: {err}")
-                return
-            channel.send(
-                "rdma.connected",
-                {
-                    "conninfo": ep.conninfo().to_json(),
-                    "details": {
-                        "node": self.node_name,
-                        "device": sel.device.name,
-                        "port": sel.port.num,
-                        "gid_index": sel.gid.entry.index,
-                        "gid_type": sel.gid.entry.gid_type.value,
-                        "active_mtu_bytes": sel.port.mtu_bytes,
-                        "pingpong_loop": pingpong.loop_name(ep),
-                    },
-                },
-            )
-            try:
-                rounds = pingpong.respond(
-                    ep,
-                    peer,
-                    rounds=cells.rounds,
-                    size=cells.size_bytes,
-                    deadline=deadline,
-                    abort=channel.sock,
-                    tags=tags,
-                )
-            except (ProbeError, pv.error) as err:
-                # Tell the initiator at once: it spins on its receive byte and would
-                # otherwise wait for a reply that never comes until its own deadline.
-                log.info("rdma responder for %s stopped: %s", channel.peer, err)
-                say_stopped(channel, err)
-                rounds = -1
-            self._await_close(channel, deadline, rounds, tags)
-        finally:
-            ep.close()
-
-    @staticmethod
-    def _await_close(channel: Channel, deadline: float, rounds: int, tags: rdma_tags.Tags) -> None:
-        """After a full ping-pong, the initiator's ``rdma.pingpong.end`` (the tagged rounds'
-        challenges compared); bulk reads need no CPU here: wait for ``rdma.close``, then let
-        the caller tear down."""
-        try:
-            channel.set_deadline(deadline + CLOSE_TIMEOUT_S)
-            msg = channel.recv()
-            if msg.kind == rdma_tags.END:
-                got = tags.got.tobytes()
-                integrity.answer_end(channel, rdma_tags.END, got, "rdma ping-pong", msg)
-                msg = channel.recv()
-        except (NetqualError, OSError):
-            return
-        if msg.kind == "rdma.close":
-            channel.send("rdma.closed", {"rounds": rounds})
-        else:
-            channel.send_error(ErrorCode.PROTOCOL, f"expected 'rdma.close', got {msg.kind!r}")
 
 
 def transport_for_agent(

@@ -15,11 +15,10 @@ from netqual.analysis import fanin
 from netqual.analysis.policy import load_policy
 from netqual.errors import PolicyError, ResultsFileError
 from netqual.fanin_model import ChunkStats, FaninLevel
-from netqual.fetchprofile import PLAIN, PROFILES, profile
+from netqual.fetchprofile import PLAIN, PROFILES, profile, wave_sizes
 from netqual.models import Node, PlanFieldError, Policy, PolicyFieldError, ProbePlan, RawBulk, Role
 from netqual.plan_codec import plan_from_dict, plan_to_dict
 from netqual.results.fanin_codec import from_list, to_list
-from netqual.transports.tcp_fetch import wave_sizes
 from netqual.workload.load import load_workload
 
 

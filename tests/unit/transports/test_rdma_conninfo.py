@@ -72,6 +72,12 @@ def test_round_trip_any_valid_numbers(qpn: int, psn: int, rkey: int, addr: int) 
         ("bulk_bytes", 1 << 40, "runs past the end of the region"),
         ("gid", "::", "RoCE needs a non-zero GID"),
         ("psn", True, "expected an integer"),
+        ("more_qps", [[0, 1]], "expected [qpn, psn], got [0, 1]"),
+        ("more_qps", [[5, 1 << 24]], "expected [qpn, psn]"),
+        ("more_qps", [[5, True]], "expected [qpn, psn]"),
+        ("more_qps", [5, 6], "expected [qpn, psn], got 5"),
+        ("more_qps", {"qpn": 5}, "expected a list of at most 15"),
+        ("more_qps", [[5, 1]] * 16, "expected a list of at most 15"),
     ],
 )
 def test_bad_field_is_named(field: str, value: Any, words: str) -> None:
@@ -81,6 +87,13 @@ def test_bad_field_is_named(field: str, value: Any, words: str) -> None:
     assert info.value.field == field
     assert f"gpu02: bad rdma connection info: field '{field}'" in str(info.value)
     assert words in str(info.value)
+
+
+def test_a_fetch_profiles_further_qps_round_trip_and_are_absent_with_one() -> None:
+    assert "more_qps" not in ROCE.to_json()  # what an older agent sends and reads
+    two = ConnInfo(**{**ROCE.__dict__, "more_qps": ((0x1A2C, 77),)})
+    wire = json.loads(json.dumps(two.to_json()))
+    assert wire["more_qps"] == [[0x1A2C, 77]] and ConnInfo.from_json(wire) == two
 
 
 def test_missing_field_and_ib_without_lid() -> None:

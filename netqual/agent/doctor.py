@@ -15,7 +15,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from netqual import hostpath
+from netqual import hostpath, hostpath_codec
 from netqual.agent import pcisysfs
 from netqual.agent.wire import hostpeer
 from netqual.errors import BadRequestError, NetqualError, TransportUnavailableError
@@ -40,7 +40,7 @@ def local_report(node: str | None = None, sysfs_root: Path = Path("/")) -> dict[
     audit = pcisysfs.audit(sysfs_root, name)
     report: dict[str, Any] = {
         "node": name,
-        "hostpath": hostpath.to_dict(audit),
+        "hostpath": hostpath_codec.to_dict(audit),
         "pyverbs": {"available": False},
         "libibverbs": verbs.libibverbs_version(),
         "sysfs_devices": verbs.rdma_sysfs_devices(),
@@ -180,7 +180,7 @@ def _checked_hostpath(body: Any, node: str) -> Any:
         found = body.get("problems")
         problems: list[Any] = found if isinstance(found, list) else []
         return {**body, "hostpath": None, "problems": [*problems, problem(WARNING, str(err))]}
-    return {**body, "hostpath": hostpath.to_dict(audit)}
+    return {**body, "hostpath": hostpath_codec.to_dict(audit)}
 
 
 def _active_ports(report: Mapping[str, Any]) -> list[dict[str, Any]]:

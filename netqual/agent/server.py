@@ -24,7 +24,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from netqual import __version__, hostpath
+from netqual import __version__, hostpath_codec
 from netqual.agent import counters, fleet_snapshot, nicreport, pcisysfs
 from netqual.agent.admission import Admission
 from netqual.agent.probe_request import serve_probe
@@ -260,7 +260,7 @@ class Agent:
             snapshot = fleet_snapshot.collect(fleet_snapshot.Roots(self.sysfs_root))
             ch.send("snapshot", fleet_snapshot.to_wire(snapshot))
         elif kind == "hostpath":
-            ch.send("hostpath", hostpath.to_dict(pcisysfs.audit(self.sysfs_root, self.name)))
+            ch.send("hostpath", hostpath_codec.to_dict(pcisysfs.audit(self.sysfs_root, self.name)))
         elif kind == "nics":  # its IP interfaces and RDMA ports (docs/rails.md)
             ch.send("nics", nicreport.to_wire(nicreport.collect(self.sysfs_root)))
         elif kind == "probe":

@@ -11,7 +11,7 @@ from rich.table import Table
 from rich.text import Text
 
 from netqual.fleet_model import ConfigSnapshot
-from netqual.hostpath import from_dict
+from netqual.hostpath_codec import from_dict
 from netqual.names import visible
 from netqual.render.fleet import device_summary
 

@@ -21,7 +21,6 @@ from typing import Annotated, Any, ClassVar
 
 import msgspec
 
-from netqual import hostpath
 from netqual.analysis.fleet import from_dict as fleet_from_dict
 from netqual.analysis.interference import from_dict as interference_from_dict
 from netqual.analysis.matrix import fill_tiers
@@ -29,6 +28,7 @@ from netqual.analysis.plausible import mark_impossible
 from netqual.choices import ChoiceError, parse_choice
 from netqual.errors import ResultsFileError
 from netqual.filedata import MAX_FLOAT, MAX_INT, checked
+from netqual.hostpath_codec import from_dict as hosts_from_dict
 from netqual.models import (
     DEFAULT_PORT,
     SCHEMA_VERSION,
@@ -496,7 +496,7 @@ def results_from_dict(
         not_measured=tuple(not_measured),
         fanin=fanin_from_list(d["fanin"], source) if d.get("fanin") is not None else (),
         fleet=fleet_from_dict(d["fleet"], source) if d.get("fleet") is not None else None,
-        hosts=tuple(hostpath.from_dict(node, doc) for node, doc in (d.get("hosts") or {}).items()),
+        hosts=tuple(hosts_from_dict(node, doc) for node, doc in (d.get("hosts") or {}).items()),
         multirail=multirail_from_list(d["multirail"], source) if d.get("multirail") else (),
     )
 

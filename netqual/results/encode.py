@@ -14,7 +14,7 @@ from typing import Any, TextIO
 from netqual.analysis.fleet import to_dict as fleet_to_dict
 from netqual.analysis.interference import to_dict as interference_to_dict
 from netqual.analysis.stats import BINS_PER_DECADE, bin_index
-from netqual.hostpath import hosts_to_dict
+from netqual.hostpath_codec import hosts_to_dict
 from netqual.models import (
     BulkStats,
     Metric,

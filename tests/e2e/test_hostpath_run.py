@@ -15,7 +15,7 @@ from agentpool import AgentPool, cli_env
 from e2e_cli import netqual_cli, write_inventory
 from sysfs_trees import far_nic, hgx8
 
-from netqual import hostpath, schema
+from netqual import hostpath, hostpath_codec, schema
 from netqual.agent import pcisysfs
 from netqual.agent.wire import hostpeer
 from netqual.auth import write_token
@@ -96,7 +96,7 @@ def test_results_file_reads_back_the_same_audit(run_dir: Path, tmp_path: Path) -
 
 
 def _audit_doc(tmp_path: Path) -> dict[str, Any]:
-    return hostpath.to_dict(pcisysfs.audit(far_nic(tmp_path).root, node="gpu02"))
+    return hostpath_codec.to_dict(pcisysfs.audit(far_nic(tmp_path).root, node="gpu02"))
 
 
 @pytest.mark.parametrize(
@@ -125,7 +125,7 @@ def test_a_bad_field_from_a_peer_is_named(tmp_path: Path, mutate: Any, field: st
 
 def test_what_a_peer_sends_reads_back_as_sent(tmp_path: Path) -> None:
     doc = _audit_doc(tmp_path)
-    assert hostpeer.from_peer(doc, "gpu02", "gpu02") == hostpath.from_dict("gpu02", doc)
+    assert hostpeer.from_peer(doc, "gpu02", "gpu02") == hostpath_codec.from_dict("gpu02", doc)
     assert hostpeer.from_peer({}, "p", "n") == hostpath.HostAudit("n")
 
 

@@ -13,7 +13,8 @@ from sysfs_trees import FAR_NIC_TOPO, HGX8_TOPO, config_space, far_nic, hgx8
 
 from netqual import hostpath
 from netqual.agent import pcisysfs
-from netqual.hostpath import HostAudit, from_dict, to_dict
+from netqual.hostpath import HostAudit
+from netqual.hostpath_codec import from_dict, to_dict
 from netqual.models import Nic
 
 DOCS = REPO / "docs"

@@ -3,8 +3,11 @@
 "Worse" means what the re-qualification gate fails: a path that dropped a class, or whose
 p99 rose by more than ``increase_pct`` percent and at least ``min_delta_us`` (the gate's
 ``max_p99_increase_pct`` and ``min_delta_us``; ``p99_rises`` is the one test both use).
-A change whose old and new 95% confidence intervals overlap lies within the run-to-run
-noise of the two runs and is marked so.
+That rise judges p99 whatever the policy's metric (the gate's key names it); the deltas,
+the class changes and their noise use the new run's policy metric, and the p99 rises are
+shown with p99's values and p99's intervals. A change whose old and new 95% confidence
+intervals (of the metric shown) overlap lies within the run-to-run noise of the two runs
+and is marked so.
 
 Paths match by (src, dst) in either direction, so a re-run that measured a pair from the
 other end still lines up.
@@ -61,10 +64,21 @@ def p99_rises(
     return got  # NaN compares False: no RTT on either side is never worse
 
 
-def p99_rise_text(old_p99_us: float, new_p99_us: float) -> str:
-    """'p99 a -> b us (+n%)': how a rise that ``p99_rises`` found is shown."""
+def p99_rise_text(old_p99_us: float, new_p99_us: float, within_noise: bool = False) -> str:
+    """'p99 a -> b us (+n%)': how a rise that ``p99_rises`` found is shown; ``within_noise``:
+    the two runs' 95% CIs of p99 overlap (``overlapping``), which the text says."""
     rise = 100.0 * (new_p99_us - old_p99_us) / old_p99_us
-    return f"p99 {format_us(old_p99_us)} -> {format_us(new_p99_us)} us (+{rise:.0f}%)"
+    noise = ", within run-to-run noise: the 95% CIs overlap" if within_noise else ""
+    return f"p99 {format_us(old_p99_us)} -> {format_us(new_p99_us)} us (+{rise:.0f}%{noise})"
+
+
+def overlapping(
+    a_low: FloatArray, a_high: FloatArray, b_low: FloatArray, b_high: FloatArray
+) -> BoolArray:
+    """Where two runs' 95% confidence intervals overlap: the change lies within their
+    run-to-run noise (False where either has none, NaN)."""
+    got: BoolArray = (a_low <= b_high) & (b_low <= a_high)
+    return got
 
 
 @dataclass(frozen=True)
@@ -159,8 +173,22 @@ class Matched:
         a_lo, a_hi = _ci_bounds(self.old, self.old_rows, self.metric)
         b_lo, b_hi = _ci_bounds(self.new, self.new_rows, self.metric)
         known = ~(np.isnan(a_lo) | np.isnan(a_hi) | np.isnan(b_lo) | np.isnan(b_hi))
-        overlap = (a_lo <= b_hi) & (b_lo <= a_hi)
+        overlap = overlapping(a_lo, a_hi, b_lo, b_hi)
         return np.where(known, np.where(overlap, NOISE_YES, NOISE_NO), NOISE_UNKNOWN)
+
+    def judging(self, metric: Metric) -> Matched:
+        """The same pairs with another metric's values, deltas and noise."""
+        if metric is self.metric:
+            return self
+        return Matched(self.old, self.new, metric, self.old_rows, self.new_rows)
+
+    @cached_property
+    def largest_first(self) -> IntArray:
+        """Pair positions, largest absolute change first (no value on a side: first of all),
+        then by label; ties keep the new run's row order (lexsort is stable)."""
+        size = np.where(np.isnan(self.delta_us), np.inf, np.abs(self.delta_us))
+        order: IntArray = np.lexsort((self.label_order, -size))
+        return order
 
     def p99_rises(self, pct: float, min_delta_us: float) -> BoolArray:
         return p99_rises(
@@ -273,7 +301,7 @@ class RunDiff:
     deltas: Changes  # every common path, largest absolute metric change first
     new_paths: Rows
     missing_paths: Rows
-    worse_p99: Changes  # same class, but p99 up beyond the thresholds
+    worse_p99: Changes  # same class, but p99 up beyond the thresholds; p99's values
     increase_pct: float = DEFAULT_INCREASE_PCT
     min_delta_us: float = DEFAULT_MIN_DELTA_US
 
@@ -281,7 +309,8 @@ class RunDiff:
     def worse(self) -> Changes:
         """What the re-qualification gate fails: a class drop or a p99 rise."""
         up = self.deltas.matched.class_change > 0
-        return self.changed_class.where(up) + self.worse_p99
+        rises = Changes(self.deltas.matched, self.worse_p99.positions)  # in the run's metric
+        return self.changed_class.where(up) + rises
 
     @property
     def noise(self) -> Changes:
@@ -344,10 +373,8 @@ def diff_runs(
     j = _join(old.paths, new.paths)
     paired = j.old_row >= 0
     m = Matched(old.paths, new.paths, metric, j.old_row[paired], np.flatnonzero(paired))
-    # largest absolute change first (no metric on a side: first of all), then by label;
-    # ties keep the new run's row order (lexsort is stable)
+    by_delta = m.largest_first
     size = np.where(np.isnan(m.delta_us), np.inf, np.abs(m.delta_us))
-    by_delta = np.lexsort((m.label_order, -size))
     moved = np.flatnonzero(m.class_change != 0)
     by_class = moved[np.lexsort((m.label_order[moved], -size[moved], -m.class_change[moved]))]
     deltas = Changes(m, by_delta)
@@ -368,7 +395,15 @@ def diff_runs(
         deltas=deltas,
         new_paths=Rows(new.paths, np.flatnonzero(~paired)),
         missing_paths=Rows(old.paths, missing),
-        worse_p99=deltas.where((m.class_change <= 0) & m.p99_rises(increase_pct, min_delta_us)),
+        worse_p99=_p99_rises(m, increase_pct, min_delta_us),
         increase_pct=increase_pct,
         min_delta_us=min_delta_us,
     )
+
+
+def _p99_rises(m: Matched, increase_pct: float, min_delta_us: float) -> Changes:
+    """Same class, p99 up beyond the thresholds: p99's values and intervals, largest p99
+    change first (the run's metric may be another)."""
+    p99 = m.judging(Metric.P99)
+    up = (m.class_change <= 0) & m.p99_rises(increase_pct, min_delta_us)
+    return Changes(p99, p99.largest_first).where(up)

@@ -11,7 +11,7 @@ from collections.abc import Iterator, Sequence
 import numpy as np
 
 from netqual.analysis.diff import NOISE_NO, NOISE_UNKNOWN, NOISE_YES, Changes, Rows, RunDiff
-from netqual.models import Verdict
+from netqual.models import Metric, Verdict
 from netqual.pathtable import VERDICTS, FloatArray, IntArray
 
 # --json rows are formatted this many at a time: bounded memory, few writes
@@ -97,9 +97,14 @@ def diff_json(d: RunDiff) -> Iterator[str]:
     {"metric", "old", "new", "counts": {verdict: [old, new]}, "worse": [change],
      "worse_rule", "changed_class": [change], "deltas": [change], "new_paths": [path],
      "missing_paths": [path]}; a change is {src, dst, old_verdict, new_verdict, old_us,
-    new_us, delta_us, within_noise}, a path {src, dst, verdict}."""
+    new_us, delta_us, within_noise} in "metric", a path {src, dst, verdict}; "worse_rule"
+    {"metric": "p99", max_p99_increase_pct, min_delta_us} is the rise test (p99 always)."""
     counts = {v.value: [d.old_counts.get(v, 0), d.new_counts.get(v, 0)] for v in Verdict}
-    rule = {"max_p99_increase_pct": d.increase_pct, "min_delta_us": d.min_delta_us}
+    rule = {
+        "metric": Metric.P99.value,  # the rise test judges p99 whatever "metric" says
+        "max_p99_increase_pct": d.increase_pct,
+        "min_delta_us": d.min_delta_us,
+    }
     members: list[tuple[str, Iterator[str]]] = [
         ("metric", iter([_small(d.metric.value)])),
         ("old", iter([_small(d.old_source)])),

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from netqual.analysis.diff import p99_rise_text, p99_rises
+from netqual.analysis.diff import overlapping, p99_rise_text, p99_rises
 from netqual.gate.model import GateContext, Outcome, Status
 from netqual.gate.rules import Rule, _plural, _split
 from netqual.models import Metric
@@ -46,6 +46,11 @@ def _skipped(rule: Rule) -> Outcome:
 
 @dataclass(frozen=True)
 class MaxP99IncreasePct(Rule):
+    """No path's p99 up more than ``pct`` percent and ``min_delta_us`` over the baseline.
+    It judges p99 whatever the policy's metric (its key names it; ``diff``'s "worse" is
+    the same test). A finding whose two p99 intervals overlap says so and still fails:
+    ``min_delta_us`` is the rule's noise floor, the intervals are for the reader."""
+
     pct: float
     min_delta_us: float = 0.0  # increases smaller than this are noise, whatever the percentage
 
@@ -68,13 +73,25 @@ class MaxP99IncreasePct(Rule):
         now = table.values(Metric.P99)[rows]
         offends = joined & p99_rises(before, now, self.pct, self.min_delta_us)
         was = dict(zip(rows[offends].tolist(), before[offends].tolist(), strict=True))
+        noisy = set(rows[offends & _p99_noise(table, rows, base, at)].tolist())
 
         def detail(i: int) -> str:
-            return p99_rise_text(was[i], float(table.values(Metric.P99)[i]))
+            return p99_rise_text(was[i], float(table.values(Metric.P99)[i]), i in noisy)
 
         failing, waived = _split(table, rows, offends, ctx, detail)
         msg = f"{_plural(len(failing), 'path')} with p99 up more than {self.pct:g}%"
         return self._outcome(not failing, msg, failing, waived)
+
+
+def _p99_noise(table: PathTable, rows: IntArray, base: PathTable, at: IntArray) -> BoolArray:
+    """Per row, whether its p99 interval overlaps its baseline row's (``at``)."""
+    p99 = Metric.P99
+    if not len(base):
+        return np.zeros(len(rows), dtype=np.bool_)
+    return overlapping(
+        base.ci95_low_us[p99][at], base.ci95_high_us[p99][at],
+        table.ci95_low_us[p99][rows], table.ci95_high_us[p99][rows],
+    )  # fmt: skip
 
 
 @dataclass(frozen=True)

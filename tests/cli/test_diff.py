@@ -115,3 +115,45 @@ def test_an_older_file_and_a_new_one_compare_their_intervals(
     assert r.returncode == 0, r.stderr
     n = len(new["paths"])
     assert f"{n - 1} of {n} changes lie within the run-to-run noise" in r.stdout
+
+
+def test_under_a_p50_policy_the_p99_rises_are_shown_in_p99(
+    tmp_path: Path, cli: Callable[..., Run]
+) -> None:
+    # "worse" judges p99 whatever the run's metric (the gate's max_p99_increase_pct): its
+    # table shows p99's values, and p99's intervals decide what is noise
+    base = make_results(3, all_safe=True)
+    old, new = results_to_dict(base), results_to_dict(base)
+    new["run"]["policy"]["metric"] = "p50"
+    for doc in (old, new):
+        for p in doc["paths"]:
+            r = p["rtt_us"]
+            r["ci95_by_metric"] = {"p50": [r["p50"] * 0.99, r["p50"] * 1.01]}
+            r["ci95_by_metric"]["p99"] = [r["p99"] * 0.99, r["p99"] * 1.01]
+    apart, noisy = new["paths"][0]["rtt_us"], new["paths"][1]["rtt_us"]
+    apart["p99"] *= 1.6
+    apart["ci95_by_metric"]["p99"] = [apart["p99"] * 0.99, apart["p99"] * 1.01]
+    noisy["p99"] *= 1.5
+    noisy["ci95_by_metric"]["p99"] = [noisy["p99"] * 0.5, noisy["p99"] * 1.5]
+    for r in (apart, noisy):  # p99 above p999 would be an impossible value
+        r["p999"] = r["max"] = max(r["p999"], r["max"], r["p99"] * 1.5)
+    (tmp_path / "old.json").write_text(json.dumps(old))
+    (tmp_path / "new.json").write_text(json.dumps(new))
+    r = cli("diff", "old.json", "new.json", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    at = lines.index(next(x for x in lines if x.startswith("Same class, p99 up beyond")))
+    assert "p99 was us" in lines[at + 1]
+    rows = {x.split()[0] + " -> " + x.split()[2]: x for x in lines[at + 3 : at + 5]}
+    first, second = (new["paths"][k] for k in (0, 1))
+    a = rows[f"{first['src']} -> {first['dst']}"]
+    b = rows[f"{second['src']} -> {second['dst']}"]
+    assert "(+60%)" in a and "noise" not in a  # p99's intervals apart
+    assert "(+50%), noise" in b  # p99's intervals overlap
+    assert "Largest p50 changes" in r.stdout
+    assert "95% confidence intervals of p50 overlap" in " ".join(r.stdout.split())
+    j = json.loads(cli("diff", "old.json", "new.json", "--json", cwd=tmp_path).stdout)
+    assert j["metric"] == "p50" and j["worse_rule"]["metric"] == "p99"
+    # largest p99 change first, as the table lists them
+    assert [f"{c['src']} -> {c['dst']}" for c in j["worse"]] == list(rows)
+    assert j["worse"][0]["delta_us"] == 0.0  # values in the document's metric, p50

@@ -76,7 +76,7 @@ def _oracle(old: Results, new: Results, pct: float = 25.0, floor: float = 5.0) -
         "new": "new",
         "counts": {v.value: [olds.get(v, 0), news.get(v, 0)] for v in Verdict},
         "worse": [_change(c) for c in changed if c.class_change > 0] + [_change(c) for c in up],
-        "worse_rule": {"max_p99_increase_pct": pct, "min_delta_us": floor},
+        "worse_rule": {"metric": "p99", "max_p99_increase_pct": pct, "min_delta_us": floor},
         "changed_class": [_change(c) for c in changed],
         "deltas": [_change(c) for c in changes],
         "new_paths": [_path(p) for p in fresh],

@@ -76,3 +76,36 @@ def test_changes_inside_both_confidence_intervals_are_noise(tmp_path: Path) -> N
     text = " ".join(netqual("diff", "a.json", "c.json", cwd=tmp_path).stdout.split())
     assert "0 of 6 changes lie within the run-to-run noise" in text
     assert "6 paths worse" in text
+
+
+def _tail_up(run: Results, scale: float, half_width_pct: float) -> Results:
+    """The tail (p99, p999, max) times ``scale``, p99 with a CI of +-half_width_pct."""
+    paths = []
+    for p in run.paths:
+        assert p.rtt is not None
+        p99 = p.rtt.p99_us * scale
+        w = p99 * half_width_pct / 100
+        rtt = replace(p.rtt, p99_us=p99, p999_us=p.rtt.p999_us * scale,
+                      max_us=p.rtt.max_us * scale, ci95=Ci95(p99=(p99 - w, p99 + w)))  # fmt: skip
+        paths.append(replace(p, rtt=rtt))
+    return replace(run, paths=PathTable.from_paths(paths))
+
+
+def test_a_p99_rise_within_both_intervals_still_fails_and_says_so(tmp_path: Path) -> None:
+    # min_delta_us is the rule's noise floor; the intervals tell the reader to re-test
+    run = make_results(3, all_safe=True)
+    write_results(tmp_path / "old.json", _tail_up(run, 1.0, 10.0))
+    write_results(tmp_path / "wide.json", _tail_up(run, 1.5, 40.0))  # CIs overlap
+    write_results(tmp_path / "tight.json", _tail_up(run, 1.5, 10.0))  # CIs apart
+    (tmp_path / "gate.toml").write_text(PROFILE)
+    outs = {}
+    for new in ("wide", "tight"):
+        g = netqual("gate", f"{new}.json", "--profile", "gate.toml", "--baseline", "old.json",
+                    cwd=tmp_path)  # fmt: skip
+        assert g.returncode == 1, g.stdout
+        outs[new] = " ".join(g.stdout.split())
+    assert outs["wide"].count("(+50%, within run-to-run noise: the 95% CIs overlap)") == 3
+    assert "(+50%)" in outs["tight"] and "noise" not in outs["tight"]
+    d = netqual("diff", "old.json", "wide.json", "--profile", "gate.toml", cwd=tmp_path)
+    text = " ".join(d.stdout.split())
+    assert "3 paths worse" in text and text.count("(+50%), noise") >= 3

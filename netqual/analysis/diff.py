@@ -28,6 +28,7 @@ from typing import overload
 
 import numpy as np
 
+from netqual.analysis.rise import overlapping, p99_rises
 from netqual.models import Metric, PathResult, Verdict, path_label
 from netqual.pathtable import (
     NOT_FOUND,
@@ -40,7 +41,6 @@ from netqual.pathtable import (
     verdict_counts,
 )
 from netqual.runresults import Results
-from netqual.units import format_us
 
 # The re-qualification example profile's numbers (docs/gate-profiles/requalify.toml):
 # what `diff` calls worse when no --profile says otherwise.
@@ -49,36 +49,6 @@ DEFAULT_MIN_DELTA_US = 5.0
 
 # within_noise as a column: the two CIs overlap, do not, or a run has no CI for the metric
 NOISE_UNKNOWN, NOISE_NO, NOISE_YES = -1, 0, 1
-
-
-def p99_rises(
-    old_p99: FloatArray, new_p99: FloatArray, pct: float, min_delta_us: float
-) -> BoolArray:
-    """Where p99 rose by more than ``pct`` percent and at least ``min_delta_us``: the one
-    p99 rise test of ``diff``, the gate's ``max_p99_increase_pct`` and the campaign's
-    history rules (NaN = no RTT, and an old p99 of 0 or less never rose)."""
-    with np.errstate(divide="ignore", invalid="ignore"):
-        delta = new_p99 - old_p99
-        rise = 100.0 * delta / old_p99
-        got: BoolArray = (old_p99 > 0) & (rise > pct) & (delta >= min_delta_us)
-    return got  # NaN compares False: no RTT on either side is never worse
-
-
-def p99_rise_text(old_p99_us: float, new_p99_us: float, within_noise: bool = False) -> str:
-    """'p99 a -> b us (+n%)': how a rise that ``p99_rises`` found is shown; ``within_noise``:
-    the two runs' 95% CIs of p99 overlap (``overlapping``), which the text says."""
-    rise = 100.0 * (new_p99_us - old_p99_us) / old_p99_us
-    noise = ", within run-to-run noise: the 95% CIs overlap" if within_noise else ""
-    return f"p99 {format_us(old_p99_us)} -> {format_us(new_p99_us)} us (+{rise:.0f}%{noise})"
-
-
-def overlapping(
-    a_low: FloatArray, a_high: FloatArray, b_low: FloatArray, b_high: FloatArray
-) -> BoolArray:
-    """Where two runs' 95% confidence intervals overlap: the change lies within their
-    run-to-run noise (False where either has none, NaN)."""
-    got: BoolArray = (a_low <= b_high) & (b_low <= a_high)
-    return got
 
 
 @dataclass(frozen=True)

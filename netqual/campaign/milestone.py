@@ -2,7 +2,7 @@
 ``evaluate``, the previous week's run as the baseline) plus the campaign's history rules:
 
 * ``history: no path worse than its best week``: the run's p99 against the lowest weekly p99
-  each pair had in earlier weeks, by ``diff.p99_rises`` (the campaign's percentage and
+  each pair had in earlier weeks, by ``rise.p99_rises`` (the campaign's percentage and
   noise floor); the profile's waivers excuse a path here as in every other rule;
 * ``history: no suspect open longer than N weeks``: a localisation suspect of the run first
   seen more than N weeks before the run's week.
@@ -18,7 +18,7 @@ import datetime as dt
 
 import numpy as np
 
-from netqual.analysis.diff import p99_rises
+from netqual.analysis.rise import p99_rises
 from netqual.campaign.config import Campaign, Milestone
 from netqual.campaign.store import WEEK_PATHS, RunRow, Store
 from netqual.campaign.stored import stored_paths

@@ -2,7 +2,7 @@
 (terminal, JSON, HTML) and the exporter. Queries only; no output here.
 
 A week's state of a path is its last measurement that week (``store.WEEK_PATHS``). "Worse"
-and "better" are ``netqual diff``'s rule (``diff.p99_rises``: p99 up by more than the
+and "better" are ``netqual diff``'s rule (``rise.p99_rises``: p99 up by more than the
 campaign's percentage and at least its noise floor in microseconds), plus a class change.
 """
 
@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from netqual.analysis.diff import p99_rises
+from netqual.analysis.rise import p99_rises
 from netqual.campaign.config import Campaign
 from netqual.campaign.store import WEEK_PATHS, Store
 from netqual.pathtable import VERDICTS

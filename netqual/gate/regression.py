@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from netqual.analysis.diff import overlapping, p99_rise_text, p99_rises
+from netqual.analysis.rise import overlapping, p99_rise_text, p99_rises
 from netqual.gate.model import GateContext, Outcome, Status
 from netqual.gate.rules import Rule, _plural, _split
 from netqual.models import Metric

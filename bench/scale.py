@@ -5,6 +5,11 @@ plan: builds the full-mesh, bipartite and sampled schedules for each ``--nodes``
 walks every round (positions only, as the coordinator does), printing rounds, pairs and
 seconds. The issue's bar: 1,024 nodes < 1 s, 10,000 nodes < 30 s.
 
+ci95 cost (``--ci95-cost N``): the same synthetic N-node file twice, every path with the
+policy metric's interval alone (``ci95``, as files of older versions) and with every
+percentile's (``ci95_by_metric``, this version), and the bare ``load`` of each in its own
+process, alternated ``--repeats`` times: sizes, median wall seconds, peak RSS, ratios.
+
 results (``--results N``): writes a synthetic N-node full-mesh results.json with only the
 schema's required keys, then times ``netqual report FILE --html``, ``netqual gate FILE``
 and ``netqual diff FILE FILE`` each in its own process (wall seconds, peak RSS), after the
@@ -12,6 +17,7 @@ bare ``load`` of the file and the terminal ``report``. The issue's bar for N = 1
 (523,776 paths): each < 30 s and < 2 GiB.
 
     PYTHONPATH=$PWD bench/scale [--nodes 1024,10000] [--sample-k 2] [--results 1024] [--out DIR]
+    PYTHONPATH=$PWD bench/scale --nodes 8 --ci95-cost 1024 --repeats 3 [--out DIR]
 """
 
 from __future__ import annotations
@@ -20,6 +26,7 @@ import argparse
 import json
 import os
 import resource
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -58,8 +65,28 @@ def bench_plan(sizes: list[int], sample_k: int) -> None:
             print(f"{n:>6} {mode.value:>10} {plan.round_count:>7} {walked:>10} {dt:>7.2f}")
 
 
-def synthetic_results(path: Path, n: int, seed: int = 1) -> int:
-    """Write a full-mesh results.json over n nodes with only the schema's required keys.
+# a synthetic interval's half width per percentile, as a share of its value
+_CI_HALF = {"p50": 0.02, "p90": 0.03, "p99": 0.05, "p999": 0.10}
+
+
+def _intervals(ci95: str, values: dict[str, float]) -> str:
+    """The path's intervals as ``ci95`` writes them: "none", "legacy" (p99's alone, the
+    older files' ``ci95``) or "all" (``ci95_by_metric``)."""
+    if ci95 == "legacy":
+        v, w = values["p99"], _CI_HALF["p99"]
+        return f',"ci95":{{"metric":"p99","low":{v * (1 - w):.3f},"high":{v * (1 + w):.3f}}}'
+    if ci95 == "all":
+        pairs = ",".join(
+            f'"{k}":[{values[k] * (1 - w):.3f},{values[k] * (1 + w):.3f}]'
+            for k, w in _CI_HALF.items()
+        )
+        return f',"ci95_by_metric":{{{pairs}}}'
+    return ""
+
+
+def synthetic_results(path: Path, n: int, seed: int = 1, ci95: str = "none") -> int:
+    """Write a full-mesh results.json over n nodes with only the schema's required keys
+    (and the intervals ``ci95`` names, ``_intervals``).
 
     Racks of 32; node 3 slow (unsafe on every path), racks r001<->r002 marginal, 0.2% of
     the other paths randomly marginal, 2 failed paths. Returns the number of paths."""
@@ -117,11 +144,12 @@ def synthetic_results(path: Path, n: int, seed: int = 1) -> int:
                 continue
             counts[v] += 1
             reason = "" if v == "offload-safe" else f'"p99 {t:.1f} us"'
+            ci = _intervals(ci95, {"p50": m, "p90": m * 1.2, "p99": t, "p999": t * 1.3})
             f.write(
                 f'{{"src":"{names[a]}","dst":"{names[b]}","transport":"tcp","hops":{hops},'
                 f'"rtt_us":{{"samples":10000,"min":{m * 0.8:.3f},"p50":{m:.3f},'
                 f'"p90":{m * 1.2:.3f},"p99":{t:.3f},"p999":{t * 1.3:.3f},"max":{t * 1.5:.3f},'
-                f'"mean":{m * 1.05:.3f},"stdev":{m * 0.05:.3f}}},'
+                f'"mean":{m * 1.05:.3f},"stdev":{m * 0.05:.3f}{ci}}},'
                 f'"bulk":[{{"chunk_bytes":1048576,"depth":8,"reads":128,'
                 f'"goodput_gbps":{2e3 / m:.3f},"completion_us":{{"p50":{m * 20:.3f},'
                 f'"p99":{t * 20:.3f}}}}}],"verdict":"{v}","reasons":[{reason}],"error":null}}'
@@ -175,6 +203,37 @@ def bench_results(n: int, out: Path) -> None:
         print(f"report.html: {html.stat().st_size / 1e6:.1f} MB")
 
 
+def bench_ci95_cost(n: int, out: Path, repeats: int) -> None:
+    """Size and load time of a file with every percentile's interval vs p99's alone."""
+    out.mkdir(parents=True, exist_ok=True)
+    files = {form: out / f"results-{n}-{form}.json" for form in ("legacy", "all")}
+    for form, f in files.items():
+        synthetic_results(f, n, ci95=form)
+    load_only = "from pathlib import Path; from netqual.results import load; load(Path"
+    walls: dict[str, list[float]] = {form: [] for form in files}
+    rss: dict[str, float] = dict.fromkeys(files, 0.0)
+    for _ in range(repeats):
+        for form, f in files.items():  # alternated: a load spike hits both forms alike
+            cmd = [sys.executable, "-c", f"{load_only}({str(f)!r}))"]
+            helper = [sys.executable, __file__, "--measure-one", json.dumps(cmd)]
+            row = subprocess.run(helper, capture_output=True, text=True, check=True)
+            wall, peak, rc = json.loads(row.stdout)
+            assert rc == 0, f"load of {f} exited {rc}"
+            walls[form].append(wall)
+            rss[form] = max(rss[form], peak)
+    print(f"{'ci95 form':>10} {'MB':>7} {'load_s (median)':>16} {'all loads':>24} {'rss_MiB':>8}")
+    for form, f in files.items():
+        runs = " ".join(f"{w:.1f}" for w in walls[form])
+        med = statistics.median(walls[form])
+        print(
+            f"{form:>10} {f.stat().st_size / 1e6:>7.1f} {med:>16.2f} {runs:>24} {rss[form]:>8.0f}"
+        )
+    size = files["all"].stat().st_size / files["legacy"].stat().st_size
+    load = statistics.median(walls["all"]) / statistics.median(walls["legacy"])
+    peak = rss["all"] / rss["legacy"]
+    print(f"ratio all/legacy: size {size:.2f}, load {load:.2f}, peak RSS {peak:.2f}")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -188,6 +247,13 @@ def main() -> int:
         help="also time report --html, gate and diff on a synthetic N-node results.json",
     )
     ap.add_argument("--out", type=Path, default=None, help="keep the files here")
+    ap.add_argument(
+        "--ci95-cost",
+        type=int,
+        metavar="N",
+        help="size and load time of an N-node file with every percentile's interval vs p99's",
+    )
+    ap.add_argument("--repeats", type=int, default=3, help="--ci95-cost: loads per form")
     ap.add_argument("--measure-one", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.measure_one:
@@ -197,6 +263,9 @@ def main() -> int:
     bench_plan([int(x) for x in args.nodes.split(",")], args.sample_k)
     if args.results:
         bench_results(args.results, args.out or Path(tempfile.mkdtemp(prefix="netqual-scale-")))
+    if args.ci95_cost:
+        out = args.out or Path(tempfile.mkdtemp(prefix="netqual-ci95-"))
+        bench_ci95_cost(args.ci95_cost, out, args.repeats)
     return 0
 
 

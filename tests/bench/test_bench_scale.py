@@ -70,3 +70,18 @@ def test_many_agents_bulk_prints_estimate_vs_actual_per_phase(tmp_path: Path) ->
         assert float(rows[phase][3]) == pytest.approx(ratio, abs=0.006), phase
     doc = json.loads((out / "results.json").read_text())
     assert doc["run"]["plan"]["iterations"] == 200  # --run-arg reached the run
+
+
+def test_scale_prices_the_intervals_of_every_percentile(tmp_path: Path) -> None:
+    r = _run(
+        "bench/scale", "--nodes", "8", "--ci95-cost", "24", "--repeats", "1",
+        "--out", str(tmp_path), timeout_s=300,
+    )  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    assert "ratio all/legacy: size " in r.stdout
+    legacy = json.loads((tmp_path / "results-24-legacy.json").read_text())["paths"]
+    every = json.loads((tmp_path / "results-24-all.json").read_text())["paths"]
+    measured = [p for p in every if p["rtt_us"] is not None]
+    assert all(sorted(p["rtt_us"]["ci95_by_metric"]) == ["p50", "p90", "p99", "p999"]
+               for p in measured)  # fmt: skip
+    assert all(p["rtt_us"]["ci95"]["metric"] == "p99" for p in legacy if p["rtt_us"])

@@ -21,6 +21,8 @@ slice's edges against its part of the area).
 from __future__ import annotations
 
 import logging
+import select
+import socket
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -28,6 +30,7 @@ from typing import Any
 
 import numpy as np
 
+from netqual.agent.wire.protocol import Channel
 from netqual.errors import ProbeError
 from netqual.fetchprofile import FetchProfile, wave_sizes
 from netqual.models import ProbePlan
@@ -39,6 +42,7 @@ from netqual.transports.rdma.conninfo import ConnInfo
 from netqual.transports.rdma.endpoint import Endpoint
 from netqual.transports.rdma.errors import completion_error
 from netqual.transports.rdma.pingpong import PINGPONG_WR_ID
+from netqual.transports.rdma.session import responder_stopped
 from netqual.transports.rdma.tags import BulkCheck
 
 log = logging.getLogger("netqual.transports.rdma.transport")  # where the session's go
@@ -76,9 +80,11 @@ def fetch_cells(
     plan: ProbePlan,
     deadline: float,
     check: BulkCheck,
+    channel: Channel,
 ) -> tuple[RawBulk, ...]:
     """One cell per chunk size of ``plan`` (``plan.reads_for(chunk)`` chunks), as
-    tcp_fetch: a profile fixes the depth, so ``plan.depths`` is not iterated."""
+    tcp_fetch: a profile fixes the depth, so ``plan.depths`` is not iterated. ``channel``:
+    the session's control channel, watched between chunks (``read_chunks``)."""
     chunks = tuple(plan.chunks_bytes) if plan.bulk else ()
 
     def cell(chunk: int) -> Callable[[], RawBulk]:
@@ -86,7 +92,10 @@ def fetch_cells(
             size, count = prof.slices(chunk)
             landing = ep.buf + ep.bulk_offset
             check.clear(landing, size, count, sliced=True)
-            out = read_chunks(ep, peer, prof, chunk, plan.reads_for(chunk), deadline)
+            out = read_chunks(
+                ep, peer, prof, chunk, plan.reads_for(chunk), deadline,
+                watch=channel.sock, notice=lambda: responder_stopped(channel),
+            )  # fmt: skip
             what = "fetched slices checked"
             if (problem := check.problem(landing, size, count, sliced=True, what=what)) is not None:
                 log.warning("rdma fetch from %s: %s", check.peer, problem)
@@ -114,9 +123,22 @@ def details(prof: FetchProfile, plan: ProbePlan, ep: Endpoint) -> dict[str, Any]
 
 
 def read_chunks(
-    ep: Endpoint, peer: ConnInfo, prof: FetchProfile, chunk: int, chunks: int, deadline: float
+    ep: Endpoint,
+    peer: ConnInfo,
+    prof: FetchProfile,
+    chunk: int,
+    chunks: int,
+    deadline: float,
+    *,
+    watch: socket.socket | None = None,
+    notice: Callable[[], str | None] = lambda: None,
 ) -> RawBulk:
-    """``chunks`` chunks of ``chunk`` bytes; one completion per chunk (ns)."""
+    """``chunks`` chunks of ``chunk`` bytes; one completion per chunk (ns).
+
+    The responder says nothing while its area is read, so ``watch`` (its control channel)
+    turning readable means it stopped (``notice`` reads why), closed, or that the
+    coordinator left (CoordinatorWatch shuts the channel down): checked between chunks,
+    outside the timed span, the fetch stops there instead of at its deadline."""
     qps = ep.all_qps
     sh = Shape.of(prof, chunk, len(qps), ep.rd_atomic)
     size, fetched = sh.slice_bytes, sh.slice_bytes * sh.slices
@@ -181,7 +203,12 @@ def read_chunks(
                     posted[q] += 1
             if not left:
                 completion[j] = now - t0
-        if time.monotonic() > deadline and j + 1 < chunks:
+        if j + 1 == chunks:
+            break
+        if time.monotonic() > deadline:
             raise ProbeError(f"rdma fetch ({prof.name}) timed out after {j + 1} of {chunks} chunks")
+        if watch is not None and select.select([watch], [], [], 0)[0]:
+            why = notice() or "the responder closed the control channel"
+            raise ProbeError(f"rdma fetch ({prof.name}): {why} (after {j + 1} of {chunks} chunks)")
     depth = _depth(prof, chunk, len(qps))
     return RawBulk(chunk, depth, completion_ns=completion, elapsed_ns=clock() - start)

@@ -131,8 +131,9 @@ def say_stopped(channel: Channel, err: Exception) -> None:
 
 
 def responder_stopped(channel: Channel) -> str | None:
-    """What the responder said when its control channel turned readable mid-ping-pong:
-    its reason for stopping, or None when the channel closed (its agent is gone)."""
+    """What the responder said when its control channel turned readable mid-measurement
+    (the ping-pong, or a fetch profile's READs): its reason for stopping, or None when the
+    channel closed (its agent is gone)."""
     try:
         channel.set_timeout(1.0)
         msg = channel.recv()
@@ -143,4 +144,4 @@ def responder_stopped(channel: Channel) -> str | None:
         return f"the responder stopped early: {reason[:STOPPED_TEXT_CHARS]}"
     if msg.kind == "error":
         return f"the responder stopped early: {peer_error(msg.body, channel.peer).message}"
-    return f"the responder sent {msg.kind[:40]!r} during the ping-pong"
+    return f"the responder sent {msg.kind[:40]!r} while it was measured"

@@ -176,7 +176,7 @@ class RdmaTransport(Transport):
             if prof is None:
                 cells_out = bulk.read_cells(ep, peer, cells, deadline, check)
             else:  # a fetch profile's slices (fetch.py), one cell per chunk size
-                cells_out = fetch.fetch_cells(ep, peer, prof, plan, deadline, check)
+                cells_out = fetch.fetch_cells(ep, peer, prof, plan, deadline, check, channel)
                 loop["fetch"] = fetch.details(prof, plan, ep)
             rounds = self._close(channel, deadline)
             closed = True

@@ -7,6 +7,7 @@ ranks over RDMA. Real verbs: tests/env/test_rxe_guest.py (Soft-RoCE)."""
 from __future__ import annotations
 
 import ctypes
+import socket
 import threading
 import time
 from collections.abc import Iterator, Mapping
@@ -16,13 +17,19 @@ import pytest
 from rdma_fakeverbs import Fabric, module
 
 from netqual.agent.wire.protocol import connect
-from netqual.errors import ProbeError
+from netqual.errors import NetqualError, ProbeError
 from netqual.fanin_model import FaninConfig
 from netqual.fetchprofile import FetchProfile, profile
 from netqual.models import KIB, Node, ProbePlan, RawBulk, Role
-from netqual.transports import TransportKind, TransportOptions
+from netqual.transports import TransportKind, TransportOptions, integrity
 from netqual.transports.interface import AgentLimits
-from netqual.transports.rdma import RdmaOptions, RdmaTransport, devices, fetch, verbs
+from netqual.transports.rdma import (
+    RdmaOptions,
+    RdmaTransport,
+    devices,
+    fetch,
+    verbs,
+)
 from netqual.transports.rdma import tags as rdma_tags
 from netqual.transports.rdma.endpoint import Endpoint
 
@@ -104,6 +111,30 @@ def test_the_deadline_ends_a_fetch() -> None:
         fetch.read_chunks(a, b.conninfo(), MOONCAKE, 256 * KIB, 1000, time.monotonic() - 1)
 
 
+@pytest.mark.parametrize(
+    ("said", "reason"),
+    [
+        (None, "the responder closed the control channel"),
+        ("the responder stopped early: x", "the responder stopped early: x"),
+    ],
+)
+def test_a_control_channel_that_turns_readable_ends_the_fetch(
+    said: str | None, reason: str
+) -> None:
+    """The responder says nothing while its area is read: its channel turning readable
+    means it stopped, closed, or that the coordinator left (CoordinatorWatch shuts the
+    channel down). The fetch stops after the chunk in progress, not at its deadline."""
+    a, b = _pair(Fabric(), qps=2, bulk_bytes=256 * KIB)
+    mine, theirs = socket.socketpair()
+    theirs.close()
+    with mine, pytest.raises(ProbeError) as caught:
+        fetch.read_chunks(
+            a, b.conninfo(), MOONCAKE, 256 * KIB, 100_000, time.monotonic() + 60,
+            watch=mine, notice=lambda: said,
+        )  # fmt: skip
+    assert str(caught.value) == f"rdma fetch (mooncake): {reason} (after 1 of 100000 chunks)"
+
+
 def _plan(name: str, chunk: int, chunks: int) -> ProbePlan:
     """What the fan-in sweep asks of a rank (run/fanin.py plan_for)."""
     return ProbePlan(
@@ -146,6 +177,44 @@ def test_plain_profile_is_one_whole_chunk_read_at_a_time(fake_agent: int, fabric
     assert (cell.chunk_bytes, cell.depth, len(cell.completion_ns)) == (100_000, 1, 7)
     assert details["fetch"]["connections_used"] == [1]
     assert list(fabric.reads_by_qp.values()) == [7] and fabric.max_sq_seen <= 1 + 16
+
+
+def test_a_coordinator_that_leaves_ends_a_fetch_from_a_stalled_responder(
+    fake_agent: int, fabric: Fabric, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A stalled responder (SIGSTOP: its NIC still answers READs, its process reads
+    nothing) and a coordinator that leaves mid-fetch, which CoordinatorWatch turns into a
+    shutdown of the probe's control channel: the fetch watches that channel between
+    chunks and ends, instead of reading a million 8 KiB chunks for a run that is gone."""
+    resumed = threading.Event()
+    answer_end = integrity.answer_end
+
+    def stall(*args: Any) -> None:  # the responder answers the ping-pong's end, then stops
+        answer_end(*args)
+        resumed.wait(30)
+
+    monkeypatch.setattr(integrity, "answer_end", stall)
+    ch, _hello = connect("127.0.0.1", fake_agent, None, peer="fakeB")
+    left: list[float] = []
+
+    def leave() -> None:  # once the fetch's READs have begun
+        end = time.monotonic() + 30
+        while sum(fabric.reads_by_qp.values()) < 100 and time.monotonic() < end:
+            time.sleep(0.01)
+        left.append(time.monotonic())
+        ch.sock.shutdown(socket.SHUT_RDWR)
+
+    coordinator = threading.Thread(target=leave, daemon=True)
+    coordinator.start()
+    try:
+        with ch, pytest.raises((NetqualError, OSError)):
+            plan = _plan("nixl", 8 * KIB, 1_000_000)
+            RdmaTransport(node_name="fakeA").initiate(ch, plan, time.monotonic() + 120, "x")
+        assert left and time.monotonic() - left[0] < 3.0
+        assert sum(fabric.reads_by_qp.values()) < 500_000
+    finally:
+        resumed.set()
+        coordinator.join(5)
 
 
 @pytest.mark.parametrize(("spoiled", "bad"), [("all", 4), ("third slice", 1)])

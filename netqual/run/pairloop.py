@@ -10,12 +10,13 @@ from collections.abc import Iterator
 from netqual.agent.wire.sessions import Sessions
 from netqual.errors import NoAgentsError
 from netqual.models import NotMeasured, PathResult, PreflightReport
-from netqual.planning import phases, schedule
 from netqual.planning import rails as rails_mod
+from netqual.planning import schedule
 from netqual.planning.budget import BulkBudget
 from netqual.planning.schedule import Pair
 from netqual.progress import RunObserver, Stage
 from netqual.results import journal
+from netqual.run import phaserun
 from netqual.run.agentcheck import RESUME_IDLE_WAIT_S, check_agents
 from netqual.run.config import RunConfig
 from netqual.run.pairprobe import CONFIGURATION, combine_phases, failed_path, measure_pair, now_iso
@@ -102,14 +103,14 @@ def measure_pairs(
             rec.finished(combine_phases(p, dataclasses.replace(p, error=reason), cfg))
     sessions = Sessions(cfg.token)  # one open session per agent, reused (agent.wire.sessions)
     try:
-        phases.execute(
+        phaserun.execute(
             live_rounds(),
-            phases.Totals(pairing.round_count, pairing.pair_count, len(prior.done), pending),
+            phaserun.Totals(pairing.round_count, pairing.pair_count, len(prior.done), pending),
             cfg.schedule,
             budget,
             bulk=cfg.plan.bulk,
             parallel=cfg.parallel,
-            work=phases.Work(
+            work=phaserun.Work(
                 measure=lambda a, b, phase: measure_pair(a, b, cfg, phase, silent, sessions),
                 combine=lambda pp, bk: combine_phases(pp, bk, cfg),
                 emit=rec.finished,

@@ -20,9 +20,9 @@ from netqual.analysis.policy import judge
 from netqual.analysis.stats import bulk_stats, rtt_stats
 from netqual.errors import ErrorCode, NetqualError, PeerError
 from netqual.models import Node, NotMeasured, PathResult, ProbePlan
-from netqual.planning import phases
 from netqual.planning.phases import Phase
 from netqual.run.config import RunConfig
+from netqual.run.phaserun import merged_details
 from netqual.workload.judge import judged
 
 
@@ -122,7 +122,7 @@ def nic_fields(src: Node, dst: Node) -> dict[str, Any]:
 
 def combine_phases(pingpong: PathResult, bulk: PathResult, cfg: RunConfig) -> PathResult:
     """One path from its ping-pong request and its bulk-only request (judged on both)."""
-    details = phases.merged_details(pingpong, bulk)
+    details = merged_details(pingpong, bulk)
     duration = (pingpong.duration_s or 0.0) + (bulk.duration_s or 0.0)
     if is_configuration(bulk):
         return dataclasses.replace(bulk, error=f"bulk phase: {bulk.error}")

@@ -10,9 +10,9 @@ from netqual.fanin_model import FaninResult
 from netqual.hostpath import HostAudit
 from netqual.models import NotMeasured, PathResult
 from netqual.multirail_model import MultiRail
-from netqual.planning import phases
 from netqual.results import journal
 from netqual.run.pairprobe import is_configuration, not_measured
+from netqual.run.phaserun import Tally
 
 
 @dataclass
@@ -52,7 +52,7 @@ class Spent:
     """What the phases took (``run.schedule.actual``), kept as they end."""
 
     preflight_s: float = 0.0
-    tally: phases.Tally = field(default_factory=phases.Tally)
+    tally: Tally = field(default_factory=Tally)
     interference_s: float = 0.0
     busy: dict[str, int] = field(default_factory=dict)  # --resume: probes agents still ran
     fanin: tuple[FaninResult, ...] = ()

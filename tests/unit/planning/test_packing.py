@@ -4,31 +4,23 @@ from __future__ import annotations
 
 import itertools
 from collections import Counter
-from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from netqual.errors import InventoryError, UsageError
-from netqual.models import KIB, Node, PathResult, ProbePlan, Verdict
+from netqual.models import KIB, Node, ProbePlan
 from netqual.planning.fabric import Fabric, Uplink
 from netqual.planning.inventory import load_inventory
 from netqual.planning.packing import Coverage, select
 from netqual.planning.phases import (
-    Phase,
     ScheduleConfig,
     Timing,
-    Totals,
-    Work,
     bulk_waves,
-    execute,
-    layout,
-    merged_details,
     resolve,
     resources,
 )
 from netqual.planning.schedule import Pair, full_mesh
-from netqual.progress import NullObserver
 
 
 def racked(n: int, racks: int) -> list[Node]:
@@ -151,35 +143,6 @@ def test_bad_coverage_names_the_option(text: str) -> None:
 def test_coverage_needs_the_aligned_schedule() -> None:
     with pytest.raises(UsageError, match="aligned"):
         ScheduleConfig(Timing.PER_ROUND, bulk_pairs=Coverage("per-node", 1))
-
-
-def test_pairs_without_bulk_are_emitted_from_pingpong_and_say_why() -> None:
-    nodes = racked(8, 2)
-    measured: list[tuple[str, str]] = []
-
-    def measure(a: Node, b: Node, phase: Phase) -> PathResult:
-        measured.append((phase.value, f"{a.name}-{b.name}"))
-        return PathResult(a.name, b.name, "tcp", Verdict.SAFE, ("fake",))
-
-    def combine(pp: PathResult, bk: PathResult) -> PathResult:
-        return replace(pp, reasons=("combined",), details=merged_details(pp, bk))
-
-    emitted: list[PathResult] = []
-    cfg = ScheduleConfig(bulk_pairs=Coverage("per-node", 1))
-    budget = resolve(cfg, ProbePlan(), nodes)
-    work = Work(measure, combine, emitted.append, lambda p: None, NullObserver())
-    tally = execute(
-        full_mesh(nodes).rounds(), Totals(7, 28), cfg, budget, bulk=True, parallel=None,
-        work=work,
-    )  # fmt: skip
-    bulk = [p for p in emitted if p.reasons == ("combined",)]
-    skipped = [p for p in emitted if "bulk_pairs" in p.details]
-    assert len(emitted) == 28 and len(bulk) + len(skipped) == 28
-    assert {p.details["bulk_pairs"] for p in skipped} == {"not selected (per-node:1)"}
-    assert sum(1 for phase, _ in measured if phase == "bulk") == len(bulk) == tally.bulk_pairs
-    assert tally.bulk_not_selected == len(skipped) and tally.pingpong_rounds == 7
-    assert layout(cfg, budget, bulk=True)["bulk_pairs"] == "per-node:1"
-    assert layout(cfg, budget, bulk=True)["fabric"]["assumption"].startswith("non-blocking")
 
 
 def _inventory(tmp_path: Path, extra: str) -> Path:

@@ -1,33 +1,26 @@
-"""The phase scheduler: bulk budgets, incast waves, phase order (fakes, no sockets)."""
+"""The phase layout: bulk budgets, incast waves, schedule options (no sockets). Running
+the phases: tests/unit/run/test_phaserun.py."""
 
 from __future__ import annotations
 
 import itertools
-import threading
-from dataclasses import replace
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from netqual.errors import UsageError
-from netqual.models import KIB, MIB, Node, PathResult, ProbePlan, Role, Verdict
+from netqual.models import KIB, MIB, Node, ProbePlan, Role
 from netqual.planning.budget import BulkBudget, default_cap, stream_gbps
 from netqual.planning.phases import (
-    Phase,
     ScheduleConfig,
     Timing,
-    Totals,
-    Work,
     bulk_waves,
-    execute,
     layout,
-    merged_details,
     resolve,
     resources,
 )
-from netqual.planning.schedule import Pair, bipartite_pairs, circle_rounds
-from netqual.progress import Stage
+from netqual.planning.schedule import Pair, bipartite_pairs
 
 
 def node(
@@ -127,87 +120,6 @@ def test_bad_schedule_options_name_the_option(kwargs: dict[str, object], option:
     with pytest.raises(UsageError) as err:
         ScheduleConfig(**kwargs)  # type: ignore[arg-type]
     assert err.value.field == option
-
-
-class FakeProbes:
-    """Records (phase, event, pair) in order; a pair's 'measurement' is instant."""
-
-    def __init__(self) -> None:
-        self.events: list[tuple[str, str, str]] = []
-        self.lock = threading.Lock()
-        self.emitted: list[PathResult] = []
-        self.pingponged: list[PathResult] = []
-        self.progress: list[tuple[str, ...]] = []  # what the observer was told, in order
-
-    def phase(self, stage: Stage, steps: int, items: int, done_before: int = 0) -> None:
-        self.progress.append(("phase", stage.value, str(steps), str(items), str(done_before)))
-
-    def step(self) -> None:
-        self.progress.append(("step",))
-
-    def item(self, path: PathResult | None = None) -> None:
-        self.progress.append(("item",))
-
-    def measure(self, a: Node, b: Node, phase: Phase) -> PathResult:
-        with self.lock:
-            self.events.append((phase.value, "start", f"{a.name}-{b.name}"))
-        path = PathResult(a.name, b.name, "tcp", Verdict.SAFE, ("fake",))
-        with self.lock:
-            self.events.append((phase.value, "end", f"{a.name}-{b.name}"))
-        return path
-
-    def combine(self, pp: PathResult, bk: PathResult) -> PathResult:
-        assert pp.key == bk.key
-        return replace(pp, reasons=("combined",), details=merged_details(pp, bk))
-
-
-def _run(schedule: Timing, bulk: bool = True) -> FakeProbes:
-    fake = FakeProbes()
-    rounds = circle_rounds(_racked(6, 2))
-    cfg = ScheduleConfig(schedule)
-    work = Work(fake.measure, fake.combine, fake.emitted.append, fake.pingponged.append, fake)
-    execute(rounds, Totals(len(rounds), 15), cfg, budget(1, 1), bulk=bulk, parallel=None, work=work)
-    return fake
-
-
-def test_aligned_runs_every_pingpong_before_any_bulk() -> None:
-    fake = _run(Timing.ALIGNED)
-    phases = [p for p, _, _ in fake.events]
-    last_pp = max(i for i, p in enumerate(phases) if p == "pingpong")
-    first_bulk = min(i for i, p in enumerate(phases) if p == "bulk")
-    assert last_pp < first_bulk
-    assert len(fake.emitted) == 15 and {p.reasons for p in fake.emitted} == {("combined",)}
-    for p in fake.emitted:
-        windows = p.details["phase_windows_s"]
-        assert isinstance(windows, dict) and set(windows) == {"pingpong", "bulk"}
-
-
-def test_aligned_records_each_pingpong_and_reports_both_phases() -> None:
-    fake = _run(Timing.ALIGNED)
-    assert len(fake.pingponged) == 15  # each on record before any bulk read
-    stages = [e for e in fake.progress if e[0] == "phase"]
-    waves = sum(1 for e in fake.progress[fake.progress.index(stages[1]) :] if e == ("step",))
-    assert stages[0] == ("phase", "ping-pong", "5", "15", "0")
-    assert stages[1][:2] == ("phase", "bulk") and stages[1][2] == str(waves) and waves >= 1
-    pingpong = fake.progress[: fake.progress.index(stages[1])]
-    assert pingpong.count(("item",)) == 15 and pingpong.count(("step",)) == 5
-    assert fake.progress.count(("item",)) == 30
-
-
-def test_per_round_barrier_never_overlaps_pingpong_and_bulk() -> None:
-    fake = _run(Timing.PER_ROUND)
-    active: dict[str, int] = {"pingpong": 0, "bulk": 0}
-    for phase, event, _ in fake.events:
-        active[phase] += 1 if event == "start" else -1
-        assert not (active["pingpong"] and active["bulk"]), fake.events
-    phases = [p for p, e, _ in fake.events if e == "start"]
-    assert phases.index("bulk") < len(phases) - phases[::-1].index("pingpong")  # interleaved
-    assert len(fake.emitted) == 15
-
-
-def test_unaligned_and_no_bulk_use_one_request_per_pair() -> None:
-    assert {p for p, _, _ in _run(Timing.UNALIGNED).events} == {"probe"}
-    assert {p for p, _, _ in _run(Timing.ALIGNED, bulk=False).events} == {"pingpong"}
 
 
 def test_describe_records_phases_and_caps() -> None:

@@ -1,0 +1,276 @@
+"""Running a run's probes in the phases ``netqual.planning.phases`` lays out: groups of
+pairs measured at once, each result stamped with its phase window and recorded the moment
+it exists, ping-pong before bulk (aligned), per round, or one request per pair
+(unaligned); and what the phases took (``Tally``, ``run.schedule.actual``).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from dataclasses import dataclass, replace
+from typing import Any
+
+from netqual import counter_evidence
+from netqual.models import Node, PathResult
+from netqual.planning import packing
+from netqual.planning.budget import BulkBudget
+from netqual.planning.packing import Coverage
+from netqual.planning.phases import Phase, ScheduleConfig, Timing, bulk_waves, host_batches
+from netqual.planning.schedule import Pair
+from netqual.progress import RunObserver, Stage
+
+Measure = Callable[[Node, Node, Phase], PathResult]
+Combine = Callable[[PathResult, PathResult], PathResult]
+Emit = Callable[[PathResult], None]
+Each = Callable[[Pair, PathResult], None]
+
+
+@dataclass(frozen=True)
+class Work:
+    """How execute measures, and where each result goes the moment it exists."""
+
+    measure: Measure
+    combine: Combine
+    emit: Emit  # a finished pair (every phase), or one that failed
+    emit_pingpong: Emit  # ping-pong finished; the pair's bulk phase follows
+    observer: RunObserver
+
+
+@dataclass(frozen=True)
+class Totals:
+    """The run's size, for progress: rounds planned, pairs planned and those a resumed run
+    already has (finished, or with ping-pong only: ``pending``, whose bulk phase is due)."""
+
+    rounds: int
+    pairs: int
+    finished: int = 0
+    pending: Sequence[tuple[Pair, PathResult]] = ()
+
+
+@dataclass
+class _Runner:
+    """Runs groups of pairs concurrently and stamps each result with its phase window."""
+
+    measure: Measure
+    t0: float
+
+    def group(
+        self,
+        pairs: Sequence[Pair],
+        phase: Phase,
+        each: Each,
+        extra: dict[str, Any] | None = None,
+    ) -> None:
+        """Measure ``pairs`` at once; ``each`` gets every result as it finishes (in this
+        thread), so it is on disk before its slower neighbours end."""
+
+        def one(pair: Pair) -> PathResult:
+            start = time.monotonic() - self.t0
+            path = self.measure(pair[0], pair[1], phase)
+            window = [round(start, 6), round(time.monotonic() - self.t0, 6)]
+            return _stamp(path, {phase.value: window}, extra or {})
+
+        if len(pairs) == 1:
+            each(pairs[0], one(pairs[0]))
+            return
+        pool = ThreadPoolExecutor(max_workers=len(pairs))
+        try:
+            futures = {pool.submit(one, pair): pair for pair in pairs}
+            for done in as_completed(futures):
+                each(futures[done], done.result())
+        except BaseException:
+            # On an interrupt, probes still on the wire are abandoned, not waited for: what
+            # finished is recorded, and the command exits without joining their threads.
+            pool.shutdown(wait=False, cancel_futures=True)
+            raise
+        pool.shutdown(wait=True)  # every probe is done: its threads end before the next group
+
+
+def _windows(path: PathResult) -> dict[str, Any]:
+    raw = path.details.get("phase_windows_s")
+    return dict(raw) if isinstance(raw, Mapping) else {}
+
+
+def _stamp(path: PathResult, window: dict[str, Any], extra: dict[str, Any]) -> PathResult:
+    details = dict(path.details)
+    details["phase_windows_s"] = {**_windows(path), **window}
+    details.update(extra)
+    return replace(path, details=details)
+
+
+def merged_details(pingpong: PathResult, bulk: PathResult) -> dict[str, Any]:
+    """Details of a path measured in two requests: the ping-pong request's, plus both
+    phase windows and the bulk wave's labels."""
+    details = {**dict(bulk.details), **dict(pingpong.details)}
+    details["phase_windows_s"] = {**_windows(bulk), **_windows(pingpong)}
+    for label in ("bulk_wave_pairs", "incast_readers"):
+        if label in bulk.details:
+            details[label] = bulk.details[label]
+    a, b = pingpong.details.get("counters"), bulk.details.get("counters")
+    if isinstance(a, Mapping) and isinstance(b, Mapping):  # both phases' windows as one
+        details["counters"] = counter_evidence.merge(a, b)
+        details["carried_by"] = counter_evidence.carried_by(
+            details, pingpong.transport, pingpong.src_nic, pingpong.dst_nic
+        )
+    return details
+
+
+@dataclass
+class Tally:
+    """What the phases of a run took (``run.schedule.actual``): seconds and counts."""
+
+    pingpong_s: float = 0.0
+    bulk_s: float = 0.0
+    pingpong_rounds: int = 0
+    bulk_waves: int = 0
+    bulk_pairs: int = 0
+    bulk_not_selected: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "pingpong_s": round(self.pingpong_s, 3),
+            "bulk_s": round(self.bulk_s, 3),
+            "pingpong_rounds": self.pingpong_rounds,
+            "bulk_waves": self.bulk_waves,
+            "bulk_pairs": self.bulk_pairs,
+            "bulk_not_selected": self.bulk_not_selected,
+        }
+
+
+def execute(
+    rounds: Iterable[Sequence[Pair]],
+    totals: Totals,
+    cfg: ScheduleConfig,
+    budget: BulkBudget,
+    *,
+    bulk: bool,
+    parallel: int | None,
+    work: Work,
+    tally: Tally | None = None,
+) -> Tally:
+    """Measure every pair of ``rounds`` in the configured schedule, and the bulk phase of
+    ``totals.pending``. Each ping-pong goes to ``work.emit_pingpong`` as it finishes, each
+    finished pair to ``work.emit``; a round of ``rounds`` is consumed only when it starts.
+    ``tally`` (filled as phases end, so an interrupted run keeps what finished) is
+    returned."""
+    runner = _Runner(work.measure, time.monotonic())
+    tally = tally if tally is not None else Tally()
+    obs = work.observer
+    if cfg.schedule is Timing.UNALIGNED or not bulk:
+        phase = Phase.PROBE if bulk else Phase.PINGPONG
+        stage = Stage.PROBE if bulk else Stage.PINGPONG
+        obs.phase(stage, totals.rounds, totals.pairs, totals.finished)
+
+        def finished(pair: Pair, path: PathResult) -> None:
+            work.emit(path)
+            obs.item(path)
+
+        t0 = time.monotonic()
+        for pairs in rounds:
+            tally.pingpong_rounds += 1
+            for batch in host_batches(pairs, parallel):
+                runner.group(batch, phase, finished)
+            obs.step()
+        tally.pingpong_s = time.monotonic() - t0
+        return tally
+    if cfg.schedule is Timing.PER_ROUND:
+        obs.phase(Stage.PROBE, totals.rounds, totals.pairs, totals.finished)
+        if totals.pending:
+            _bulk_phase(runner, list(totals.pending), budget, cfg.bulk_pairs, work, tally)
+        for pairs in rounds:
+            measured = _pingpong_phase(runner, [pairs], parallel, work, tally, count=False)
+            _bulk_phase(runner, measured, budget, cfg.bulk_pairs, work, tally)
+            obs.step()
+        return tally
+    obs.phase(Stage.PINGPONG, totals.rounds, totals.pairs, totals.finished + len(totals.pending))
+    measured = _pingpong_phase(runner, rounds, parallel, work, tally, count=True)
+    measured = [*totals.pending, *measured]
+    _bulk_phase(runner, measured, budget, cfg.bulk_pairs, work, tally, announce=True)
+    return tally
+
+
+def _pingpong_phase(
+    runner: _Runner,
+    rounds: Iterable[Sequence[Pair]],
+    parallel: int | None,
+    work: Work,
+    tally: Tally,
+    count: bool,
+) -> list[tuple[Pair, PathResult]]:
+    """Ping-pong of every pair, each recorded as it finishes; failed pairs are finished
+    at once (no bulk for them). ``count``: a ping-pong is an item of the observer's phase
+    (a failed one always is: that pair is finished)."""
+    done: list[tuple[Pair, PathResult]] = []
+
+    def finished(pair: Pair, path: PathResult) -> None:
+        if path.error is None:
+            work.emit_pingpong(path)
+            done.append((pair, path))
+        else:
+            work.emit(path)
+        if count or path.error is not None:
+            work.observer.item(path)
+
+    t0 = time.monotonic()
+    try:
+        for pairs in rounds:
+            tally.pingpong_rounds += 1
+            for batch in host_batches(pairs, parallel):
+                runner.group(batch, Phase.PINGPONG, finished)
+            if count:
+                work.observer.step()
+    finally:
+        tally.pingpong_s += time.monotonic() - t0
+    return done
+
+
+def _bulk_phase(
+    runner: _Runner,
+    measured: list[tuple[Pair, PathResult]],
+    budget: BulkBudget,
+    coverage: Coverage,
+    work: Work,
+    tally: Tally,
+    announce: bool = False,
+) -> None:
+    """Bulk reads of the pairs ``coverage`` selects, in waves under the budget; the others
+    are finished with their ping-pong alone. ``announce``: this is a phase of its own."""
+    t0 = time.monotonic()
+    chosen = packing.select([pair for pair, _ in measured], coverage)
+    first = {}
+    skipped = []
+    for ((a, b), path), bulk in zip(measured, chosen, strict=True):
+        if bulk:
+            first[(a.name, b.name)] = path
+        else:
+            # The ping-pong result is the whole path: judged without bulk, and says why.
+            details = {**dict(path.details), "bulk_pairs": f"not selected ({coverage.label})"}
+            skipped.append(replace(path, details=details))
+    waves = bulk_waves([pair for (pair, _), c in zip(measured, chosen, strict=True) if c], budget)
+    if announce:
+        work.observer.phase(Stage.BULK, len(waves), len(measured))
+
+    def finished(pair: Pair, path: PathResult) -> None:
+        combined = work.combine(first[(pair[0].name, pair[1].name)], path)
+        work.emit(combined)
+        work.observer.item(combined)
+
+    try:
+        for path in skipped:
+            work.emit(path)
+            work.observer.item(path)
+            tally.bulk_not_selected += 1
+        for wave in waves:
+            # Labels: how many bulk pairs shared this wave; an incast wave says so explicitly.
+            extra: dict[str, Any] = {"bulk_wave_pairs": len(wave)}
+            if budget.incast is not None:
+                extra["incast_readers"] = len(wave)
+            tally.bulk_waves += 1
+            tally.bulk_pairs += len(wave)
+            runner.group(wave, Phase.BULK, finished, extra)
+            if announce:
+                work.observer.step()
+    finally:
+        tally.bulk_s += time.monotonic() - t0

@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 from agentpool import AgentPool
 from cli_helpers import netqual, run_in_process
+from factories import make_results, write_results
 from hostile import HOSTILE, assert_literal, hostile_results
 from peers import frame, serving, write_inventory
 
@@ -215,3 +216,32 @@ def test_agent_log_shows_a_peers_request_kind_literally(agents: AgentPool, token
     assert_literal(log)
     assert "\r" not in log
     assert all(re.match(r"\d{4}-\d\d-\d\d \d\d:", line) for line in log.splitlines()), log
+
+
+def test_stored_suspects_reach_the_terminal_literally(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A results file's suspects are printed as the file has them (not recomputed): a
+    hostile subject and hostile path names in the evidence are shown as text."""
+    path = tmp_path / "results.json"
+    write_results(path, make_results(16, rack_size=4, slow_nodes=["gpu03"]))
+    doc = json.loads(path.read_text())
+    worst = {"src": HOSTILE, "dst": "gpu01", "verdict": "unsafe", "value_us": 812.0, "error": None}
+    doc["suspects"] = [
+        {
+            "kind": "node",
+            "subject": HOSTILE,
+            "evidence": {
+                "metric": "p99", "bad_paths": 3, "paths": 4, "median_us": 700.0,
+                "all_paths_median_us": 60.0, "worst": worst,
+                "counters": {"cause": "loss", "paths": 1, "example": HOSTILE},
+            },
+        }
+    ]  # fmt: skip
+    path.write_text(json.dumps(doc))
+    r = run_in_process(["report", str(path)], tmp_path, monkeypatch, capsys)
+    assert r.returncode == 0, r.stderr
+    assert_literal(r.stdout)
+    flat = r.stdout.replace("\n", "")  # the suspect's line, wrapped at the width
+    # subject, worst path and counters, each as text
+    assert flat.count("[/x][link=https://evil.example/]click[/link]") == 3, r.stdout

@@ -92,6 +92,13 @@ def experiment(
             return doc, r.stdout, (out / "report.html").read_text()
 
 
+def storage_sent_mb(level: dict[str, Any]) -> float:
+    """MB the storage node's busiest interface sent over the level (its agent's own
+    counter window, ``storage_counters``); 0 without one."""
+    ifs = (level.get("storage_counters") or {}).get("interfaces") or {}
+    return max((c.get("tx_bytes", 0) for c in ifs.values()), default=0) / 1e6
+
+
 def summary(doc: dict[str, Any]) -> list[str]:
     lines = []
     for st in doc["fanin"]:
@@ -103,7 +110,7 @@ def summary(doc: dict[str, Any]) -> list[str]:
                 f"{c['p99']:.0f} us (x{c['p99'] / base:.2f}) n={c['samples']}  "
                 f"{lv['goodput_gbps_per_reader']:.3f} Gb/s per reader, "
                 f"{lv['aggregate_gbps']:.3f} aggregate, storage retransmitted "
-                f"{lv.get('storage_tcp_retrans')}"
+                f"{lv.get('storage_tcp_retrans')}, its NIC sent {storage_sent_mb(lv):.1f} MB"
             )
         lines.append(f"{st['storage']}: knee {st['knee']}  {st['verdict']}")
     return lines

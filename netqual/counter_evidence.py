@@ -189,17 +189,9 @@ def cause(details: Mapping[str, Any], src: str, dst: str) -> Cause | None:
         window = _map(counters.get(end))
         if window.get("shared") is True:
             continue  # another probe moved these host counters too
-        for port, c in _map(window.get("rdma")).items():
-            for k in LOSS_RDMA:
-                if n := _int(_map(c).get(k)):
-                    rdma_loss.append(f"{k} {n:,} on {node} {port}")
-            for k in CONGESTION_RDMA:
-                if n := _int(_map(c).get(k)):
-                    congestion.append((node, f"{k} {n:,} on {node} {port}"))
-        for nic, c in _map(window.get("interfaces")).items():
-            for k, v in _map(c).items():
-                if any(w in str(k).lower() for w in PAUSE_WORDS) and (n := _int(v)):
-                    congestion.append((node, f"{k} {n:,} on {node} {nic}"))
+        loss, paused = window_findings(window, node)
+        rdma_loss += loss
+        congestion += [(node, text) for text in paused]
     if retrans or rdma_loss:
         words = [f"{retrans:,} TCP retransmissions"] if retrans else []
         return Cause("loss", None, ", ".join(words + rdma_loss[:3]))
@@ -211,6 +203,26 @@ def cause(details: Mapping[str, Any], src: str, dst: str) -> Cause | None:
     if isinstance(problem, str):
         return Cause("routing", None, problem)
     return None
+
+
+def window_findings(window: Mapping[str, Any], node: str) -> tuple[list[str], list[str]]:
+    """(loss, congestion) one side's window counted, in words such as ``"out_of_sequence 3
+    on st1 mlx5_0/1"``: RDMA sequence errors and ACK timeouts; pause/PFC frames, CNPs and
+    ECN marks. The path causes above and the fan-in sweep's storage counters read them."""
+    loss: list[str] = []
+    congestion: list[str] = []
+    for port, c in _map(window.get("rdma")).items():
+        for k in LOSS_RDMA:
+            if n := _int(_map(c).get(k)):
+                loss.append(f"{k} {n:,} on {node} {port}")
+        for k in CONGESTION_RDMA:
+            if n := _int(_map(c).get(k)):
+                congestion.append(f"{k} {n:,} on {node} {port}")
+    for nic, c in _map(window.get("interfaces")).items():
+        for k, v in _map(c).items():
+            if any(w in str(k).lower() for w in PAUSE_WORDS) and (n := _int(v)):
+                congestion.append(f"{k} {n:,} on {node} {nic}")
+    return loss, congestion
 
 
 def path_causes(results: Results) -> list[tuple[int, Cause]]:

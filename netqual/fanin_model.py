@@ -4,7 +4,9 @@ from one storage node at once, for every k. Records only; the sweep is
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from netqual.fetchprofile import PLAIN
 
@@ -46,6 +48,10 @@ class FaninLevel:
     # TCP retransmissions of the storage node's side of every rank's (first) connection
     # over the level (details.counters.dst.tcp_retrans, summed); None: some rank's unknown
     storage_tcp_retrans: int | None = None
+    # The storage agent's host counters over the whole level, one window (not per rank):
+    # {interfaces (bytes, drops, pause/PFC), rdma (port and hw counters), rdma_ports_read,
+    # shared}, as one side of a path's details.counters; None: its agent did not count
+    storage_counters: Mapping[str, Any] | None = None
 
 
 @dataclass(frozen=True)

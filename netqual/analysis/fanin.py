@@ -12,16 +12,18 @@ storage node, and the TTFT projection of a workload at each level.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
 from netqual.analysis.stats import needed_samples
+from netqual.counter_evidence import window_findings
 from netqual.fanin_model import ChunkStats, FaninLevel, FaninResult
 from netqual.models import Node, RawBulk
-from netqual.units import format_duration_us
+from netqual.units import format_bytes, format_duration_us
 from netqual.workload.model import Workload
 
 _QUANTILES = (("p50", 0.5), ("p99", 0.99), ("p999", 0.999))
@@ -142,6 +144,8 @@ def judge(
                 f"; {storage} retransmitted {at.storage_tcp_retrans:,} TCP segments at {k} "
                 "readers: loss behind the tail"
             )
+        if found := storage_findings(storage, at):
+            verdict += f"; {storage}'s counters at {k} readers: {', '.join(found[:3])}"
     few = sorted(
         {lv.readers for lv in measured if "p99" in (lv.chunk.untrusted if lv.chunk else ())}
     )
@@ -149,6 +153,57 @@ def judge(
         at_levels = ", ".join(map(str, few))
         verdict += f"; preliminary: p99 from fewer than 1,000 chunks at {at_levels} readers"
     return FaninResult(storage, profile, chunk_bytes, factor, tuple(levels), k, safe, verdict)
+
+
+_DROPS = ("rx_dropped", "tx_dropped", "rx_errors", "tx_errors")
+
+
+def storage_findings(storage: str, lv: FaninLevel) -> tuple[str, ...]:
+    """What the storage node's own counters counted over the level that points at loss or
+    congestion, in words: RDMA sequence errors and ACK timeouts, then pause/PFC frames,
+    CNPs and ECN marks (the rules of a path's counters, ``window_findings``), then
+    interface drops and errors. () when none moved, or nothing was counted."""
+    w = lv.storage_counters
+    if not w:
+        return ()
+    loss, congestion = window_findings(w, storage)
+    drops = [
+        f"{k} {n:,} on {storage} {nic}"
+        for nic, c in _entries(w, "interfaces")
+        for k in _DROPS
+        if (n := _count(c.get(k)))
+    ]
+    return (*loss, *congestion, *drops)
+
+
+def storage_sent(lv: FaninLevel) -> str | None:
+    """The storage node's interface or RDMA port that sent the most over the level, as
+    ``"eth0 sent 1.25 GiB"``; None when nothing was counted. (RDMA port data counters
+    count 4-byte words; rxe has packet counts only, named as such.)"""
+    w = lv.storage_counters
+    if not w:
+        return None
+    sent: list[tuple[int, str]] = []
+    for nic, c in _entries(w, "interfaces"):
+        if n := _count(c.get("tx_bytes")):
+            sent.append((n, f"{nic} sent {format_bytes(n)}"))
+    for port, c in _entries(w, "rdma"):
+        if n := _count(c.get("port_xmit_data")):
+            sent.append((4 * n, f"{port} sent {format_bytes(4 * n)}"))
+        elif n := _count(c.get("sent_pkts")):
+            sent.append((0, f"{port} sent {n:,} packets"))
+    return max(sent)[1] if sent else None
+
+
+def _entries(window: Mapping[str, Any], group: str) -> list[tuple[str, Mapping[str, Any]]]:
+    entries = window.get(group)
+    if not isinstance(entries, Mapping):
+        return []
+    return [(str(k), v) for k, v in sorted(entries.items()) if isinstance(v, Mapping)]
+
+
+def _count(value: object) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
 
 
 def _readers(k: int | None) -> str:

@@ -7,7 +7,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from netqual.analysis.fanin import no_projection, pays_sentence, project
+from netqual.analysis.fanin import no_projection, pays_sentence, project, storage_findings
 from netqual.runresults import Results
 from netqual.units import format_duration_us, format_size, format_us
 
@@ -60,6 +60,7 @@ def print_fanin(console: Console, results: Results) -> None:
             notes = [s for s in (lv.skipped,) if s]
             if lv.storage_tcp_retrans:
                 notes.append(f"{lv.storage_tcp_retrans:,} retransmitted")
+            notes += storage_findings(f.storage, lv)[:2]
             if lv.shared_uplinks:
                 notes.append("shared uplink " + ", ".join(lv.shared_uplinks))
             if lv.errors:

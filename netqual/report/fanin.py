@@ -8,7 +8,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from netqual.analysis.fanin import Projection, no_projection, pays_sentence, project
+from netqual.analysis.fanin import (
+    Projection,
+    no_projection,
+    pays_sentence,
+    project,
+    storage_findings,
+    storage_sent,
+)
 from netqual.fanin_model import FaninResult
 from netqual.runresults import Results
 from netqual.units import format_duration_us, format_size
@@ -33,6 +40,9 @@ class FaninPanel:
     headline: str  # verdict, and with a workload: up to which concurrency offload pays
     detail: str
     charts: Sequence[Chart]
+    # per measured level, what the storage node's own counters saw over it: "8 readers:
+    # eth0 sent 1.25 GiB; rx_prio3_pause 40 on st1 eth0" (empty: its agent did not count)
+    counters: Sequence[str] = ()
 
 
 def _scale(levels: Sequence[int], top_value: float) -> tuple[dict[int, float], float]:
@@ -136,5 +146,18 @@ def fanin_panels(results: Results) -> tuple[FaninPanel, ...]:
                 + "."
             )
         charts = tuple(c for c in (chunk_chart(f), ttft_chart(f, proj)) if c is not None)
-        out.append(FaninPanel(f.storage, headline, detail, charts))
+        out.append(FaninPanel(f.storage, headline, detail, charts, counter_lines(f)))
+    return tuple(out)
+
+
+def counter_lines(f: FaninResult) -> tuple[str, ...]:
+    """One line per level whose storage counters were read (docs/fanin.md)."""
+    out = []
+    for lv in f.levels:
+        sent = storage_sent(lv)
+        if lv.storage_counters is None or lv.chunk is None:
+            continue
+        found = storage_findings(f.storage, lv)
+        words = [sent or "nothing sent"] + (list(found) or ["no drops, pauses or RDMA errors"])
+        out.append(f"{lv.readers} reader{'' if lv.readers == 1 else 's'}: " + "; ".join(words))
     return tuple(out)

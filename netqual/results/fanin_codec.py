@@ -47,6 +47,8 @@ def level_to_dict(lv: FaninLevel) -> dict[str, Any]:
         out["skipped"] = lv.skipped
     if lv.storage_tcp_retrans is not None:
         out["storage_tcp_retrans"] = lv.storage_tcp_retrans
+    if lv.storage_counters is not None:
+        out["storage_counters"] = dict(lv.storage_counters)
     return out
 
 
@@ -107,4 +109,15 @@ def fanin_level(d: Any) -> FaninLevel:
         storage_tcp_retrans=None
         if d.get("storage_tcp_retrans") is None
         else int(d["storage_tcp_retrans"]),
+        storage_counters=_window(d.get("storage_counters")),
     )
+
+
+def _window(value: Any) -> dict[str, Any] | None:
+    """A level's ``storage_counters``: kept as read (its readers, counter_evidence, read
+    every value defensively); anything but an object is malformed."""
+    if value is None:
+        return None
+    if not isinstance(value, dict):
+        raise TypeError(f"storage_counters must be an object, got {type(value).__name__}")
+    return value

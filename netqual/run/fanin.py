@@ -9,13 +9,16 @@ and one level at a time, so it never overlaps the pair probes or itself.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
+from netqual.agent import counters
 from netqual.agent.probe_request import SilentAgentError, request_probe
+from netqual.agent.wire.protocol import Channel, connect
 from netqual.analysis import fanin
 from netqual.errors import NetqualError
 from netqual.fanin_model import FaninConfig, FaninLevel, FaninResult
@@ -125,8 +128,12 @@ def _level(
             return f"{reader.name}: {why}"
         return cells[0]
 
-    with ThreadPoolExecutor(max_workers=len(jobs)) as pool:
-        got = list(pool.map(one, jobs))
+    window = StorageWindow(storage, ctx.token)
+    try:
+        with ThreadPoolExecutor(max_workers=len(jobs)) as pool:
+            got = list(pool.map(one, jobs))
+    finally:
+        moved = window.close()
     per_node: list[list[RawBulk]] = [[] for _ in readers]
     errors = []
     for i, g in enumerate(got):
@@ -137,7 +144,49 @@ def _level(
     lv = fanin.level(storage, readers, per_node, errors, ranks_in_step)
     known = [r for r in retrans if r is not None]
     total = sum(known) if retrans and len(known) == len(retrans) else None
-    return dataclasses.replace(lv, storage_tcp_retrans=total)
+    return dataclasses.replace(lv, storage_tcp_retrans=total, storage_counters=moved)
+
+
+class StorageWindow:
+    """The storage node's host counters around one whole level, taken by its agent: a
+    session of the coordinator's own, ``counters.begin`` before the level's requests and
+    ``counters.end`` after the last answer (the ranks' probe windows overlap one another,
+    so no rank's can say what the storage node's NIC did over the level). It costs the
+    storage agent one session for the level. ``close`` gives None when the agent does not
+    count (an older agent refuses the request) or does not answer within ``WAIT_S``."""
+
+    WAIT_S = 5.0  # a snapshot, outside the level's timing: never long
+
+    def __init__(self, storage: Node, token: bytes | None) -> None:
+        self.ch: Channel | None = None
+        try:
+            ch, _ = connect(
+                storage.control_address, storage.port, token, storage.name, self.WAIT_S,
+                expect_name=storage.identity,
+            )  # fmt: skip
+        except (NetqualError, OSError):
+            return
+        try:
+            ch.set_timeout(self.WAIT_S)
+            ch.request("counters.begin", {"tcp": False})  # no data path of its own
+            self.ch = ch
+        except (NetqualError, OSError, TimeoutError):
+            ch.close()
+
+    def close(self) -> dict[str, Any] | None:
+        """One side's window (``counters.checked_window``), or None; ends the session."""
+        if self.ch is None:
+            return None
+        with self.ch as ch:
+            try:
+                ch.set_timeout(self.WAIT_S)
+                body = ch.request("counters.end", {}, reply="counters")
+                moved = counters.checked_window(body, "counters", ch.peer)
+            except (NetqualError, OSError, TimeoutError):
+                return None
+            with contextlib.suppress(NetqualError, OSError):
+                ch.send("bye")
+        return moved
 
 
 def _storage_retrans(details: Mapping[str, Any]) -> int | None:

@@ -72,12 +72,18 @@ def test_plain_sweep_writes_every_level_with_its_samples_and_a_verdict(
         assert lv["chunk_us"]["untrusted"] == ["p99", "p999"]  # 25-75 chunks only
         assert len(lv["nodes"]) == k and not lv["errors"]
         assert lv["storage_tcp_retrans"] >= 0  # the agents count: an int, summed over ranks
+        # the storage agent's own window around the level: every chunk left through lo
+        sent = lv["storage_counters"]["interfaces"]["lo"]["tx_bytes"]
+        assert sent >= k * 25 * (128 << 10), sent
         # all bytes over the longest reader's time: at most k readers' mean goodput
         assert 0 < lv["aggregate_gbps"] <= k * lv["goodput_gbps_per_reader"] * 1.000001
     # readers alternate racks: the third reader is the first to share a rack uplink
     assert levels[2]["shared_uplinks"] == [] and levels[3]["shared_uplinks"] == ["r1 (2 readers)"]
     assert levels[1]["aggregate_gbps"] == pytest.approx(levels[1]["goodput_gbps_per_reader"])
     assert levels[8]["chunk_us"] is None and levels[8]["skipped"] == "only 3 compute nodes"
+    assert "storage_counters" not in levels[8]
+    html = (tmp_path / "run" / "report.html").read_text()
+    assert "st's own counters over each level:<ul><li>1 reader: lo sent " in html
     assert st["verdict"].startswith("safe up to ") and "preliminary" in st["verdict"]
     out = doc["_stdout"]
     assert "fan-in st (plain, 128KiB chunks): safe up to" in out

@@ -58,6 +58,11 @@ def test_knee_lands_where_capacity_over_demand_says_and_not_without_the_bottlene
     # the agents count retransmissions per level (loss at 8 readers comes and goes between
     # runs: 36x with retransmission timeouts once, 3.8x with none another time)
     assert all(isinstance(lv.get("storage_tcp_retrans"), int) for lv in shaped["levels"])
+    # the storage agent's own window around each level: its NIC sent at least every chunk
+    for st in (shaped, plain):
+        for lv in st["levels"]:
+            payload_mb = lv["readers"] * 300 * (256 << 10) / 1e6
+            assert bench.storage_sent_mb(lv) >= payload_mb, detail
     assert "fan-in st1 (plain, 256KiB chunks): safe up to 4 concurrent readers (knee at 8" in stdout
     # the report: both storage nodes' verdicts and chunk curves on the first screen
     assert html.index('id="fanin"') < html.index('id="heatmap"')

@@ -18,6 +18,7 @@ from netqual.fanin_model import ChunkStats, FaninLevel
 from netqual.fetchprofile import PLAIN, PROFILES, profile, wave_sizes
 from netqual.models import Node, PlanFieldError, Policy, PolicyFieldError, ProbePlan, RawBulk, Role
 from netqual.plan_codec import plan_from_dict, plan_to_dict
+from netqual.report.fanin import counter_lines
 from netqual.results.fanin_codec import from_list, to_list
 from netqual.workload.load import load_workload
 
@@ -66,6 +67,45 @@ def test_verdict_names_shared_uplinks_and_few_samples() -> None:
     assert from_list(to_list((fanin.judge("st1", PLAIN, 1, 2.0, lossy),)), "x")[0].levels == tuple(
         lossy
     )
+
+
+def test_storage_counters_of_a_level_are_named_at_the_knee_and_in_the_report() -> None:
+    """The storage agent's one window over a level: pause frames, RDMA loss and drops are
+    named (the knee's in the verdict), the busiest sender in the report's lines; a quiet
+    window says so; a level without a window has no line; the codec keeps the window."""
+    quiet = {"interfaces": {"eth0": {"tx_bytes": 3 << 30, "rx_bytes": 1 << 20}}, "rdma": {}}
+    busy = {
+        "interfaces": {
+            "eth0": {"tx_bytes": 5 << 30, "rx_prio3_pause": 40, "tx_dropped": 2},
+            "eth1": {"tx_bytes": 1 << 20},
+        },
+        "rdma": {"mlx5_0/1": {"port_xmit_data": 1 << 20, "out_of_sequence": 7}},
+        "shared": True,  # the level's own reads: a storage window always is
+        "rdma_ports_read": 1,
+    }
+    levels = [
+        dataclasses.replace(lv(1, 100), storage_counters=quiet),
+        dataclasses.replace(lv(4, 150), storage_counters=None),
+        dataclasses.replace(lv(8, 900), storage_counters=busy),
+    ]
+    r = fanin.judge("st1", PLAIN, 1 << 20, 2.0, levels)
+    assert r.knee == 8
+    assert r.verdict.endswith(
+        "st1's counters at 8 readers: out_of_sequence 7 on st1 mlx5_0/1, "
+        "rx_prio3_pause 40 on st1 eth0, tx_dropped 2 on st1 eth0"
+    )
+    assert fanin.storage_findings("st1", levels[0]) == ()
+    assert counter_lines(r) == (
+        "1 reader: eth0 sent 3.00 GiB; no drops, pauses or RDMA errors",
+        "8 readers: eth0 sent 5.00 GiB; out_of_sequence 7 on st1 mlx5_0/1; "
+        "rx_prio3_pause 40 on st1 eth0; tx_dropped 2 on st1 eth0",
+    )
+    (back,) = from_list(json.loads(json.dumps(to_list((r,)))), "x")
+    assert back.levels == r.levels
+    with pytest.raises(ResultsFileError, match=r"fanin\[0\].*storage_counters must be an object"):
+        bad = to_list((r,))
+        bad[0]["levels"][0]["storage_counters"] = [1]
+        from_list(bad, "x")
 
 
 def test_fewer_than_two_measured_levels_are_not_judged() -> None:

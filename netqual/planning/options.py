@@ -8,6 +8,7 @@ from typing import Any
 
 from netqual.errors import InputError, UsageError
 from netqual.models import PlanFieldError, ProbePlan
+from netqual.tomlfile import Fields
 from netqual.units import parse_size
 
 # ProbePlan field -> the option (and, without the dashes, the [probe] key) that sets it.
@@ -78,13 +79,7 @@ def from_table(
     error: Callable[[str, str, str | None], InputError] = InputError,
 ) -> ProbePlan:
     """Apply an inventory ``[probe]`` table (same names as the options)."""
-    for key in table:
-        if key not in PLAN_KEYS:
-            raise error(
-                source,
-                f"unknown key (allowed: {', '.join(sorted(PLAN_KEYS))})",
-                f"probe.{key}",
-            )
+    Fields(source, table, "probe", error).check_keys(PLAN_KEYS)
 
     def as_list(key: str) -> list[Any] | None:
         v = table.get(key)

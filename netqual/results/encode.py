@@ -57,7 +57,7 @@ def rtt_to_dict(r: RttStats) -> dict[str, Any]:
     intervals = {m.value: r.ci95.of(m) for m in Metric}
     if any(intervals.values()):
         # every percentile's interval; files of older versions had "ci95" {metric, low,
-        # high} for the policy metric alone (still read, netqual.results.decode)
+        # high} for the policy metric alone (still read, netqual.results.wirepath)
         d["ci95_by_metric"] = {
             name: [_t(ci[0]), _t(ci[1])] for name, ci in intervals.items() if ci is not None
         }

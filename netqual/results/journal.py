@@ -36,9 +36,9 @@ from netqual.filedata import load_json
 from netqual.models import PathResult, Verdict
 from netqual.outfiles import write_atomic
 from netqual.pathtable import PathTable
-from netqual.results.decode import decode_path
 from netqual.results.encode import path_to_dict
 from netqual.results.fanin_codec import fanin_level, level_to_dict
+from netqual.results.wirepath import decode_path
 
 Key = tuple[str, str]
 

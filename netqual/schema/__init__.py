@@ -5,7 +5,7 @@ field as a JSON path (``paths[3].rtt_us.p99``).
 
 Cost: pure-Python validation takes one to two milliseconds per path, so ``load`` validates
 everything but the paths here and checks every path with the typed decoder
-(``netqual.results.decode``, the schema's path definition as msgspec types); a test keeps
+(``netqual.results.wirepath``, the schema's path definition as msgspec types); a test keeps
 the two definitions rejecting the same paths.
 """
 

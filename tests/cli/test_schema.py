@@ -240,3 +240,21 @@ def test_a_file_of_an_older_version_keeps_its_one_interval(
     )
     assert first["rtt_us"]["ci95_by_metric"] == {"p99": [30.0, 50.0]}
     assert "ci95" not in first["rtt_us"]
+
+
+@pytest.mark.parametrize(
+    "interval",
+    [
+        {"ci95_by_metric": {"p90": [30.0, 20.0]}},
+        {"ci95": {"metric": "p90", "low": 30.0, "high": 20.0}},  # an older file's form
+    ],
+)
+def test_an_inverted_interval_exits_2_naming_the_path(
+    tmp_path: Path, doc: dict[str, Any], interval: dict[str, Any]
+) -> None:
+    doc["paths"][3]["rtt_us"].update(interval)
+    with pytest.raises(ResultsFileError) as info:
+        _load_doc(tmp_path, doc)
+    assert info.value.field == "paths[3].rtt_us"
+    assert "the p90 95% interval is inverted: low 30 > high 20" in str(info.value)
+    assert info.value.exit_code == EXIT_USAGE

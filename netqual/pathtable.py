@@ -20,10 +20,9 @@ import operator
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import chain
-from typing import Any, Protocol, overload
+from typing import Any, overload
 
 import numpy as np
-import numpy.typing as npt
 
 from netqual.models import (
     RTT_STATISTICS,
@@ -34,226 +33,40 @@ from netqual.models import (
     RttStats,
     Tier,
     Verdict,
-    WorkloadResult,
+)
+from netqual.pathcolumns import (
+    NO_HOPS,
+    TIERS,
+    VERDICTS,
+    BoolArray,
+    BulkColumns,
+    BulkLike,
+    FloatArray,
+    IntArray,
+    NicColumns,
+    PathLike,
+    RttLike,
+    WorkloadColumns,
+    ci95_columns,
+    csr_offsets,
+    csr_rows,
+    floats_column,
+    nic_columns,
+    opt_float,
+    union_names,
+    verdict_counts,
+    workload_columns,
+    workload_row,
+    worst_first,
+    worst_per_group,
 )
 
-IntArray = npt.NDArray[np.int64]
-FloatArray = npt.NDArray[np.float64]
-BoolArray = npt.NDArray[np.bool_]
-
-VERDICTS: tuple[Verdict, ...] = (Verdict.SAFE, Verdict.MARGINAL, Verdict.UNSAFE)
-TIERS: tuple[Tier, ...] = tuple(Tier)
 _TIER_CODE: dict[Tier | None, int] = {t: i for i, t in enumerate(TIERS)}
 _TIER_CODE[None] = TIERS.index(Tier.UNKNOWN)  # a file without tiers
 _RANK = {v: v.rank for v in VERDICTS}
 _get = operator.attrgetter
-NO_HOPS = -1
 _EMPTY: tuple[str, ...] = ()
 _NAN = math.nan
-
-
-def _opt(x: float) -> float | None:
-    return None if math.isnan(x) else x
-
-
-def _floats(values: Iterable[float | None]) -> FloatArray:
-    """A float column, None -> NaN; the common all-None and no-None cases at C speed."""
-    items = list(values)
-    nones = items.count(None)
-    if nones == len(items):
-        return np.full(len(items), _NAN)
-    if not nones:
-        return np.array(items, dtype=np.float64)
-    return np.fromiter((_NAN if v is None else v for v in items), np.float64, len(items))
-
-
-# -- the shapes a row source must have (PathResult, or the decoder's typed wire records) --
-
-
-class RttLike(Protocol):
-    @property
-    def samples(self) -> int: ...
-    @property
-    def untrusted(self) -> Sequence[str]: ...
-    @property
-    def ci95(self) -> Any: ...  # Ci95, or a record with its fields (p50, ...: (low, high))
-    @property
-    def histogram_bins(self) -> tuple[float, float] | None: ...
-    @property
-    def histogram_counts(self) -> Sequence[int]: ...
-
-
-class BulkLike(Protocol):
-    @property
-    def chunk_bytes(self) -> int: ...
-    @property
-    def depth(self) -> int: ...
-    @property
-    def reads(self) -> int: ...
-    @property
-    def goodput_gbps(self) -> float: ...
-    @property
-    def completion_p50_us(self) -> float: ...
-    @property
-    def completion_p99_us(self) -> float: ...
-    @property
-    def completion_max_us(self) -> float: ...
-    @property
-    def error(self) -> str | None: ...
-
-
-class WorkloadLike(Protocol):
-    @property
-    def verdict(self) -> Verdict: ...
-    @property
-    def reasons(self) -> Sequence[str]: ...
-    @property
-    def budget_us(self) -> float: ...
-    @property
-    def fetch_p50_us(self) -> float | None: ...
-    @property
-    def fetch_p99_us(self) -> float | None: ...
-    @property
-    def speedup(self) -> float | None: ...
-    @property
-    def break_even_rtt_us(self) -> float | None: ...
-    @property
-    def interpolated(self) -> bool: ...
-
-
-class PathLike(Protocol):
-    @property
-    def src(self) -> str: ...
-    @property
-    def dst(self) -> str: ...
-    @property
-    def transport(self) -> str: ...
-    @property
-    def verdict(self) -> Verdict: ...
-    @property
-    def reasons(self) -> Sequence[str]: ...
-    @property
-    def rtt(self) -> Any: ...  # RttLike | None, plus the statistics by f"{name}_us"
-    @property
-    def bulk(self) -> Sequence[Any]: ...  # BulkLike
-    @property
-    def hops(self) -> int | None: ...
-    @property
-    def tier(self) -> Tier | None: ...
-    @property
-    def error(self) -> str | None: ...
-    @property
-    def started_at(self) -> str | None: ...
-    @property
-    def duration_s(self) -> float | None: ...
-    @property
-    def details(self) -> Mapping[str, object] | None: ...
-    @property
-    def workload(self) -> Any: ...  # WorkloadLike | None
-
-
-@dataclass(frozen=True, eq=False)
-class BulkColumns:
-    """Bulk cells of all paths, flat; path i owns rows ``offsets[i]:offsets[i + 1]``."""
-
-    offsets: IntArray
-    chunk_bytes: IntArray
-    depth: IntArray
-    reads: IntArray
-    goodput_gbps: FloatArray
-    p50_us: FloatArray
-    p99_us: FloatArray
-    max_us: FloatArray
-    error: tuple[str | None, ...]
-
-    def take(self, rows: IntArray) -> BulkColumns:
-        cells = _csr_rows(self.offsets, rows)
-        return BulkColumns(
-            offsets=_csr_offsets(self.offsets, rows),
-            chunk_bytes=self.chunk_bytes[cells],
-            depth=self.depth[cells],
-            reads=self.reads[cells],
-            goodput_gbps=self.goodput_gbps[cells],
-            p50_us=self.p50_us[cells],
-            p99_us=self.p99_us[cells],
-            max_us=self.max_us[cells],
-            error=tuple(self.error[k] for k in cells.tolist()),
-        )
-
-
-@dataclass(frozen=True, eq=False)
-class WorkloadColumns:
-    """Per-path workload verdicts (docs/workload.md); ``verdict`` -1 where a path has none."""
-
-    verdict: IntArray
-    reasons: tuple[tuple[str, ...], ...]
-    budget_us: FloatArray
-    fetch_p50_us: FloatArray
-    fetch_p99_us: FloatArray
-    speedup: FloatArray
-    break_even_rtt_us: FloatArray
-    interpolated: BoolArray
-
-    def take(self, rows: IntArray) -> WorkloadColumns:
-        idx = rows.tolist()
-        return WorkloadColumns(
-            verdict=self.verdict[rows],
-            reasons=tuple(self.reasons[i] for i in idx),
-            budget_us=self.budget_us[rows],
-            fetch_p50_us=self.fetch_p50_us[rows],
-            fetch_p99_us=self.fetch_p99_us[rows],
-            speedup=self.speedup[rows],
-            break_even_rtt_us=self.break_even_rtt_us[rows],
-            interpolated=self.interpolated[rows],
-        )
-
-
-@dataclass(frozen=True, eq=False)
-class NicColumns:
-    """The NICs each path ran between and their rail (docs/rails.md); ``rail`` -1 where a
-    path has none."""
-
-    src_nic: tuple[str | None, ...]
-    dst_nic: tuple[str | None, ...]
-    rail: IntArray
-
-    def take(self, rows: IntArray) -> NicColumns:
-        idx = rows.tolist()
-        return NicColumns(
-            src_nic=tuple(self.src_nic[i] for i in idx),
-            dst_nic=tuple(self.dst_nic[i] for i in idx),
-            rail=self.rail[rows],
-        )
-
-    def rails(self) -> list[int]:
-        """The rails present, in order."""
-        return sorted(set(self.rail[self.rail >= 0].tolist()))
-
-
-def _nic_columns(rows: Sequence[PathLike]) -> NicColumns | None:
-    rails = [getattr(r, "rail", None) for r in rows]
-    src = tuple(getattr(r, "src_nic", None) for r in rows)
-    dst = tuple(getattr(r, "dst_nic", None) for r in rows)
-    if all(x is None for x in rails) and not any(src) and not any(dst):
-        return None
-    return NicColumns(src, dst, np.array([-1 if x is None else x for x in rails], np.int64))
-
-
-def _csr_rows(offsets: IntArray, rows: IntArray) -> IntArray:
-    """The flat indexes owned by ``rows`` (in that order)."""
-    starts, ends = offsets[rows], offsets[rows + 1]
-    lengths = ends - starts
-    if not len(rows) or not int(lengths.sum()):
-        return np.zeros(0, dtype=np.int64)
-    # position k of row r -> starts[r] + k, without a Python loop over rows
-    before = np.repeat(np.cumsum(lengths) - lengths, lengths)
-    flat: IntArray = np.repeat(starts, lengths) + (np.arange(int(lengths.sum())) - before)
-    return flat
-
-
-def _csr_offsets(offsets: IntArray, rows: IntArray) -> IntArray:
-    lengths = offsets[rows + 1] - offsets[rows]
-    return np.concatenate(([0], np.cumsum(lengths))).astype(np.int64)
 
 
 @dataclass(frozen=True, eq=False)
@@ -320,7 +133,7 @@ class PathTable:
             col[has_rtt] = np.fromiter(values, dtype=object, count=len(with_rtt))
             return tuple(col.tolist())
 
-        ci95 = _ci95_columns(n, has_rtt, list(map(_get("ci95"), with_rtt)))
+        ci95 = ci95_columns(n, has_rtt, list(map(_get("ci95"), with_rtt)))
         bins = per_rtt_obj(map(_get("histogram_bins"), with_rtt), None)
         hist_lists = list(map(_get("histogram_counts"), with_rtt))
         hist_lengths = np.zeros(n, dtype=np.int64)
@@ -359,8 +172,8 @@ class PathTable:
             untrusted=per_rtt_obj(map(tuple, map(_get("untrusted"), with_rtt)), _EMPTY),
             ci95_low_us={m: low for m, (low, _) in ci95.items()},
             ci95_high_us={m: high for m, (_, high) in ci95.items()},
-            hist_first_bin=_floats(None if b is None else b[0] for b in bins),
-            hist_bins_per_decade=_floats(None if b is None else b[1] for b in bins),
+            hist_first_bin=floats_column(None if b is None else b[0] for b in bins),
+            hist_bins_per_decade=floats_column(None if b is None else b[1] for b in bins),
             hist_offsets=np.concatenate(([0], np.cumsum(hist_lengths))).astype(np.int64),
             hist_counts=np.fromiter(chain.from_iterable(hist_lists), np.int64),
             bulk=BulkColumns(
@@ -377,10 +190,10 @@ class PathTable:
                 error=tuple(map(_get("error"), bulk_rows)),
             ),
             started_at=tuple(map(_get("started_at"), rows)),
-            duration_s=_floats(map(_get("duration_s"), rows)),
+            duration_s=floats_column(map(_get("duration_s"), rows)),
             details=tuple(d or None for d in map(_get("details"), rows)),
-            workload=_workload_columns(work) if any(w is not None for w in work) else None,
-            nics=_nic_columns(rows),
+            workload=workload_columns(work) if any(w is not None for w in work) else None,
+            nics=nic_columns(rows),
         )
 
     @classmethod
@@ -436,9 +249,9 @@ class PathTable:
             tier=TIERS[self.tier[i]],
             error=self.error[i],
             started_at=self.started_at[i],
-            duration_s=_opt(float(self.duration_s[i])),
+            duration_s=opt_float(float(self.duration_s[i])),
             details=dict(self.details[i] or {}),
-            workload=None if wl is None or wl.verdict[i] < 0 else _workload_row(wl, i),
+            workload=None if wl is None or wl.verdict[i] < 0 else workload_row(wl, i),
             **self._nics(i),
         )
 
@@ -554,7 +367,7 @@ class PathTable:
         """The given rows, in that order, as a new table (same node codes)."""
         idx = np.asarray(rows, dtype=np.int64)
         py = idx.tolist()
-        hist = _csr_rows(self.hist_offsets, idx)
+        hist = csr_rows(self.hist_offsets, idx)
         return PathTable(
             names=self.names,
             src=self.src[idx],
@@ -574,7 +387,7 @@ class PathTable:
             ci95_high_us={m: v[idx] for m, v in self.ci95_high_us.items()},
             hist_first_bin=self.hist_first_bin[idx],
             hist_bins_per_decade=self.hist_bins_per_decade[idx],
-            hist_offsets=_csr_offsets(self.hist_offsets, idx),
+            hist_offsets=csr_offsets(self.hist_offsets, idx),
             hist_counts=self.hist_counts[hist],
             bulk=self.bulk.take(idx),
             started_at=tuple(self.started_at[i] for i in py),
@@ -585,148 +398,20 @@ class PathTable:
         )
 
 
-def worst_first(verdict: IntArray, value_us: FloatArray) -> IntArray:
-    """How bad a path is, for "worst first" everywhere: indexes ordered by verdict class
-    (unsafe first), then by the metric, highest first; a path without a value (NaN) is
-    the slowest of its class; ties keep index order."""
-    value = np.where(np.isnan(value_us), np.inf, value_us)
-    order: IntArray = np.lexsort((np.arange(len(value)), -value, -verdict))
-    return order
-
-
-def verdict_counts(verdict: IntArray) -> dict[Verdict, int]:
-    """How many of each verdict (ranks as ``VERDICTS`` numbers them)."""
-    got = np.bincount(verdict, minlength=len(VERDICTS))
-    return {v: int(got[v.rank]) for v in VERDICTS}
-
-
-def worst_per_group(groups: IntArray, members: IntArray, ranked: IntArray, size: int) -> IntArray:
-    """Per group 0..size-1, the row of its worst member, -1 where a group has none.
-    ``members[k]`` is a row in group ``groups[k]`` (a row may sit in several groups);
-    ``ranked`` holds every row, worst first (``PathTable.ranked``): the worst member is
-    the one ranked first."""
-    position = np.empty(len(ranked), dtype=np.int64)
-    position[ranked] = np.arange(len(ranked))
-    first = np.full(size, len(ranked), dtype=np.int64)
-    np.minimum.at(first, groups, position[members])
-    seen = first < len(ranked)
-    worst = np.full(size, -1, dtype=np.int64)
-    worst[seen] = ranked[first[seen]]
-    return worst
-
-
-def union_names(names: Sequence[str], more: Iterable[str]) -> tuple[str, ...]:
-    """``names``, then any of ``more`` not in it (first-seen order): one code space for
-    two tables."""
-    return tuple(dict.fromkeys([*names, *more]))
-
-
-NOT_FOUND = -1
-
-
-@dataclass(frozen=True, eq=False)
-class PairIndex:
-    """The distinct (src, dst) keys of a table over ``names``, sorted, with the first and
-    the last row of each. Where a pair was measured twice (a retest), its last row stands
-    for it, as a dict of the rows would keep it. Built once, looked up by searchsorted."""
-
-    names: tuple[str, ...]
-    keys: IntArray
-    first: IntArray
-    last: IntArray
-
-    @classmethod
-    def of(cls, table: PathTable, names: Sequence[str]) -> PairIndex:
-        keys = table.pair_keys(names)
-        order = np.argsort(keys, kind="stable")  # equal keys stay in row order
-        ordered = keys[order]
-        new = np.ones(len(ordered), dtype=np.bool_)
-        new[1:] = ordered[1:] != ordered[:-1]
-        ends = np.ones(len(ordered), dtype=np.bool_)
-        ends[:-1] = new[1:]
-        return cls(tuple(names), ordered[new], order[new], order[ends])
-
-    def position(self, wanted: IntArray) -> IntArray:
-        """The index into ``keys`` of each wanted key, NOT_FOUND where there is none."""
-        if not len(self.keys):
-            return np.full(len(wanted), NOT_FOUND, dtype=np.int64)
-        pos = np.minimum(np.searchsorted(self.keys, wanted), len(self.keys) - 1)
-        found: IntArray = np.where(self.keys[pos] == wanted, pos, NOT_FOUND)
-        return found
-
-    def match(self, table: PathTable, rows: IntArray | None = None) -> IntArray:
-        """For each of ``rows`` of ``table`` (default: all), the position of its (src, dst)
-        key, else of (dst, src), else NOT_FOUND (``names`` must hold table's names)."""
-        n = len(self.names)
-        src, dst = table.codes(self.names)
-        if rows is not None:
-            src, dst = src[rows], dst[rows]
-        same = self.position(src * n + dst)
-        got: IntArray = np.where(same != NOT_FOUND, same, self.position(dst * n + src))
-        return got
-
-
-def _ci95_columns(
-    n: int, has_rtt: BoolArray, ci95: Sequence[Any]
-) -> dict[Metric, tuple[FloatArray, FloatArray]]:
-    """Per Metric, the low and high columns of the intervals (``ci95``: one record per path
-    with an RTT, its fields named by the metrics); NaN where a path has no interval."""
-    out = {}
-    for m in Metric:
-        got = list(map(_get(m.value), ci95))
-        pairs = np.full((n, 2), _NAN)
-        rows = np.flatnonzero(has_rtt)
-        if got.count(None):  # older files kept one metric's interval, or none
-            rows = rows[np.fromiter((g is not None for g in got), np.bool_, len(got))]
-            got = [g for g in got if g is not None]
-        pairs[rows] = np.array(got, dtype=np.float64).reshape(len(got), 2)
-        out[m] = (pairs[:, 0].copy(), pairs[:, 1].copy())
-    return out
-
-
-def _workload_columns(work: Sequence[WorkloadLike | None]) -> WorkloadColumns:
-    def col(get: Any) -> FloatArray:
-        return _floats(None if w is None else get(w) for w in work)
-
-    return WorkloadColumns(
-        verdict=np.fromiter(
-            (-1 if w is None else w.verdict.rank for w in work), np.int64, len(work)
-        ),
-        reasons=tuple(_EMPTY if w is None else tuple(w.reasons) for w in work),
-        budget_us=col(lambda w: w.budget_us),
-        fetch_p50_us=col(lambda w: w.fetch_p50_us),
-        fetch_p99_us=col(lambda w: w.fetch_p99_us),
-        speedup=col(lambda w: w.speedup),
-        break_even_rtt_us=col(lambda w: w.break_even_rtt_us),
-        interpolated=np.fromiter(
-            (w is not None and w.interpolated for w in work), np.bool_, len(work)
-        ),
-    )
-
-
-def _workload_row(wl: WorkloadColumns, i: int) -> WorkloadResult:
-    return WorkloadResult(
-        verdict=VERDICTS[wl.verdict[i]],
-        reasons=wl.reasons[i],
-        budget_us=float(wl.budget_us[i]),
-        fetch_p50_us=_opt(float(wl.fetch_p50_us[i])),
-        fetch_p99_us=_opt(float(wl.fetch_p99_us[i])),
-        speedup=_opt(float(wl.speedup[i])),
-        break_even_rtt_us=_opt(float(wl.break_even_rtt_us[i])),
-        interpolated=bool(wl.interpolated[i]),
-    )
-
-
 __all__ = [
-    "NOT_FOUND",
     "NO_HOPS",
     "TIERS",
     "VERDICTS",
+    "BoolArray",
     "BulkColumns",
-    "PairIndex",
+    "FloatArray",
+    "IntArray",
+    "NicColumns",
     "PathLike",
     "PathTable",
     "WorkloadColumns",
     "union_names",
+    "verdict_counts",
+    "worst_first",
     "worst_per_group",
 ]

@@ -30,12 +30,11 @@ import numpy as np
 
 from netqual.analysis.rise import overlapping, p99_rises
 from netqual.models import Metric, PathResult, Verdict, path_label
+from netqual.pathjoin import NOT_FOUND, PairIndex
 from netqual.pathtable import (
-    NOT_FOUND,
     BoolArray,
     FloatArray,
     IntArray,
-    PairIndex,
     PathTable,
     union_names,
     verdict_counts,

@@ -61,6 +61,8 @@ CORE_MODULES = (
     "units",
     "models",
     "pathtable",  # paths as columns (numpy), rows as PathResult
+    "pathcolumns",  # the table's column groups, row shapes and shared array helpers
+    "pathjoin",  # two tables joined by (src, dst): PairIndex
     "runresults",  # Results: one run as the commands and outputs read it
     "schema",
     "tomlfile",

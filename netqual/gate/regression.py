@@ -16,12 +16,11 @@ from netqual.analysis.rise import overlapping, p99_rise_text, p99_rises
 from netqual.gate.model import GateContext, Outcome, Status
 from netqual.gate.rules import Rule, _plural, _split
 from netqual.models import Metric
+from netqual.pathjoin import NOT_FOUND, PairIndex
 from netqual.pathtable import (
-    NOT_FOUND,
     VERDICTS,
     BoolArray,
     IntArray,
-    PairIndex,
     PathTable,
     union_names,
 )

@@ -681,6 +681,7 @@ class AgentCheck:
     warnings: tuple[str, ...] = ()
     snapshot: ConfigSnapshot | None = None  # its configuration (docs/evidence.md)
     nics: HostNics | None = None  # its IP interfaces and RDMA ports (docs/rails.md)
+    max_sessions: int | None = None  # its --max-sessions as it reports it (run --fanin)
 
     @property
     def ok(self) -> bool:

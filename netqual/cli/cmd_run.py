@@ -78,6 +78,7 @@ from netqual.planning.rails import Rails, default_rails
 from netqual.planning.rails import build as rails_build
 from netqual.planning.sampling import DEFAULT_FRACTION, DEFAULT_MINIMUM
 from netqual.progress import RunObserver, Stage
+from netqual.run import fanin as fanin_run
 from netqual.run import resume as resume_mod
 from netqual.run.config import RunConfig, run_identity
 from netqual.run.coordinator import run as run_coordinator
@@ -292,8 +293,11 @@ def run(
             checked = preflight_or_stop(
                 c, cfg.nodes, token, cfg.transport.value, keep_going, check_timeout, plan
             )
+            if cfg.fanin is not None:  # a level the agents' sessions cannot serve: exit 2
+                done = previous.journal.fanin if previous else {}
+                fanin_run.check_sessions(cfg.nodes, cfg.fanin, cfg.transport, checked, done)
             measured = dataclasses.replace(cfg, preflight_s=time.monotonic() - checked_at)
-        except PreflightFailed:
+        except (PreflightFailed, UsageError):
             if previous is None:
                 resume_mod.abandon(out, created)
             raise

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
@@ -20,10 +20,10 @@ from netqual.agent import counters
 from netqual.agent.probe_request import SilentAgentError, request_probe
 from netqual.agent.wire.protocol import Channel, connect
 from netqual.analysis import fanin
-from netqual.errors import NetqualError
+from netqual.errors import NetqualError, UsageError
 from netqual.fanin_model import FaninConfig, FaninLevel, FaninResult
 from netqual.fetchprofile import profile
-from netqual.models import Node, ProbePlan, RawBulk, Role
+from netqual.models import Node, PreflightReport, ProbePlan, RawBulk, Role
 from netqual.transports import TransportKind, TransportOptions
 
 
@@ -71,6 +71,64 @@ def level_count(nodes: Sequence[Node], cfg: FaninConfig) -> int:
     readers = len(readers_order(nodes))
     storage = sum(n.role is Role.STORAGE for n in nodes)
     return storage * sum(k <= readers for k in cfg.levels)
+
+
+def sessions_at(cfg: FaninConfig, transport: TransportKind, readers: int) -> int:
+    """Sessions a storage agent serves at once at a level of ``readers``: one per rank's
+    connection (a TCP profile's every connection is a session of its own; RDMA's QPs share
+    their rank's session), plus the coordinator's for the storage counters."""
+    prof = profile(cfg.profile)
+    per_rank = prof.connections_for(cfg.chunk_bytes) if transport is TransportKind.TCP else 1
+    return readers * prof.ranks * per_rank + 1
+
+
+def check_sessions(
+    nodes: Sequence[Node],
+    cfg: FaninConfig,
+    transport: TransportKind,
+    report: PreflightReport,
+    done: Collection[tuple[str, int]] = (),
+) -> None:
+    """Before anything is measured: a UsageError (exit 2) naming every storage node whose
+    agent (as the pre-flight found it) would refuse ranks of a level for want of sessions,
+    with what the level needs and the --max-sessions that serves the top level; a compute
+    agent too small for its ranks likewise. Without it the refused ranks would surface as
+    a level's errors after the whole run. ``done``: levels a resumed run has already."""
+    served = {n.node: n.max_sessions for n in report.nodes}
+    prof = profile(cfg.profile)
+    order = readers_order(nodes)
+    levels = [k for k in cfg.levels if k <= len(order)]
+    problems = []
+    for st in (n for n in nodes if n.role is Role.STORAGE):
+        most = served.get(st.name)
+        todo = [k for k in levels if (st.name, k) not in done]
+        over = [k for k in todo if most is not None and sessions_at(cfg, transport, k) > most]
+        if not over:
+            continue
+        first, top = over[0], todo[-1]
+        per_rank = sessions_at(cfg, transport, 1) - 1
+        why = f"{first} reader{'' if first == 1 else 's'} x {prof.ranks} ranks" + (
+            f" x {per_rank // prof.ranks} connections" if per_rank > prof.ranks else ""
+        )
+        text = (
+            f"{st.name}'s agent serves {most} sessions at once; level {first} needs "
+            f"{sessions_at(cfg, transport, first)} ({why}, + 1 for its counters)"
+        )
+        if top != first:
+            text += f" and level {top} {sessions_at(cfg, transport, top)}"
+        text += f": start it with --max-sessions {sessions_at(cfg, transport, top)}"
+        fits = [k for k in todo if k < first]
+        if fits:
+            text += f", or sweep up to {fits[-1]} reader{'' if fits[-1] == 1 else 's'}"
+        problems.append(text)
+    for r in order[: max(levels, default=0)]:
+        if (most := served.get(r.name)) is not None and most < prof.ranks:
+            problems.append(
+                f"{r.name}'s agent serves {most} sessions at once, its {prof.ranks} ranks "
+                f"need {prof.ranks}: start it with --max-sessions {prof.ranks}"
+            )
+    if problems:
+        raise UsageError("--fanin", "; ".join(problems) + ". Nothing was measured")
 
 
 def sweep(

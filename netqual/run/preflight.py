@@ -89,6 +89,7 @@ def check_node(
     transport_ok: bool | None = None
     snapshot: ConfigSnapshot | None = None
     nics: HostNics | None = None
+    max_sessions: int | None = None
     try:
         with ch:
             ch.set_timeout(timeout_s)
@@ -100,6 +101,8 @@ def check_node(
             if why:
                 problems.append(why)
             refused, differ = _limits(info, plan)
+            if (reported := reported_limits(info)) is not None:
+                max_sessions = reported.max_sessions
             problems += [refused] if refused else []
             warnings += [differ] if differ else []
             snapshot, why = _snapshot(ch, node.name)
@@ -124,6 +127,7 @@ def check_node(
         warnings=tuple(warnings),
         snapshot=snapshot,
         nics=nics,
+        max_sessions=max_sessions,
     )
 
 

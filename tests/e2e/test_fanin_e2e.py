@@ -18,6 +18,9 @@ import pytest
 from agentpool import AgentPool, new_token_file
 from e2e_cli import netqual_cli
 
+from netqual.errors import InputError
+from netqual.tomlfile import loads_toml
+
 SMALL = ["--iterations", "200", "--warmup", "20", "--no-bulk", "--allow-short-plan"]
 SWEEP = ["--mode", "bipartite", "--interference-sample", "0", "--fanin-chunks", "25"]
 
@@ -112,6 +115,52 @@ def test_mooncake_profile_fetches_in_slices_over_tcp(inventory: Path, tmp_path: 
     assert st["profile"] == "mooncake"
     assert lv["chunk_us"]["samples"] == 8 * 25  # 8 ranks of one node, 25 chunks each
     assert st["knee"] is None and st["verdict"].startswith("not judged")
+
+
+def test_a_level_the_storage_agents_sessions_cannot_serve_is_refused_before_measuring(
+    inventory: Path, tmp_path: Path
+) -> None:
+    """mooncake with 128 KiB chunks: 8 ranks x 2 connections per reader, + 1 session for the
+    storage counters. A storage agent with --max-sessions 33 serves 2 readers exactly (no
+    rank refused, no error); asked for 3 readers (49 sessions) the run stops at once with
+    exit 2, naming the agent, the level, the count and the fix, and measures nothing."""
+    doc = loads_toml(inventory.read_text(), str(inventory), InputError)
+    token_file = Path(doc["defaults"]["token_file"])
+    pool = AgentPool(tmp_path, token_file)
+    try:
+        (st,) = pool.start_many([("st9", "--listen", "127.0.0.41:0", "--max-sessions", "33")])
+        lines = [f'[defaults]\ntoken_file = "{token_file}"\n']
+        for n in doc["node"]:
+            if n["role"] == "compute":
+                lines.append(
+                    f'[[node]]\nname = "{n["name"]}"\naddress = "{n["address"]}"\n'
+                    f'port = {n["port"]}\nrole = "compute"\nrack = "{n["rack"]}"\n'
+                )
+        lines.append(
+            f'[[node]]\nname = "st9"\naddress = "127.0.0.41"\nport = {st.port}\n'
+            'role = "storage"\nrack = "r9"\n'
+        )
+        inv = tmp_path / "inventory.toml"
+        inv.write_text("\n".join(lines))
+        mooncake = ["--fetch-profile", "mooncake", "--fanin-chunk", "128KiB"]
+        r = netqual_cli(
+            "run", str(inv), "--out", str(tmp_path / "refused"), *SMALL, *SWEEP,
+            "--fanin", "1,2,3", *mooncake,
+        )  # fmt: skip
+        assert r.returncode == 2, r.stdout + r.stderr
+        assert (
+            "--fanin: st9's agent serves 33 sessions at once; level 3 needs 49 (3 readers x 8 "
+            "ranks x 2 connections, + 1 for its counters): start it with --max-sessions 49, "
+            "or sweep up to 2 readers. Nothing was measured"
+        ) in " ".join(r.stderr.split()), r.stderr
+        assert not (tmp_path / "refused").exists()
+        fits = sweep(inv, tmp_path / "fits", "--fanin", "1,2", *mooncake)
+        (result,) = fits["fanin"]
+        for lv in result["levels"]:  # 33 sessions at 2 readers: every rank served
+            assert lv["errors"] == [] and lv["chunk_us"]["samples"] == 8 * 25 * lv["readers"]
+        assert "busy" not in st.stderr()
+    finally:
+        pool.close()
 
 
 def test_fanin_needs_bipartite_and_a_known_profile(inventory: Path, tmp_path: Path) -> None:

@@ -115,16 +115,30 @@ def test_guest_ran_every_case(guest: GuestResults) -> None:
 
 def test_fanin_sweep_over_real_verbs(guest: GuestResults) -> None:
     """The fan-in sweep (netqual.run.fanin, as run --fanin drives it) with --transport
-    rdma: the plain profile's whole-chunk READs on rxe, one completion per chunk
-    (functional: no timing bound under TCG)."""
+    rdma, one chunk completion per chunk per rank (functional: no timing bound under TCG):
+    ``plain``'s whole-chunk READs and ``mooncake``'s 64 KiB slices over 2 QPs per
+    endpoint, 8 ranks; then one rank of ``mooncake`` and of ``nixl`` (8 KiB slices) as
+    probes: what ran on the rxe devices (``details.fetch``)."""
     record = guest.case("fanin_rdma")
+    print(f"fan-in over rxe, seconds per step: {record.get('steps_s')}")
     assert "error" not in record, record
-    (st,) = record["fanin"]
-    (level,) = st["levels"]
-    assert st["storage"] == "rxeB" and st["profile"] == "plain" and level["nodes"] == ["rxeA"]
-    assert level["chunk_us"]["samples"] == 20 and not level["errors"], record
-    assert 0 < level["chunk_us"]["p50"] <= level["chunk_us"]["p99"]
-    assert st["verdict"].startswith("not judged")  # one level: nothing to compare with
+    for name, ranks, chunks in (("plain", 1, 20), ("mooncake", 8, 10)):
+        (st,) = record[name]
+        (level,) = st["levels"]
+        assert st["storage"] == "rxeB" and st["profile"] == name, st
+        assert level["nodes"] == ["rxeA"] and not level["errors"], st
+        assert level["chunk_us"]["samples"] == ranks * chunks, st
+        assert 0 < level["chunk_us"]["p50"] <= level["chunk_us"]["p99"], st
+        assert st["verdict"].startswith("not judged")  # one level: nothing to compare with
+    # per rank: the chunk's slices over the profile's QPs, READs outstanding per QP the
+    # profile's 64 capped by the QPs' negotiated max_rd_atomic (rxe: 128)
+    for name, chunk, slices, qps in (("mooncake", 256 << 10, 4, 2), ("nixl", 64 << 10, 8, 1)):
+        probe = record[f"probe_{name}"]
+        fetch = probe["fetch"]
+        assert fetch["profile"] == name and fetch["slices_per_chunk"] == [slices], probe
+        assert fetch["connections_used"] == [qps], probe
+        assert fetch["reads_in_flight_per_qp"] == min(64, probe["rd_atomic"]), probe
+        assert probe["cells"] == [[chunk, 10, None]], probe
 
 
 def test_doctor_says_ready(guest: GuestResults) -> None:

@@ -269,24 +269,44 @@ class Cases:
 
 
 def fanin_case(token_file: Path) -> dict[str, object]:
+    """B as storage, A its one reader: the fan-in sweep with ``plain`` (whole-chunk READs)
+    and ``mooncake`` (64 KiB slices over 2 QPs, 8 ranks); then one rank of ``mooncake``
+    and of ``nixl`` (8 KiB slices, 64 outstanding) as probes, for the ``details.fetch``
+    each ran with on the devices. Seconds per step in ``steps_s``."""
+    from netqual.agent.probe_request import request_probe
     from netqual.auth import load_token
     from netqual.fanin_model import FaninConfig
     from netqual.models import Node, Role
     from netqual.results.fanin_codec import to_list
-    from netqual.run.fanin import SweepContext, sweep
+    from netqual.run.fanin import SweepContext, plan_for, sweep
     from netqual.transports import TransportKind, TransportOptions
 
     nodes = [
         Node(A.name, A.host, A.port, role=Role.COMPUTE),
         Node(B.name, B.host, B.port, role=Role.STORAGE),
     ]
-    ctx = SweepContext(TransportKind.RDMA, load_token(token_file), TransportOptions(), 2.0, 120.0)
+    ctx = SweepContext(TransportKind.RDMA, load_token(token_file), TransportOptions(), 2.0, 300.0)
     t0 = time.monotonic()
+    out: dict[str, object] = {}
+    steps: dict[str, float] = {}
     try:
-        got = sweep(nodes, FaninConfig((1,), "plain", 64 * 1024, 20), ctx)
+        for name, chunk, chunks in (("plain", 64 << 10, 20), ("mooncake", 256 << 10, 10)):
+            started = time.monotonic()
+            out[name] = to_list(sweep(nodes, FaninConfig((1,), name, chunk, chunks), ctx))
+            steps[name] = round(time.monotonic() - started, 1)
+        for name, chunk in (("mooncake", 256 << 10), ("nixl", 64 << 10)):
+            started = time.monotonic()
+            plan = plan_for(FaninConfig((1,), name, chunk, 10), 300.0)
+            raw = request_probe(nodes[0], nodes[1], ctx.transport, plan, ctx.token, 315.0).raw
+            out[f"probe_{name}"] = {
+                "fetch": raw.details.get("fetch"),
+                "rd_atomic": raw.details.get("max_rd_atomic"),
+                "cells": [[b.chunk_bytes, len(b.completion_ns), b.error] for b in raw.bulk],
+            }
+            steps[f"probe_{name}"] = round(time.monotonic() - started, 1)
     except Exception as err:
-        return {"error": repr(err), "elapsed_s": round(time.monotonic() - t0, 1)}
-    return {"fanin": to_list(got), "elapsed_s": round(time.monotonic() - t0, 1)}
+        out["error"] = repr(err)
+    return {**out, "steps_s": steps, "elapsed_s": round(time.monotonic() - t0, 1)}
 
 
 def main() -> int:
@@ -316,7 +336,7 @@ def main() -> int:
         cases.save("gid_index", gid.record(PROBE_S))
         cases.save("no_rdma", no_rdma.record(PROBE_S))
         # 3b. the fan-in sweep over real verbs (docs/fanin.md), in this process (no Python
-        # start): B as storage, A its one reader, the plain profile's whole-chunk READs.
+        # start): B as storage, A its one reader; plain and mooncake, and nixl's probe.
         cases.save("fanin_rdma", fanin_case(cases.token))
         # 3c. forged and replayed echoes against the session-key check, both loops.
         forged = cases.run(

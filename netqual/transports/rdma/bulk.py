@@ -23,9 +23,9 @@ from netqual.transports.rdma import verbs
 from netqual.transports.rdma.conninfo import ConnInfo
 from netqual.transports.rdma.endpoint import Endpoint
 from netqual.transports.rdma.errors import completion_error
-from netqual.transports.rdma.pingpong import PINGPONG_WR_ID
 from netqual.transports.rdma.session import SessionPlan
 from netqual.transports.rdma.tags import BulkCheck
+from netqual.transports.rdma.writer import PINGPONG_WR_ID
 
 # The transport's logger: an integrity failure is logged where the session's are.
 log = logging.getLogger("netqual.transports.rdma.transport")

@@ -41,9 +41,9 @@ from netqual.transports.rdma.bulk import EMPTY_POLLS_PER_CHECK, run_cells
 from netqual.transports.rdma.conninfo import ConnInfo
 from netqual.transports.rdma.endpoint import Endpoint
 from netqual.transports.rdma.errors import completion_error
-from netqual.transports.rdma.pingpong import PINGPONG_WR_ID
 from netqual.transports.rdma.session import responder_stopped
 from netqual.transports.rdma.tags import BulkCheck
+from netqual.transports.rdma.writer import PINGPONG_WR_ID
 
 log = logging.getLogger("netqual.transports.rdma.transport")  # where the session's go
 

@@ -26,7 +26,6 @@ import ctypes
 import errno
 import gc
 import resource
-import select
 import socket
 import time
 from collections.abc import Callable, Iterator
@@ -36,81 +35,19 @@ import numpy as np
 import numpy.typing as npt
 
 from netqual.errors import ProbeError
-from netqual.transports.rdma import hotloop, verbs
+from netqual.transports.rdma import hotloop
 from netqual.transports.rdma.conninfo import ConnInfo
 from netqual.transports.rdma.endpoint import Endpoint
 from netqual.transports.rdma.errors import completion_error
 from netqual.transports.rdma.tags import Tags, untagged
-
-SIGNAL_EVERY = 16
-SPINS_PER_CHECK = 4096  # byte polls between deadline / CQ / abort checks
-PINGPONG_WR_ID = 0xFFFF_0000
-
-
-class _Writer:
-    """The two reusable WRITE work requests (plain and signalled) and the polled bytes."""
-
-    def __init__(self, ep: Endpoint, peer: ConnInfo, size: int) -> None:
-        if size < 1 or peer.recv_offset + size > peer.bulk_offset:
-            raise ProbeError(f"ping-pong size {size} does not fit the peer's receive area")
-        pv = ep.pv
-        self.ep, self.qp, self.cq = ep, ep.qp, ep.cq
-        flags = verbs.SEND_INLINE if ep.inline_bytes >= size else 0
-        self.inline = bool(flags)
-        lkey = int(ep.mr.lkey)
-        self.flags, self.lkey, self.size = flags, lkey, size
-        self.remote_addr, self.rkey = peer.addr + peer.recv_offset, peer.rkey
-        self.send_area, self.recv_area = ep.buf + ep.send_offset, ep.buf + ep.recv_offset
-        # (plain, signalled) WRITEs from the send area, and from the receive area: the echo
-        # of the ping that just landed there.
-        self.wrs = {echo: self._wrs(pv, area, flags) for echo, area in
-                    ((False, self.send_area), (True, self.recv_area))}  # fmt: skip
-        self.plain, self.signalled = self.wrs[False]
-        # Zero-copy views of single bytes of the registered buffer (alive while the MR is).
-        self.send_byte = ctypes.c_uint8.from_address(ep.buf + ep.send_offset + size - 1)
-        self.recv_byte = ctypes.c_uint8.from_address(ep.buf + ep.recv_offset + size - 1)
-        self.posted = 0
-        self.unreaped = 0
-
-    def _wrs(self, pv: Any, area: int, flags: int) -> tuple[Any, Any]:
-        sg = verbs.sge(pv, area, self.size, self.lkey)
-        out = tuple(
-            verbs.send_wr(pv, PINGPONG_WR_ID, verbs.WR_RDMA_WRITE, sg, flags | signal)
-            for signal in (0, verbs.SEND_SIGNALED)
-        )
-        for wr in out:
-            wr.set_wr_rdma(self.rkey, self.remote_addr)
-        return out[0], out[1]
-
-    def post(self, echo: bool = False) -> None:
-        self.posted += 1
-        plain, signalled = self.wrs[echo]
-        if self.posted % SIGNAL_EVERY:
-            self.qp.post_send(plain)
-        else:
-            self.qp.post_send(signalled)
-            self.unreaped += 1
-
-    def reap(self) -> None:
-        """Collect finished signalled writes; an error completion becomes ProbeError."""
-        count, wcs = self.cq.poll(SIGNAL_EVERY)
-        for wc in wcs[:count]:
-            if wc.status != 0:
-                raise completion_error("RDMA WRITE", int(wc.status), int(wc.vendor_err))
-            self.unreaped -= 1
-
-    def wait(self, seq: int, deadline: float, abort: socket.socket | None) -> None:
-        """Spin until the receive byte equals ``seq``. Own deadline: a dead peer sends nothing."""
-        byte = self.recv_byte
-        while True:
-            for _ in range(SPINS_PER_CHECK):
-                if byte.value == seq:
-                    return
-            if time.monotonic() > deadline:
-                raise TimeoutError("no reply from the peer")
-            self.reap()  # a lost peer shows as IBV_WC_RETRY_EXC_ERR here
-            if abort is not None and select.select([abort], [], [], 0)[0]:
-                raise _Aborted()
+from netqual.transports.rdma.writer import (
+    PINGPONG_WR_ID,
+    SIGNAL_EVERY,
+    Aborted,
+    PeerNotice,
+    Writer,
+    confirm_peer_gone,
+)
 
 
 @contextlib.contextmanager
@@ -125,44 +62,12 @@ def _no_gc() -> Iterator[None]:
             gc.enable()
 
 
-class _Aborted(Exception):
-    """The other end spoke on (or closed) the control channel during the ping-pong."""
-
-
-# Reads what the responder said on the control channel once it turned readable: its reason
-# for stopping early, or None when the channel was closed (nothing to read).
-PeerNotice = Callable[[], str | None]
-
-
-CONFIRM_S = 30.0  # how long a probe write to a vanished peer may take to fail (retries)
-
-
-def _confirm_peer_gone(w: _Writer, deadline: float) -> str:
-    """The responder closed its control channel mid-ping-pong (its agent died or gave up).
-    A waiting initiator has no write in flight, so the verbs layer has nothing to report:
-    post one signalled WRITE and let its completion tell what became of the peer's QP."""
-    gone = "the responder closed the control channel"
-    w.posted += 1
-    w.qp.post_send(w.signalled)
-    w.unreaped += 1
-    end = min(deadline, time.monotonic() + CONFIRM_S)
-    try:
-        while w.unreaped and time.monotonic() < end:
-            w.reap()
-            time.sleep(0.001)
-    except ProbeError as err:  # IBV_WC_RETRY_EXC_ERR once the retries to a dead QP run out
-        return f"{gone}; then {err.problem}"
-    if w.unreaped:
-        return f"{gone}; a write to its QP got no completion within {CONFIRM_S:g} s"
-    return f"{gone}, yet a write to its QP still completes"
-
-
 class _PythonRounds:
     """The timed rounds in Python over pyverbs: the fallback, and the reference semantics."""
 
     name = "python"
 
-    def __init__(self, w: _Writer, tags: Tags, why: str) -> None:
+    def __init__(self, w: Writer, tags: Tags, why: str) -> None:
         self.w, self.tags, self.why, self.done = w, tags, why, 0
 
     def initiate(
@@ -220,7 +125,7 @@ class _CompiledRounds:
 
     name = "compiled"
 
-    def __init__(self, w: _Writer, tags: Tags, lib: hotloop.Library, qp_address: int) -> None:
+    def __init__(self, w: Writer, tags: Tags, lib: hotloop.Library, qp_address: int) -> None:
         self.w, self.tags, self.lib, self.done = w, tags, lib, 0
         self.state = hotloop.LoopState(
             qp=qp_address,
@@ -257,7 +162,7 @@ class _CompiledRounds:
         if status == hotloop.TIMEOUT:
             raise TimeoutError("no reply from the peer")
         if status == hotloop.ABORTED:
-            raise _Aborted()
+            raise Aborted()
         if status == hotloop.WC_ERROR:
             raise completion_error("RDMA WRITE", int(st.wc_status), int(st.vendor_err))
         if status == hotloop.POST_ERROR:
@@ -332,7 +237,7 @@ def loop_name(ep: Endpoint) -> str:
 COMPILED_NAME = "compiled (hotloop.c, GIL released, CLOCK_MONOTONIC)"
 
 
-def _rounds(w: _Writer, tags: Tags) -> Rounds:
+def _rounds(w: Writer, tags: Tags) -> Rounds:
     found = compiled_loop(w.ep)
     if isinstance(found, str):
         return _PythonRounds(w, tags, found)
@@ -358,7 +263,7 @@ def initiate(
     reads why) or is gone (closed: a confirming write tells what became of its QP).
     ``info`` (when given) receives which loop ran and the CPU time it took per round.
     ``tags``: the challenges to send and room for the replies' heads (none: zeros)."""
-    w = _Writer(ep, peer, size)
+    w = Writer(ep, peer, size)
     rounds = _rounds(w, tags or untagged(warmup + iterations, size))
     if info is not None:
         info["pingpong_loop"] = loop_description(rounds)
@@ -370,9 +275,9 @@ def initiate(
             rounds.initiate(warmup, samples, deadline, channel)
             if info is not None:
                 info.update(_cpu_per_round(before, total))
-        except _Aborted:
+        except Aborted:
             said = notice() if notice is not None else None
-            why = said if said is not None else _confirm_peer_gone(w, deadline)
+            why = said if said is not None else confirm_peer_gone(w, deadline)
             raise ProbeError(
                 f"rdma ping-pong: {why} (after {rounds.done} of {total} round trips)"
             ) from None
@@ -397,11 +302,11 @@ def respond(
 ) -> int:
     """Answer ``rounds`` pings. Returns the rounds completed; stops early if aborted.
     ``tags``: this end's tags and tagged rounds (none: every round echoes)."""
-    loop = _rounds(_Writer(ep, peer, size), tags or untagged(rounds, size))
+    loop = _rounds(Writer(ep, peer, size), tags or untagged(rounds, size))
     with _no_gc():
         try:
             loop.respond(rounds, deadline, abort)
-        except _Aborted:
+        except Aborted:
             return loop.done
         except TimeoutError as err:
             raise ProbeError(

@@ -46,7 +46,7 @@ from netqual.transports.interface import (
     Transport,
     accepted,
 )
-from netqual.transports.rdma import bulk, devices, fetch, pingpong, responder, verbs
+from netqual.transports.rdma import bulk, devices, fetch, pingpong, responder, verbs, writer
 from netqual.transports.rdma import tags as rdma_tags
 from netqual.transports.rdma.conninfo import ConnInfo
 from netqual.transports.rdma.endpoint import Endpoint
@@ -133,7 +133,7 @@ class RdmaTransport(Transport):
             bulk_bytes=fetch.landing_bytes(prof, cells.chunks_bytes)
             if prof
             else bulk.landing_bytes(cells.chunks_bytes, cells.depths, rd_cap),
-            send_wr=max(64, 2 * rd_cap + pingpong.SIGNAL_EVERY),
+            send_wr=max(64, 2 * rd_cap + writer.SIGNAL_EVERY),
             qps=cells.qps,
         )
         closed = False

@@ -29,6 +29,7 @@ from netqual.transports.rdma import (
     devices,
     hotloop,
     pingpong,
+    writer,
 )
 from netqual.transports.rdma.endpoint import Endpoint
 
@@ -76,7 +77,7 @@ def test_initiator_pingpong_against_an_echoing_peer(fabric: Fabric) -> None:
     assert (rtt > 0).all()
     assert _byte(a).value == 1100 & 0xFF  # the sequence byte wrapped four times
     # unsignalled writes never overflow the send queue: one signalled WR every 16
-    assert fabric.max_sq_seen <= pingpong.SIGNAL_EVERY + 1
+    assert fabric.max_sq_seen <= writer.SIGNAL_EVERY + 1
     a.close()
     b.close()
 
@@ -270,7 +271,7 @@ def test_full_session_checks_the_channel_on_every_poll(
 ) -> None:
     """Both ends go through their deadline, completion and abort checks after every byte
     poll: a quiet control channel never ends a ping-pong early, on either side."""
-    monkeypatch.setattr(pingpong, "SPINS_PER_CHECK", 1)
+    monkeypatch.setattr(writer, "SPINS_PER_CHECK", 1)
     plan = ProbePlan(iterations=300, warmup=30, size_bytes=64, bulk=False)
     ch, _hello = connect("127.0.0.1", fake_agent, None, peer="fakeB")
     with ch:

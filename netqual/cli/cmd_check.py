@@ -26,8 +26,9 @@ from netqual.cli.app import (
 )
 from netqual.errors import EXIT_FAIL, EXIT_OK
 from netqual.fleet_model import FleetPolicy, FleetResult
-from netqual.models import Node, PreflightReport, ProbePlan
+from netqual.models import Node, ProbePlan
 from netqual.planning.inventory import load_inventory
+from netqual.preflight_model import PreflightReport
 from netqual.render.check import print_check, print_nics
 from netqual.render.fleet import print_fleet
 from netqual.run import preflight
@@ -115,6 +116,10 @@ def check(
     return EXIT_OK if report.ok and not (found and found.outliers) else EXIT_FAIL
 
 
+# Not in `check --json`: the snapshot has its own fleet section; the rest is asked for `run`.
+_NOT_IN_JSON = frozenset({"snapshot", "host", "measuring"})
+
+
 def report_to_dict(report: PreflightReport, found: FleetResult | None = None) -> dict[str, object]:
     doc: dict[str, object] = {
         "ok": report.ok,
@@ -122,7 +127,7 @@ def report_to_dict(report: PreflightReport, found: FleetResult | None = None) ->
         "coordinator_version": report.coordinator_version,
         "duration_s": report.duration_s,
         "nodes": [
-            {k: v for k, v in asdict(n).items() if k != "snapshot"} | {"ok": n.ok}
+            {k: v for k, v in asdict(n).items() if k not in _NOT_IN_JSON} | {"ok": n.ok}
             for n in report.nodes
         ],
     }
@@ -142,9 +147,9 @@ def preflight_or_stop(
 ) -> PreflightReport:
     """``run``'s first step: the check table, then stop (exit 3) on any configuration error
     unless ``keep_going``, in which case the run measures the other nodes and lists the
-    pairs of these as not measured (configuration). The report goes to the coordinator,
-    which checks nothing again."""
-    report = preflight.check(nodes, token, transport, timeout_s, plan)
+    pairs of these as not measured (configuration). The report, with each agent's host path
+    audit and running probes, goes to the coordinator, which asks no agent again."""
+    report = preflight.check(nodes, token, transport, timeout_s, plan, for_run=True)
     if report.ok:
         out.print(
             f"pre-flight: all {len(nodes)} agents ready for {transport} probes "

@@ -80,6 +80,7 @@ CORE_MODULES = (
     "multirail_model",  # multi-rail bandwidth records (docs/rails.md)
     "hostpath",  # host path audit records, affinity classes
     "hostpath_codec",  # the host path audit as JSON (results file, agent reply)
+    "preflight_model",  # what the pre-flight check found, per agent
     "fleet_model",  # configuration snapshots, fleet policy, outliers
     "suspects",  # localisation suspects: one evidence record per kind, their JSON
     "counter_evidence",  # what a path's counters say: carried_by, cause, advice lines

@@ -7,8 +7,8 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from netqual.models import AgentCheck, PreflightReport
 from netqual.names import visible
+from netqual.preflight_model import AgentCheck, PreflightReport
 
 
 def print_check(console: Console, report: PreflightReport) -> None:

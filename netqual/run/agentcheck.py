@@ -1,5 +1,12 @@
-"""The agents asked at the start of a run that had no pre-flight (retest, demo), and the
---resume wait for agents still running a killed coordinator's probes."""
+"""The agents at the start of a run: which ones its pairs may use.
+
+``netqual run`` hands the coordinator its pre-flight report (netqual.run.preflight), and
+no agent is asked again: one that failed the check is refused (its pairs are not measured,
+configuration), and one that dies after it is reported by its probes, per path. Only
+--resume asks again, and only the agents the pre-flight saw running probes, until those
+end (a killed coordinator's end within a second). A run without a pre-flight (retest,
+demo) asks every agent here, once.
+"""
 
 from __future__ import annotations
 
@@ -7,12 +14,41 @@ import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 
-from netqual.agent.wire import hostpeer
 from netqual.agent.wire.messages import Fields
-from netqual.agent.wire.protocol import Channel, connect
+from netqual.agent.wire.protocol import connect
 from netqual.errors import NetqualError
 from netqual.hostpath import HostAudit
 from netqual.models import Node
+from netqual.preflight_model import PreflightReport
+from netqual.run.preflight import host_audit
+
+
+def at_start(
+    nodes: Sequence[Node],
+    token: bytes | None,
+    preflight: PreflightReport | None,
+    resumed: bool,
+    busy: dict[str, int],
+    hosts: dict[str, HostAudit],
+) -> tuple[dict[str, str], dict[str, str]]:
+    """(down, refused), both node -> text: the agents the run cannot use and why, and the
+    reason their pairs are not measured. ``busy`` gets the agents still running probes,
+    ``hosts`` each usable agent's host path audit."""
+    if preflight is None:
+        wait_s = RESUME_IDLE_WAIT_S if resumed else 0.0
+        down = check_agents(nodes, token, idle_wait_s=wait_s, busy=busy, hosts=hosts)
+        return down, {k: f"agent on {k} not answering at the start: {v}" for k, v in down.items()}
+    down = {n.node: "; ".join(n.problems) for n in preflight.failed}
+    hosts.update({n.node: n.host for n in preflight.nodes if n.host is not None})
+    running = {n.node: n.measuring for n in preflight.nodes if n.ok and n.measuring}
+    if resumed and running:
+        # Whatever fails while waiting is left to the probes, like any agent lost after
+        # the pre-flight: only the probes still running are noted.
+        wait = [n for n in nodes if n.node_name in running]
+        check_agents(wait, token, idle_wait_s=RESUME_IDLE_WAIT_S, busy=busy)
+    else:
+        busy.update(running)
+    return down, {k: f"{k} failed the pre-flight check: {v}" for k, v in down.items()}
 
 
 def check_agents(
@@ -23,7 +59,8 @@ def check_agents(
     busy: dict[str, int] | None = None,
     hosts: dict[str, HostAudit] | None = None,
 ) -> dict[str, str]:
-    """Ask every agent for ``info`` in parallel; returns {node name: problem} for failures.
+    """Ask every agent for ``info`` in parallel; returns {node name: problem} for failures
+    (a run without a pre-flight, and --resume's wait).
 
     ``idle_wait_s``: ask again until the agent runs no probe (``measuring`` 0) for at
     most that long (``--resume`` after a killed coordinator: its probes end within a
@@ -52,7 +89,7 @@ def check_agents(
                 if running and busy is not None:
                     busy[name] = running
                 if hosts is not None:
-                    hosts[name] = _host_audit(ch, name)
+                    hosts[name] = host_audit(ch, name)
                     if hosts[name].error is not None:
                         return None  # the agent may have ended the session on it: no bye
                 ch.send("bye")
@@ -63,13 +100,6 @@ def check_agents(
     with ThreadPoolExecutor(max_workers=min(32, max(1, len(nodes)))) as pool:
         results = dict(zip((n.node_name for n in nodes), pool.map(one, nodes), strict=True))
     return {name: problem for name, problem in results.items() if problem is not None}
-
-
-def _host_audit(ch: Channel, node: str) -> HostAudit:
-    try:
-        return hostpeer.from_peer(ch.request("hostpath", reply="hostpath"), node, node)
-    except NetqualError as err:  # a bad field (named), or an agent that cannot audit
-        return HostAudit(node, error=str(err))
 
 
 IDLE_POLL_S = 0.1

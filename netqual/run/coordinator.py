@@ -13,9 +13,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from netqual.errors import NoAgentsError
-from netqual.models import Interference, PathResult, PreflightReport, Verdict
+from netqual.models import Interference, PathResult, Verdict
 from netqual.outfiles import make_out_dir, open_append
 from netqual.planning import phases
+from netqual.preflight_model import PreflightReport
 from netqual.progress import NullObserver, RunObserver, Stage
 from netqual.results import journal
 from netqual.run import resume as resume_mod
@@ -57,10 +58,11 @@ def run(
 
     A KeyboardInterrupt (Ctrl-C, or SIGTERM turned into one by the command) in any phase
     ends the run as incomplete: results.json holds every path measured so far.
-    ``preflight``: the pre-flight check the caller ran (``netqual run`` with
-    --keep-going); its failed agents are not asked again. Without it (retest, demo), the
-    agents are asked here. Either way an agent that fails at the start is a configuration
-    problem: its pairs are listed as not measured (configuration), never unsafe paths."""
+    ``preflight``: the pre-flight check the caller ran (``netqual run``, ``for_run``); no
+    agent is asked again, and one lost after it is reported by its probes, per path.
+    Without it (retest, demo), the agents are asked here. Either way an agent that fails at
+    the start is a configuration problem: its pairs are listed as not measured
+    (configuration), never unsafe paths (``agentcheck.at_start``)."""
     stages = _Stages(observer or NullObserver())
     if len(cfg.nodes) < 2:
         raise NoAgentsError("the inventory needs at least two nodes")

@@ -23,7 +23,8 @@ from netqual.analysis import fanin
 from netqual.errors import NetqualError, UsageError
 from netqual.fanin_model import FaninConfig, FaninLevel, FaninResult
 from netqual.fetchprofile import profile
-from netqual.models import Node, PreflightReport, ProbePlan, RawBulk, Role
+from netqual.models import Node, ProbePlan, RawBulk, Role
+from netqual.preflight_model import PreflightReport
 from netqual.transports import TransportKind, TransportOptions
 
 

@@ -14,11 +14,12 @@ import numpy as np
 from netqual import __version__
 from netqual.analysis import fleet, localise
 from netqual.fleet_model import FleetResult
-from netqual.models import Interference, PreflightReport, RunMeta
+from netqual.models import Interference, RunMeta
 from netqual.outfiles import make_out_dir, open_append
 from netqual.pathtable import PathTable
 from netqual.planning import estimate, phases, schedule
 from netqual.planning.budget import BulkBudget
+from netqual.preflight_model import PreflightReport
 from netqual.progress import Stage
 from netqual.results import journal, summarize, write_json
 from netqual.run import resume as resume_mod

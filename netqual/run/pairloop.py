@@ -9,15 +9,16 @@ from collections.abc import Iterator
 
 from netqual.agent.wire.sessions import Sessions
 from netqual.errors import NoAgentsError
-from netqual.models import NotMeasured, PathResult, PreflightReport
+from netqual.models import NotMeasured, PathResult
 from netqual.planning import rails as rails_mod
 from netqual.planning import schedule
 from netqual.planning.budget import BulkBudget
 from netqual.planning.schedule import Pair
+from netqual.preflight_model import PreflightReport
 from netqual.progress import RunObserver, Stage
 from netqual.results import journal
 from netqual.run import phaserun
-from netqual.run.agentcheck import RESUME_IDLE_WAIT_S, check_agents
+from netqual.run.agentcheck import at_start
 from netqual.run.config import RunConfig
 from netqual.run.pairprobe import CONFIGURATION, combine_phases, failed_path, measure_pair, now_iso
 from netqual.run.runstate import RunJournal, Spent
@@ -34,23 +35,12 @@ def measure_pairs(
     resumed: bool,
     preflight: PreflightReport | None,
 ) -> None:
-    """The pre-flight's info round, then every pair the journal does not hold finished."""
+    """The agents the run may use (``agentcheck.at_start``), then every pair the journal
+    does not hold finished. An agent refused at the start is a configuration problem: its
+    pairs are not measured (configuration), never unsafe paths."""
     observer.phase(Stage.PREFLIGHT, 0, len(cfg.nodes))
     checked_at = time.monotonic()
-    # Agents that failed the caller's pre-flight check are not asked again. The others are
-    # (--resume waits for busy agents); one that fails now is refused the same way: its
-    # pairs are not measured (configuration), never unsafe paths.
-    failed = {n.node: "; ".join(n.problems) for n in preflight.failed} if preflight else {}
-    down = check_agents(
-        [n for n in cfg.nodes if n.node_name not in failed],
-        cfg.token,
-        idle_wait_s=RESUME_IDLE_WAIT_S if resumed else 0.0,
-        busy=spent.busy,
-        hosts=spent.hosts,
-    )
-    refused = {k: f"{k} failed the pre-flight check: {v}" for k, v in failed.items()}
-    refused |= {k: f"agent on {k} not answering at the start: {v}" for k, v in down.items()}
-    down.update(failed)
+    down, refused = at_start(cfg.nodes, cfg.token, preflight, resumed, spent.busy, spent.hosts)
     spent.preflight_s += time.monotonic() - checked_at
     if len(down) == len({n.node_name for n in cfg.nodes}):
         # Each problem already names its node ("gpu01 unreachable: ..."); don't repeat it.

@@ -18,8 +18,9 @@ from typing import Any
 
 from netqual import __version__
 from netqual.agent import fleet_snapshot, nicreport
+from netqual.agent.wire import hostpeer
 from netqual.agent.wire.messages import Fields
-from netqual.agent.wire.protocol import connect
+from netqual.agent.wire.protocol import Channel, connect
 from netqual.errors import (
     AuthError,
     BadRequestError,
@@ -28,8 +29,10 @@ from netqual.errors import (
     PeerUnreachableError,
 )
 from netqual.fleet_model import ConfigSnapshot
-from netqual.models import AgentCheck, HostNics, Node, PreflightReport, ProbePlan
+from netqual.hostpath import HostAudit
+from netqual.models import HostNics, Node, ProbePlan
 from netqual.planning.limits import limit_problem, limits_differ, reported_limits
+from netqual.preflight_model import AgentCheck, PreflightReport
 
 CLOCK_WARN_S = 1.0  # wall clocks further apart than this make timestamps misleading
 
@@ -40,12 +43,17 @@ def check(
     transport: str = "tcp",
     timeout_s: float = 5.0,
     plan: ProbePlan | None = None,
+    for_run: bool = False,
 ) -> PreflightReport:
     """Ask every node's agent in parallel; never raises for a node's failure. With
-    ``plan``: an agent whose reported limits refuse it fails the check."""
+    ``plan``: an agent whose reported limits refuse it fails the check. ``for_run``: also
+    what the run keeps of each agent that passed (host path audit, probes it is running),
+    so the coordinator need not ask it again."""
     t0 = time.monotonic()
     with ThreadPoolExecutor(max_workers=min(64, max(1, len(nodes)))) as pool:
-        found = tuple(pool.map(lambda n: check_node(n, token, transport, timeout_s, plan), nodes))
+        found = tuple(
+            pool.map(lambda n: check_node(n, token, transport, timeout_s, plan, for_run), nodes)
+        )
     return PreflightReport(
         transport=transport,
         coordinator_version=__version__,
@@ -60,6 +68,7 @@ def check_node(
     transport: str,
     timeout_s: float,
     plan: ProbePlan | None = None,
+    for_run: bool = False,
 ) -> AgentCheck:
     base = AgentCheck(node=node.name, endpoint=node.endpoint, transport=transport)
     t0 = time.monotonic()
@@ -90,6 +99,8 @@ def check_node(
     snapshot: ConfigSnapshot | None = None
     nics: HostNics | None = None
     max_sessions: int | None = None
+    host: HostAudit | None = None
+    measuring = 0
     try:
         with ch:
             ch.set_timeout(timeout_s)
@@ -97,6 +108,8 @@ def check_node(
             info = ch.request("info", reply="info")
             got_ns = time.time_ns()
             offset_s = _clock_offset_s(info, sent_ns, got_ns)
+            if for_run:  # probes it runs now (someone else's, or a killed coordinator's)
+                measuring = Fields(info, "info", name).integer("measuring", 0, 1 << 20, 0)
             transport_ok, why = _transport_ok(ch, info, transport)
             if why:
                 problems.append(why)
@@ -109,7 +122,10 @@ def check_node(
             warnings += [why] if why else []
             nics, why = _nics(ch, node.name)
             warnings += [why] if why else []
-            ch.send("bye")
+            if for_run and not problems:  # a failed agent is not measured: no audit needed
+                host = host_audit(ch, node.name)
+            if host is None or host.error is None:  # else the agent may have ended the session
+                ch.send("bye")
     except (NetqualError, OSError) as err:
         problems.append(f"agent stopped answering: {err}")
     if offset_s is not None and abs(offset_s) > CLOCK_WARN_S:
@@ -128,7 +144,18 @@ def check_node(
         snapshot=snapshot,
         nics=nics,
         max_sessions=max_sessions,
+        host=host,
+        measuring=measuring,
     )
+
+
+def host_audit(ch: Channel, node: str) -> HostAudit:
+    """The agent's host path audit; unusable (a bad field, named, or an agent that cannot
+    audit) gives one with ``error`` set, and the agent may have ended the session on it."""
+    try:
+        return hostpeer.from_peer(ch.request("hostpath", reply="hostpath"), node, node)
+    except NetqualError as err:
+        return HostAudit(node, error=str(err))
 
 
 def _snapshot(ch: Any, node: str) -> tuple[ConfigSnapshot | None, str | None]:

@@ -24,6 +24,7 @@ from netqual.agent.wire.protocol import Channel, connect, server_handshake
 from netqual.errors import ErrorCode, PeerUnreachableError
 from netqual.fanin_model import FaninConfig
 from netqual.models import AgentLimits, Node, ProbePlan
+from netqual.run import preflight
 from netqual.run.agentcheck import RESUME_IDLE_WAIT_S, check_agents
 from netqual.run.coordinator import RunConfig, run
 from netqual.run.fanin import plan_for
@@ -140,6 +141,9 @@ def test_resume_waits_for_probes_still_running_on_the_agents(
     request = ProbeRequest(PeerRef(b.name, b.address, b.port), "tcp", LONG, hops=False)
     ch.send("probe", request.to_body())
     wait_until(lambda: measuring(a, token) and measuring(b, token), 20)
+    # The pre-flight of a run sees the probes too: --resume waits only for those agents.
+    checked = preflight.check((a, b), token, "tcp", for_run=True)
+    assert [(n.node, n.measuring) for n in checked.nodes] == [("gpu01", 1), ("gpu02", 1)]
     busy: dict[str, int] = {}
     assert check_agents((a, b), token, idle_wait_s=0.3, busy=busy) == {}
     assert busy == {"gpu01": 1, "gpu02": 1}  # detected: still measuring after the wait

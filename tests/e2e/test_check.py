@@ -10,9 +10,13 @@ from pathlib import Path
 import pytest
 from agentpool import AgentPool, AgentProc
 from e2e_cli import netqual_cli, write_inventory
+from peers import node as node_of
 
 import netqual
+from netqual.models import ProbePlan, Verdict
 from netqual.results import load
+from netqual.run import preflight
+from netqual.run.coordinator import RunConfig, run
 
 SMALL_PLAN = ["--iterations", "300", "--warmup", "20", "--no-bulk", "--allow-short-plan"]
 
@@ -111,6 +115,34 @@ def test_run_keep_going_measures_the_rest_and_keeps_agent_versions_and_clocks(
         assert isinstance(agents_seen[node]["clock_offset_s"], float)
     assert agents_seen["gpu03"] == {"version": None, "clock_offset_s": None}
     assert load(out / "results.json").run.agents == agents_seen
+
+
+def test_run_asks_no_agent_again_after_the_pre_flight(
+    agents: AgentPool, token: bytes, tmp_path: Path
+) -> None:
+    """The coordinator measures with the pre-flight's report: an agent lost after the
+    check is not re-checked into "not measured" but reported by its probes, per path, and
+    each agent's host path audit comes from the pre-flight."""
+    started = agents.start_many([("gpu01",), ("gpu02",), ("gpu03",)])
+    nodes = tuple(node_of(a) for a in started)
+    plan = ProbePlan(iterations=50, warmup=5, bulk=False, timeout_s=5.0)
+    checked = preflight.check(nodes, token, "tcp", plan=plan, for_run=True)
+    assert checked.ok, checked.failed
+    assert [(n.node, n.measuring) for n in checked.nodes if n.host is not None] == [
+        ("gpu01", 0), ("gpu02", 0), ("gpu03", 0),
+    ]  # fmt: skip
+    started[2].proc.terminate()
+    started[2].proc.wait(timeout=30)
+    cfg = RunConfig(nodes=nodes, plan=plan, token=token, interference_minimum=0)
+    results = run(cfg, tmp_path / "out", preflight=checked)
+    assert results.not_measured == ()  # a re-check would have listed gpu03's pairs here
+    paths = {(p.src, p.dst): p for p in results.paths}
+    assert set(paths) == {("gpu01", "gpu02"), ("gpu01", "gpu03"), ("gpu02", "gpu03")}
+    assert paths["gpu01", "gpu02"].error is None
+    for key in (("gpu01", "gpu03"), ("gpu02", "gpu03")):
+        assert paths[key].verdict is Verdict.UNSAFE and paths[key].error, paths[key]
+    assert [h.node for h in results.hosts] == ["gpu01", "gpu02", "gpu03"]
+    assert "busy_at_start" not in results.run.schedule
 
 
 def test_doctor_inventory_follows_transport(agents: AgentPool, tmp_path: Path) -> None:

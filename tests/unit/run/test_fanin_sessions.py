@@ -7,7 +7,8 @@ import pytest
 
 from netqual.errors import UsageError
 from netqual.fanin_model import FaninConfig
-from netqual.models import AgentCheck, Node, PreflightReport, Role
+from netqual.models import Node, Role
+from netqual.preflight_model import AgentCheck, PreflightReport
 from netqual.run.fanin import check_sessions, sessions_at
 from netqual.transports import TransportKind
 

@@ -3,8 +3,8 @@ contacting any agent; the same model is recorded in ``run.schedule.estimate`` of
 
 Duration model (stated, not measured; ``DurationModel`` holds the constants), per phase:
 
-- pre-flight: two passes over every agent (``netqual check``, then the coordinator's own
-  check), each ``check_s`` per agent over 64 and 32 parallel connections;
+- pre-flight: one pass over every agent (the check ``netqual run`` starts with; the
+  coordinator asks no agent again), ``check_s`` per agent over 64 parallel connections;
 - ping-pong: every round runs its pairs at once, except that pairs sharing a host run one
   after another and at most ``--parallel`` run together: a round takes
   ``batches x (request_s + (warm-up + iterations) x rtt_us)`` with batches =
@@ -48,7 +48,7 @@ from netqual.planning.schedule import Pair, Schedule
 
 PREVIEW_ROUNDS = 3
 PREVIEW_PAIRS = 6
-CHECK_THREADS = (64, 32)  # netqual check's and the coordinator's parallel connections
+CHECK_THREADS = (64,)  # the pre-flight check's parallel connections (one pass)
 
 
 @dataclass(frozen=True)
@@ -216,7 +216,7 @@ def estimate_phases(
     out = [
         PhaseEstimate(
             "preflight", n, model.check_s, checks * model.check_s,
-            f"2 passes over {n:,} agents, {'/'.join(map(str, CHECK_THREADS))} at once"
+            f"one pass over {n:,} agents, {'/'.join(map(str, CHECK_THREADS))} at once"
             + _sharing(model, "preflight"),
         )
     ]  # fmt: skip

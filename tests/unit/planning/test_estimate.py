@@ -50,12 +50,12 @@ def test_agents_checked_at_once_share_the_cores_too() -> None:
     model = DurationModel(shared_cores=2)  # an agent check needs half a core
     pre = _phases(100, model)["preflight"]
     assert isinstance(pre, estimate.PhaseEstimate)
-    # pass 1: 64 then 36 agents at once; pass 2: 32, 32, 32, 4
-    groups = [64 * 0.25, 36 * 0.25, 32 * 0.25, 32 * 0.25, 32 * 0.25, 4 * 0.25]
+    # one pass (the coordinator asks no agent again): 64 then 36 agents at once
+    groups = [64 * 0.25, 36 * 0.25]
     assert pre.seconds == pytest.approx(sum(groups) * model.check_s)
     alone = _phases(100, DurationModel())["preflight"]
     assert isinstance(alone, estimate.PhaseEstimate)
-    assert alone.seconds == pytest.approx(6 * model.check_s)  # six groups, one check each
+    assert alone.seconds == pytest.approx(2 * model.check_s)  # two groups, one check each
 
 
 def test_contention_is_relative_to_one_pair_alone() -> None:

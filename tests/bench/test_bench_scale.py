@@ -56,10 +56,12 @@ def test_many_agents_bulk_prints_estimate_vs_actual_per_phase(tmp_path: Path) ->
         *(f"--run-arg={a}" for a in short), timeout_s=400,
     )  # fmt: skip
     assert r.returncode == 0, r.stdout + r.stderr
-    assert "calibration (one pair, median of 1)" in r.stdout
+    assert "calibration before (one pair, median of 1)" in r.stdout
+    assert "calibration after (one pair, median of 1)" in r.stdout
     rows = {ln.split()[0]: ln.split()[1:] for ln in r.stdout.splitlines() if ln.split()}
     recorded = json.loads((out / "estimate.json").read_text())
-    assert recorded["model"]["shared_cores"] == len(os.sched_getaffinity(0))
+    assert recorded["model"]["before"]["shared_cores"] == len(os.sched_getaffinity(0))
+    assert len(recorded["calibrations"]["bracket"]) == 2  # one before, one after
     actual = json.loads((out / "results.json").read_text())["run"]["schedule"]["actual"]
     for phase in ("preflight", "pingpong", "bulk", "interference", "total"):
         figures = recorded["phases"][phase]
@@ -68,6 +70,8 @@ def test_many_agents_bulk_prints_estimate_vs_actual_per_phase(tmp_path: Path) ->
         assert figures["cluster_s"] <= figures["shared_s"]  # sharing never makes it faster
         ratio = figures["actual_s"] / figures["shared_s"]
         assert float(rows[phase][3]) == pytest.approx(ratio, abs=0.006), phase
+        bracket = figures["actual_s"] / figures["bracket_s"]
+        assert float(rows[phase][5]) == pytest.approx(bracket, abs=0.006), phase
     doc = json.loads((out / "results.json").read_text())
     assert doc["run"]["plan"]["iterations"] == 200  # --run-arg reached the run
 

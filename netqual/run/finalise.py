@@ -105,11 +105,16 @@ def finalise(
     else:
         checked = inter is not None and inter.sample > 0
         sched["interference"] = "checked" if checked else "no measured paths to sample"
+    # the dry run's model, with this host's cores when every agent is on loopback
+    model = estimate.DurationModel(shared_cores=estimate.local_cores(pairing.nodes))
     estimated, *_ = estimate.estimate_phases(
         pairing, cfg.transport.value, cfg.plan, cfg.parallel, cfg.schedule, cfg.fabric,
-        cfg.interference_fraction, cfg.interference_minimum,
+        cfg.interference_fraction, cfg.interference_minimum, model,
     )  # fmt: skip
-    sched["estimate"] = estimate.phases_to_dict(estimated)
+    sched["estimate"] = {
+        **estimate.phases_to_dict(estimated),
+        "model": model.to_dict(cfg.transport.value),
+    }
     sched["actual"] = {
         "preflight_s": round(spent.preflight_s, 3),
         **spent.tally.to_dict(),

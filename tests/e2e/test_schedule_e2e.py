@@ -9,6 +9,7 @@ the largest number of overlapping windows bounds the real concurrency from above
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -99,6 +100,8 @@ def test_bipartite_storage_node_never_has_more_bulk_readers_than_the_cap(
     assert {"preflight", "pingpong", "bulk", "interference"} <= set(est)
     assert est["bulk"]["count"] == actual["bulk_waves"] == 3 and actual["bulk_pairs"] == 6
     assert est["interference"]["count"] == 1 and actual["bulk_not_selected"] == 0
+    # every agent on loopback: the estimate modelled them sharing this host's cores
+    assert est["model"]["shared_cores"] == len(os.sched_getaffinity(0))
     assert all(actual[k] > 0 for k in ("preflight_s", "pingpong_s", "bulk_s", "interference_s"))
     assert schedule["fabric"]["assumption"].startswith("non-blocking")
     again = load(out / "results.json")  # validates against the schema and reads back

@@ -46,6 +46,7 @@ def test_check_all_ready(agents: AgentPool, tmp_path: Path) -> None:
         assert node["transport_ok"] is True
         assert abs(node["clock_offset_s"]) < 1.0  # same host, same clock
         assert node["max_sessions"] == 64  # as its info reports it (run --fanin checks it)
+        assert "host" not in node and "measuring" not in node  # asked for `run` only
 
 
 def test_check_names_each_configuration_error(agents: AgentPool, tmp_path: Path) -> None:

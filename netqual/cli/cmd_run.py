@@ -143,7 +143,10 @@ def run(
         bool,
         typer.Option(
             "--keep-going",
-            help="Run even when agents fail the pre-flight check (their paths become unsafe).",
+            help=(
+                "Run even when agents fail the pre-flight check (their pairs are listed as "
+                "not measured)."
+            ),
         ),
     ] = False,
     check_timeout: CheckTimeoutOpt = 5.0,

@@ -36,6 +36,11 @@ pytestmark = [
 
 MORE_ROUNDS = 4
 SOCKPERF_PORT = 11111
+# On an idle host each trip through the user-space relay costs a wake-up beyond the
+# injected delay: sockperf measured 40-110 us over base + 1.15 x injected on a 200 us path,
+# in every round of a run, at load 0.1 (it passes under load). The upper bound still fails
+# a delay injected twice on every path here (the smallest, 180 us, plus its 15%, exceeds it).
+IDLE_WAKE_US = 120.0
 
 # s and z behind r0; r0 ==100us== r1 ==100us== r2 ==100us== r3; h<k> on r<k>
 CHAIN = """
@@ -168,7 +173,8 @@ def out_of_bounds(
         for k, (a, b) in enumerate(pairs[1:], start=1):
             rtt = info.injected_rtt_us(a, b)
             rounds = samples[(tool, k)]
-            if statistics.median(rounds) < 0.9 * rtt or min(rounds) > base + 1.15 * rtt:
+            ceiling = base + 1.15 * rtt + IDLE_WAKE_US
+            if statistics.median(rounds) < 0.9 * rtt or min(rounds) > ceiling:
                 wrong.append(
                     f"{tool} {a}-{b}: p50 per round {rounds} us, injected {rtt:.0f} us, "
                     f"zero-delay path {base:.0f} us"

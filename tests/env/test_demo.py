@@ -94,13 +94,29 @@ def test_root_demo_builds_the_fabric_and_verdicts_follow_the_tiers(tmp_path: Pat
 
     assert median_p50("same-rack") < median_p50("cross-rack") < median_p50("remote")
     assert median_p50("cross-rack") >= 0.9 * 180 and median_p50("remote") >= 0.9 * 890
+
+    # every verdict is the default policy's judgement of the path's p99 (<= 200 us safe,
+    # > 500 us unsafe)
+    def band(us: float) -> str:
+        return "offload-safe" if us <= 200 else "marginal" if us <= 500 else "unsafe"
+
+    def quantile(p: dict[str, object], q: str) -> float:
+        rtt = p["rtt_us"]
+        assert isinstance(rtt, dict)
+        return float(rtt[q])
+
+    assert [p["verdict"] for p in paths] == [band(quantile(p, "p99")) for p in paths]
     assert all(p["verdict"] == "unsafe" for p in by_tier["remote"])
+    assert all(p["verdict"] != "offload-safe" for p in by_tier["cross-rack"])
 
-    # the three classes come from the delays: each tier's most common verdict is its
-    # topology's (a single path's p99 can still catch another tenant's stall)
-    def usual(tier: str) -> str:
-        verdicts = [str(p["verdict"]) for p in by_tier[tier]]
-        return max(set(verdicts), key=verdicts.count)
+    # the three classes come from the delays: each tier's median p90 falls in its
+    # topology's band. Not its p99: with 1,000 samples the p99 is the 10th-slowest round
+    # trip, and ten stalls of a shared two-core machine (CI: most cross-rack p99 past
+    # 500 us on a run whose p50 were in place) move it; the p90 needs a hundred.
+    def median_p90(tier: str) -> float:
+        values = sorted(quantile(p, "p90") for p in by_tier[tier])
+        return values[len(values) // 2]
 
-    assert [usual(t) for t in ("same-rack", "cross-rack")] == ["offload-safe", "marginal"]
+    tiers = ("same-rack", "cross-rack", "remote")
+    assert [band(median_p90(t)) for t in tiers] == ["offload-safe", "marginal", "unsafe"]
     assert _lab_leftovers() == []

@@ -23,11 +23,13 @@ REASON = lab.lab_available()
 pytestmark = [pytest.mark.root, pytest.mark.skipif(REASON is not None, reason=REASON or "")]
 
 TOPOLOGY = Path(lab.default_topology_path()).parent / "two-rails.toml"
-# 2,000 kept samples per path, judged at 2,000; safe up to 300 us so that a stall of the
-# shared machine's two cores (a clean lab path's p99 reaches 140 us under load, docs/lab.md)
-# is not mistaken for a fault: the delay adds 600 us of round trip, beyond the unsafe line.
+# 2,000 kept samples per path, judged at 2,000 by their p90, safe up to 300 us: this test
+# is about where a fault sits, and the delay (600 us of round trip, beyond the unsafe line)
+# moves every sample of a path. A p99 is the 20th-slowest round trip: twenty stalls of the
+# shared two-core machine move it (CI: one clean path's p99 past 300 us while the others
+# read 44-80 us); the p90 needs two hundred.
 POLICY = """[policy]
-metric = "p99"
+metric = "p90"
 safe_max_us = 300.0
 unsafe_above_us = 500.0
 min_samples = 2000
@@ -75,10 +77,10 @@ def test_delayed_rail_of_one_host_is_a_nic_suspect_and_the_rest_is_clean(
         assert p["src"].endswith("/" + p["src_nic"]) and p["dst"].endswith("/" + p["dst_nic"])
         assert p["error"] is None, p
 
-    def p99(p: dict[str, object]) -> float:
+    def p90(p: dict[str, object]) -> float:  # the judged metric
         rtt = p["rtt_us"]
         assert isinstance(rtt, dict)
-        return float(rtt["p99"])
+        return float(rtt["p90"])
 
     def on(host: str, rail: int) -> list[dict[str, object]]:
         return [
@@ -87,15 +89,15 @@ def test_delayed_rail_of_one_host_is_a_nic_suspect_and_the_rest_is_clean(
             if p["rail"] == rail and host in (p["src"].split("/")[0], p["dst"].split("/")[0])
         ]
 
-    h3_rail0 = [p99(p) for p in on("h3", 0)]
-    h3_rail1 = [p99(p) for p in on("h3", 1)]
+    h3_rail0 = [p90(p) for p in on("h3", 0)]
+    h3_rail1 = [p90(p) for p in on("h3", 1)]
     # h3's rail-1 paths are worse than its rail-0 paths: every one of them, by the delay
     assert min(h3_rail1) > max(h3_rail0) + 400, (h3_rail0, h3_rail1)
     assert statistics.median(h3_rail1) > 600
     assert all(p["verdict"] == "unsafe" for p in on("h3", 1))
     clean = [p for p in paths if "h3" not in (p["src"].split("/")[0], p["dst"].split("/")[0])]
     assert len(clean) == 6 and all(p["verdict"] == "offload-safe" for p in clean), [
-        (p["src"], p["dst"], p["verdict"], p99(p)) for p in clean
+        (p["src"], p["dst"], p["verdict"], p90(p)) for p in clean
     ]
     assert all(p["verdict"] == "offload-safe" for p in on("h3", 0))
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import functools
 import importlib
+import sys
+from collections.abc import Sequence
 from typing import Any
 
 import typer
@@ -11,15 +13,27 @@ from rich.text import Text
 
 from netqual.cli.app import app, err_console
 from netqual.cli.helpstyle import polish
-from netqual.cli.rundir import RunStopped, abandon_threads_and_exit
 from netqual.errors import EXIT_RUNTIME, EXIT_USAGE, NetqualError
 
-# Importing a command module registers its commands on ``app``.
-# The order of these imports is the order of `netqual --help` (command groups last).
-from netqual.cli import cmd_agent, cmd_check, cmd_doctor, cmd_gate  # noqa: F401  isort: skip
-from netqual.cli import cmd_inventory, cmd_lab, cmd_report  # noqa: F401  isort: skip
-from netqual.cli import cmd_run, cmd_probe, cmd_demo, cmd_retest  # noqa: F401  isort: skip
-from netqual.cli import cmd_workload, cmd_campaign, cmd_export  # noqa: F401  isort: skip
+# Importing a command module registers its commands on ``app``. This order is the order of
+# `netqual --help` (command groups last).
+COMMAND_MODULES = (
+    "cmd_agent", "cmd_check", "cmd_doctor", "cmd_gate", "cmd_inventory", "cmd_lab",
+    "cmd_report", "cmd_run", "cmd_probe", "cmd_demo", "cmd_retest", "cmd_workload",
+    "cmd_campaign", "cmd_export",
+)  # fmt: skip
+# `netqual agent` starts on every node of a cluster (and hundreds of times in the tests):
+# it registers its own command only, and skips importing the reports, the campaign store
+# (duckdb), jinja2 and jsonschema: about half of the CLI's start-up CPU.
+ALONE = {"agent": "cmd_agent"}
+
+
+def register(argv: Sequence[str] = ()) -> None:
+    """Import the command modules ``argv`` needs: one for a command in ``ALONE``, else all."""
+    first = argv[0] if argv else None
+    names = (ALONE[first],) if first in ALONE else COMMAND_MODULES
+    for name in names:
+        importlib.import_module(f"netqual.cli.{name}")
 
 
 def _usage_error_types() -> tuple[type[Exception], ...]:
@@ -38,19 +52,24 @@ _USAGE_ERRORS = _usage_error_types()
 
 
 @functools.cache
-def _command() -> Any:
-    """The click command tree, built once per process (about 0.1 s): tests and fuzzers call
-    ``main`` thousands of times; click makes a fresh context per call."""
+def _command(registered: int) -> Any:
+    """The click command tree of the ``registered`` commands so far, built once per process
+    (about 0.1 s): tests and fuzzers call ``main`` thousands of times; click makes a fresh
+    context per call."""
     return polish(typer.main.get_command(app))
 
 
 def main(argv: list[str] | None = None) -> int:
+    register(sys.argv[1:] if argv is None else argv)
+    command = _command(len(app.registered_commands) + len(app.registered_groups))
     try:
-        rv = _command().main(args=argv, prog_name="netqual", standalone_mode=False)
-    except RunStopped as err:
-        err_console().print(Text(str(err), style="bold yellow"), soft_wrap=True)
-        abandon_threads_and_exit(err.exit_code)
+        rv = command.main(args=argv, prog_name="netqual", standalone_mode=False)
     except NetqualError as err:
+        from netqual.cli.rundir import RunStopped, abandon_threads_and_exit
+
+        if isinstance(err, RunStopped):
+            err_console().print(Text(str(err), style="bold yellow"), soft_wrap=True)
+            abandon_threads_and_exit(err.exit_code)
         err_console().print(Text.assemble(("error: ", "bold red"), str(err)), soft_wrap=True)
         return err.exit_code
     except typer.Abort:
@@ -69,4 +88,4 @@ def main(argv: list[str] | None = None) -> int:
     return int(rv) if isinstance(rv, int) else 0
 
 
-__all__ = ["EXIT_RUNTIME", "app", "main"]
+__all__ = ["EXIT_RUNTIME", "app", "main", "register"]

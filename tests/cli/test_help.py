@@ -16,8 +16,10 @@ _DESIGN_NOTES = "DESIGN" + ".md"  # the maintainers' notes: never shipped, never
 
 
 def _command_paths() -> list[list[str]]:
-    from netqual.cli import app
+    from netqual.cli import app, register
     from netqual.cli.helpstyle import polish
+
+    register()  # every command (`netqual agent` alone registers only its own)
 
     found: list[list[str]] = []
 
@@ -129,3 +131,26 @@ def test_agent_bad_address_is_one_line_naming_the_address(tmp_path: Path) -> Non
     assert r.stderr.strip().count("\n") == 0, r.stderr
     assert "nosuch-host.invalid:18599" in r.stderr
     assert "Traceback" not in r.stderr
+
+
+def test_agent_starts_without_the_reporting_half_of_the_cli() -> None:
+    """`netqual agent` runs on every node: it registers its own command only, and never
+    imports the report, campaign and schema engines (duckdb, jinja2, jsonschema); any
+    other command line still sees every command."""
+    probe = (
+        "import contextlib, io, sys\n"
+        "from netqual.cli import main\n"
+        "with contextlib.redirect_stdout(io.StringIO()):\n"
+        "    code = main(['agent', '--help'])\n"
+        "heavy = sorted(m for m in ('duckdb', 'jinja2', 'jsonschema') if m in sys.modules)\n"
+        "print(code, heavy)\n"
+        "main(['--help'])\n"
+    )
+    r = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert r.returncode == 0, r.stderr
+    first, rest = r.stdout.split("\n", 1)
+    assert first == "0 []", r.stdout
+    for command in ("agent", "run", "gate", "report", "campaign", "demo"):
+        assert re.search(rf"^\s+{command}\b", rest, re.M), rest

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -62,6 +63,15 @@ def test_many_agents_bulk_prints_estimate_vs_actual_per_phase(tmp_path: Path) ->
     recorded = json.loads((out / "estimate.json").read_text())
     assert recorded["model"]["before"]["shared_cores"] == len(os.sched_getaffinity(0))
     assert len(recorded["calibrations"]["bracket"]) == 2  # one before, one after
+    # the cores a pair needs: its agents' CPU seconds over the phase, as calibrated
+    (cal,) = recorded["calibrations"]["before"]
+    cores = recorded["model"]["before"]["pair_cores"]
+    for phase in ("pingpong", "bulk"):
+        assert cal[f"{phase}_cores"] > 0 and 0.05 <= cores[phase] <= os.cpu_count(), cal
+        assert cores[phase] == pytest.approx(
+            min(len(os.sched_getaffinity(0)), max(0.05, cal[f"{phase}_cores"])), abs=1e-3
+        )
+    assert re.search(r"agents and coordinator run from (\S+)/netqual \(a copy\)", r.stdout)
     actual = json.loads((out / "results.json").read_text())["run"]["schedule"]["actual"]
     for phase in ("preflight", "pingpong", "bulk", "interference", "total"):
         figures = recorded["phases"][phase]

@@ -201,3 +201,13 @@ GidIndexOpt = Annotated[
         "--gid-index", help="GID table index.  [default: the RoCE v2 GID of the probed IP]"
     ),
 ]
+QpTimeoutOpt = Annotated[
+    int | None,
+    typer.Option(
+        "--rdma-qp-timeout",
+        metavar="N",
+        help="RDMA QP local ACK timeout exponent: 4.096 us x 2^N per try, 6 retries before "
+        "IBV_WC_RETRY_EXC_ERR (1..31; 18 = 1.07 s). Raise it for long-haul links and for "
+        "software RDMA (rxe, siw) on slow or loaded hosts.  [default: 14 = 67 ms]",
+    ),
+]

@@ -13,6 +13,7 @@ from netqual.agent.server import Agent
 from netqual.auth import load_token
 from netqual.cli.app import (
     GidIndexOpt,
+    QpTimeoutOpt,
     RdmaDeviceOpt,
     RdmaPortOpt,
     SysfsRootOpt,
@@ -52,6 +53,7 @@ def agent(
     rdma_device: RdmaDeviceOpt = None,
     rdma_port: RdmaPortOpt = None,
     gid_index: GidIndexOpt = None,
+    qp_timeout: QpTimeoutOpt = None,
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Log every session.")] = False,
     sysfs_root: SysfsRootOpt = Path("/"),
 ) -> None:
@@ -81,7 +83,7 @@ def agent(
         raise UsageError("--max-sessions", f"must be >= 1, got {max_sessions}")
     if not auth_timeout > 0:
         raise UsageError("--auth-timeout", f"must be > 0, got {auth_timeout:g}")
-    own = TransportOptions.from_flags(rdma_device, rdma_port, gid_index)
+    own = TransportOptions.from_flags(rdma_device, rdma_port, gid_index, qp_timeout)
     a = Agent(
         host,
         port,

@@ -17,6 +17,7 @@ from netqual.cli.app import (
     JsonOpt,
     NoBulkOpt,
     PolicyOpt,
+    QpTimeoutOpt,
     RdmaDeviceOpt,
     RdmaPortOpt,
     SizeOpt,
@@ -63,6 +64,7 @@ def probe(
     rdma_device: RdmaDeviceOpt = None,
     rdma_port: RdmaPortOpt = None,
     gid_index: GidIndexOpt = None,
+    qp_timeout: QpTimeoutOpt = None,
     workload: WorkloadOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
@@ -85,7 +87,9 @@ def probe(
         policy=load_policy(policy) if policy else Policy(),
         plan=plan,
         token=load_token(token_file, insecure=insecure),
-        transport_options=TransportOptions.from_flags(rdma_device, rdma_port, gid_index),
+        transport_options=TransportOptions.from_flags(
+            rdma_device, rdma_port, gid_index, qp_timeout
+        ),
         workload=wl,
     )
     path = measure_pair(nodes[0], nodes[1], cfg)

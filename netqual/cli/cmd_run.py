@@ -22,6 +22,7 @@ from netqual.cli.app import (
     JsonOpt,
     NoBulkOpt,
     PolicyOpt,
+    QpTimeoutOpt,
     RdmaDeviceOpt,
     RdmaPortOpt,
     SizeOpt,
@@ -138,6 +139,7 @@ def run(
     rdma_device: RdmaDeviceOpt = None,
     rdma_port: RdmaPortOpt = None,
     gid_index: GidIndexOpt = None,
+    qp_timeout: QpTimeoutOpt = None,
     workload: WorkloadOpt = None,
     keep_going: Annotated[
         bool,
@@ -266,7 +268,9 @@ def run(
         parallel=parallel,
         sample_k=sample_k,
         inventory=str(inventory),
-        transport_options=TransportOptions.from_flags(rdma_device, rdma_port, gid_index),
+        transport_options=TransportOptions.from_flags(
+            rdma_device, rdma_port, gid_index, qp_timeout
+        ),
         workload=wl,
         schedule=sched_cfg,
         fabric=inv.fabric,

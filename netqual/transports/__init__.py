@@ -38,8 +38,9 @@ TRANSPORT_NAMES = tuple(k.value for k in TransportKind)
 @dataclass(frozen=True)
 class TransportOptions:
     """Typed device choices for the transports that have any (today RDMA: device, port,
-    GID index; TCP ignores them). An agent's own come from its flags over the environment;
-    a run's (``run``/``probe`` flags) travel with every probe request to both ends."""
+    GID index, QP ACK timeout; TCP ignores them). An agent's own come from its flags over
+    the environment; a run's (``run``/``probe`` flags) travel with every probe request to
+    both ends."""
 
     rdma: RdmaOptions = field(default_factory=RdmaOptions)
     # A probe between two NICs (docs/rails.md): the responder's device differs from ours.
@@ -48,9 +49,15 @@ class TransportOptions:
 
     @classmethod
     def from_flags(
-        cls, device: str | None = None, port: int | None = None, gid_index: int | None = None
+        cls,
+        device: str | None = None,
+        port: int | None = None,
+        gid_index: int | None = None,
+        qp_timeout: int | None = None,
     ) -> TransportOptions:
-        return cls(rdma=RdmaOptions(device=device, port=port, gid_index=gid_index))
+        return cls(
+            rdma=RdmaOptions(device=device, port=port, gid_index=gid_index, qp_timeout=qp_timeout)
+        )
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> TransportOptions:

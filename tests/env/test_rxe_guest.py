@@ -130,6 +130,15 @@ def test_fanin_sweep_over_real_verbs(guest: GuestResults) -> None:
         assert level["chunk_us"]["samples"] == ranks * chunks, st
         assert 0 < level["chunk_us"]["p50"] <= level["chunk_us"]["p99"], st
         assert st["verdict"].startswith("not judged")  # one level: nothing to compare with
+    # With the run's QP timeout 18 (rxe_guest_cases.fanin_case says why) the reader's rxe
+    # port (rxe0, A's) never timed out waiting for mooncake's READ responses: no retry, no
+    # duplicate request served (at 14 it was 87 and 174 on an idle host). A counter that
+    # did not move is absent; the port's packet count shows it was read.
+    (mooncake,) = record["mooncake"]
+    rdma = mooncake["levels"][0]["storage_counters"]["rdma"]
+    assert rdma["rxe0/1"]["sent_pkts"] > 0, rdma
+    assert rdma["rxe0/1"].get("completer_retry_err", 0) == 0, rdma
+    assert rdma["rxe1/1"].get("duplicate_request", 0) == 0, rdma
     # per rank: the chunk's slices over the profile's QPs, READs outstanding per QP the
     # profile's 64 capped by the QPs' negotiated max_rd_atomic (rxe: 128)
     for name, chunk, slices, qps in (("mooncake", 256 << 10, 4, 2), ("nixl", 64 << 10, 8, 1)):
@@ -139,6 +148,7 @@ def test_fanin_sweep_over_real_verbs(guest: GuestResults) -> None:
         assert fetch["connections_used"] == [qps], probe
         assert fetch["reads_in_flight_per_qp"] == min(64, probe["rd_atomic"]), probe
         assert probe["cells"] == [[chunk, 10, None]], probe
+        assert probe["qp_timeout"] == [18, 18], probe  # the run's, on both ends' QPs
 
 
 def test_doctor_says_ready(guest: GuestResults) -> None:

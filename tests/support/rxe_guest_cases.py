@@ -280,12 +280,20 @@ def fanin_case(token_file: Path) -> dict[str, object]:
     from netqual.results.fanin_codec import to_list
     from netqual.run.fanin import SweepContext, plan_for, sweep
     from netqual.transports import TransportKind, TransportOptions
+    from netqual.transports.rdma import RdmaOptions
 
     nodes = [
         Node(A.name, A.host, A.port, role=Role.COMPUTE),
         Node(B.name, B.host, B.port, role=Role.STORAGE),
     ]
-    ctx = SweepContext(TransportKind.RDMA, load_token(token_file), TransportOptions(), 2.0, 300.0)
+    # QP timeout 18 (1.07 s per try), as --rdma-qp-timeout 18: under TCG the emulated rxe
+    # responder takes longer than the default 67 ms (14) to answer mooncake's ~1 MiB of
+    # outstanding READs (8 ranks x 2 QPs); on an idle host the reader retried 87 times
+    # (completer_retry_err; the responder saw 174 duplicate requests, no packet lost,
+    # 34 MB on the wire for 21 MB of chunks), and in CI the retries ran out
+    # (IBV_WC_RETRY_EXC_ERR). The run's options reach both ends, as run's flag does.
+    slow = TransportOptions(rdma=RdmaOptions(qp_timeout=18))
+    ctx = SweepContext(TransportKind.RDMA, load_token(token_file), slow, 2.0, 300.0)
     t0 = time.monotonic()
     out: dict[str, object] = {}
     steps: dict[str, float] = {}
@@ -297,10 +305,17 @@ def fanin_case(token_file: Path) -> dict[str, object]:
         for name, chunk in (("mooncake", 256 << 10), ("nixl", 64 << 10)):
             started = time.monotonic()
             plan = plan_for(FaninConfig((1,), name, chunk, 10), 300.0)
-            raw = request_probe(nodes[0], nodes[1], ctx.transport, plan, ctx.token, 315.0).raw
+            raw = request_probe(
+                nodes[0], nodes[1], ctx.transport, plan, ctx.token, 315.0, ctx.options
+            ).raw
+            peer = raw.details.get("peer")
             out[f"probe_{name}"] = {
                 "fetch": raw.details.get("fetch"),
                 "rd_atomic": raw.details.get("max_rd_atomic"),
+                "qp_timeout": [  # what each end's QPs ran under
+                    raw.details.get("qp_timeout"),
+                    peer.get("qp_timeout") if isinstance(peer, dict) else None,
+                ],
                 "cells": [[b.chunk_bytes, len(b.completion_ns), b.error] for b in raw.bulk],
             }
             steps[f"probe_{name}"] = round(time.monotonic() - started, 1)

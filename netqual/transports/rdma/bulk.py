@@ -22,7 +22,6 @@ from netqual.transports.interface import RawBulk
 from netqual.transports.rdma import verbs
 from netqual.transports.rdma.conninfo import ConnInfo
 from netqual.transports.rdma.endpoint import Endpoint
-from netqual.transports.rdma.errors import completion_error
 from netqual.transports.rdma.session import SessionPlan
 from netqual.transports.rdma.tags import BulkCheck
 from netqual.transports.rdma.writer import PINGPONG_WR_ID
@@ -99,7 +98,7 @@ def read_cell(
             if wc.wr_id == PINGPONG_WR_ID:
                 continue  # a late ping-pong write completion on the shared CQ
             if wc.status != 0:
-                raise completion_error("RDMA READ", int(wc.status), int(wc.vendor_err))
+                raise ep.completion_error("RDMA READ", int(wc.status), int(wc.vendor_err))
             s = int(wc.wr_id)
             completion[done] = now - posted_at[s]
             done += 1

@@ -16,13 +16,14 @@ from netqual.errors import ProbeError
 from netqual.transports.rdma import verbs
 from netqual.transports.rdma.conninfo import ConnInfo
 from netqual.transports.rdma.devices import Selection
-from netqual.transports.rdma.errors import transition_error
+from netqual.transports.rdma.errors import completion_error, transition_error
 from netqual.transports.rdma.gid import LinkLayer, check_peer
 
 _ALIGN = 4096
 MAX_INLINE_REQUEST = 256  # ask for inline only for small messages; the device may grant less
 # IBA timeout 14 = 4.096 us * 2^14 = 67 ms per try; 6 retries -> ~0.5 s to RETRY_EXC_ERR.
-# Not 7: Soft-RoCE (rxe_comp.c) treats retry_cnt 7 as "retry forever", so a vanished
+# The default; --rdma-qp-timeout (RdmaOptions.qp_timeout) changes it for slow responders.
+# Retries not 7: Soft-RoCE (rxe_comp.c) treats retry_cnt 7 as "retry forever", so a vanished
 # peer would never produce an error completion there.
 QP_TIMEOUT = 14
 QP_RETRY_CNT = 6
@@ -46,8 +47,10 @@ class Endpoint:
         bulk_bytes: int,
         send_wr: int,
         qps: int = 1,
+        qp_timeout: int | None = None,
     ) -> None:
         self.pv, self.sel = pv, sel
+        self.qp_timeout = QP_TIMEOUT if qp_timeout is None else qp_timeout
         self.msg_bytes = msg_bytes
         self.recv_offset = 0
         self.send_offset = _align(msg_bytes)
@@ -166,12 +169,16 @@ class Endpoint:
         attr.max_dest_rd_atomic = self.sel.device.max_qp_rd_atom
         attr.min_rnr_timer = QP_MIN_RNR_TIMER
         self._transition("RTR", qp.to_rtr, attr)
-        attr.timeout = QP_TIMEOUT
+        attr.timeout = self.qp_timeout
         attr.retry_cnt = QP_RETRY_CNT
         attr.rnr_retry = QP_RNR_RETRY
         attr.sq_psn = psn
         attr.max_rd_atomic = self.rd_atomic
         self._transition("RTS", qp.to_rts, attr)
+
+    def completion_error(self, what: str, status: int, vendor_err: int) -> ProbeError:
+        """A failed completion on one of these QPs, with the ACK timeout they ran under."""
+        return completion_error(what, status, vendor_err, ack=(self.qp_timeout, QP_RETRY_CNT))
 
     def _queried_path_mtu(self) -> int:
         """The path MTU the device holds for the QP (what it really uses), not what we asked."""

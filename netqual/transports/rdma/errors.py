@@ -42,9 +42,29 @@ def wc_status_text(status: int) -> str:
     return f"{name} ({meaning})"
 
 
-def completion_error(what: str, status: int, vendor_err: int = 0) -> ProbeError:
+RETRY_EXC_ERR = 12
+
+
+def ack_timeout_ms(exponent: int) -> float:
+    """The IBA local ACK timeout per try: 4.096 us x 2^exponent (14 -> 67.1 ms)."""
+    return 4.096e-3 * (1 << exponent)
+
+
+def completion_error(
+    what: str, status: int, vendor_err: int = 0, ack: tuple[int, int] | None = None
+) -> ProbeError:
+    """``ack``: (QP timeout exponent, retry count) the QP ran under; a retry-exceeded error
+    then says how long the peer had to answer and which flag gives it longer."""
     vendor = f", vendor error {vendor_err:#x}" if vendor_err else ""
-    return ProbeError(f"rdma {what} completion failed: {wc_status_text(status)}{vendor}")
+    hint = ""
+    if status == RETRY_EXC_ERR and ack is not None:
+        exponent, retries = ack
+        hint = (
+            f"; no ACK within {ack_timeout_ms(exponent):.4g} ms, {retries} retries "
+            f"(QP timeout {exponent}: raise --rdma-qp-timeout for a slow responder, "
+            "e.g. rxe/siw on a loaded host, or a long-haul link)"
+        )
+    return ProbeError(f"rdma {what} completion failed: {wc_status_text(status)}{vendor}{hint}")
 
 
 _TRANSITION_HINTS: dict[tuple[str, int], str] = {

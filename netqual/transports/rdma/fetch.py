@@ -40,7 +40,6 @@ from netqual.transports.rdma import verbs
 from netqual.transports.rdma.bulk import EMPTY_POLLS_PER_CHECK, run_cells
 from netqual.transports.rdma.conninfo import ConnInfo
 from netqual.transports.rdma.endpoint import Endpoint
-from netqual.transports.rdma.errors import completion_error
 from netqual.transports.rdma.session import responder_stopped
 from netqual.transports.rdma.tags import BulkCheck
 from netqual.transports.rdma.writer import PINGPONG_WR_ID
@@ -191,7 +190,7 @@ def read_chunks(
                 if wc.wr_id == PINGPONG_WR_ID:
                     continue  # a late ping-pong write completion on the shared CQ
                 if wc.status != 0:
-                    raise completion_error("RDMA READ", int(wc.status), int(wc.vendor_err))
+                    raise ep.completion_error("RDMA READ", int(wc.status), int(wc.vendor_err))
                 q = owner[int(wc.wr_id)]
                 arrived[q] += 1
                 left -= 1

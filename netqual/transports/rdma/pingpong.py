@@ -38,7 +38,6 @@ from netqual.errors import ProbeError
 from netqual.transports.rdma import hotloop
 from netqual.transports.rdma.conninfo import ConnInfo
 from netqual.transports.rdma.endpoint import Endpoint
-from netqual.transports.rdma.errors import completion_error
 from netqual.transports.rdma.tags import Tags, untagged
 from netqual.transports.rdma.writer import (
     PINGPONG_WR_ID,
@@ -164,7 +163,7 @@ class _CompiledRounds:
         if status == hotloop.ABORTED:
             raise Aborted()
         if status == hotloop.WC_ERROR:
-            raise completion_error("RDMA WRITE", int(st.wc_status), int(st.vendor_err))
+            raise w.ep.completion_error("RDMA WRITE", int(st.wc_status), int(st.vendor_err))
         if status == hotloop.POST_ERROR:
             code = abs(int(st.post_errno))
             raise ProbeError(f"rdma post_send failed: {errno.errorcode.get(code, code)}")

@@ -51,6 +51,7 @@ def serve(
             bulk_bytes=cells.max_chunk_bytes,
             send_wr=64,
             qps=cells.qps,
+            qp_timeout=options.qp_timeout,  # the run's, over this agent's own
         )
     except (GidSelectionError, ProbeError) as err:
         channel.send_error(ErrorCode.RDMA, f"rdma on {node_name}: {err}")
@@ -74,6 +75,7 @@ def serve(
                     "gid_index": sel.gid.entry.index,
                     "gid_type": sel.gid.entry.gid_type.value,
                     "active_mtu_bytes": sel.port.mtu_bytes,
+                    "qp_timeout": ep.qp_timeout,
                     "pingpong_loop": pingpong.loop_name(ep),
                 },
             },

@@ -135,6 +135,7 @@ class RdmaTransport(Transport):
             else bulk.landing_bytes(cells.chunks_bytes, cells.depths, rd_cap),
             send_wr=max(64, 2 * rd_cap + writer.SIGNAL_EVERY),
             qps=cells.qps,
+            qp_timeout=self.options.qp_timeout,
         )
         closed = False
         try:
@@ -236,6 +237,7 @@ class RdmaTransport(Transport):
             "active_mtu_bytes": sel.port.mtu_bytes,
             "path_mtu_bytes": verbs.MTU_BYTES.get(ep.path_mtu, 0),
             "max_rd_atomic": ep.rd_atomic,
+            "qp_timeout": ep.qp_timeout,  # what a retry-exceeded error was measured under
             "bulk_depth_cap": ep.rd_atomic,
             "bulk_depth_effective": {
                 str(c.depth): bulk.effective_depth(c.depth, ep.rd_atomic) for c in cells
@@ -312,9 +314,10 @@ def transport_for_agent(
 ) -> RdmaTransport:
     """The RdmaTransport an agent should use for one request.
 
-    ``agent_options``: the agent's own ``--rdma-device/--rdma-port/--gid-index`` (default:
-    ``NETQUAL_RDMA_*``). ``run``: the run's options from the probe request (``probe``/``run``
-    flags, already decoded): they override this agent's own and are sent to the responder.
+    ``agent_options``: the agent's own ``--rdma-device/--rdma-port/--gid-index/
+    --rdma-qp-timeout`` (default: ``NETQUAL_RDMA_*``). ``run``: the run's options from the
+    probe request (``probe``/``run`` flags, already decoded): they override this agent's
+    own and are sent to the responder.
     ``peer``: the responder's choices when they differ from ours (per-NIC probes).
     """
     base = agent_options if agent_options is not None else RdmaOptions.from_env()

@@ -18,7 +18,6 @@ from netqual.errors import ProbeError
 from netqual.transports.rdma import verbs
 from netqual.transports.rdma.conninfo import ConnInfo
 from netqual.transports.rdma.endpoint import Endpoint
-from netqual.transports.rdma.errors import completion_error
 
 SIGNAL_EVERY = 16
 SPINS_PER_CHECK = 4096  # byte polls between deadline / CQ / abort checks
@@ -74,7 +73,7 @@ class Writer:
         count, wcs = self.cq.poll(SIGNAL_EVERY)
         for wc in wcs[:count]:
             if wc.status != 0:
-                raise completion_error("RDMA WRITE", int(wc.status), int(wc.vendor_err))
+                raise self.ep.completion_error("RDMA WRITE", int(wc.status), int(wc.vendor_err))
             self.unreaped -= 1
 
     def wait(self, seq: int, deadline: float, abort: socket.socket | None) -> None:

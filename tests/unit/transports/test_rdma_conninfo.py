@@ -170,6 +170,9 @@ def test_options_from_env_json_and_precedence() -> None:
         ({"port": 0}, "port", "0 outside [1, 255]"),
         ({"port": True}, "port", "must be an integer"),
         ({"gid_index": 1 << 20}, "gid_index", "outside [0, 65535]"),
+        ({"qp_timeout": 0}, "qp_timeout", "0 outside [1, 31]"),  # 0: wait forever
+        ({"qp_timeout": 32}, "qp_timeout", "32 outside [1, 31]"),
+        ({"qp_timeout": 14.5}, "qp_timeout", "must be an integer"),
     ],
 )
 def test_options_from_a_peer_are_bad_requests_naming_the_field(

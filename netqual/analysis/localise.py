@@ -8,7 +8,8 @@ idea: a bad node shows up as a bad row, a bad uplink as a bad rack-pair block).
 2. node: at least two, and at least half, of a node's remaining paths are bad;
 3. rack-pair: of the bad paths left (no suspect node on them), at least two and at least
    half of all paths between two racks (or inside one rack);
-4. link: every bad path still unexplained; its two nodes are fine on most other paths;
+4. link: every bad path still unexplained whose two nodes each have another judged path
+   (with none, nothing tells the link from its ends: no suspect is named);
 5. asymmetry (independent of 1-4): a pair measured in both directions whose verdicts
    differ, or whose metric differs by 2x or more (a bad cable, a mis-set ECN/PFC queue).
 Everything is bincounts and sorts over per-path arrays: O(paths log paths), no loop over
@@ -231,6 +232,7 @@ def localise(c: PathColumns, metric: Metric) -> tuple[Suspect, ...]:
             )
 
     isolated = rest & ~(has_racks & flagged[np.where(has_racks, rack_key, 0)])
+    isolated &= (paths_of[c.src] >= 2) & (paths_of[c.dst] >= 2)  # seen elsewhere too
     names = c.node_names
     links = sorted(
         np.flatnonzero(isolated).tolist(),

@@ -66,6 +66,14 @@ def test_one_bad_path_between_healthy_nodes_is_a_link_suspect() -> None:
     assert (e.src_bad_elsewhere, e.src_paths_elsewhere) == (0, 10)
 
 
+def test_a_bad_path_whose_ends_have_no_other_judged_path_names_no_link() -> None:
+    """Nothing tells the link from its two ends (the demo's st1 -> st2, whose other paths
+    are all distance-explained, once read "elsewhere st1 has 0 of 0 paths bad")."""
+    r = make_results(2, rack_size=2, slow_paths=[("gpu01", "gpu02", 700.0)])
+    assert [p.verdict for p in r.paths] == [Verdict.UNSAFE]
+    assert suspects(r) == ()
+
+
 def _reversed(p: PathResult, p99_us: float, verdict: Verdict) -> PathResult:
     assert p.rtt is not None
     rtt = dataclasses.replace(p.rtt, p99_us=p99_us)

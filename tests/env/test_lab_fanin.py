@@ -54,7 +54,24 @@ def test_knee_lands_where_capacity_over_demand_says_and_not_without_the_bottlene
     # out retransmission timeouts, idling it part of the time (never above capacity)
     assert four["aggregate_gbps"] == pytest.approx(capacity, rel=0.15), detail
     assert 0.6 * capacity <= eight["aggregate_gbps"] <= 1.05 * capacity, detail
-    assert plain["knee"] is None and plain["safe_up_to"] == 8, detail
+    # behind a plain veth there is no bottleneck: every level's chunk p50 is one reader's
+    # and the aggregate grows with the readers
+    base = plain["levels"][0]
+    for lv in plain["levels"]:
+        assert lv["chunk_us"]["p50"] <= 1.1 * base["chunk_us"]["p50"], detail
+        assert lv["aggregate_gbps"] >= 0.8 * lv["readers"] * base["aggregate_gbps"], detail
+    # ... so no knee, unless a level lost packets (a reader's shaped link dropped a burst:
+    # CI once saw 12 retransmitted segments at 4 readers move that level's p99 to 2.1x,
+    # with 8 readers back at 1.16x), and then the verdict names the loss at that level
+    if plain["knee"] is None:
+        assert plain["safe_up_to"] == 8, detail
+    else:
+        (at,) = [lv for lv in plain["levels"] if lv["readers"] == plain["knee"]]
+        assert at["storage_tcp_retrans"] > 0, detail
+        assert (
+            f"retransmitted {at['storage_tcp_retrans']} TCP segments at {plain['knee']}"
+            in (plain["verdict"])
+        ), detail
     # the agents count retransmissions per level (loss at 8 readers comes and goes between
     # runs: 36x with retransmission timeouts once, 3.8x with none another time)
     assert all(isinstance(lv.get("storage_tcp_retrans"), int) for lv in shaped["levels"])
@@ -67,5 +84,5 @@ def test_knee_lands_where_capacity_over_demand_says_and_not_without_the_bottlene
     # the report: both storage nodes' verdicts and chunk curves on the first screen
     assert html.index('id="fanin"') < html.index('id="heatmap"')
     assert "st1: safe up to 4 concurrent readers (knee at 8" in html
-    assert "st2: safe up to 8 concurrent readers (no knee" in html
+    assert "st2: safe up to 8 concurrent readers (no knee" in html or plain["knee"] is not None
     assert html.count('class="fanin-chart"') == 2

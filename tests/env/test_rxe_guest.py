@@ -168,8 +168,8 @@ def test_doctor_says_ready(guest: GuestResults) -> None:
 
 
 def test_two_devices_per_node_give_per_rail_rdma_paths(guest: GuestResults) -> None:
-    """docs/rails.md: two rxe devices on two links per node, `run --rails same`: one RDMA
-    path per rail, each between the NICs its inventory names, on their devices."""
+    """docs/rails.md: two rxe devices on two links per node, `run --rails same --no-bulk`:
+    one RDMA path per rail, each between the NICs its inventory names, on their devices."""
     record = guest.case("rails")
     assert record["rc"] == 0, _shown(record)
     results = json.loads((guest.out / "rails-run" / "results.json").read_text())

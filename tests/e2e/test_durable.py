@@ -26,10 +26,14 @@ from e2e_cli import write_inventory
 AGENTS = 8
 PAIRS = AGENTS * (AGENTS - 1) // 2
 ROUNDS = AGENTS - 1
-# About 0.3-1 s per ping-pong here (the agents share one host: one pair at a time), so
-# each phase lasts long enough to be stopped in.
-PLAN = ["--iterations", "20000", "--warmup", "100", "--chunk", "64KiB", "--depth", "1"]
-PLAN += ["--interference-sample", "8", "--progress", "plain"]
+# A ping-pong takes 0.15-0.4 s here (25-75 us a round trip: a loaded host is the faster,
+# an idle one waits for cross-CPU wake-ups), one pair at a time, and the test sends its
+# signal within 20 ms of the record it waits for: each phase still has pairs to measure
+# when it is stopped. Short of the policy's 10,000 samples (preliminary verdicts): what
+# the test checks is what is on disk and measured once, never a verdict. With 20,000 the
+# test took 60 s of an idle CI host's suite.
+PLAN = ["--iterations", "5000", "--warmup", "100", "--chunk", "64KiB", "--depth", "1"]
+PLAN += ["--allow-short-plan", "--interference-sample", "8", "--progress", "plain"]
 
 Records = list[dict[str, Any]]
 

@@ -13,8 +13,12 @@ from pathlib import Path
 from agentpool import AgentPool, cli_env
 from e2e_cli import netqual_cli, write_inventory
 
-# Slow enough per pair (about 0.3-1 s here) that the kill lands mid-run.
-PLAN = ["--iterations", "20000", "--warmup", "100", "--no-bulk", "--interference-sample", "0"]
+# Slow enough per pair (0.15-0.4 s here: 25-75 us a round trip, the idle host the slower)
+# that the kill, within 20 ms of the third line, lands mid-run with pairs to go. Short of
+# the policy's 10,000 samples: the test checks which pairs are measured, never a verdict
+# (20,000 made it 27 s of an idle CI host's suite).
+PLAN = ["--iterations", "5000", "--warmup", "100", "--no-bulk", "--allow-short-plan"]
+PLAN += ["--interference-sample", "0"]
 AGENTS = 6
 PAIRS = AGENTS * (AGENTS - 1) // 2
 

@@ -57,9 +57,11 @@ def test_sigterm_stops_a_retest_that_then_resumes(agents: AgentPool, tmp_path: P
     run1, out = tmp_path / "run1", tmp_path / "again"
     r = netqual_cli("run", str(inv), "--out", str(run1), *SHORT, timeout_s=120)
     assert r.returncode == 0, r.stderr
-    # Long pairs, so the signal lands while the second one is measured.
+    # Long pairs, so the signal (within 0.1 s of the first record) lands while the second
+    # one is measured: 20,000 round trips are 0.5-1.5 s here (60,000 made the test 35 s of
+    # an idle CI host's suite, where a loopback round trip waits for wake-ups).
     args = ["retest", str(run1), "--path", "n0:n1", "--path", "n1:n2", "--path", "n0:n2"]
-    args += ["--iterations", "60000", "--out", str(out)]
+    args += ["--iterations", "20000", "--out", str(out)]
     code, err = _stop_after_first_record(
         [sys.executable, "-m", "netqual", *args], out / "results.jsonl", signal.SIGTERM
     )
@@ -86,7 +88,8 @@ def test_sigterm_stops_a_retest_that_then_resumes(agents: AgentPool, tmp_path: P
 
 def test_ctrl_c_stops_a_loopback_demo_that_says_start_again(tmp_path: Path) -> None:
     out = tmp_path / "demo"
-    args = ["demo", "--loopback", "--agents", "3", "--iterations", "60000", "--no-bulk"]
+    # as the re-test above: the second pair is still being measured when SIGINT lands
+    args = ["demo", "--loopback", "--agents", "3", "--iterations", "20000", "--no-bulk"]
     args += ["--out", str(out)]
     code, err = _stop_after_first_record(
         [sys.executable, "-m", "netqual", *args], out / "results.jsonl", signal.SIGINT

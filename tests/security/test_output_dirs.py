@@ -204,7 +204,8 @@ def test_a_run_that_loses_write_permission_keeps_every_pair_and_resumes(
         out.mkdir()
         _own(out)
         args = ["run", "inventory.toml", "--out", "out", *SHORT, "--progress", "plain"]
-        args[args.index("--iterations") + 1] = "20000"  # long enough to act mid-run
+        # long enough to act mid-run: 0.15-0.4 s a pair here, the chmod within 5 ms
+        args[args.index("--iterations") + 1] = "5000"
         proc = _as_nobody(*args, cwd=base, wait=False)
         jsonl = out / "results.jsonl"
         deadline = time.monotonic() + 120

@@ -100,7 +100,7 @@ def _wait(cluster: SlurmCluster, job_id: str, job_dir: Path, timeout_s: float) -
         job = _job(cluster, job_id)
         if job.get("JobState") in FINAL_STATES:
             return job
-        time.sleep(1)
+        time.sleep(0.2)  # one scontrol call a poll; a job's end is what the test waits on
     subprocess.run(["scancel", job_id], env=cluster.env(), check=False, timeout=30)
     out = "".join(p.read_text(errors="replace") for p in job_dir.glob("netqual-*.out"))
     pytest.fail(f"job {job_id} still running after {timeout_s:g} s\n{out}")
@@ -188,7 +188,7 @@ def test_no_agent_survives_a_cancelled_job(slurm: SlurmCluster, tmp_path: Path, 
     end = time.monotonic() + 90
     while len(_agents_of(out)) < TASKS or not (out / "inventory.toml").exists():
         assert time.monotonic() < end, _job(slurm, job_id)
-        time.sleep(0.5)
+        time.sleep(0.2)
     if how == "scancel":
         cmd = ["scancel", job_id]
     else:  # SIGKILL to the batch shell only: its trap cannot run, Slurm must clean up

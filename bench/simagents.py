@@ -287,17 +287,18 @@ def simulated(count: int, work: Path, delay_s: float = 0.001) -> Iterator[tuple[
         agents.stop()
 
 
-def proc_figures(pid: int) -> tuple[int, int, int]:
-    """(VmHWM KiB, threads, open fds) of a live process; zeros once it is gone."""
+def proc_figures(pid: int) -> tuple[int, int, int, int]:
+    """(VmHWM KiB, VmRSS KiB, threads, open fds) of a live process; zeros once it is gone."""
     try:
         text = Path(f"/proc/{pid}/status").read_text()
         fds = len(os.listdir(f"/proc/{pid}/fd"))
     except OSError:
-        return 0, 0, 0
+        return 0, 0, 0, 0
     fields = dict(line.split(":", 1) for line in text.splitlines() if ":" in line)
     if "VmHWM" not in fields:
-        return 0, 0, 0
-    return int(fields["VmHWM"].split()[0]), int(fields["Threads"]), fds
+        return 0, 0, 0, 0
+    hwm, rss = (int(fields[k].split()[0]) for k in ("VmHWM", "VmRSS"))
+    return hwm, rss, int(fields["Threads"]), fds
 
 
 RUN_ARGS = [
@@ -403,18 +404,19 @@ def coordinator(
         cwd=package,  # -m puts the working directory first on sys.path: not the checkout
     )
     peak = {"rss_kib": 0, "threads": 0, "fds": 0}
-    samples: list[tuple[float, int, int, int]] = []  # (s, lines in results.jsonl, threads, fds)
+    # (s, lines in results.jsonl, threads, fds, RSS MiB)
+    samples: list[tuple[float, int, int, int, int]] = []
     killed = False
     while proc.poll() is None:
         elapsed = time.perf_counter() - t0
-        hwm, th, fds = proc_figures(proc.pid)
+        hwm, rss, th, fds = proc_figures(proc.pid)
         peak = {
             "rss_kib": max(peak["rss_kib"], hwm),
             "threads": max(peak["threads"], th),
             "fds": max(peak["fds"], fds),
         }
         lines = counter.lines()
-        samples.append((round(elapsed, 1), lines, th, fds))
+        samples.append((round(elapsed, 1), lines, th, fds, rss // 1024))
         due = kill_after is not None and elapsed > kill_after
         due = due or (kill_at_lines is not None and lines >= kill_at_lines)
         if due or elapsed > limit_s:
@@ -522,8 +524,9 @@ def main() -> int:
         )
         if r["rc"] not in (0, None) and not r["killed"]:
             print(r["stderr"])
-        growth = r["samples"][:: max(1, len(r["samples"]) // 6)]
-        print("  (s, results.jsonl lines, threads, fds): " + ", ".join(map(str, growth)))
+        every = r["samples"]
+        growth = [*every[: -1 : max(1, len(every) // 8)], *every[-1:]]
+        print("  (s, results.jsonl lines, threads, fds, RSS MiB): " + ", ".join(map(str, growth)))
     done = (out / "results.json").exists()
     once, paths, lines = check_once(out, pairs) if done else (False, 0, 0)
     # The modelled probe time runs concurrently (a round's pairs at once): per pair, the

@@ -14,8 +14,9 @@ import math
 import operator
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Protocol, overload
 
+import msgspec
 import numpy as np
 import numpy.typing as npt
 
@@ -209,6 +210,63 @@ class NicColumns:
     def rails(self) -> list[int]:
         """The rails present, in order."""
         return sorted(set(self.rail[self.rail >= 0].tolist()))
+
+
+class DetailsColumn(Sequence[Mapping[str, object] | None]):
+    """Per-path ``details`` (free-form, read one path at a time: a report's path, a CSV line,
+    counter evidence) kept as compact JSON. Half a million small dicts take ~800 bytes
+    each, their JSON ~300; a path's dict is decoded when it is read."""
+
+    __slots__ = ("_items",)
+
+    def __init__(self, items: Sequence[bytes | None]) -> None:
+        self._items = tuple(items)
+
+    @classmethod
+    def of(cls, values: Iterable[Mapping[str, object] | None]) -> DetailsColumn:
+        """An empty or absent dict is None."""
+        enc = msgspec.json.encode
+        return cls([enc(d) if d else None for d in values])
+
+    @classmethod
+    def concat(cls, columns: Iterable[DetailsColumn]) -> DetailsColumn:
+        return cls([x for c in columns for x in c._items])
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    @overload
+    def __getitem__(self, i: int) -> Mapping[str, object] | None: ...
+    @overload
+    def __getitem__(self, i: slice) -> DetailsColumn: ...
+    def __getitem__(self, i: int | slice) -> Mapping[str, object] | DetailsColumn | None:
+        if isinstance(i, slice):
+            return DetailsColumn(self._items[i])
+        raw = self._items[i]
+        if raw is None:
+            return None
+        got: dict[str, object] = msgspec.json.decode(raw)
+        return got
+
+    def take(self, rows: Sequence[int]) -> DetailsColumn:
+        items = self._items
+        return DetailsColumn([items[i] for i in rows])
+
+
+class Shared:
+    """One object per distinct text and per distinct tuple of texts, while a table is built:
+    half a million paths repeat a few thousand reasons, and each decoded record holds its
+    own copy of every string."""
+
+    def __init__(self) -> None:
+        self._seen: dict[Any, Any] = {}
+
+    def text(self, value: str | None) -> str | None:
+        return self._seen.setdefault(value, value)
+
+    def texts(self, items: Iterable[Sequence[str]]) -> tuple[tuple[str, ...], ...]:
+        keep = self._seen.setdefault
+        return tuple(keep(t, t) for t in (tuple(map(keep, r, r)) for r in items))
 
 
 def nic_columns(rows: Sequence[PathLike]) -> NicColumns | None:

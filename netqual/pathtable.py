@@ -41,11 +41,13 @@ from netqual.pathcolumns import (
     BoolArray,
     BulkColumns,
     BulkLike,
+    DetailsColumn,
     FloatArray,
     IntArray,
     NicColumns,
     PathLike,
     RttLike,
+    Shared,
     WorkloadColumns,
     ci95_columns,
     csr_offsets,
@@ -96,7 +98,7 @@ class PathTable:
     bulk: BulkColumns
     started_at: tuple[str | None, ...]
     duration_s: FloatArray
-    details: tuple[Mapping[str, object] | None, ...]
+    details: DetailsColumn
     workload: WorkloadColumns | None  # None: no path was judged by a workload
     nics: NicColumns | None = None  # None: no path ran between listed NICs
 
@@ -138,6 +140,7 @@ class PathTable:
         hist_lists = list(map(_get("histogram_counts"), with_rtt))
         hist_lengths = np.zeros(n, dtype=np.int64)
         hist_lengths[has_rtt] = np.fromiter(map(len, hist_lists), np.int64, len(hist_lists))
+        shared = Shared()
         bulks = list(map(_get("bulk"), rows))
         bulk_rows: list[BulkLike] = list(chain.from_iterable(bulks))
         work = list(map(_get("workload"), rows))
@@ -164,12 +167,12 @@ class PathTable:
             hops=np.array(
                 [NO_HOPS if h is None else h for h in map(_get("hops"), rows)], dtype=np.int64
             ),
-            reasons=tuple(map(tuple, map(_get("reasons"), rows))),
-            error=tuple(map(_get("error"), rows)),
+            reasons=shared.texts(map(_get("reasons"), rows)),
+            error=tuple(map(shared.text, map(_get("error"), rows))),
             has_rtt=has_rtt,
             samples=per_rtt("samples", 0, np.int64),
             rtt={name: per_rtt(f"{name}_us", _NAN) for name in RTT_STATISTICS},
-            untrusted=per_rtt_obj(map(tuple, map(_get("untrusted"), with_rtt)), _EMPTY),
+            untrusted=per_rtt_obj(shared.texts(map(_get("untrusted"), with_rtt)), _EMPTY),
             ci95_low_us={m: low for m, (low, _) in ci95.items()},
             ci95_high_us={m: high for m, (_, high) in ci95.items()},
             hist_first_bin=floats_column(None if b is None else b[0] for b in bins),
@@ -187,11 +190,11 @@ class PathTable:
                 p50_us=bulk_col("completion_p50_us", np.float64),
                 p99_us=bulk_col("completion_p99_us", np.float64),
                 max_us=bulk_col("completion_max_us", np.float64),
-                error=tuple(map(_get("error"), bulk_rows)),
+                error=tuple(map(shared.text, map(_get("error"), bulk_rows))),
             ),
             started_at=tuple(map(_get("started_at"), rows)),
             duration_s=floats_column(map(_get("duration_s"), rows)),
-            details=tuple(d or None for d in map(_get("details"), rows)),
+            details=DetailsColumn.of(map(_get("details"), rows)),
             workload=workload_columns(work) if any(w is not None for w in work) else None,
             nics=nic_columns(rows),
         )
@@ -392,7 +395,7 @@ class PathTable:
             bulk=self.bulk.take(idx),
             started_at=tuple(self.started_at[i] for i in py),
             duration_s=self.duration_s[idx],
-            details=tuple(self.details[i] for i in py),
+            details=self.details.take(py),
             workload=None if self.workload is None else self.workload.take(idx),
             nics=None if self.nics is None else self.nics.take(idx),
         )

@@ -8,6 +8,7 @@ import numpy as np
 
 from netqual.campaign.store import Store
 from netqual.models import RTT_STATISTICS, Metric
+from netqual.pathcolumns import DetailsColumn
 from netqual.pathtable import NO_HOPS, TIERS, BulkColumns, PathTable
 
 
@@ -86,6 +87,6 @@ def stored_paths(store: Store, seq: int) -> PathTable:
         ),
         started_at=none,
         duration_s=nan,
-        details=none,
+        details=DetailsColumn((None,) * n),
         workload=None,
     )

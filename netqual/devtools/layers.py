@@ -63,6 +63,7 @@ CORE_MODULES = (
     "pathtable",  # paths as columns (numpy), rows as PathResult
     "pathcolumns",  # the table's column groups, row shapes and shared array helpers
     "pathjoin",  # two tables joined by (src, dst): PairIndex
+    "pathstore",  # paths kept as columns while they arrive: PathChunks, KeyedPaths, concat
     "runresults",  # Results: one run as the commands and outputs read it
     "schema",
     "tomlfile",

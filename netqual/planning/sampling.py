@@ -9,7 +9,10 @@ import math
 import random
 from collections.abc import Sequence
 
+import numpy as np
+
 from netqual.models import PathResult, Tier
+from netqual.pathtable import TIERS, PathTable
 
 DEFAULT_FRACTION = 0.02
 DEFAULT_MINIMUM = 8
@@ -25,20 +28,24 @@ def sample_size(
 
 
 def choose_sample(
-    paths: Sequence[PathResult],
+    paths: PathTable | Sequence[PathResult],
     fraction: float = DEFAULT_FRACTION,
     minimum: int = DEFAULT_MINIMUM,
     seed: int | None = None,
 ) -> list[PathResult]:
-    """A random sample of the measured paths, at least one per tier present."""
-    ok = [p for p in paths if p.error is None and p.rtt is not None]
+    """A random sample of the measured paths, at least one per tier present. Picks rows of
+    the table (a run's half a million paths are never all records at once); the same
+    paths, in any form, give the same sample for a seed."""
+    table = paths if isinstance(paths, PathTable) else PathTable.from_paths(paths)
+    no_error = np.fromiter((e is None for e in table.error), np.bool_, len(table))
+    ok: list[int] = np.flatnonzero(no_error & table.has_rtt).tolist()
     rng = random.Random(seed)
-    by_tier: dict[Tier, list[PathResult]] = {}
-    for p in ok:
-        by_tier.setdefault(p.tier, []).append(p)
+    by_tier: dict[Tier, list[int]] = {}
+    for i, code in zip(ok, table.tier[ok].tolist(), strict=True):
+        by_tier.setdefault(TIERS[code], []).append(i)
     chosen = [rng.choice(by_tier[t]) for t in sorted(by_tier, key=lambda t: t.value)]
-    taken = {p.key for p in chosen}
-    rest = [p for p in ok if p.key not in taken]
+    taken = set(chosen)
+    rest = [i for i in ok if i not in taken]
     rng.shuffle(rest)
     chosen += rest[: max(0, sample_size(len(ok), fraction, minimum) - len(chosen))]
-    return chosen
+    return [table.row(i) for i in chosen]

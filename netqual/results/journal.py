@@ -35,6 +35,7 @@ from netqual.fanin_model import FaninLevel
 from netqual.filedata import load_json
 from netqual.models import PathResult, Verdict
 from netqual.outfiles import write_atomic
+from netqual.pathstore import KeyedPaths, PathChunks, concat
 from netqual.pathtable import PathTable
 from netqual.results.encode import path_to_dict
 from netqual.results.fanin_codec import fanin_level, level_to_dict
@@ -91,11 +92,12 @@ def append_alone(f: TextIO, path: PathResult) -> None:
 
 @dataclass(frozen=True)
 class Journal:
-    """What a results.jsonl holds, by pair, in file order."""
+    """What a results.jsonl holds, by pair, in file order (as columns: a 1,024-node run's
+    journal has half a million paths)."""
 
-    done: dict[Key, PathResult] = field(default_factory=dict)
+    done: KeyedPaths = field(default_factory=KeyedPaths)
     # ping-pong finished, bulk phase not yet (no finished record for the pair)
-    pending: dict[Key, PathResult] = field(default_factory=dict)
+    pending: KeyedPaths = field(default_factory=KeyedPaths)
     sample: tuple[Key, ...] | None = None
     alone: dict[Key, PathResult] = field(default_factory=dict)
     # fan-in levels measured, by (storage node, readers)
@@ -145,7 +147,7 @@ def read(path: Path) -> Journal:
     except OSError as err:
         raise ResultsFileError(source, f"cannot read: {err.strerror or err}") from err
     kinds: list[str] = []
-    wire: list[Any] = []
+    wire = PathChunks()
     sample: tuple[Key, ...] | None = None
     levels: dict[tuple[str, int], FaninLevel] = {}
     for i, line in enumerate(lines):
@@ -175,29 +177,39 @@ def read(path: Path) -> Journal:
                 break
             raise
     # A liar agent's impossible values make its path unsafe here too (netqual.analysis.plausible).
-    rows = iter(mark_impossible(PathTable.from_paths(wire))) if wire else iter(())
-    done: dict[Key, PathResult] = {}
-    pending: dict[Key, PathResult] = {}
-    alone: dict[Key, PathResult] = {}
+    table = mark_impossible(wire.table())
+    keys = iter(table.keys())
+    done: dict[Key, int] = {}
+    pending: dict[Key, int] = {}
+    alone: dict[Key, int] = {}
     pingponged: set[Key] = set()
     dupes = max(0, kinds.count(SAMPLE) - 1)
+    row = -1
     for kind in kinds:
         if kind == SAMPLE:
             continue
-        p = next(rows)
+        key, row = next(keys), row + 1
         if kind == "path":
-            dupes += p.key in done
-            done.setdefault(p.key, p)
-            pending.pop(p.key, None)
+            dupes += key in done
+            done.setdefault(key, row)
+            pending.pop(key, None)
         elif kind == PINGPONG:
-            dupes += p.key in pingponged
-            pingponged.add(p.key)
-            if p.key not in done:
-                pending.setdefault(p.key, p)
+            dupes += key in pingponged
+            pingponged.add(key)
+            if key not in done:
+                pending.setdefault(key, row)
         else:
-            dupes += p.key in alone
-            alone.setdefault(p.key, p)
-    return Journal(done, pending, sample, alone, levels, len(kinds) + len(levels), dupes)
+            dupes += key in alone
+            alone.setdefault(key, row)
+    return Journal(
+        KeyedPaths.of(table, done),
+        KeyedPaths.of(table, pending),
+        sample,
+        {k: table.row(r) for k, r in alone.items()},
+        levels,
+        len(kinds) + len(levels),
+        dupes,
+    )
 
 
 def rewrite(path: Path, journal: Journal) -> None:
@@ -228,6 +240,9 @@ def as_pending(path: PathResult) -> PathResult:
     )
 
 
-def measured_paths(journal: Journal) -> list[PathResult]:
+def measured_paths(
+    done: KeyedPaths | PathChunks, pending: KeyedPaths, names: Sequence[str] = ()
+) -> PathTable:
     """Finished pairs, then those with ping-pong only (``as_pending``), each pair once."""
-    return [*journal.done.values(), *map(as_pending, journal.pending.values())]
+    waiting = PathTable.from_paths(list(map(as_pending, pending.values())), names)
+    return concat([done.table(), waiting], names)

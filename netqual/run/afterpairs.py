@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Sequence
 from typing import TextIO
 
 from netqual import interrupts
@@ -13,6 +12,7 @@ from netqual.analysis import interference
 from netqual.fanin_model import FaninLevel
 from netqual.models import Interference, Node, PathResult, ProbePlan
 from netqual.multirail_model import MultiRail
+from netqual.pathtable import PathTable
 from netqual.planning import sampling
 from netqual.planning.phases import Phase
 from netqual.progress import RunObserver, Stage
@@ -63,7 +63,7 @@ def sweep_fanin(
 
 def check_interference(
     cfg: RunConfig,
-    paths: Sequence[PathResult],
+    paths: PathTable,
     prior: journal.Journal,
     f: TextIO,
     observer: RunObserver,
@@ -73,9 +73,9 @@ def check_interference(
     The sample and each alone measurement are journalled, so a resumed run keeps the
     sample and re-measures only what it had not."""
     by_name = {n.name: n for n in cfg.endpoints}
-    by_key = {p.key: p for p in paths}
-    if prior.sample is not None and all(k in by_key for k in prior.sample):
-        sample = [by_key[k] for k in prior.sample]
+    rows = paths.rows_of(prior.sample) if prior.sample is not None else [None]
+    if prior.sample is not None and all(r is not None for r in rows):
+        sample = [paths.row(r) for r in rows if r is not None]
         alone = dict(prior.alone)
     else:
         sample = sampling.choose_sample(

@@ -77,7 +77,7 @@ def run(
     stopped: Stage | None = None
     inter: Interference | None = None
     with open_append(out_dir / resume_mod.JSONL, new=resume is None) as f:
-        rec = RunJournal.of(prior, f)
+        rec = RunJournal.of(prior, [n.name for n in cfg.endpoints], f)
         try:
             measure_pairs(
                 cfg, pairing, budget, prior, rec, stages, spent, resume is not None, preflight
@@ -89,7 +89,7 @@ def run(
             inter_at = time.monotonic()
             try:
                 if cfg.interference_minimum > 0:
-                    inter = check_interference(cfg, rec.paths, prior, f, stages)
+                    inter = check_interference(cfg, rec.paths.table(), prior, f, stages)
             finally:
                 spent.interference_s = time.monotonic() - inter_at
         except KeyboardInterrupt:

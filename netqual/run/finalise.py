@@ -16,7 +16,6 @@ from netqual.analysis import fleet, localise
 from netqual.fleet_model import FleetResult
 from netqual.models import Interference, RunMeta
 from netqual.outfiles import make_out_dir, open_append
-from netqual.pathtable import PathTable
 from netqual.planning import estimate, phases, schedule
 from netqual.planning.budget import BulkBudget
 from netqual.preflight_model import PreflightReport
@@ -75,7 +74,7 @@ def finalise_interrupted(
             pass
     budget = phases.resolve(cfg.schedule, cfg.plan, cfg.endpoints, cfg.fabric)
     spent = Spent(preflight_s=cfg.preflight_s)
-    rec = RunJournal.of(prior)
+    rec = RunJournal.of(prior, [n.name for n in cfg.endpoints])
     return finalise(cfg, out_dir, pair_schedule(cfg), started, budget, rec, None, stage, spent)
 
 
@@ -121,7 +120,6 @@ def finalise(
         "interference_s": round(spent.interference_s, 3),
         **({"fanin_s": round(spent.fanin_s, 3)} if cfg.fanin is not None else {}),
     }
-    paths = [*rec.paths, *map(journal.as_pending, rec.pending.values())]
     meta = RunMeta(
         started_at=started,
         finished_at=now_iso(),
@@ -140,7 +138,9 @@ def finalise(
     results = Results(
         run=meta,
         nodes=cfg.endpoints,
-        paths=(table := PathTable.from_paths(paths, [n.name for n in cfg.endpoints])),
+        paths=(
+            table := journal.measured_paths(rec.paths, rec.pending, [n.name for n in cfg.endpoints])
+        ),
         summary=summarize(table, cfg.policy.metric),
         interference=inter if stopped is None else None,
         tool_version=__version__,

@@ -204,8 +204,7 @@ def prepare(out_dir: Path, ident: Mapping[str, Any], force: bool) -> Resume:
             for a, b in pos.tolist()
         }
     if wanted is not None:  # another plan: its interference sample is chosen afresh
-        done = {k: p for k, p in held.done.items() if k in wanted}
-        pending = {k: p for k, p in held.pending.items() if k in wanted}
+        done, pending = held.done.only(wanted), held.pending.only(wanted)
         kept = journal.Journal(done, pending)
         if held.fanin or (len(done), len(pending), held.sample) != (
             len(held.done),

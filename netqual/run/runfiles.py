@@ -10,11 +10,14 @@ import dataclasses
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from netqual import __version__
 from netqual.analysis import localise
 from netqual.errors import ResultsFileError
 from netqual.filedata import load_json
-from netqual.models import DEFAULT_PORT, SCHEMA_VERSION, Mode, Node, PathResult, Role
+from netqual.models import DEFAULT_PORT, SCHEMA_VERSION, Mode, Node, Role
+from netqual.pathstore import concat
 from netqual.pathtable import PathTable
 from netqual.planning.schedule import build
 from netqual.results import journal, load, results_from_dict, summarize
@@ -41,8 +44,9 @@ def load_partial(jsonl: Path) -> Results:
     as ``journal.as_pending`` shows them); its run.json supplies the rest."""
     source = str(jsonl)
     held = journal.read(jsonl)
-    paths = journal.measured_paths(held)
     ident = _identity(jsonl.parent / IDENTITY_FILE)
+    listed = [n["name"] for n in ident.get("nodes") or () if isinstance(n, dict) and "name" in n]
+    paths = journal.measured_paths(held.done, held.pending, listed)
     nodes = ident.get("nodes") or _nodes_of(paths)
     doc = {
         "schema_version": SCHEMA_VERSION,
@@ -50,7 +54,8 @@ def load_partial(jsonl: Path) -> Results:
         "run": {
             "started_at": ident.get("started_at", ""),
             "finished_at": "",
-            "transport": ident.get("transport") or (paths[0].transport if paths else "tcp"),
+            "transport": ident.get("transport")
+            or (paths.transports[paths.transport[0]] if len(paths) else "tcp"),
             "mode": ident.get("mode") or Mode.FULL_MESH.value,
             "policy": ident.get("policy") or {},
             "plan": ident.get("plan") or {},
@@ -64,7 +69,7 @@ def load_partial(jsonl: Path) -> Results:
     # run.json is a file like any other: its part of the document meets the schema too
     validate({**doc, "paths": [], "summary": {"counts": {}}}, source)
     results = results_from_dict(doc, source)
-    table = PathTable.from_paths(paths, [n.name for n in results.nodes])
+    table = concat([paths], [n.name for n in results.nodes])
     results = dataclasses.replace(
         results, paths=table, summary=summarize(table, results.run.policy.metric)
     )
@@ -91,8 +96,8 @@ def _planned(ident: dict[str, Any]) -> int | None:
         return None
 
 
-def _nodes_of(paths: list[PathResult]) -> list[dict[str, Any]]:
-    names = {name for p in paths for name in p.key}
+def _nodes_of(paths: PathTable) -> list[dict[str, Any]]:
+    names = {paths.names[i] for i in np.unique(np.concatenate([paths.src, paths.dst])).tolist()}
     return [
         {
             "name": n,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TextIO
 
@@ -10,6 +11,7 @@ from netqual.fanin_model import FaninResult
 from netqual.hostpath import HostAudit
 from netqual.models import NotMeasured, PathResult
 from netqual.multirail_model import MultiRail
+from netqual.pathstore import KeyedPaths, PathChunks
 from netqual.results import journal
 from netqual.run.pairprobe import is_configuration, not_measured
 from netqual.run.phaserun import Tally
@@ -20,14 +22,17 @@ class RunJournal:
     """The run's results.jsonl while it runs, and what it holds so far."""
 
     file: TextIO | None
-    paths: list[PathResult]  # finished pairs, in the order they finished
-    pending: dict[tuple[str, str], PathResult]  # ping-pong done, bulk phase not yet
+    paths: PathChunks  # finished pairs, in the order they finished (as columns)
+    pending: KeyedPaths  # ping-pong done, bulk phase not yet
     # configuration failures: not measurements, never journalled (--resume tries again)
     skipped: list[NotMeasured] = field(default_factory=list)
 
     @classmethod
-    def of(cls, prior: journal.Journal, file: TextIO | None = None) -> RunJournal:
-        return cls(file, list(prior.done.values()), dict(prior.pending))
+    def of(
+        cls, prior: journal.Journal, names: Sequence[str], file: TextIO | None = None
+    ) -> RunJournal:
+        """``names``: the run's nodes, the tables' node codes."""
+        return cls(file, PathChunks(names, [prior.done.table()]), prior.pending.copy())
 
     def finished(self, path: PathResult) -> None:
         assert self.file is not None

@@ -207,7 +207,7 @@ def test_jsonl_records_pair_phases_sample_and_alone(tmp_path: Path) -> None:
     assert held.sample == (a.key, c.key) and list(held.alone) == [a.key]
     assert held.duplicates
     assert path_to_dict(held.pending[b.key]) == path_to_dict(b)
-    shown = journal.measured_paths(held)
+    shown = journal.measured_paths(held.done, held.pending)
     assert [p.key for p in shown] == [a.key, b.key]
     assert shown[1].reasons[0] == journal.PENDING_REASON
     assert shown[1].verdict is not Verdict.SAFE

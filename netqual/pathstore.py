@@ -1,0 +1,254 @@
+"""Paths kept as columns while they arrive: a run finishes half a million pairs one by one,
+and a ``PathResult`` record costs ~3 KB where its row of a ``PathTable`` costs a few hundred
+bytes. ``PathChunks`` packs records into a table every ``CHUNK`` paths; ``KeyedPaths`` is
+the same, by (src, dst); ``concat`` joins tables into one.
+
+A 1,024-node full mesh (523,776 paths) held as records took ~1.7 GB of a resumed run's
+2.1 GB peak (docs/performance.md); as chunks it takes a fraction of that.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Iterator, MutableMapping, Sequence
+from itertools import chain
+from typing import Any
+
+import numpy as np
+
+from netqual.models import PathResult
+from netqual.pathcolumns import (
+    BulkColumns,
+    DetailsColumn,
+    IntArray,
+    NicColumns,
+    PathLike,
+    WorkloadColumns,
+    union_names,
+    workload_columns,
+)
+from netqual.pathtable import PathTable
+
+Key = tuple[str, str]
+CHUNK = 4096  # records per packed table: small next to the run, large next to numpy's overhead
+
+
+def _csr(offsets: Sequence[IntArray]) -> IntArray:
+    """Per-table CSR offsets as one: each table's shifted by the cells before it."""
+    out, base = [np.zeros(1, dtype=np.int64)], 0
+    for o in offsets:
+        out.append(o[1:] + base)
+        base += int(o[-1])
+    return np.concatenate(out).astype(np.int64)
+
+
+def _workload(tables: Sequence[PathTable]) -> WorkloadColumns | None:
+    if all(t.workload is None for t in tables):
+        return None
+    parts = [t.workload or workload_columns([None] * len(t)) for t in tables]
+    return WorkloadColumns(
+        verdict=np.concatenate([p.verdict for p in parts]),
+        reasons=tuple(chain.from_iterable(p.reasons for p in parts)),
+        budget_us=np.concatenate([p.budget_us for p in parts]),
+        fetch_p50_us=np.concatenate([p.fetch_p50_us for p in parts]),
+        fetch_p99_us=np.concatenate([p.fetch_p99_us for p in parts]),
+        speedup=np.concatenate([p.speedup for p in parts]),
+        break_even_rtt_us=np.concatenate([p.break_even_rtt_us for p in parts]),
+        interpolated=np.concatenate([p.interpolated for p in parts]),
+    )
+
+
+def _nics(tables: Sequence[PathTable]) -> NicColumns | None:
+    if all(t.nics is None for t in tables):
+        return None
+    parts = [
+        t.nics or NicColumns((None,) * len(t), (None,) * len(t), np.full(len(t), -1, np.int64))
+        for t in tables
+    ]
+    return NicColumns(
+        src_nic=tuple(chain.from_iterable(p.src_nic for p in parts)),
+        dst_nic=tuple(chain.from_iterable(p.dst_nic for p in parts)),
+        rail=np.concatenate([p.rail for p in parts]),
+    )
+
+
+def _bulk(parts: Sequence[BulkColumns]) -> BulkColumns:
+    def cat(attr: str) -> Any:
+        return np.concatenate([getattr(p, attr) for p in parts])
+
+    return BulkColumns(
+        offsets=_csr([p.offsets for p in parts]),
+        chunk_bytes=cat("chunk_bytes"),
+        depth=cat("depth"),
+        reads=cat("reads"),
+        goodput_gbps=cat("goodput_gbps"),
+        p50_us=cat("p50_us"),
+        p99_us=cat("p99_us"),
+        max_us=cat("max_us"),
+        error=tuple(chain.from_iterable(p.error for p in parts)),
+    )
+
+
+def concat(tables: Sequence[PathTable], names: Sequence[str] = ()) -> PathTable:
+    """The rows of every table, in order, as one table. Node codes: ``names`` first, then
+    each table's other nodes as they appear (tables with different node lists join)."""
+    tables = [t for t in tables if len(t)] or tables[:1]
+    if not tables:
+        return PathTable.empty(names)
+    if len(tables) == 1 and tables[0].names[: len(names)] == tuple(names):
+        return tables[0]
+    all_names = union_names(names, chain.from_iterable(t.names for t in tables))
+    code = {n: i for i, n in enumerate(all_names)}
+    transports = tuple(dict.fromkeys(chain.from_iterable(t.transports for t in tables)))
+    t_code = {t: i for i, t in enumerate(transports)}
+
+    def recode(values: IntArray, old: Sequence[str], new: dict[str, int]) -> IntArray:
+        lookup = np.array([new[x] for x in old] or [0], dtype=np.int64)
+        return lookup[values] if len(values) else values.astype(np.int64)
+
+    def cat(attr: str) -> Any:
+        return np.concatenate([getattr(t, attr) for t in tables])
+
+    def chained(attr: str) -> tuple[object, ...]:
+        return tuple(chain.from_iterable(getattr(t, attr) for t in tables))
+
+    first = tables[0]
+    return PathTable(
+        names=all_names,
+        src=np.concatenate([recode(t.src, t.names, code) for t in tables]),
+        dst=np.concatenate([recode(t.dst, t.names, code) for t in tables]),
+        transports=transports,
+        transport=np.concatenate([recode(t.transport, t.transports, t_code) for t in tables]),
+        verdict=cat("verdict"),
+        tier=cat("tier"),
+        hops=cat("hops"),
+        reasons=chained("reasons"),  # type: ignore[arg-type]
+        error=chained("error"),  # type: ignore[arg-type]
+        has_rtt=cat("has_rtt"),
+        samples=cat("samples"),
+        rtt={k: np.concatenate([t.rtt[k] for t in tables]) for k in first.rtt},
+        untrusted=chained("untrusted"),  # type: ignore[arg-type]
+        ci95_low_us={
+            m: np.concatenate([t.ci95_low_us[m] for t in tables]) for m in first.ci95_low_us
+        },
+        ci95_high_us={
+            m: np.concatenate([t.ci95_high_us[m] for t in tables]) for m in first.ci95_high_us
+        },
+        hist_first_bin=cat("hist_first_bin"),
+        hist_bins_per_decade=cat("hist_bins_per_decade"),
+        hist_offsets=_csr([t.hist_offsets for t in tables]),
+        hist_counts=cat("hist_counts"),
+        bulk=_bulk([t.bulk for t in tables]),
+        started_at=chained("started_at"),  # type: ignore[arg-type]
+        duration_s=cat("duration_s"),
+        details=DetailsColumn.concat(t.details for t in tables),
+        workload=_workload(tables),
+        nics=_nics(tables),
+    )
+
+
+class PathChunks:
+    """Paths in the order they were added, records packed into tables every ``chunk``."""
+
+    def __init__(
+        self, names: Sequence[str] = (), tables: Sequence[PathTable] = (), chunk: int = CHUNK
+    ) -> None:
+        self.names = tuple(names)
+        self._tables = [t for t in tables if len(t)]
+        self._starts: list[int] = [0]
+        for t in self._tables:
+            self._starts.append(self._starts[-1] + len(t))
+        self._tail: list[PathLike] = []
+        self.chunk = chunk
+
+    def copy(self) -> PathChunks:
+        out = PathChunks(self.names, self._tables, self.chunk)
+        out._tail = list(self._tail)
+        return out
+
+    def __len__(self) -> int:
+        return self._starts[-1] + len(self._tail)
+
+    def append(self, path: PathLike) -> int:
+        """Adds a path; returns its row number."""
+        self._tail.append(path)
+        if len(self._tail) >= self.chunk:
+            self._pack()
+        return len(self) - 1
+
+    def _pack(self) -> None:
+        if self._tail:
+            self._tables.append(PathTable.from_paths(self._tail, self.names))
+            self._starts.append(self._starts[-1] + len(self._tail))
+            self._tail = []
+
+    def row(self, i: int) -> PathResult:
+        if i >= self._starts[-1]:
+            got = self._tail[i - self._starts[-1]]
+            return got if isinstance(got, PathResult) else PathTable.from_paths([got]).row(0)
+        k = bisect.bisect_right(self._starts, i) - 1
+        return self._tables[k].row(i - self._starts[k])
+
+    def table(self) -> PathTable:
+        """Every path as one table (and kept so, so that asking again costs nothing)."""
+        self._pack()
+        if len(self._tables) > 1:
+            self._tables = [concat(self._tables, self.names)]
+            self._starts = [0, len(self._tables[0])]
+        return self._tables[0] if self._tables else PathTable.empty(self.names)
+
+
+class KeyedPaths(MutableMapping[Key, PathResult]):
+    """Paths by (src, dst), kept as ``PathChunks``: the journal's finished pairs and those
+    waiting for their bulk phase. Replacing or removing a path leaves its row behind until
+    more than half the rows are such; then the live ones are packed anew."""
+
+    def __init__(self, chunks: PathChunks | None = None, rows: dict[Key, int] | None = None):
+        self._chunks = chunks if chunks is not None else PathChunks()
+        self._rows: dict[Key, int] = rows if rows is not None else {}
+
+    @classmethod
+    def of(cls, table: PathTable, rows: dict[Key, int]) -> KeyedPaths:
+        """The given rows of a table, by key."""
+        return cls(PathChunks(table.names, [table]), rows)
+
+    def copy(self) -> KeyedPaths:
+        return KeyedPaths(self._chunks.copy(), dict(self._rows))
+
+    def only(self, keys: set[Key]) -> KeyedPaths:
+        """The paths whose key is in ``keys``, in this order."""
+        return KeyedPaths(self._chunks.copy(), {k: r for k, r in self._rows.items() if k in keys})
+
+    def __getitem__(self, key: Key) -> PathResult:
+        return self._chunks.row(self._rows[key])
+
+    def __setitem__(self, key: Key, path: PathResult) -> None:
+        self._rows[key] = self._chunks.append(path)
+
+    def __delitem__(self, key: Key) -> None:
+        del self._rows[key]
+        if self.stored > 2 * len(self._rows) + self._chunks.chunk:
+            live = self.table()
+            self._chunks = PathChunks(live.names, [live], self._chunks.chunk)
+            self._rows = {k: i for i, k in enumerate(self._rows)}
+
+    @property
+    def stored(self) -> int:
+        """Rows held, those of replaced and removed paths included."""
+        return len(self._chunks)
+
+    def __iter__(self) -> Iterator[Key]:
+        return iter(self._rows)
+
+    def __len__(self) -> int:
+        return len(self._rows)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._rows
+
+    def table(self) -> PathTable:
+        """The paths as one table, in key order."""
+        whole = self._chunks.table()
+        if len(whole) == len(self._rows) and all(r == i for i, r in enumerate(self._rows.values())):
+            return whole
+        return whole.take(np.fromiter(self._rows.values(), np.int64, len(self._rows)))

@@ -22,18 +22,41 @@ COMMAND_MODULES = (
     "cmd_report", "cmd_run", "cmd_probe", "cmd_demo", "cmd_retest", "cmd_workload",
     "cmd_campaign", "cmd_export",
 )  # fmt: skip
-# `netqual agent` starts on every node of a cluster (and hundreds of times in the tests):
-# it registers its own command only, and skips importing the reports, the campaign store
-# (duckdb), jinja2 and jsonschema: about half of the CLI's start-up CPU.
-ALONE = {"agent": "cmd_agent"}
+# A command line registers the module of its command only: `netqual agent` starts on every
+# node of a cluster, and each `netqual run`, `report` or `gate` used to import the campaign
+# store (duckdb), the report engine and the schema whatever it ran (~0.5 s of start-up).
+# Anything else (`netqual --help`, a mistyped command, an option first) registers all.
+COMMAND_OF = {
+    "agent": "cmd_agent", "check": "cmd_check", "doctor": "cmd_doctor", "gate": "cmd_gate",
+    "inventory": "cmd_inventory", "lab": "cmd_lab", "report": "cmd_report",
+    "diff": "cmd_report", "run": "cmd_run", "probe": "cmd_probe", "demo": "cmd_demo",
+    "retest": "cmd_retest", "workload": "cmd_workload", "campaign": "cmd_campaign",
+    "export": "cmd_export",
+}  # fmt: skip
+
+
+def _module_rank(callback: Any) -> int:
+    name = getattr(callback, "__module__", "").rsplit(".", 1)[-1]
+    return COMMAND_MODULES.index(name) if name in COMMAND_MODULES else len(COMMAND_MODULES)
 
 
 def register(argv: Sequence[str] = ()) -> None:
-    """Import the command modules ``argv`` needs: one for a command in ``ALONE``, else all."""
+    """Import the command modules ``argv`` needs: its command's alone, else all. However
+    they came to be registered, commands keep ``COMMAND_MODULES``' order (the order of
+    `netqual --help`)."""
     first = argv[0] if argv else None
-    names = (ALONE[first],) if first in ALONE else COMMAND_MODULES
+    names = (COMMAND_OF[first],) if first in COMMAND_OF else COMMAND_MODULES
     for name in names:
         importlib.import_module(f"netqual.cli.{name}")
+    app.registered_commands.sort(key=lambda c: _module_rank(c.callback))
+    app.registered_groups.sort(key=_group_rank)
+
+
+def _group_rank(group: Any) -> int:
+    """A command group's place: that of the module defining its commands."""
+    sub = group.typer_instance
+    commands = sub.registered_commands if sub is not None else []
+    return _module_rank(commands[0].callback) if commands else len(COMMAND_MODULES)
 
 
 def _usage_error_types() -> tuple[type[Exception], ...]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import socket
 import subprocess
@@ -154,3 +155,32 @@ def test_agent_starts_without_the_reporting_half_of_the_cli() -> None:
     assert first == "0 []", r.stdout
     for command in ("agent", "run", "gate", "report", "campaign", "demo"):
         assert re.search(rf"^\s+{command}\b", rest, re.M), rest
+
+
+def test_each_command_registers_its_own_module_and_help_keeps_its_order() -> None:
+    """Every command of `netqual --help` is mapped to its module (so `netqual run` does not
+    import the campaign store); only campaign and export load duckdb; whichever commands a
+    process registered first, `netqual --help` lists them in the same order."""
+    from netqual.cli import COMMAND_OF
+
+    assert {tuple(w) for w in COMMANDS if len(w) == 1} == {(c,) for c in COMMAND_OF}
+    probe = (
+        "import contextlib, io, sys\n"
+        "from netqual.cli import main\n"
+        "with contextlib.redirect_stdout(io.StringIO()):\n"
+        "    code = main([sys.argv[1], '--help'])\n"
+        "print(code, 'duckdb' in sys.modules)\n"
+        "main(['--help'])\n"
+    )
+    helps = set()
+    for command in ("run", "report", "gate", "campaign"):
+        r = subprocess.run(
+            [sys.executable, "-c", probe, command],
+            capture_output=True, text=True, timeout=60, check=False,
+            env={**os.environ, "NETQUAL_WIDTH": "100"},
+        )  # fmt: skip
+        assert r.returncode == 0, r.stderr
+        first, rest = r.stdout.split("\n", 1)
+        assert first == f"0 {command == 'campaign'}", (command, r.stdout)
+        helps.add(rest)
+    assert len(helps) == 1, helps

@@ -9,7 +9,7 @@ from collections.abc import Iterator
 
 from netqual.agent.wire.sessions import Sessions
 from netqual.errors import NoAgentsError
-from netqual.models import NotMeasured, PathResult
+from netqual.models import NotMeasured
 from netqual.planning import rails as rails_mod
 from netqual.planning import schedule
 from netqual.planning.budget import BulkBudget
@@ -80,16 +80,17 @@ def measure_pairs(
                     observer.item(failed)
             yield [(a, b) for a, b in pairs if dead(a.name, b.name) is None]
 
-    pending: list[tuple[Pair, PathResult]] = []
-    for p in prior.pending.values():
-        ps, pd = _node_of(p.src), _node_of(p.dst)
+    pending: list[Pair] = []
+    for src, dst in list(prior.pending):
+        ps, pd = _node_of(src), _node_of(dst)
         if ps in refused or pd in refused:  # left pending: a later --resume does it
-            rec.pending.pop(p.key)
+            rec.pending.pop((src, dst))
             why = f"bulk phase: {refused[ps if ps in refused else pd]}"
-            rec.skipped.append(NotMeasured(p.src, p.dst, why, CONFIGURATION))
-        elif (reason := dead(p.src, p.dst)) is None:
-            pending.append(((by_name[p.src], by_name[p.dst]), p))
+            rec.skipped.append(NotMeasured(src, dst, why, CONFIGURATION))
+        elif (reason := dead(src, dst)) is None:
+            pending.append((by_name[src], by_name[dst]))
         else:  # its bulk phase cannot run: finished as failed there
+            p = rec.pending[(src, dst)]
             rec.finished(combine_phases(p, dataclasses.replace(p, error=reason), cfg))
     sessions = Sessions(cfg.token)  # one open session per agent, reused (agent.wire.sessions)
     try:
@@ -106,6 +107,7 @@ def measure_pairs(
                 emit=rec.finished,
                 emit_pingpong=rec.pingpong,
                 observer=observer,
+                pinged=rec.pending.__getitem__,
             ),
             tally=spent.tally,
         )

@@ -25,6 +25,7 @@ Measure = Callable[[Node, Node, Phase], PathResult]
 Combine = Callable[[PathResult, PathResult], PathResult]
 Emit = Callable[[PathResult], None]
 Each = Callable[[Pair, PathResult], None]
+Pinged = Callable[[tuple[str, str]], PathResult]
 
 
 @dataclass(frozen=True)
@@ -36,17 +37,22 @@ class Work:
     emit: Emit  # a finished pair (every phase), or one that failed
     emit_pingpong: Emit  # ping-pong finished; the pair's bulk phase follows
     observer: RunObserver
+    # The ping-pong record ``emit_pingpong`` kept for (src, dst), until the pair finishes.
+    # The one place such records wait (the run journal's, as columns): a 1,024-node run
+    # has half a million of them between the phases.
+    pinged: Pinged
 
 
 @dataclass(frozen=True)
 class Totals:
     """The run's size, for progress: rounds planned, pairs planned and those a resumed run
-    already has (finished, or with ping-pong only: ``pending``, whose bulk phase is due)."""
+    already has (finished, or with ping-pong only: ``pending``, whose bulk phase is due;
+    their records are ``Work.pinged``'s)."""
 
     rounds: int
     pairs: int
     finished: int = 0
-    pending: Sequence[tuple[Pair, PathResult]] = ()
+    pending: Sequence[Pair] = ()
 
 
 @dataclass
@@ -198,16 +204,17 @@ def _pingpong_phase(
     work: Work,
     tally: Tally,
     count: bool,
-) -> list[tuple[Pair, PathResult]]:
-    """Ping-pong of every pair, each recorded as it finishes; failed pairs are finished
-    at once (no bulk for them). ``count``: a ping-pong is an item of the observer's phase
-    (a failed one always is: that pair is finished)."""
-    done: list[tuple[Pair, PathResult]] = []
+) -> list[Pair]:
+    """Ping-pong of every pair, each recorded as it finishes (``work.emit_pingpong``);
+    failed pairs are finished at once (no bulk for them). Returns the pairs whose bulk
+    phase is due. ``count``: a ping-pong is an item of the observer's phase (a failed one
+    always is: that pair is finished)."""
+    done: list[Pair] = []
 
     def finished(pair: Pair, path: PathResult) -> None:
         if path.error is None:
             work.emit_pingpong(path)
-            done.append((pair, path))
+            done.append(pair)
         else:
             work.emit(path)
         if count or path.error is not None:
@@ -228,7 +235,7 @@ def _pingpong_phase(
 
 def _bulk_phase(
     runner: _Runner,
-    measured: list[tuple[Pair, PathResult]],
+    measured: Sequence[Pair],
     budget: BulkBudget,
     coverage: Coverage,
     work: Work,
@@ -236,29 +243,27 @@ def _bulk_phase(
     announce: bool = False,
 ) -> None:
     """Bulk reads of the pairs ``coverage`` selects, in waves under the budget; the others
-    are finished with their ping-pong alone. ``announce``: this is a phase of its own."""
+    are finished with their ping-pong alone. Each ping-pong record is fetched
+    (``work.pinged``) when its pair finishes. ``announce``: this is a phase of its own."""
     t0 = time.monotonic()
-    chosen = packing.select([pair for pair, _ in measured], coverage)
-    first = {}
-    skipped = []
-    for ((a, b), path), bulk in zip(measured, chosen, strict=True):
-        if bulk:
-            first[(a.name, b.name)] = path
-        else:
-            # The ping-pong result is the whole path: judged without bulk, and says why.
-            details = {**dict(path.details), "bulk_pairs": f"not selected ({coverage.label})"}
-            skipped.append(replace(path, details=details))
-    waves = bulk_waves([pair for (pair, _), c in zip(measured, chosen, strict=True) if c], budget)
+    chosen = packing.select(measured, coverage)
+    waves = bulk_waves([pair for pair, c in zip(measured, chosen, strict=True) if c], budget)
     if announce:
         work.observer.phase(Stage.BULK, len(waves), len(measured))
 
     def finished(pair: Pair, path: PathResult) -> None:
-        combined = work.combine(first[(pair[0].name, pair[1].name)], path)
+        combined = work.combine(work.pinged((pair[0].name, pair[1].name)), path)
         work.emit(combined)
         work.observer.item(combined)
 
     try:
-        for path in skipped:
+        for (a, b), bulk in zip(measured, chosen, strict=True):
+            if bulk:
+                continue
+            # The ping-pong result is the whole path: judged without bulk, and says why.
+            path = work.pinged((a.name, b.name))
+            details = {**dict(path.details), "bulk_pairs": f"not selected ({coverage.label})"}
+            path = replace(path, details=details)
             work.emit(path)
             work.observer.item(path)
             tally.bulk_not_selected += 1

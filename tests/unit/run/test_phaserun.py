@@ -28,6 +28,7 @@ class FakeProbes:
         self.lock = threading.Lock()
         self.emitted: list[PathResult] = []
         self.pingponged: list[PathResult] = []
+        self.kept: dict[tuple[str, str], PathResult] = {}  # as the run journal keeps them
         self.progress: list[tuple[str, ...]] = []  # what the observer was told, in order
 
     def phase(self, stage: Stage, steps: int, items: int, done_before: int = 0) -> None:
@@ -47,6 +48,14 @@ class FakeProbes:
             self.events.append((phase.value, "end", f"{a.name}-{b.name}"))
         return path
 
+    def pingpong(self, path: PathResult) -> None:
+        self.pingponged.append(path)
+        self.kept[path.key] = path
+
+    def finished(self, path: PathResult) -> None:
+        self.emitted.append(path)
+        self.kept.pop(path.key, None)
+
     def combine(self, pp: PathResult, bk: PathResult) -> PathResult:
         assert pp.key == bk.key
         return replace(pp, reasons=("combined",), details=merged_details(pp, bk))
@@ -56,7 +65,9 @@ def _run(schedule: Timing, bulk: bool = True) -> FakeProbes:
     fake = FakeProbes()
     rounds = circle_rounds(racked(6, 2))
     cfg = ScheduleConfig(schedule)
-    work = Work(fake.measure, fake.combine, fake.emitted.append, fake.pingponged.append, fake)
+    work = Work(
+        fake.measure, fake.combine, fake.finished, fake.pingpong, fake, fake.kept.__getitem__
+    )
     execute(
         rounds,
         Totals(len(rounds), 15),
@@ -76,6 +87,7 @@ def test_aligned_runs_every_pingpong_before_any_bulk() -> None:
     first_bulk = min(i for i, p in enumerate(phases) if p == "bulk")
     assert last_pp < first_bulk
     assert len(fake.emitted) == 15 and {p.reasons for p in fake.emitted} == {("combined",)}
+    assert not fake.kept  # every ping-pong record was taken back when its pair finished
     for p in fake.emitted:
         windows = p.details["phase_windows_s"]
         assert isinstance(windows, dict) and set(windows) == {"pingpong", "bulk"}
@@ -121,9 +133,17 @@ def test_pairs_without_bulk_are_emitted_from_pingpong_and_say_why() -> None:
         return replace(pp, reasons=("combined",), details=merged_details(pp, bk))
 
     emitted: list[PathResult] = []
+    kept: dict[tuple[str, str], PathResult] = {}
     cfg = ScheduleConfig(bulk_pairs=Coverage("per-node", 1))
     budget = resolve(cfg, ProbePlan(), nodes)
-    work = Work(measure, combine, emitted.append, lambda p: None, NullObserver())
+    work = Work(
+        measure,
+        combine,
+        lambda p: emitted.append(kept.pop(p.key) and p),
+        lambda p: kept.__setitem__(p.key, p),
+        NullObserver(),
+        kept.__getitem__,
+    )
     tally = execute(
         full_mesh(nodes).rounds(), Totals(7, 28), cfg, budget, bulk=True, parallel=None,
         work=work,

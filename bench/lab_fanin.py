@@ -38,11 +38,12 @@ ROOT = Path(__file__).resolve().parent.parent
 STORAGE_MBIT = 1000.0
 READER_MBIT = 333.0
 READERS = 8
+CHUNKS = 300  # per reader and level
 KNEE_FACTOR = 2.0  # the policy's default fanin_knee_factor
 RUN_ARGS = [
     "--mode", "bipartite", "--iterations", "200", "--warmup", "20", "--no-bulk",
     "--allow-short-plan", "--interference-sample", "0", "--fanin-chunk", "256KiB",
-    "--fanin-chunks", "300", "--progress", "none",
+    "--progress", "none",
 ]  # fmt: skip
 
 
@@ -74,6 +75,7 @@ def experiment(
     storage_mbit: float = STORAGE_MBIT,
     reader_mbit: float = READER_MBIT,
     state_dir: Path | None = None,
+    chunks: int = CHUNKS,
 ) -> tuple[dict[str, Any], str, str]:
     """The results document, the terminal output and report.html of one sweep."""
     with tempfile.TemporaryDirectory(prefix="nq-fanin-") as tmp:
@@ -82,7 +84,7 @@ def experiment(
             out = Path(tmp) / "run"
             env = {**os.environ, "PYTHONPATH": str(ROOT), "NETQUAL_WIDTH": "100"}
             cmd = [sys.executable, "-m", "netqual", "run", str(info.inventory_path)]
-            cmd += ["--out", str(out), "--fanin", levels, *RUN_ARGS]
+            cmd += ["--out", str(out), "--fanin", levels, "--fanin-chunks", str(chunks), *RUN_ARGS]
             r = subprocess.run(
                 cmd, capture_output=True, text=True, env=env, timeout=300, check=False
             )
@@ -123,12 +125,13 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--levels", default="1,2,4,8")
     ap.add_argument("--storage-mbit", type=float, default=STORAGE_MBIT)
     ap.add_argument("--reader-mbit", type=float, default=READER_MBIT)
+    ap.add_argument("--chunks", type=int, default=CHUNKS, help="per reader and level")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args(argv)
     if (reason := lab.lab_available()) is not None:
         print(f"lab_fanin: {reason}", file=sys.stderr)
         return 2
-    doc, _, _ = experiment(args.levels, args.storage_mbit, args.reader_mbit)
+    doc, _, _ = experiment(args.levels, args.storage_mbit, args.reader_mbit, chunks=args.chunks)
     levels = [int(x) for x in args.levels.split(",")]
     predicted = predicted_knee(levels, args.storage_mbit, args.reader_mbit)
     if args.json:

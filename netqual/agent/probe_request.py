@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import os
 import select
 import socket
 import threading
@@ -350,6 +351,9 @@ class CoordinatorWatch:
         self._closed = threading.Event()
         self._lock = threading.Lock()
         self._peers: list[socket.socket] = []
+        # close() wakes the watcher at once through this (it used to wait out the select's
+        # POLL_S: every probe request took up to 0.2 s longer, 0.1 s on average)
+        self._wake = os.eventfd(0, os.EFD_CLOEXEC | os.EFD_NONBLOCK)
         self._thread = threading.Thread(target=self._run, name="coordinator-watch", daemon=True)
         self._thread.start()
 
@@ -362,9 +366,15 @@ class CoordinatorWatch:
             self._shutdown()
 
     def close(self) -> None:
-        """The probe is over: stop watching (the channel is the session's again)."""
+        """The probe is over: stop watching (the channel is the session's again). Returns
+        as soon as the watcher has stopped; a second call does nothing."""
+        if self._closed.is_set():
+            return
         self._closed.set()
+        os.eventfd_write(self._wake, 1)
         self._thread.join(timeout=2 * self.POLL_S + 1)
+        if not self._thread.is_alive():  # else leave the fd to it rather than close it under it
+            os.close(self._wake)
 
     def _shutdown(self) -> None:
         with self._lock:
@@ -377,10 +387,10 @@ class CoordinatorWatch:
         sock = self.ch.sock
         while not self._closed.is_set():
             try:
-                readable = select.select([sock], [], [], self.POLL_S)[0]
+                readable = select.select([sock.fileno(), self._wake], [], [], self.POLL_S)[0]
                 if self._closed.is_set():
                     return
-                if not readable:
+                if sock.fileno() not in readable:
                     continue
                 left = not sock.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT)
             except BlockingIOError:

@@ -49,12 +49,20 @@ from netqual.planning.schedule import Pair, Schedule
 PREVIEW_ROUNDS = 3
 PREVIEW_PAIRS = 6
 CHECK_THREADS = (64,)  # the pre-flight check's parallel connections (one pass)
+# the coordinator's own CPU per agent checked, measured on the 2-core VM (a check of 16
+# agents less one of 2, CPU seconds of the `netqual check` process: 1.2-2.9 ms)
+CHECK_EACH_S = 0.0025
 
 
 @dataclass(frozen=True)
 class DurationModel:
     request_s: float = 0.5  # connect, authenticate, hop probe, tear down: per request
     check_s: float = 0.1  # one agent's answer in a pre-flight pass
+    # What each agent adds to a pre-flight pass where checks cannot overlap: the
+    # coordinator's own work per agent (connect, authenticate, decode its answers) runs one
+    # at a time in its one Python process, and on shared cores every agent's answer is
+    # CPU work on the same cores; a pass takes at least agents x check_each_s.
+    check_each_s: float = CHECK_EACH_S
     rtt_us: dict[str, float] = field(default_factory=lambda: {"tcp": 50.0, "rdma": 10.0})
     goodput_gbps: dict[str, float] = field(default_factory=lambda: {"tcp": 10.0, "rdma": 50.0})
     # Cores every agent shares when all run on one host (loopback agents); 0: one host per
@@ -96,6 +104,7 @@ class DurationModel:
         out: dict[str, Any] = {
             "request_s": self.request_s,
             "check_s": self.check_s,
+            "check_each_s": self.check_each_s,
             "rtt_us": self.rtt_us[transport],
             "goodput_gbps": self.goodput_gbps[transport],
         }
@@ -213,11 +222,14 @@ def estimate_phases(
     # each pass checks its agents in groups of ``t`` at once
     groups = [min(t, n - i) for t in CHECK_THREADS for i in range(0, n, t)]
     checks = sum(model.contention("preflight", k) for k in groups)
+    serial = n * model.check_each_s
     out = [
         PhaseEstimate(
-            "preflight", n, model.check_s, checks * model.check_s,
+            "preflight", n, model.check_s, max(checks * model.check_s, serial),
             f"one pass over {n:,} agents, {'/'.join(map(str, CHECK_THREADS))} at once"
-            + _sharing(model, "preflight"),
+            + _sharing(model, "preflight")
+            + (f", at least {model.check_each_s * 1e3:.3g} ms each, one at a time"
+               if serial > checks * model.check_s else ""),
         )
     ]  # fmt: skip
     loads = _round_loads(sched, parallel)

@@ -47,15 +47,28 @@ def test_pairs_at_once_on_shared_cores_take_their_demand_over_the_cores() -> Non
 
 
 def test_agents_checked_at_once_share_the_cores_too() -> None:
-    model = DurationModel(shared_cores=2)  # an agent check needs half a core
+    # an agent check needs half a core; nothing of it is one at a time
+    model = DurationModel(shared_cores=2, check_each_s=0.0)
     pre = _phases(100, model)["preflight"]
     assert isinstance(pre, estimate.PhaseEstimate)
     # one pass (the coordinator asks no agent again): 64 then 36 agents at once
     groups = [64 * 0.25, 36 * 0.25]
     assert pre.seconds == pytest.approx(sum(groups) * model.check_s)
-    alone = _phases(100, DurationModel())["preflight"]
+    alone = _phases(100, DurationModel(check_each_s=0.0))["preflight"]
     assert isinstance(alone, estimate.PhaseEstimate)
     assert alone.seconds == pytest.approx(2 * model.check_s)  # two groups, one check each
+
+
+def test_a_pass_takes_at_least_each_agents_one_at_a_time_part() -> None:
+    # 1,024 agents in 16 groups of 64 at 0.1 s: 1.6 s, less than 1,024 x 2.5 ms
+    big = _phases(1024, DurationModel(), base="gpu")["preflight"]
+    assert isinstance(big, estimate.PhaseEstimate)
+    assert big.seconds == pytest.approx(1024 * estimate.CHECK_EACH_S)
+    assert "2.5 ms each, one at a time" in big.rule
+    # 16 agents: one group, 0.1 s, more than 16 x 2.5 ms
+    small = _phases(16, DurationModel())["preflight"]
+    assert isinstance(small, estimate.PhaseEstimate)
+    assert small.seconds == pytest.approx(0.1) and "one at a time" not in small.rule
 
 
 def test_contention_is_relative_to_one_pair_alone() -> None:

@@ -49,7 +49,8 @@ def print_dry_run(console: Console, d: DryRun) -> None:
         f"  model: {d.model.request_s:g} s per request (connect, authenticate, hop probe); "
         f"{p.warmup + p.iterations:,} round trips x {rtt:g} us per ping-pong; bulk at the "
         f"lesser of {gbps:g} Gbit/s and what chunk x depth keeps in flight; "
-        f"{d.model.check_s:g} s per agent check. Time-outs make a real run longer.",
+        f"{d.model.check_s:g} s per agent check, {d.model.check_each_s * 1e3:g} ms of the "
+        "coordinator's own per agent. Time-outs make a real run longer.",
         style="dim",
     )
     if d.model.shared_cores > 0:

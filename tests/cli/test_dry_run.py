@@ -44,6 +44,9 @@ def test_a_thousand_nodes_plan_without_agents(
     assert est["bulk"]["seconds"] == pytest.approx(1023 * model.bulk_s(plan, "tcp"), rel=1e-6)
     assert est["interference"]["count"] == 64  # 2% of the paths, capped at 64
     assert est["preflight"]["count"] == 1024
+    # 16 groups of 64 at 0.1 s each are 1.6 s; the coordinator's part, one agent at a time,
+    # is longer: 1,024 x 2.5 ms
+    assert est["preflight"]["seconds"] == pytest.approx(1024 * model.check_each_s, rel=1e-3)
     total = sum(est[k]["seconds"] for k in ("preflight", "pingpong", "bulk", "interference"))
     assert d["estimate"]["duration_s"] == pytest.approx(total, abs=0.01)
     assert total < 10 * 3600  # the default plan fits a working day

@@ -57,20 +57,35 @@ def test_many_agents_bulk_prints_estimate_vs_actual_per_phase(tmp_path: Path) ->
         *(f"--run-arg={a}" for a in short), timeout_s=400,
     )  # fmt: skip
     assert r.returncode == 0, r.stdout + r.stderr
-    assert "calibration before (one pair, median of 1)" in r.stdout
-    assert "calibration after (one pair, median of 1)" in r.stdout
+    assert "calibration before (medians of 1): one pair: request " in r.stdout
+    assert "calibration after (medians of 1): one pair: request " in r.stdout
+    assert "2 pairs at once take x" in r.stdout  # the batch: every agent in one of n/2 pairs
     rows = {ln.split()[0]: ln.split()[1:] for ln in r.stdout.splitlines() if ln.split()}
     recorded = json.loads((out / "estimate.json").read_text())
-    assert recorded["model"]["before"]["shared_cores"] == len(os.sched_getaffinity(0))
+    model = recorded["model"]["before"]
+    assert model["shared_cores"] == len(os.sched_getaffinity(0))
     assert len(recorded["calibrations"]["bracket"]) == 2  # one before, one after
-    # the cores a pair needs: its agents' CPU seconds over the phase, as calibrated
     (cal,) = recorded["calibrations"]["before"]
-    cores = recorded["model"]["before"]["pair_cores"]
-    for phase in ("preflight", "pingpong", "bulk"):
-        assert cal[f"{phase}_cores"] >= 0 and 0.05 <= cores[phase] <= os.cpu_count(), cal
-        assert cores[phase] == pytest.approx(
-            min(len(os.sched_getaffinity(0)), max(0.05, cal[f"{phase}_cores"])), abs=1e-3
+    # 220 round trips, and a tenth of them for the short run; 2 pairs in the batch, and its
+    # bulk in one wave of both (every agent in one rack of a non-blocking fabric)
+    assert (cal["trips"], cal["short_trips"]) == (220, 22)
+    assert cal["batch_pairs"] == 2 and cal["batch_wave_pairs"] == 2
+    for key in ("one_pingpong_s", "short_pingpong_s", "one_bulk_s", "batch_pingpong_s"):
+        assert cal[key] > 0, key
+    # the cores a pair needs: how much longer the batch took than the pair alone, times
+    # the cores, over the pairs at once
+    cores = len(os.sched_getaffinity(0))
+    derived = {
+        "pingpong": cal["batch_pingpong_s"] / cal["one_pingpong_s"] * cores / 2,
+        "bulk": cal["batch_wave_s"] / cal["one_bulk_s"] * cores / 2,
+        "preflight": cal["preflight_cores"],
+    }
+    for phase, want in derived.items():
+        assert model["pair_cores"][phase] == pytest.approx(min(cores, max(0.05, want)), abs=1e-3), (
+            phase
         )
+    # what each further agent adds to the pre-flight: the 4-agent run's less the pair's
+    assert model["check_each_s"] == pytest.approx(cal["check_each_s"]) and cal["check_each_s"] >= 0
     assert re.search(r"agents and coordinator run from (\S+)/netqual \(a copy\)", r.stdout)
     actual = json.loads((out / "results.json").read_text())["run"]["schedule"]["actual"]
     for phase in ("preflight", "pingpong", "bulk", "interference", "total"):

@@ -17,8 +17,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from netqual.auth import load_token, write_token
-from netqual.models import Node
+from netqual.base.auth import load_token, write_token
+from netqual.model.node import Node
 from netqual.run.localagents import start_agent, stop_agents
 
 HOST = "127.0.0.1"

@@ -30,8 +30,12 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from netqual import lab
+from netqual.base.units import KIB, MIB
 from netqual.lab.topology import Topology, parse
-from netqual.models import KIB, MIB, Node, Policy, ProbePlan, Tier
+from netqual.model.node import Node
+from netqual.model.path import Tier
+from netqual.model.plan import ProbePlan
+from netqual.model.policy import Policy
 from netqual.planning.budget import BulkBudget
 from netqual.planning.inventory import load_inventory
 from netqual.planning.phases import ScheduleConfig, Timing, bulk_waves, host_batches

@@ -19,7 +19,8 @@ import os
 import statistics
 import time
 
-from netqual.models import Node, ProbePlan
+from netqual.model.node import Node
+from netqual.model.plan import ProbePlan
 from netqual.planning.fabric import Fabric, Uplink
 from netqual.planning.packing import Coverage, select
 from netqual.planning.phases import ScheduleConfig, bulk_waves, resolve

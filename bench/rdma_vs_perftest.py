@@ -35,7 +35,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import numpy as np
 
-from netqual.errors import NetqualError
+from netqual.base.errors import NetqualError
 from netqual.transports.rdma import RdmaOptions, RdmaTransport, devices, hotloop, verbs
 from netqual.transports.rdma.gid import Family, GidType, LinkLayer
 
@@ -186,8 +186,8 @@ def _run_netqual(
     options: RdmaOptions, host: str, iters: int, size: int
 ) -> tuple[np.ndarray, dict[str, Any]]:
     from netqual.agent.wire.protocol import connect
-    from netqual.auth import load_token, write_token
-    from netqual.models import ProbePlan
+    from netqual.base.auth import load_token, write_token
+    from netqual.model.plan import ProbePlan
     from netqual.run.localagents import start_agent, stop_agents
 
     env = {

@@ -35,7 +35,8 @@ from pathlib import Path
 
 import numpy as np
 
-from netqual.models import Mode, Node, Role
+from netqual.model.node import Node, Role
+from netqual.model.run import Mode
 from netqual.planning import schedule
 
 

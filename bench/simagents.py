@@ -62,9 +62,9 @@ from netqual.agent.wire.protocol import (
     decode_message,
     encode_message,
 )
-from netqual.auth import load_token, write_token
-from netqual.fleet_model import FLEET_KEYS, UNKNOWN
-from netqual.plan_codec import plan_from_dict
+from netqual.base.auth import load_token, write_token
+from netqual.codec.plan import plan_from_dict
+from netqual.model.fleet import FLEET_KEYS, UNKNOWN
 from netqual.report.html import templates_dir
 from netqual.transports import AgentLimits
 

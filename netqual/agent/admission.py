@@ -31,7 +31,7 @@ from netqual.agent.wire.protocol import (
     encode_message,
     error_body,
 )
-from netqual.errors import AuthError, ErrorCode, ProtocolError
+from netqual.base.errors import AuthError, ErrorCode, ProtocolError
 
 log = logging.getLogger("netqual.agent")
 

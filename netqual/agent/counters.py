@@ -30,7 +30,7 @@ from typing import Any
 
 from netqual.agent.ethtool import ETHTOOL
 from netqual.agent.wire.messages import Fields
-from netqual.errors import BadRequestError, NetqualError
+from netqual.base.errors import BadRequestError, NetqualError
 
 PROC_NET_DEV = Path("/proc/net/dev")
 SYS_INFINIBAND = Path("/sys/class/infiniband")

@@ -15,10 +15,11 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from netqual import hostpath, hostpath_codec
 from netqual.agent import pcisysfs
 from netqual.agent.wire import hostpeer
-from netqual.errors import BadRequestError, NetqualError, TransportUnavailableError
+from netqual.analysis import hostpath as host_findings
+from netqual.base.errors import BadRequestError, NetqualError, TransportUnavailableError
+from netqual.codec import hostpath as hostpath_codec
 from netqual.transports.rdma import devices, hotloop, verbs
 from netqual.transports.rdma.gid import GidType, LinkLayer
 
@@ -47,7 +48,7 @@ def local_report(node: str | None = None, sysfs_root: Path = Path("/")) -> dict[
         "devices": [],
         "problems": [
             problem(WARNING, f"host path: {f.subject}: {f.rule}: {f.text}")
-            for f in hostpath.findings(audit)
+            for f in host_findings.findings(audit)
         ],
     }
     try:
@@ -257,7 +258,7 @@ def run(
         problems = all_problems(nodes)
         mode = "local"
     else:
-        from netqual.auth import load_token
+        from netqual.base.auth import load_token
         from netqual.planning.inventory import load_inventory
 
         inv = load_inventory(inventory)

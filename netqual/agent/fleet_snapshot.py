@@ -30,9 +30,9 @@ from netqual import __version__
 from netqual.agent import nicsysfs, pcisysfs
 from netqual.agent.nicsysfs import read
 from netqual.agent.wire.messages import Fields
-from netqual.errors import BadRequestError
-from netqual.fleet_model import KEY_PATTERN, MAX_KEYS, MAX_VALUE_CHARS, UNKNOWN, ConfigSnapshot
-from netqual.names import visible
+from netqual.base.errors import BadRequestError
+from netqual.base.names import visible
+from netqual.model.fleet import KEY_PATTERN, MAX_KEYS, MAX_VALUE_CHARS, UNKNOWN, ConfigSnapshot
 from netqual.transports.rdma.gid import GidSelectionError, GidType, select_gid
 
 DCB_BUDGET_S = 1.5  # all dcb calls of one snapshot together: the pre-flight waits for it

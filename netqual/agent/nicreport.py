@@ -20,9 +20,9 @@ from typing import Any
 
 from netqual.agent import nicsysfs
 from netqual.agent.wire.messages import Fields
-from netqual.errors import BadRequestError
-from netqual.models import HostNics, IpInterface, RdmaPort
-from netqual.names import nic_name_problem
+from netqual.base.errors import BadRequestError
+from netqual.base.names import nic_name_problem
+from netqual.model.node import HostNics, IpInterface, RdmaPort
 
 MAX_INTERFACES = 64
 MAX_ADDRESSES = 16

@@ -16,7 +16,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from netqual.fleet_model import UNKNOWN
+from netqual.model.fleet import UNKNOWN
 from netqual.transports.rdma.gid import GidEntry, GidType, LinkLayer
 
 ARPHRD_LOOPBACK = "772"

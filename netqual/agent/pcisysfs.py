@@ -9,7 +9,7 @@ the first 64 bytes of a function's ``config`` file, so the capability fields rea
 
 The small API the rest of netqual uses:
 
-- ``audit(root, node)``: the ``HostAudit`` of ``netqual.hostpath`` (GPUs, NICs, affinity);
+- ``audit(root, node)``: the ``HostAudit`` of ``netqual.model.hostpath`` (GPUs, NICs, affinity);
 - ``functions(root)``: every PCI function's address (``0000:03:00.0``);
 - ``function_dir``, ``attr``, ``pcie_path``, ``numa_node``, ``link``: one function's sysfs;
 - ``config(root, bdf)`` then ``relaxed_ordering(cfg)`` / ``acs_redirect(cfg)``;
@@ -24,14 +24,7 @@ import socket
 from contextvars import ContextVar
 from pathlib import Path
 
-from netqual.hostpath import (
-    Bridge,
-    HostAudit,
-    HostDevice,
-    Iommu,
-    PcieLink,
-    affinity_table,
-)
+from netqual.model.hostpath import Bridge, HostAudit, HostDevice, Iommu, PcieLink, affinity_table
 
 VENDORS = {"0x10de": "nvidia", "0x1002": "amd"}  # GPU vendors (PCI vendor ids)
 DISPLAY_CLASS = 0x03  # base class: VGA 0x0300, 3D controller 0x0302, display 0x0380

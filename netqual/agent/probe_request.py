@@ -28,7 +28,7 @@ from netqual.agent.wire import hops as hops_mod
 from netqual.agent.wire.messages import Fields
 from netqual.agent.wire.protocol import Channel, connect, peer_error
 from netqual.agent.wire.sessions import SessionLost, Sessions
-from netqual.errors import (
+from netqual.base.errors import (
     BadRequestError,
     ErrorCode,
     LimitError,
@@ -40,8 +40,10 @@ from netqual.errors import (
     ProtocolError,
     TransportUnavailableError,
 )
-from netqual.models import Node, PlanFieldError, ProbePlan, path_label
-from netqual.plan_codec import plan_from_dict, plan_to_dict
+from netqual.codec.plan import plan_from_dict, plan_to_dict
+from netqual.model.node import Node
+from netqual.model.path import path_label
+from netqual.model.plan import PlanFieldError, ProbePlan
 from netqual.transports import (
     TRANSPORT_NAMES,
     AgentLimits,

@@ -24,14 +24,14 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from netqual import __version__, hostpath_codec
+from netqual import __version__
 from netqual.agent import counters, fleet_snapshot, nicreport, pcisysfs
 from netqual.agent.admission import Admission
 from netqual.agent.probe_request import serve_probe
 from netqual.agent.wire import hops as hops_mod
 from netqual.agent.wire.handshake import SessionKeys
 from netqual.agent.wire.protocol import Channel
-from netqual.errors import (
+from netqual.base.errors import (
     BadRequestError,
     BusyError,
     ErrorCode,
@@ -40,6 +40,7 @@ from netqual.errors import (
     NetqualError,
     ProtocolError,
 )
+from netqual.codec import hostpath as hostpath_codec
 from netqual.transports import (
     TRANSPORT_NAMES,
     AgentLimits,

@@ -29,9 +29,11 @@ from typing import overload
 import numpy as np
 
 from netqual.analysis.rise import overlapping, p99_rises
-from netqual.models import Metric, PathResult, Verdict, path_label
-from netqual.pathjoin import NOT_FOUND, PairIndex
-from netqual.pathtable import (
+from netqual.model.path import PathResult, path_label
+from netqual.model.stats import Metric
+from netqual.model.verdict import Verdict
+from netqual.table.join import NOT_FOUND, PairIndex
+from netqual.table.paths import (
     BoolArray,
     FloatArray,
     IntArray,
@@ -39,7 +41,7 @@ from netqual.pathtable import (
     union_names,
     verdict_counts,
 )
-from netqual.runresults import Results
+from netqual.table.run import Results
 
 # The re-qualification example profile's numbers (docs/gate-profiles/requalify.toml):
 # what `diff` calls worse when no --profile says otherwise.

@@ -11,8 +11,9 @@ from collections.abc import Iterator, Sequence
 import numpy as np
 
 from netqual.analysis.diff import NOISE_NO, NOISE_UNKNOWN, NOISE_YES, Changes, Rows, RunDiff
-from netqual.models import Metric, Verdict
-from netqual.pathtable import VERDICTS, FloatArray, IntArray
+from netqual.model.stats import Metric
+from netqual.model.verdict import Verdict
+from netqual.table.paths import VERDICTS, FloatArray, IntArray
 
 # --json rows are formatted this many at a time: bounded memory, few writes
 _JSON_CHUNK = 32_768

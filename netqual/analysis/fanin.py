@@ -19,12 +19,13 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from netqual.analysis.counter_evidence import window_findings
 from netqual.analysis.stats import needed_samples
-from netqual.counter_evidence import window_findings
-from netqual.fanin_model import ChunkStats, FaninLevel, FaninResult
-from netqual.models import Node, RawBulk
-from netqual.units import format_bytes, format_duration_us
-from netqual.workload.model import Workload
+from netqual.base.units import format_bytes, format_duration_us
+from netqual.model.fanin import ChunkStats, FaninLevel, FaninResult
+from netqual.model.node import Node
+from netqual.model.path import RawBulk
+from netqual.model.workload import Workload
 
 _QUANTILES = (("p50", 0.5), ("p99", 0.99), ("p999", 0.999))
 

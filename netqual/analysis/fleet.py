@@ -1,6 +1,6 @@
 """The fleet configuration check (docs/evidence.md): which nodes' configuration differs.
 
-Two rules over the nodes' snapshots (``fleet_model``). Consistency: within each inventory
+Two rules over the nodes' snapshots (``model.fleet``). Consistency: within each inventory
 role, every fleet key not in ``allow_differ`` should have one value; the nodes that do not
 hold the majority value are outliers, listed with it and the nodes that have it (a tie has
 no majority: every node of the key is listed). Expectations: a key the policy's ``[fleet]``
@@ -24,8 +24,10 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from netqual.errors import PolicyError, ResultsFileError
-from netqual.fleet_model import (
+from netqual.base.errors import PolicyError, ResultsFileError
+from netqual.base.names import visible
+from netqual.files.tomlfile import Fields, read_toml
+from netqual.model.fleet import (
     FLEET_KEYS,
     KEY_PATTERN,
     MAX_KEYS,
@@ -37,9 +39,7 @@ from netqual.fleet_model import (
     FleetResult,
     value_text,
 )
-from netqual.models import Nic
-from netqual.names import visible
-from netqual.tomlfile import Fields, read_toml
+from netqual.model.node import Nic
 
 GID_TYPES = {"roce v2": "RoCE v2", "rocev2": "RoCE v2", "roce v1": "RoCE v1", "rocev1": "RoCE v1"}
 GID_TYPES["ib"] = "IB"

@@ -26,16 +26,11 @@ import statistics
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
-from netqual.errors import ResultsFileError
-from netqual.models import (
-    Interference,
-    Metric,
-    PathResult,
-    SampledPath,
-    Tier,
-    TierInterference,
-    Verdict,
-)
+from netqual.base.errors import ResultsFileError
+from netqual.model.path import PathResult, Tier
+from netqual.model.run import Interference, SampledPath, TierInterference
+from netqual.model.stats import Metric
+from netqual.model.verdict import Verdict
 from netqual.planning.sampling import DEFAULT_FRACTION, DEFAULT_MINIMUM, choose_sample
 
 TOLERANCE = 1.2

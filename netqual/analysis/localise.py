@@ -27,13 +27,12 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from netqual import counter_evidence
+from netqual.analysis import counter_evidence
 from netqual.analysis.matrix import group_medians
 from netqual.analysis.policy import sample_limited
-from netqual.models import Metric, Tier
-from netqual.pathtable import TIERS, VERDICTS, worst_first, worst_per_group
-from netqual.runresults import Results
-from netqual.suspects import (
+from netqual.model.path import Tier
+from netqual.model.stats import Metric
+from netqual.model.suspects import (
     AsymmetryEvidence,
     LinkEvidence,
     NicEvidence,
@@ -45,6 +44,8 @@ from netqual.suspects import (
     Suspect,
     SuspectKind,
 )
+from netqual.table.paths import TIERS, VERDICTS, worst_first, worst_per_group
+from netqual.table.run import Results
 
 MAJORITY = 0.5
 NEAR_SAFE = 0.75

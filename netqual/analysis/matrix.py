@@ -8,8 +8,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from netqual.models import RTT_STATISTICS, Node, PathResult, Role, Tier, Verdict
-from netqual.pathtable import NO_HOPS, TIERS, VERDICTS, FloatArray, IntArray, PathTable
+from netqual.model.node import Node, Role
+from netqual.model.path import PathResult, Tier
+from netqual.model.stats import RTT_STATISTICS
+from netqual.model.verdict import Verdict
+from netqual.table.paths import NO_HOPS, TIERS, VERDICTS, FloatArray, IntArray, PathTable
 
 
 def tier_of(a: Node, b: Node) -> Tier:

@@ -6,9 +6,11 @@ from collections.abc import Sequence, Set
 
 import numpy as np
 
-from netqual.models import Verdict, Waiver, path_label
-from netqual.runresults import Results
-from netqual.units import format_us
+from netqual.base.units import format_us
+from netqual.model.path import path_label
+from netqual.model.policy import Waiver
+from netqual.model.verdict import Verdict
+from netqual.table.run import Results
 
 
 def verdict_sentence(results: Results) -> str:

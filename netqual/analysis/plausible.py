@@ -17,9 +17,12 @@ import dataclasses
 import numpy as np
 
 from netqual.analysis.policy import classes
-from netqual.models import RTT_STATISTICS, PathResult, Policy, Verdict
-from netqual.pathtable import VERDICTS, BoolArray, PathTable
-from netqual.units import format_us
+from netqual.base.units import format_us
+from netqual.model.path import PathResult
+from netqual.model.policy import Policy
+from netqual.model.stats import RTT_STATISTICS
+from netqual.model.verdict import Verdict
+from netqual.table.paths import VERDICTS, BoolArray, PathTable
 
 IMPOSSIBLE = "agent reported impossible values"
 # Above any link that exists (8 x 400 Gbit/s); the Little's-law bound below is tighter.

@@ -8,11 +8,13 @@ from pathlib import Path
 import numpy as np
 
 from netqual.analysis.fleet import parse_fleet
-from netqual.errors import PolicyError
-from netqual.models import BulkStats, Metric, Policy, PolicyFieldError, RttStats, Verdict
-from netqual.pathtable import VERDICTS, BoolArray, FloatArray, IntArray, PathTable
-from netqual.tomlfile import Fields, read_toml
-from netqual.units import format_size, format_us
+from netqual.base.errors import PolicyError
+from netqual.base.units import format_size, format_us
+from netqual.files.tomlfile import Fields, read_toml
+from netqual.model.policy import Policy, PolicyFieldError
+from netqual.model.stats import BulkStats, Metric, RttStats
+from netqual.model.verdict import Verdict
+from netqual.table.paths import VERDICTS, BoolArray, FloatArray, IntArray, PathTable
 
 
 def _error(source: str, problem: str, field: str | None) -> PolicyError:

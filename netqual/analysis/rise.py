@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from netqual.pathtable import BoolArray, FloatArray
-from netqual.units import format_us
+from netqual.base.units import format_us
+from netqual.table.paths import BoolArray, FloatArray
 
 
 def p99_rises(

@@ -20,7 +20,8 @@ import math
 import numpy as np
 import numpy.typing as npt
 
-from netqual.models import BulkStats, Ci95, Metric, RawBulk, RttStats
+from netqual.model.path import RawBulk
+from netqual.model.stats import BulkStats, Ci95, Metric, RttStats
 
 TAIL_SAMPLES_NEEDED = 10
 BINS_PER_DECADE = 10

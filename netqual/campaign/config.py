@@ -12,9 +12,9 @@ from dataclasses import dataclass
 from importlib.resources import files
 from pathlib import Path
 
-from netqual.errors import CampaignError
-from netqual.outfiles import make_out_dir, write_text_atomic
-from netqual.tomlfile import Fields, read_toml
+from netqual.base.errors import CampaignError
+from netqual.files.outfiles import make_out_dir, write_text_atomic
+from netqual.files.tomlfile import Fields, read_toml
 
 CONFIG_FILE = "campaign.toml"
 STORE_FILE = "history.duckdb"

@@ -24,11 +24,11 @@ from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.openmetrics.exposition import generate_latest
 from prometheus_client.registry import Collector, CollectorRegistry
 
+from netqual.base.names import visible
 from netqual.campaign.store import WEEK_PATHS, open_store
 from netqual.campaign.trend import gate_rows, suspect_ages, week_counts
-from netqual.names import visible
-from netqual.pathtable import TIERS, VERDICTS, verdict_counts
-from netqual.runresults import Results
+from netqual.table.paths import TIERS, VERDICTS, verdict_counts
+from netqual.table.run import Results
 
 PER_PATH_LIMIT = 2_000  # paths; above it only rack-pair aggregates (a Prometheus series each)
 _PATH_LABELS = ("src", "dst", "src_rack", "dst_rack", "tier")

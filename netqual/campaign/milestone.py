@@ -19,15 +19,15 @@ import datetime as dt
 import numpy as np
 
 from netqual.analysis.rise import p99_rises
+from netqual.base.errors import CampaignError
+from netqual.base.units import format_us
 from netqual.campaign.config import Campaign, Milestone
 from netqual.campaign.store import WEEK_PATHS, RunRow, Store
 from netqual.campaign.stored import stored_paths
-from netqual.errors import CampaignError
 from netqual.gate import Finding, GateReport, Outcome, Profile, Status, evaluate
 from netqual.gate.regression import MaxP99IncreasePct, NoClassDrop, NoMissingPaths
-from netqual.models import Waiver
-from netqual.runresults import Results
-from netqual.units import format_us
+from netqual.model.policy import Waiver
+from netqual.table.run import Results
 
 BASELINE_RULES = (MaxP99IncreasePct, NoClassDrop, NoMissingPaths)
 

@@ -23,11 +23,11 @@ from typing import Any
 import duckdb
 import numpy as np
 
-from netqual.errors import CampaignError
-from netqual.models import Waiver
-from netqual.pathtable import TIERS, verdict_counts
+from netqual.base.errors import CampaignError
+from netqual.model.policy import Waiver
 from netqual.results import policy_to_dict
-from netqual.runresults import Results
+from netqual.table.paths import TIERS, verdict_counts
+from netqual.table.run import Results
 
 SCHEMA_VERSION = 2
 
@@ -260,7 +260,7 @@ class Store:
         self.con.register("_nodes", nodes)
         self.con.register("_tiers", tiers)
         try:
-            # NaN is the columns' "absent" (netqual.pathtable); the store says NULL
+            # NaN is the columns' "absent" (netqual.table.paths); the store says NULL
             self.con.execute(
                 "INSERT INTO paths SELECT ?, na.name, nb.name, ns.name, nd.name, ns.rack, nd.rack,"
                 " tr.name, p.verdict, nullif(p.workload_verdict, -1), p.samples,"

@@ -7,9 +7,9 @@ from __future__ import annotations
 import numpy as np
 
 from netqual.campaign.store import Store
-from netqual.models import RTT_STATISTICS, Metric
-from netqual.pathcolumns import DetailsColumn
-from netqual.pathtable import NO_HOPS, TIERS, BulkColumns, PathTable
+from netqual.model.stats import RTT_STATISTICS, Metric
+from netqual.table.columns import DetailsColumn
+from netqual.table.paths import NO_HOPS, TIERS, BulkColumns, PathTable
 
 
 def stored_paths(store: Store, seq: int) -> PathTable:

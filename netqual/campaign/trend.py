@@ -18,7 +18,7 @@ import numpy as np
 from netqual.analysis.rise import p99_rises
 from netqual.campaign.config import Campaign
 from netqual.campaign.store import WEEK_PATHS, Store
-from netqual.pathtable import VERDICTS
+from netqual.table.paths import VERDICTS
 
 MAX_LISTED = 50  # paths listed per movement; the counts cover all of them
 MAX_RACK_PAIRS = 40  # rack pairs shown per report, worst latest p99 first

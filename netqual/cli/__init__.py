@@ -11,9 +11,9 @@ from typing import Any
 import typer
 from rich.text import Text
 
+from netqual.base.errors import EXIT_RUNTIME, EXIT_USAGE, NetqualError
 from netqual.cli.app import app, err_console
 from netqual.cli.helpstyle import polish
-from netqual.errors import EXIT_RUNTIME, EXIT_USAGE, NetqualError
 
 # Importing a command module registers its commands on ``app``. This order is the order of
 # `netqual --help` (command groups last).

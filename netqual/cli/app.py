@@ -8,10 +8,12 @@ from typing import Annotated
 
 import typer
 
-from netqual.models import Node, Policy, ProbePlan
+from netqual.base.units import format_size
+from netqual.model.node import Node
+from netqual.model.plan import ProbePlan
+from netqual.model.policy import Policy
 from netqual.render.console import LiteralConsole
 from netqual.transports import TRANSPORT_NAMES
-from netqual.units import format_size
 
 # option help shows the defaults of the records themselves: one place for each
 _POLICY, _PLAN = Policy(), ProbePlan()
@@ -142,7 +144,7 @@ TimeoutOpt = Annotated[
 
 def split_endpoint(text: str, default_port: int, option: str) -> tuple[str, int]:
     """'host:port', '[v6]:port', 'host' or ':port' -> (host, port)."""
-    from netqual.errors import UsageError
+    from netqual.base.errors import UsageError
 
     host, port_text = text, ""
     if text.startswith("["):
@@ -161,9 +163,9 @@ def split_endpoint(text: str, default_port: int, option: str) -> tuple[str, int]
 
 def probe_node(text: str, option: str) -> Node:
     """'NAME@HOST:PORT' (the agent must prove it is NAME) or 'HOST:PORT' (whoever answers)."""
-    from netqual.errors import UsageError
-    from netqual.models import DEFAULT_PORT
-    from netqual.names import name_problem
+    from netqual.base.errors import UsageError
+    from netqual.base.names import name_problem
+    from netqual.model.node import DEFAULT_PORT
 
     name, at, endpoint = text.rpartition("@")
     host, port = split_endpoint(endpoint, DEFAULT_PORT, option)

@@ -10,7 +10,9 @@ from typing import Annotated
 import typer
 
 from netqual.agent.server import Agent
-from netqual.auth import load_token
+from netqual.base.auth import load_token
+from netqual.base.errors import UsageError
+from netqual.base.names import LiteralFormatter, name_problem
 from netqual.cli.app import (
     GidIndexOpt,
     QpTimeoutOpt,
@@ -22,9 +24,7 @@ from netqual.cli.app import (
     err_console,
     split_endpoint,
 )
-from netqual.errors import UsageError
-from netqual.models import DEFAULT_PORT
-from netqual.names import LiteralFormatter, name_problem
+from netqual.model.node import DEFAULT_PORT
 from netqual.transports import AgentLimits, TransportOptions
 
 

@@ -11,13 +11,13 @@ from typing import Annotated
 
 import typer
 
+from netqual.base.errors import UsageError
 from netqual.campaign import config, milestone
 from netqual.campaign.metrics import CampaignCollector, registry_of
 from netqual.campaign.store import Store, open_store
 from netqual.campaign.trend import trend, trend_to_dict
 from netqual.cli.app import JsonOpt, app, console, split_endpoint
 from netqual.cli.cmd_gate import _today, emit_gate
-from netqual.errors import UsageError
 from netqual.gate import Waiver, load_profile
 from netqual.render.campaign import print_added, print_trend
 from netqual.run.runfiles import load_run

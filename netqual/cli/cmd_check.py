@@ -14,7 +14,8 @@ from rich.console import Console
 
 from netqual.analysis.fleet import evaluate, load_fleet_policy
 from netqual.analysis.fleet import to_dict as fleet_to_dict
-from netqual.auth import load_token
+from netqual.base.auth import load_token
+from netqual.base.errors import EXIT_FAIL, EXIT_OK
 from netqual.cli.app import (
     JsonOpt,
     PolicyOpt,
@@ -24,11 +25,11 @@ from netqual.cli.app import (
     console,
     err_console,
 )
-from netqual.errors import EXIT_FAIL, EXIT_OK
-from netqual.fleet_model import FleetPolicy, FleetResult
-from netqual.models import Node, ProbePlan
+from netqual.model.fleet import FleetPolicy, FleetResult
+from netqual.model.node import Node
+from netqual.model.plan import ProbePlan
+from netqual.model.preflight import PreflightReport
 from netqual.planning.inventory import load_inventory
-from netqual.preflight_model import PreflightReport
 from netqual.render.check import print_check, print_nics
 from netqual.render.fleet import print_fleet
 from netqual.run import preflight

@@ -8,16 +8,16 @@ from typing import Annotated
 import typer
 
 from netqual.analysis.policy import load_policy
+from netqual.base.errors import UsageError
+from netqual.base.units import format_size
 from netqual.cli import rundir
 from netqual.cli.app import JsonOpt, NoBulkOpt, PolicyOpt, WorkloadOpt, app, console, err_console
 from netqual.cli.measuring import measure_into, plan_from, workload_plan
-from netqual.errors import UsageError
-from netqual.models import ProbePlan
+from netqual.model.plan import ProbePlan
+from netqual.model.progress import RunObserver
 from netqual.planning.limits import check_limits
-from netqual.progress import RunObserver
 from netqual.run import demo as demo_mod
-from netqual.runresults import Results
-from netqual.units import format_size
+from netqual.table.run import Results
 
 
 def _demo_default(field: str) -> str:

@@ -7,13 +7,13 @@ from typing import Annotated
 
 import typer
 
+from netqual.base.errors import UsageError
 from netqual.campaign.config import CONFIG_FILE, load_campaign
 from netqual.campaign.metrics import CampaignCollector, GateMetric, RunCollector, openmetrics_text
 from netqual.cli.app import app
 from netqual.cli.cmd_gate import _today
-from netqual.errors import UsageError
+from netqual.files.outfiles import write_text_atomic
 from netqual.gate import evaluate, load_profile
-from netqual.outfiles import write_text_atomic
 from netqual.run.runfiles import load_run
 
 

@@ -9,9 +9,10 @@ from typing import Annotated
 
 import typer
 
+from netqual.base.errors import EXIT_FAIL, EXIT_OK, ResultsFileError, UsageError
 from netqual.cli import rundir
 from netqual.cli.app import ForceOpt, JsonOpt, WorkloadOpt, app, console
-from netqual.errors import EXIT_FAIL, EXIT_OK, ResultsFileError, UsageError
+from netqual.files.outfiles import write_text_atomic
 from netqual.gate import (
     GateReport,
     default_profile,
@@ -20,7 +21,6 @@ from netqual.gate import (
     load_profile,
     report_to_dict,
 )
-from netqual.outfiles import write_text_atomic
 from netqual.render.gate import print_gate
 from netqual.run.runfiles import load_run
 from netqual.workload import load_workload

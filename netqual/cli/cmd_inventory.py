@@ -8,12 +8,12 @@ from typing import Annotated
 
 import typer
 
-from netqual.auth import load_token
+from netqual.base.auth import load_token
+from netqual.base.errors import InputError, UsageError
+from netqual.base.names import visible
 from netqual.cli.app import app, err_console
-from netqual.errors import InputError, UsageError
-from netqual.models import DEFAULT_PORT
-from netqual.names import visible
-from netqual.outfiles import write_text_atomic
+from netqual.files.outfiles import write_text_atomic
+from netqual.model.node import DEFAULT_PORT
 from netqual.planning.launch import Draft, render_inventory
 from netqual.planning.launch import hostfile as hostfile_mod
 from netqual.planning.launch import k8s as k8s_mod

@@ -11,8 +11,8 @@ from typing import Annotated
 import typer
 
 from netqual import lab as lab_core
+from netqual.base.errors import GuestError, LabError
 from netqual.cli.app import app, console, err_console
-from netqual.errors import GuestError, LabError
 
 lab_app = typer.Typer(
     help="Emulated fabric in network namespaces (root).\n\nRacks, routers, delayed links.\n\n"

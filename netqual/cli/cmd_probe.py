@@ -8,7 +8,8 @@ from typing import Annotated
 import typer
 
 from netqual.analysis.policy import load_policy
-from netqual.auth import load_token
+from netqual.base.auth import load_token
+from netqual.base.errors import EXIT_RUNTIME, NotMeasuredError
 from netqual.cli.app import (
     ChunkOpt,
     DepthOpt,
@@ -31,8 +32,8 @@ from netqual.cli.app import (
     probe_node,
 )
 from netqual.cli.measuring import InsecureOpt, plan_from, workload_plan
-from netqual.errors import EXIT_RUNTIME, NotMeasuredError
-from netqual.models import Policy, ProbePlan
+from netqual.model.plan import ProbePlan
+from netqual.model.policy import Policy
 from netqual.planning.limits import check_limits
 from netqual.render.terminal import print_probe
 from netqual.render.workload import print_workload_path

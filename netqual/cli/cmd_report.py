@@ -13,13 +13,13 @@ from rich.console import Console
 from netqual.analysis.diff import DEFAULT_INCREASE_PCT, DEFAULT_MIN_DELTA_US, diff_runs
 from netqual.analysis.diffjson import diff_json
 from netqual.analysis.matrix import STATISTICS
+from netqual.base.errors import NetqualError, UsageError
 from netqual.cli import rundir
 from netqual.cli.app import ForceOpt, JsonOpt, WorkloadOpt, app, console
-from netqual.errors import NetqualError, UsageError
+from netqual.files.outfiles import write_text_atomic
 from netqual.gate import evaluate, load_profile
 from netqual.gate.profile import Profile
 from netqual.gate.regression import MaxP99IncreasePct
-from netqual.outfiles import write_text_atomic
 from netqual.render.diff import print_diff
 from netqual.render.terminal import print_results
 from netqual.render.workload import print_workload_results
@@ -28,7 +28,7 @@ from netqual.report.html import render_diff_html
 from netqual.report.view import GateBanner
 from netqual.results import dump_json
 from netqual.run.runfiles import load_run
-from netqual.runresults import Results
+from netqual.table.run import Results
 from netqual.workload import load_workload
 from netqual.workload.judge import apply as apply_workload
 

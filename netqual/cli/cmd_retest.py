@@ -8,11 +8,11 @@ from typing import Annotated
 import typer
 
 from netqual.analysis.diff import diff_runs
-from netqual.auth import load_token
+from netqual.base.auth import load_token
+from netqual.base.errors import UsageError
 from netqual.cli import rundir
 from netqual.cli.app import JsonOpt, TokenFileOpt, app, console, err_console
 from netqual.cli.measuring import InsecureOpt, measure_into
-from netqual.errors import UsageError
 from netqual.planning.inventory import load_inventory
 from netqual.planning.limits import DEFAULT_LIMITS, check_limits
 from netqual.render.diff import print_diff

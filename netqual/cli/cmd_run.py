@@ -12,7 +12,8 @@ import typer
 from netqual.analysis.fleet import load_fleet_policy
 from netqual.analysis.interference import TOLERANCE
 from netqual.analysis.policy import load_policy
-from netqual.auth import load_token
+from netqual.base.auth import load_token
+from netqual.base.errors import UsageError
 from netqual.cli import rundir
 from netqual.cli.app import (
     ChunkOpt,
@@ -66,19 +67,19 @@ from netqual.cli.run_opts import (
     show_dry_run,
     tolerance,
 )
-from netqual.errors import UsageError
-from netqual.fetchprofile import PLAIN
-from netqual.fleet_model import FleetPolicy
 from netqual.gate import load_profile
-from netqual.models import Mode, Policy
-from netqual.multirail_model import DEFAULT_MIN_SHARE
+from netqual.model.fetchprofile import PLAIN
+from netqual.model.fleet import FleetPolicy
+from netqual.model.multirail import DEFAULT_MIN_SHARE
+from netqual.model.policy import Policy
+from netqual.model.progress import RunObserver, Stage
+from netqual.model.run import Mode
 from netqual.planning import schedule as schedule_mod
 from netqual.planning.inventory import load_inventory
 from netqual.planning.limits import check_limits
 from netqual.planning.rails import Rails, default_rails
 from netqual.planning.rails import build as rails_build
 from netqual.planning.sampling import DEFAULT_FRACTION, DEFAULT_MINIMUM
-from netqual.progress import RunObserver, Stage
 from netqual.run import fanin as fanin_run
 from netqual.run import resume as resume_mod
 from netqual.run.config import RunConfig, run_identity
@@ -86,7 +87,7 @@ from netqual.run.coordinator import run as run_coordinator
 from netqual.run.finalise import finalise_interrupted
 from netqual.run.preflight import PreflightFailed
 from netqual.run.runfiles import load_run
-from netqual.runresults import Results
+from netqual.table.run import Results
 from netqual.transports import TransportKind, TransportOptions
 
 

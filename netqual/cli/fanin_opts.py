@@ -7,12 +7,12 @@ from typing import Annotated
 
 import typer
 
-from netqual.errors import UsageError
-from netqual.fanin_model import DEFAULT_FANIN_CHUNKS, FaninConfig
-from netqual.fetchprofile import PLAIN, PROFILES
-from netqual.models import Mode
-from netqual.units import parse_size
-from netqual.workload.model import Workload
+from netqual.base.errors import UsageError
+from netqual.base.units import parse_size
+from netqual.model.fanin import DEFAULT_FANIN_CHUNKS, FaninConfig
+from netqual.model.fetchprofile import PLAIN, PROFILES
+from netqual.model.run import Mode
+from netqual.model.workload import Workload
 
 FaninOpt = Annotated[
     str | None,

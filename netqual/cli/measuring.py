@@ -10,20 +10,21 @@ from typing import Annotated
 
 import typer
 
+from netqual.base.errors import OutputError
 from netqual.cli import rundir
 from netqual.cli.app import console, err_console
-from netqual.errors import OutputError
-from netqual.models import Metric, ProbePlan
+from netqual.files.rundir import RunDir
+from netqual.model.plan import ProbePlan
+from netqual.model.progress import RunObserver
+from netqual.model.stats import Metric
 from netqual.planning import options as plan_mod
-from netqual.progress import RunObserver
 from netqual.render.progress import observer
 from netqual.render.terminal import print_results
 from netqual.render.workload import print_workload_results
 from netqual.report import write_html
 from netqual.report.view import GateBanner
 from netqual.results import dump_json
-from netqual.runpaths import RunDir
-from netqual.runresults import Results
+from netqual.table.run import Results
 from netqual.workload import Workload, load_workload
 from netqual.workload.judge import add_to_plan
 

@@ -9,11 +9,13 @@ import typer
 from rich.console import Console
 
 from netqual.analysis.policy import short_plan_problem
-from netqual.choices import ChoiceError, parse_choice
+from netqual.base.choices import ChoiceError, parse_choice
+from netqual.base.errors import UsageError
 from netqual.cli.app import console
-from netqual.errors import UsageError
-from netqual.fanin_model import FaninConfig
-from netqual.models import Mode, Policy, ProbePlan
+from netqual.model.fanin import FaninConfig
+from netqual.model.plan import ProbePlan
+from netqual.model.policy import Policy
+from netqual.model.run import Mode
 from netqual.planning import estimate
 from netqual.planning.inventory import Inventory
 from netqual.planning.packing import Coverage

@@ -17,11 +17,11 @@ from typing import Annotated, NoReturn
 import typer
 
 from netqual.analysis.narrative import DEMO_INVENTORY
-from netqual.errors import NetqualError, UsageError
-from netqual.interrupts import deliver
-from netqual.outfiles import check_out_dir, check_own_file, new_run_dir
-from netqual.runpaths import RESULT_FILES, RunDir
-from netqual.runresults import Results
+from netqual.base.errors import NetqualError, UsageError
+from netqual.base.interrupts import deliver
+from netqual.files.outfiles import check_out_dir, check_own_file, new_run_dir
+from netqual.files.rundir import RESULT_FILES, RunDir
+from netqual.table.run import Results
 
 ProgressOpt = Annotated[
     str,

@@ -2,9 +2,16 @@
 imports one from a layer it may not use, or a third-party package reserved for another
 layer (rich and typer only in the terminal edges, jinja2 only in the HTML report).
 
-Layers, lowest first; each is a package prefix (the core is the top level of ``netqual``):
+Layers, lowest first; each is a package prefix. The top level of ``netqual`` holds only
+``__init__`` and ``__main__``: every other module lives in a room (a package):
 
-    core      netqual.* (top level)  records, errors, units, schema, file helpers
+    base      netqual.base           errors, units, names, choices, interrupts, the token
+    model     netqual.model, .codec  records only (path, node, plan, policy, run, stats,
+                                     fan-in, fleet, ...); their JSON forms shared by wire
+                                     and files
+    files     netqual.files          input files (TOML, bounds), safe outputs, run dirs,
+                                     the results schema
+    table     netqual.table          every path of a run as columns; Results
     planning  netqual.planning       inventory, plan, pairs, rounds, budget, estimate
     wire      netqual.agent.wire     the control channel both sides speak
     measure   netqual.agent, netqual.transports: the agent and the probes
@@ -15,9 +22,11 @@ Layers, lowest first; each is a package prefix (the core is the top level of ``n
     run       netqual.run, netqual.lab, netqual.vm: the coordinator side (no output)
     cli       netqual.cli            commands
 
-and may import (``ALLOWED`` below): planning, wire -> core; measure -> core, planning,
-wire; analysis -> core, planning; gate, report -> core, analysis; render -> core, planning,
-analysis, gate; run -> everything below it except gate, report and render; cli -> all.
+base, model, files and table are the core. They may import (``ALLOWED`` below): model ->
+base; files, table -> base, model; planning, wire -> core; measure -> core, planning,
+wire, analysis (the doctor judges its own host path); analysis -> core, planning; gate,
+report -> core, analysis; render -> core, planning, analysis, gate; run -> everything
+below it except gate, report and render; cli -> all.
 
 So the core returns results and only the edges (cli) write output; statistics never know
 how samples travelled; the report shows waivers without importing the gate. A module
@@ -38,58 +47,38 @@ from pathlib import Path
 
 PACKAGE = "netqual"
 
+CORE = frozenset({"base", "model", "files", "table"})
+
 ALLOWED: Mapping[str, frozenset[str]] = {
-    "core": frozenset(),
-    "planning": frozenset({"core"}),
-    "wire": frozenset({"core"}),
-    "measure": frozenset({"core", "planning", "wire"}),
-    "analysis": frozenset({"core", "planning"}),
-    "gate": frozenset({"core", "analysis"}),
-    "report": frozenset({"core", "analysis"}),
-    "render": frozenset({"core", "planning", "analysis", "gate"}),
-    "run": frozenset({"core", "planning", "wire", "measure", "analysis"}),
-    "cli": frozenset(
-        {"core", "planning", "wire", "measure", "analysis", "gate", "report", "render", "run"}
-    ),
+    "base": frozenset(),
+    "model": frozenset({"base"}),
+    "files": frozenset({"base", "model"}),
+    "table": frozenset({"base", "model"}),
+    "planning": CORE,
+    "wire": CORE,
+    # the doctor judges its own node's host path with the analysis' findings
+    "measure": CORE | {"planning", "wire", "analysis"},
+    "analysis": CORE | {"planning"},
+    "gate": CORE | {"analysis"},
+    "report": CORE | {"analysis"},
+    "render": CORE | {"planning", "analysis", "gate"},
+    "run": CORE | {"planning", "wire", "measure", "analysis"},
+    "cli": CORE | {"planning", "wire", "measure", "analysis", "gate", "report", "render", "run"},
     "devtools": frozenset(),
 }
 
-# Package prefixes; the longest prefix wins ("netqual.agent.wire.protocol" -> wire). Only the
-# core's modules sit at the top level and are named one by one.
-CORE_MODULES = (
-    "errors",
-    "units",
-    "models",
-    "pathtable",  # paths as columns (numpy), rows as PathResult
-    "pathcolumns",  # the table's column groups, row shapes and shared array helpers
-    "pathjoin",  # two tables joined by (src, dst): PairIndex
-    "pathstore",  # paths kept as columns while they arrive: PathChunks, KeyedPaths, concat
-    "runresults",  # Results: one run as the commands and outputs read it
-    "schema",
-    "tomlfile",
-    "choices",  # parse_choice: an enum value from typed text, one wording
-    "runpaths",  # RunDir: the file names of a run directory
-    "plan_codec",
-    "names",  # node name and address rules
-    "filedata",  # bounds on parsed input files (depth, ints, floats)
-    "outfiles",  # creating output files (no symlinks followed)
-    "progress",  # run phases and their counters; rendering is render/'s
-    "interrupts",  # where a signal's KeyboardInterrupt may land
-    "auth",  # the shared token
-    "fetchprofile",  # connectors' fetch patterns, as data
-    "fanin_model",  # fan-in sweep records
-    "multirail_model",  # multi-rail bandwidth records (docs/rails.md)
-    "hostpath",  # host path audit records, affinity classes
-    "hostpath_codec",  # the host path audit as JSON (results file, agent reply)
-    "preflight_model",  # what the pre-flight check found, per agent
-    "fleet_model",  # configuration snapshots, fleet policy, outliers
-    "suspects",  # localisation suspects: one evidence record per kind, their JSON
-    "counter_evidence",  # what a path's counters say: carried_by, cause, advice lines
-)
+# The top level of the package holds only these; every other module lives in a room (a
+# package) whose name says what it holds, and each room belongs to one layer.
+TOP_LEVEL = frozenset({"netqual", "netqual.__main__"})
 
+# Package prefixes; the longest prefix wins ("netqual.agent.wire.protocol" -> wire).
 MODULE_LAYERS: Mapping[str, str] = {
-    "netqual": "core",  # the package itself: __version__
-    **{f"netqual.{name}": "core" for name in CORE_MODULES},
+    "netqual": "base",  # the package itself: __version__
+    "netqual.base": "base",  # errors, units, names, choices, interrupts, the shared token
+    "netqual.model": "model",  # records only: path, node, plan, policy, run, stats, ...
+    "netqual.codec": "model",  # JSON forms that both the wire and the results file speak
+    "netqual.files": "files",  # input files (TOML, bounds), outputs, run directories, schema
+    "netqual.table": "table",  # every path of a run as columns; Results
     "netqual.planning": "planning",
     "netqual.agent.wire": "wire",
     "netqual.agent": "measure",
@@ -97,7 +86,6 @@ MODULE_LAYERS: Mapping[str, str] = {
     "netqual.analysis": "analysis",
     "netqual.results": "analysis",
     "netqual.workload": "analysis",
-    "netqual.workload.model": "core",  # records and arithmetic only
     "netqual.campaign": "analysis",  # campaign.toml, the DuckDB history store, trend, metrics
     "netqual.campaign.milestone": "gate",  # milestone gates: a profile plus the history rules
     "netqual.gate": "gate",
@@ -175,6 +163,9 @@ def _imports(tree: ast.AST, module: str, is_package: bool) -> Iterator[tuple[int
 def check_file(path: Path, root: Path) -> list[Violation]:
     module = module_name(path, root)
     where = str(path)
+    if path.name != "__init__.py" and module.count(".") == 1 and module not in TOP_LEVEL:
+        problem = "a module at the top level of netqual: put it in a room (a package)"
+        return [Violation(where, 1, module, module, problem)]
     own = layer_of(module)
     if own is None:
         return [Violation(where, 1, module, module, "module has no layer in MODULE_LAYERS")]

@@ -4,7 +4,7 @@ from netqual.gate.evaluate import evaluate
 from netqual.gate.junit import junit_xml, report_to_dict
 from netqual.gate.model import Finding, GateReport, Outcome, Scope, Status, WaiverState
 from netqual.gate.profile import Profile, default_profile, load_profile, parse_profile_text
-from netqual.models import Waiver
+from netqual.model.policy import Waiver
 
 __all__ = [
     "Finding",

@@ -11,12 +11,12 @@ import numpy as np
 
 from netqual.analysis.narrative import incomplete_note, is_demo, preliminary_note, waiver_problems
 from netqual.analysis.plausible import rejudge
-from netqual.errors import UsageError
+from netqual.base.errors import UsageError
 from netqual.gate.complete import Complete
 from netqual.gate.model import GateContext, GateReport, Outcome, Scope, WaiverState
 from netqual.gate.profile import Profile
-from netqual.pathtable import IntArray
-from netqual.runresults import Results
+from netqual.table.paths import IntArray
+from netqual.table.run import Results
 
 
 def evaluate(

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 from netqual.gate.model import Finding, GateContext, Outcome, Status
 from netqual.gate.rules import Rule
-from netqual.pathtable import IntArray, PathTable
+from netqual.table.paths import IntArray, PathTable
 
 
 @dataclass(frozen=True)

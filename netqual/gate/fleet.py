@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from netqual.fleet_model import FleetOutlier
 from netqual.gate.model import Finding, GateContext, Outcome, Status
 from netqual.gate.rules import Rule
-from netqual.pathtable import IntArray, PathTable
+from netqual.model.fleet import FleetOutlier
+from netqual.table.paths import IntArray, PathTable
 
 
 def _judge(rule: Rule, ctx: GateContext, pick: str, what: str) -> Outcome:

@@ -2,7 +2,7 @@
 ``nic_affinity`` fails on a GPU without a ``PIX``/``PXB`` NIC on its rail (without NICs in
 the inventory: without any such NIC), ``pcie_link_full`` on a GPU or NIC trained below its
 maximum PCIe speed or width, or whose link sysfs did not give. The findings are the ones
-``netqual.hostpath`` lists for the report: one rule, written once.
+``netqual.model.hostpath`` lists for the report: one rule, written once.
 
 Both judge nodes, not paths. A node in scope without an audit fails (its agent sent none,
 or a bad one): nothing shows its GPUs are near their NICs. So do results without any audit
@@ -14,11 +14,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from netqual.analysis.hostpath import HostFinding, affinity_findings, link_findings
 from netqual.gate.model import Finding, GateContext, Outcome, Status
 from netqual.gate.rules import Rule
-from netqual.hostpath import HostAudit, HostFinding, affinity_findings, link_findings
-from netqual.models import Nic, node_nics
-from netqual.pathtable import IntArray, PathTable
+from netqual.model.hostpath import HostAudit
+from netqual.model.node import Nic, node_nics
+from netqual.table.paths import IntArray, PathTable
 
 
 def _judge(

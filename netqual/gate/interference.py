@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from netqual.analysis.interference import TOLERANCE, by_tier, tier_record
+from netqual.base.units import format_us
 from netqual.gate.model import (
     Finding,
     GateContext,
@@ -21,9 +22,8 @@ from netqual.gate.model import (
     pair_codes,
 )
 from netqual.gate.rules import Rule
-from netqual.models import SampledPath
-from netqual.pathtable import IntArray, PathTable, union_names
-from netqual.units import format_us
+from netqual.model.run import SampledPath
+from netqual.table.paths import IntArray, PathTable, union_names
 
 
 def _in_scope(table: PathTable, rows: IntArray, ctx: GateContext) -> list[SampledPath] | None:

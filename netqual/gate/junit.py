@@ -8,8 +8,8 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 from typing import Any
 
+from netqual.base.names import visible
 from netqual.gate.model import GateReport, Status
-from netqual.names import visible
 
 MAX_LISTED_PATHS = 200  # a 512-node run can fail thousands of paths; CI pages choke on that
 

@@ -14,11 +14,15 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from netqual.fanin_model import FaninResult
-from netqual.fleet_model import FleetResult
-from netqual.hostpath import HostAudit
-from netqual.models import Interference, Metric, Node, NotMeasured, Role, Tier, Waiver, path_label
-from netqual.pathtable import TIERS, BoolArray, IntArray, PathTable, union_names
+from netqual.model.fanin import FaninResult
+from netqual.model.fleet import FleetResult
+from netqual.model.hostpath import HostAudit
+from netqual.model.node import Node, Role
+from netqual.model.path import NotMeasured, Tier, path_label
+from netqual.model.policy import Waiver
+from netqual.model.run import Interference
+from netqual.model.stats import Metric
+from netqual.table.paths import TIERS, BoolArray, IntArray, PathTable, union_names
 
 
 class Status(str, enum.Enum):
@@ -136,7 +140,7 @@ class GateContext:
     not_measured: tuple[NotMeasured, ...] = ()  # configuration failures, with reasons
     resume_command: str = "netqual run INVENTORY --out DIR --resume"
     fleet: FleetResult | None = None  # the run's configuration check (netqual.analysis.fleet)
-    hosts: tuple[HostAudit, ...] = ()  # each node's host path audit (netqual.hostpath)
+    hosts: tuple[HostAudit, ...] = ()  # each node's host path audit (netqual.model.hostpath)
     fanin: tuple[FaninResult, ...] = ()  # run --fanin: one sweep per storage node
 
     def waived(self, table: PathTable, rows: IntArray) -> BoolArray:

@@ -12,7 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from netqual.analysis.policy import DEFAULT_POLICY
-from netqual.errors import ProfileError
+from netqual.base.errors import ProfileError
+from netqual.files.tomlfile import Fields, loads_toml
 from netqual.gate.complete import Complete
 from netqual.gate.fanin import MinFaninReaders
 from netqual.gate.fleet import FleetConsistent, FleetExpected
@@ -29,8 +30,11 @@ from netqual.gate.rules import (
     NoErrors,
     Rule,
 )
-from netqual.models import Metric, Role, Tier, Verdict, Waiver
-from netqual.tomlfile import Fields, loads_toml
+from netqual.model.node import Role
+from netqual.model.path import Tier
+from netqual.model.policy import Waiver
+from netqual.model.stats import Metric
+from netqual.model.verdict import Verdict
 
 LIMIT_KEYS = (
     "max_unsafe",

@@ -15,9 +15,9 @@ import numpy as np
 from netqual.analysis.rise import overlapping, p99_rise_text, p99_rises
 from netqual.gate.model import GateContext, Outcome, Status
 from netqual.gate.rules import Rule, _plural, _split
-from netqual.models import Metric
-from netqual.pathjoin import NOT_FOUND, PairIndex
-from netqual.pathtable import (
+from netqual.model.stats import Metric
+from netqual.table.join import NOT_FOUND, PairIndex
+from netqual.table.paths import (
     VERDICTS,
     BoolArray,
     IntArray,

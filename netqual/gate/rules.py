@@ -15,10 +15,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from netqual.base.units import format_us
 from netqual.gate.model import Finding, GateContext, Outcome, Scope, Status
-from netqual.models import Metric, Verdict
-from netqual.pathtable import VERDICTS, BoolArray, IntArray, PathTable
-from netqual.units import format_us
+from netqual.model.stats import Metric
+from netqual.model.verdict import Verdict
+from netqual.table.paths import VERDICTS, BoolArray, IntArray, PathTable
 
 Detail = Callable[[int], str]  # the finding text of one offending row
 

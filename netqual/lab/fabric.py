@@ -14,8 +14,8 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from netqual.auth import write_token
-from netqual.errors import LabError
+from netqual.base.auth import write_token
+from netqual.base.errors import LabError
 from netqual.lab import state as lab_state
 from netqual.lab import system
 from netqual.lab.inventory import write_inventory

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from netqual.lab.relay import RelayLink
 from netqual.lab.topology import LinkSpec, Topology
-from netqual.models import Role
+from netqual.model.node import Role
 
 
 class Kind(str, enum.Enum):

@@ -12,7 +12,7 @@ import os
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
-from netqual.errors import LabError
+from netqual.base.errors import LabError
 
 STATE_FILE = "state.json"
 VERSION = 1

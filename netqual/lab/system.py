@@ -16,7 +16,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-from netqual.errors import LabError
+from netqual.base.errors import LabError
 
 NETNS_DIR = Path("/run/netns")
 

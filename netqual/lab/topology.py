@@ -13,9 +13,9 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from netqual.errors import TopologyError
-from netqual.models import DEFAULT_PORT, Role
-from netqual.tomlfile import Fields, read_toml
+from netqual.base.errors import TopologyError
+from netqual.files.tomlfile import Fields, read_toml
+from netqual.model.node import DEFAULT_PORT, Role
 
 NAME_RE = re.compile(r"^[a-z][a-z0-9-]{0,11}$")  # interface names are "to-" + peer name
 RESERVED = {"ctl"}  # the control namespace

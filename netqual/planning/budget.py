@@ -13,7 +13,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from netqual.models import Node, ProbePlan
+from netqual.model.node import Node
+from netqual.model.plan import ProbePlan
 from netqual.planning.fabric import Fabric
 from netqual.planning.packing import Caps
 

@@ -36,10 +36,12 @@ from typing import Any
 
 import numpy as np
 
-from netqual.fanin_model import FaninConfig
-from netqual.fetchprofile import PROFILES
-from netqual.models import Mode, Node, ProbePlan, Role
-from netqual.plan_codec import plan_to_dict
+from netqual.codec.plan import plan_to_dict
+from netqual.model.fanin import FaninConfig
+from netqual.model.fetchprofile import PROFILES
+from netqual.model.node import Node, Role
+from netqual.model.plan import ProbePlan
+from netqual.model.run import Mode
 from netqual.planning import budget, packing, phases, sampling
 from netqual.planning import rails as rails_mod
 from netqual.planning.fabric import DEFAULT_NIC_GBPS, Fabric

@@ -15,7 +15,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from netqual.models import Node
+from netqual.model.node import Node
 
 DEFAULT_NIC_GBPS = 100.0
 

@@ -6,12 +6,14 @@ import ipaddress
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from netqual.errors import InventoryError
-from netqual.models import DEFAULT_PORT, Mode, Nic, Node, ProbePlan, Role
-from netqual.names import address_problem, name_problem, nic_name_problem
+from netqual.base.errors import InventoryError
+from netqual.base.names import address_problem, name_problem, nic_name_problem
+from netqual.files.tomlfile import Fields, read_toml
+from netqual.model.node import DEFAULT_PORT, Nic, Node, Role
+from netqual.model.plan import ProbePlan
+from netqual.model.run import Mode
 from netqual.planning import options as plan_mod
 from netqual.planning.fabric import Fabric, Uplink, group_names
-from netqual.tomlfile import Fields, read_toml
 
 _TOP_KEYS = {"defaults", "node", "probe", "run", "rack", "site"}
 _NODE_KEYS = {"name", "address", "port", "role", "rack", "labels", "nic_gbps", "nics"}

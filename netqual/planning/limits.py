@@ -13,8 +13,9 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
-from netqual.errors import UsageError
-from netqual.models import AgentLimits, ProbePlan
+from netqual.base.errors import UsageError
+from netqual.model.limits import AgentLimits
+from netqual.model.plan import ProbePlan
 
 DEFAULT_LIMITS = AgentLimits()
 

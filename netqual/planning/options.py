@@ -6,10 +6,10 @@ import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from netqual.errors import InputError, UsageError
-from netqual.models import PlanFieldError, ProbePlan
-from netqual.tomlfile import Fields
-from netqual.units import parse_size
+from netqual.base.errors import InputError, UsageError
+from netqual.base.units import parse_size
+from netqual.files.tomlfile import Fields
+from netqual.model.plan import PlanFieldError, ProbePlan
 
 # ProbePlan field -> the option (and, without the dashes, the [probe] key) that sets it.
 _OPTIONS = {

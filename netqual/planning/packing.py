@@ -26,8 +26,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import numpy.typing as npt
 
-from netqual.errors import UsageError
-from netqual.models import Node
+from netqual.base.errors import UsageError
+from netqual.model.node import Node
 from netqual.planning.schedule import Pair
 
 COVERAGES = ("all", "per-node", "per-rack-pair")

@@ -28,8 +28,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from netqual.errors import UsageError
-from netqual.models import Node, ProbePlan
+from netqual.base.errors import UsageError
+from netqual.model.node import Node
+from netqual.model.plan import ProbePlan
 from netqual.planning import packing
 from netqual.planning.budget import (
     BulkBudget,

@@ -27,8 +27,9 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from netqual.errors import UsageError
-from netqual.models import HostNics, Mode, Nic, Node
+from netqual.base.errors import UsageError
+from netqual.model.node import HostNics, Nic, Node
+from netqual.model.run import Mode
 from netqual.planning import schedule
 
 

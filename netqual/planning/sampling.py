@@ -11,8 +11,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from netqual.models import PathResult, Tier
-from netqual.pathtable import TIERS, PathTable
+from netqual.model.path import PathResult, Tier
+from netqual.table.paths import TIERS, PathTable
 
 DEFAULT_FRACTION = 0.02
 DEFAULT_MINIMUM = 8

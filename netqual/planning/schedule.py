@@ -26,8 +26,9 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from netqual.errors import UsageError
-from netqual.models import Mode, Node, Role
+from netqual.base.errors import UsageError
+from netqual.model.node import Node, Role
+from netqual.model.run import Mode
 
 Pair = tuple[Node, Node]
 Positions = npt.NDArray[np.int64]  # shape (k, 2): (src position, dst position) per pair

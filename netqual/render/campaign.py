@@ -6,10 +6,10 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from netqual.base.units import format_us
 from netqual.campaign.store import Added
 from netqual.campaign.trend import Movement, Trend
-from netqual.models import path_label
-from netqual.units import format_us
+from netqual.model.path import path_label
 
 SHOWN = 10
 _VERDICT_STYLE = {"offload-safe": "green", "marginal": "yellow", "unsafe": "red"}

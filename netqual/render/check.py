@@ -7,8 +7,8 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from netqual.names import visible
-from netqual.preflight_model import AgentCheck, PreflightReport
+from netqual.base.names import visible
+from netqual.model.preflight import AgentCheck, PreflightReport
 
 
 def print_check(console: Console, report: PreflightReport) -> None:

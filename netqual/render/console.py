@@ -15,7 +15,7 @@ from collections.abc import Iterable
 from rich.console import Console, ConsoleOptions, RenderableType
 from rich.segment import Segment
 
-from netqual.names import visible
+from netqual.base.names import visible
 
 
 class LiteralConsole(Console):

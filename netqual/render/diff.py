@@ -9,8 +9,10 @@ from rich.table import Table
 from rich.text import Text
 
 from netqual.analysis.diff import PathChange, RunDiff
-from netqual.models import Metric, Verdict, path_label
-from netqual.units import format_us
+from netqual.base.units import format_us
+from netqual.model.path import path_label
+from netqual.model.stats import Metric
+from netqual.model.verdict import Verdict
 
 SHOWN = 20
 _STYLE = {Verdict.SAFE: "green", Verdict.MARGINAL: "yellow", Verdict.UNSAFE: "red"}

@@ -10,9 +10,9 @@ from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
-from netqual.fleet_model import ConfigSnapshot
-from netqual.hostpath_codec import from_dict
-from netqual.names import visible
+from netqual.base.names import visible
+from netqual.codec.hostpath import from_dict
+from netqual.model.fleet import ConfigSnapshot
 from netqual.render.fleet import device_summary
 
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from rich.console import Console
 
-from netqual.names import visible
+from netqual.base.names import visible
+from netqual.base.units import format_size
 from netqual.planning.estimate import DryRun
-from netqual.units import format_size
 
 
 def format_hours(seconds: float) -> str:

@@ -8,8 +8,8 @@ from rich.table import Table
 from rich.text import Text
 
 from netqual.analysis.fanin import no_projection, pays_sentence, project, storage_findings
-from netqual.runresults import Results
-from netqual.units import format_duration_us, format_size, format_us
+from netqual.base.units import format_duration_us, format_size, format_us
+from netqual.table.run import Results
 
 
 def _signed(us: float) -> str:

@@ -11,7 +11,7 @@ from rich.table import Table
 from rich.text import Text
 
 from netqual.analysis.fleet import key_rows, nodes_text
-from netqual.fleet_model import UNKNOWN, ConfigSnapshot, FleetResult
+from netqual.model.fleet import UNKNOWN, ConfigSnapshot, FleetResult
 
 OUTLIERS_SHOWN = 3  # in the one-line form
 DEVICES_SHOWN = 32  # nodes whose device line check --fleet prints

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from rich.text import Text
 
-from netqual.hostpath import GATED, all_findings
-from netqual.names import visible
-from netqual.runresults import Results
+from netqual.analysis.hostpath import GATED, all_findings
+from netqual.base.names import visible
+from netqual.table.run import Results
 
 SHOWN = 2
 

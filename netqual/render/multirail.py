@@ -6,9 +6,9 @@ from __future__ import annotations
 from rich.console import Console
 from rich.text import Text
 
-from netqual.names import visible
-from netqual.runresults import Results
-from netqual.units import format_size
+from netqual.base.names import visible
+from netqual.base.units import format_size
+from netqual.table.run import Results
 
 
 def print_multirail(console: Console, results: Results) -> None:

@@ -18,11 +18,12 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.text import Text
 
-from netqual.errors import UsageError
-from netqual.models import Metric, PathResult, path_label
-from netqual.progress import NullObserver, PhaseState, RunObserver, Stage, clock_text
+from netqual.base.errors import UsageError
+from netqual.base.units import format_us
+from netqual.model.path import PathResult, path_label
+from netqual.model.progress import NullObserver, PhaseState, RunObserver, Stage, clock_text
+from netqual.model.stats import Metric
 from netqual.results import RunningWorst
-from netqual.units import format_us
 
 MODES = ("auto", "rich", "plain", "none")
 PLAIN_EVERY_S = 30.0

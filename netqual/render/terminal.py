@@ -21,15 +21,10 @@ from netqual.analysis.matrix import (
     tier_groups,
 )
 from netqual.analysis.narrative import unmeasured_sentence, verdict_sentence
-from netqual.models import PathResult, Tier, Verdict, path_label
-from netqual.names import visible
-from netqual.pathtable import TIERS
-from netqual.render.fanin import print_fanin
-from netqual.render.fleet import fleet_line
-from netqual.render.hosts import hosts_line
-from netqual.render.multirail import print_multirail
-from netqual.runresults import Results
-from netqual.suspects import (
+from netqual.base.names import visible
+from netqual.base.units import format_size, format_us
+from netqual.model.path import PathResult, Tier, path_label
+from netqual.model.suspects import (
     AsymmetryEvidence,
     LinkEvidence,
     NicEvidence,
@@ -39,7 +34,13 @@ from netqual.suspects import (
     RailEvidence,
     Suspect,
 )
-from netqual.units import format_size, format_us
+from netqual.model.verdict import Verdict
+from netqual.render.fanin import print_fanin
+from netqual.render.fleet import fleet_line
+from netqual.render.hosts import hosts_line
+from netqual.render.multirail import print_multirail
+from netqual.table.paths import TIERS
+from netqual.table.run import Results
 from netqual.workload.impact import two_verdicts_sentence
 
 STYLE = {Verdict.SAFE: "green", Verdict.MARGINAL: "yellow", Verdict.UNSAFE: "bold red"}

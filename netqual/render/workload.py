@@ -9,10 +9,11 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from netqual.models import PathResult, Verdict, path_label
+from netqual.base.units import format_bytes, format_duration_us, format_us
+from netqual.model.path import PathResult, path_label
+from netqual.model.verdict import Verdict
 from netqual.render.terminal import MATRIX_MAX_NODES, STYLE, verdict_text
-from netqual.runresults import Results
-from netqual.units import format_bytes, format_duration_us, format_us
+from netqual.table.run import Results
 from netqual.workload import Attention, BaselineKind, Workload
 from netqual.workload.impact import (
     FIELD_LINES_US,

@@ -12,8 +12,10 @@ import numpy as np
 from netqual.analysis.interference import headline
 from netqual.analysis.matrix import group_paths, rail_groups
 from netqual.analysis.narrative import unmeasured_sentence, verdict_sentence
-from netqual.models import PathResult, Verdict, Waiver
-from netqual.pathtable import FloatArray, IntArray, worst_per_group
+from netqual.files.rundir import RESULTS_JSON
+from netqual.model.path import PathResult
+from netqual.model.policy import Waiver
+from netqual.model.verdict import Verdict
 from netqual.report import fmt
 from netqual.report.dist import distribution
 from netqual.report.fanin import fanin_panels
@@ -44,8 +46,8 @@ from netqual.report.view import (
 )
 from netqual.report.waivers import WaiverNote, waiver_notes
 from netqual.report.workload import workload_view
-from netqual.runpaths import RESULTS_JSON
-from netqual.runresults import Results
+from netqual.table.paths import FloatArray, IntArray, worst_per_group
+from netqual.table.run import Results
 from netqual.workload.impact import two_verdicts_sentence
 
 

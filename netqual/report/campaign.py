@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from netqual.campaign.trend import Distribution, GateRow, Trend
-from netqual.outfiles import write_text_atomic
+from netqual.files.outfiles import write_text_atomic
 from netqual.report.html import render
 
 CHART_H = 160  # px, the verdict chart's bar height

@@ -9,11 +9,11 @@ from typing import TextIO
 
 import numpy as np
 
-from netqual.models import RTT_STATISTICS
-from netqual.outfiles import write_atomic
-from netqual.pathtable import NO_HOPS, TIERS, VERDICTS
-from netqual.runresults import Results
-from netqual.units import format_size
+from netqual.base.units import format_size
+from netqual.files.outfiles import write_atomic
+from netqual.model.stats import RTT_STATISTICS
+from netqual.table.paths import NO_HOPS, TIERS, VERDICTS
+from netqual.table.run import Results
 
 BASE_COLUMNS = [
     "src", "dst", "src_rack", "dst_rack", "src_role", "dst_role", "tier", "hops", "transport",

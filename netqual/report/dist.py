@@ -11,11 +11,12 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from netqual.models import Tier, Verdict
-from netqual.pathtable import NO_HOPS, TIERS, VERDICTS, FloatArray, IntArray
+from netqual.model.path import Tier
+from netqual.model.verdict import Verdict
 from netqual.report import fmt
 from netqual.report.view import DistRow, Rect
-from netqual.runresults import Results
+from netqual.table.paths import NO_HOPS, TIERS, VERDICTS, FloatArray, IntArray
+from netqual.table.run import Results
 
 PLOT_W = 640.0
 ROW_H = 56.0

@@ -16,9 +16,9 @@ from netqual.analysis.fanin import (
     storage_findings,
     storage_sent,
 )
-from netqual.fanin_model import FaninResult
-from netqual.runresults import Results
-from netqual.units import format_duration_us, format_size
+from netqual.base.units import format_duration_us, format_size
+from netqual.model.fanin import FaninResult
+from netqual.table.run import Results
 
 W, H, LEFT, TOP, BOTTOM = 360, 170, 56, 22, 30  # chart box, px
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from netqual.analysis.fleet import key_rows, nodes_text
-from netqual.fleet_model import FleetOutlier
-from netqual.runresults import Results
+from netqual.model.fleet import FleetOutlier
+from netqual.table.run import Results
 
 
 @dataclass(frozen=True)

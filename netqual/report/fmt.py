@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-from netqual.models import (
-    Verdict,
-    path_label,  # one wording for every renderer
-)
-from netqual.units import format_us
+from netqual.base.units import format_us
+from netqual.model.path import path_label
+from netqual.model.verdict import Verdict
 
 __all__ = ["CLASS_CODE", "path_label", "plural", "us"]
 

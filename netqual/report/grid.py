@@ -9,9 +9,9 @@ from collections.abc import Sequence
 import numpy as np
 
 from netqual.analysis.matrix import matrix_nodes
-from netqual.models import Node
-from netqual.pathtable import IntArray
-from netqual.runresults import Results
+from netqual.model.node import Node
+from netqual.table.paths import IntArray
+from netqual.table.run import Results
 
 NODE_MATRIX_MAX = 48  # up to this many nodes the page draws one SVG cell per node pair
 

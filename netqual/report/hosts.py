@@ -1,25 +1,18 @@
 """The report's "Host path" section (results ``hosts``, docs/rails.md): every node's findings
 first, then per node its GPUs (best NIC, rail NIC), the GPU x NIC affinity matrix as
-``nvidia-smi topo -m`` prints it, and its NICs (link, ACS, relaxed ordering). The findings
-are ``netqual.hostpath.findings``, the same the gate rules judge. Autoescaped by the template
-(every name came from an agent, checked by ``hostpeer`` on the way in)."""
+``nvidia-smi topo -m`` prints it, and its NICs (link, ACS, relaxed ordering). The
+findings are ``netqual.analysis.hostpath.findings``, the same the gate rules judge.
+Autoescaped by the template (every name came from an agent, checked by ``hostpeer`` on the
+way in)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from netqual.hostpath import (
-    GATED,
-    NEAR_CLASSES,
-    UNKNOWN,
-    HostAudit,
-    HostDevice,
-    HostFinding,
-    all_findings,
-    gpu_rail_table,
-)
-from netqual.models import Nic, node_nics
-from netqual.runresults import Results
+from netqual.analysis.hostpath import GATED, HostFinding, all_findings
+from netqual.model.hostpath import NEAR_CLASSES, UNKNOWN, HostAudit, HostDevice, gpu_rail_table
+from netqual.model.node import Nic, node_nics
+from netqual.table.run import Results
 
 
 @dataclass(frozen=True)

@@ -19,13 +19,14 @@ import jinja2
 import markupsafe
 
 from netqual.analysis.diff import RunDiff
-from netqual.models import Verdict, Waiver
-from netqual.names import visible
-from netqual.outfiles import write_text_atomic
+from netqual.base.names import visible
+from netqual.files.outfiles import write_text_atomic
+from netqual.model.policy import Waiver
+from netqual.model.verdict import Verdict
 from netqual.report import fmt
 from netqual.report.build import build_view
 from netqual.report.view import GateBanner
-from netqual.runresults import Results
+from netqual.table.run import Results
 
 
 def templates_dir() -> Path:

@@ -4,8 +4,8 @@ versions), each row in words, from the results file alone."""
 from __future__ import annotations
 
 from netqual import __version__
-from netqual.runresults import Results
-from netqual.units import format_size
+from netqual.base.units import format_size
+from netqual.table.run import Results
 
 
 def methodology(results: Results) -> list[tuple[str, str]]:

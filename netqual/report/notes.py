@@ -12,10 +12,11 @@ import numpy as np
 
 from netqual.analysis.narrative import unmeasured_sentence
 from netqual.analysis.policy import sample_limited, value_classes
-from netqual.models import Verdict, path_label
-from netqual.pathtable import IntArray, PathTable
+from netqual.model.path import path_label
+from netqual.model.verdict import Verdict
 from netqual.report import fmt
-from netqual.runresults import Results
+from netqual.table.paths import IntArray, PathTable
+from netqual.table.run import Results
 
 LISTED = 8
 

@@ -23,11 +23,23 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from netqual import counter_evidence
-from netqual.analysis import localise
+from netqual.analysis import counter_evidence, localise
 from netqual.analysis.policy import sample_limited
-from netqual.models import Metric, Node, Tier, Verdict, path_label
-from netqual.pathtable import NO_HOPS, TIERS
+from netqual.model.node import Node
+from netqual.model.path import Tier, path_label
+from netqual.model.stats import Metric
+from netqual.model.suspects import (
+    AsymmetryEvidence,
+    LinkEvidence,
+    NicEvidence,
+    NodeEvidence,
+    PathEvidence,
+    RackPairEvidence,
+    RailEvidence,
+    Suspect,
+    SuspectKind,
+)
+from netqual.model.verdict import Verdict
 from netqual.report import fmt
 from netqual.report.notes import (
     LISTED,
@@ -40,18 +52,8 @@ from netqual.report.notes import (
     sample_notes,
     unstable_paths,
 )
-from netqual.runresults import Results
-from netqual.suspects import (
-    AsymmetryEvidence,
-    LinkEvidence,
-    NicEvidence,
-    NodeEvidence,
-    PathEvidence,
-    RackPairEvidence,
-    RailEvidence,
-    Suspect,
-    SuspectKind,
-)
+from netqual.table.paths import NO_HOPS, TIERS
+from netqual.table.run import Results
 
 
 def _short(e: PathEvidence, metric: Metric) -> str:

@@ -17,15 +17,16 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from netqual.analysis.matrix import GroupRow
-from netqual.models import Node, PathResult, path_label
-from netqual.pathtable import FloatArray, IntArray, worst_per_group
+from netqual.model.node import Node
+from netqual.model.path import PathResult, path_label
 from netqual.report import fmt
 from netqual.report.fleet import FleetView
 from netqual.report.grid import NODE_MATRIX_MAX, pair_rows, report_nodes
 from netqual.report.hosts import HostsView
 from netqual.report.notes import Recommendation
 from netqual.report.waivers import WaiverNote
-from netqual.runresults import Results
+from netqual.table.paths import FloatArray, IntArray, worst_per_group
+from netqual.table.run import Results
 
 if TYPE_CHECKING:
     from netqual.report.fanin import FaninPanel

@@ -7,9 +7,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from netqual.analysis.narrative import waiver_problems
-from netqual.models import Waiver
-from netqual.pathtable import VERDICTS
-from netqual.runresults import Results
+from netqual.model.policy import Waiver
+from netqual.table.paths import VERDICTS
+from netqual.table.run import Results
 
 
 @dataclass(frozen=True)

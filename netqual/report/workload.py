@@ -9,17 +9,18 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from netqual.models import Verdict, path_label
+from netqual.base.units import format_bytes, format_duration_us, format_us
+from netqual.model.path import path_label
+from netqual.model.verdict import Verdict
+from netqual.model.workload import BaselineKind, Workload
 from netqual.report.grid import NODE_MATRIX_MAX, pair_rows, report_nodes
-from netqual.runresults import Results
-from netqual.units import format_bytes, format_duration_us, format_us
+from netqual.table.run import Results
 from netqual.workload.impact import (
     FIELD_LINES_US,
     impact_sentence,
     tier_impacts,
     workload_counts,
 )
-from netqual.workload.model import BaselineKind, Workload
 
 CSS = {Verdict.SAFE: "safe", Verdict.MARGINAL: "marginal", Verdict.UNSAFE: "unsafe"}
 

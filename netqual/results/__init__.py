@@ -3,7 +3,7 @@ written as a run goes), ``decode`` (JSON -> records, validated) and ``summary`` 
 verdict and the worst paths). Import from here; the submodules are the homes.
 """
 
-from netqual.models import SCHEMA_VERSION
+from netqual.model.run import SCHEMA_VERSION
 from netqual.results.decode import load, results_from_dict
 from netqual.results.encode import (
     bulk_to_dict,

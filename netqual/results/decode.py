@@ -24,35 +24,27 @@ from netqual.analysis.fleet import from_dict as fleet_from_dict
 from netqual.analysis.interference import from_dict as interference_from_dict
 from netqual.analysis.matrix import fill_tiers
 from netqual.analysis.plausible import mark_impossible
-from netqual.choices import ChoiceError, parse_choice
-from netqual.errors import ResultsFileError
-from netqual.filedata import checked
-from netqual.hostpath_codec import from_dict as hosts_from_dict
-from netqual.models import (
-    DEFAULT_PORT,
-    SCHEMA_VERSION,
-    Metric,
-    Mode,
-    Nic,
-    Node,
-    NotMeasured,
-    Policy,
-    PolicyFieldError,
-    Role,
-    RunMeta,
-)
-from netqual.pathstore import CHUNK, concat
-from netqual.pathtable import PathTable
-from netqual.plan_codec import plan_from_dict
+from netqual.base.choices import ChoiceError, parse_choice
+from netqual.base.errors import ResultsFileError
+from netqual.codec.hostpath import from_dict as hosts_from_dict
+from netqual.codec.plan import plan_from_dict
+from netqual.files.filedata import checked
+from netqual.files.schema import validate
+from netqual.model.node import DEFAULT_PORT, Nic, Node, Role
+from netqual.model.path import NotMeasured
+from netqual.model.policy import Policy, PolicyFieldError
+from netqual.model.run import SCHEMA_VERSION, Mode, RunMeta
+from netqual.model.stats import Metric
+from netqual.model.suspects import Suspect
+from netqual.model.workload import Workload
 from netqual.results.fanin_codec import from_list as fanin_from_list
 from netqual.results.multirail_codec import from_list as multirail_from_list
 from netqual.results.summary import summarize
 from netqual.results.suspects_codec import suspect_from_dict
 from netqual.results.wirepath import PATH_DECODER, convert_path, decode_path
-from netqual.runresults import Results
-from netqual.schema import validate
-from netqual.suspects import Suspect
-from netqual.workload.model import Workload
+from netqual.table.paths import PathTable
+from netqual.table.run import Results
+from netqual.table.store import CHUNK, concat
 
 
 def _nic(rd: _Reader, obj: Any, where: str) -> Nic:

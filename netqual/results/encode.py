@@ -14,25 +14,18 @@ from typing import Any, TextIO
 from netqual.analysis.fleet import to_dict as fleet_to_dict
 from netqual.analysis.interference import to_dict as interference_to_dict
 from netqual.analysis.stats import BINS_PER_DECADE, bin_index
-from netqual.hostpath_codec import hosts_to_dict
-from netqual.models import (
-    BulkStats,
-    Metric,
-    Nic,
-    Node,
-    PathResult,
-    Policy,
-    RttStats,
-    Verdict,
-    WorkloadResult,
-    node_nics,
-)
-from netqual.outfiles import write_atomic
-from netqual.plan_codec import plan_to_dict
+from netqual.codec.hostpath import hosts_to_dict
+from netqual.codec.plan import plan_to_dict
+from netqual.files.outfiles import write_atomic
+from netqual.model.node import Nic, Node, node_nics
+from netqual.model.path import PathResult, WorkloadResult
+from netqual.model.policy import Policy
+from netqual.model.stats import BulkStats, Metric, RttStats
+from netqual.model.verdict import Verdict
 from netqual.results.fanin_codec import to_list as fanin_to_list
 from netqual.results.multirail_codec import to_list as multirail_to_list
 from netqual.results.suspects_codec import suspect_to_dict
-from netqual.runresults import Results
+from netqual.table.run import Results
 
 
 def _t(value_us: float) -> float:

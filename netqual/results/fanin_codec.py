@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from netqual.errors import ResultsFileError
-from netqual.fanin_model import ChunkStats, FaninLevel, FaninResult
+from netqual.base.errors import ResultsFileError
+from netqual.model.fanin import ChunkStats, FaninLevel, FaninResult
 
 
 def to_list(results: tuple[FaninResult, ...]) -> list[dict[str, Any]]:

@@ -30,16 +30,17 @@ from typing import Any, TextIO
 import msgspec
 
 from netqual.analysis.plausible import mark_impossible
-from netqual.errors import OutputError, ResultsFileError
-from netqual.fanin_model import FaninLevel
-from netqual.filedata import load_json
-from netqual.models import PathResult, Verdict
-from netqual.outfiles import write_atomic
-from netqual.pathstore import KeyedPaths, PathChunks, concat
-from netqual.pathtable import PathTable
+from netqual.base.errors import OutputError, ResultsFileError
+from netqual.files.filedata import load_json
+from netqual.files.outfiles import write_atomic
+from netqual.model.fanin import FaninLevel
+from netqual.model.path import PathResult
+from netqual.model.verdict import Verdict
 from netqual.results.encode import path_to_dict
 from netqual.results.fanin_codec import fanin_level, level_to_dict
 from netqual.results.wirepath import decode_path
+from netqual.table.paths import PathTable
+from netqual.table.store import KeyedPaths, PathChunks, concat
 
 Key = tuple[str, str]
 

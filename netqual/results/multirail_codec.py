@@ -6,8 +6,8 @@ from typing import Any
 
 import msgspec
 
-from netqual.errors import ResultsFileError
-from netqual.multirail_model import MultiRail, RailLevel
+from netqual.base.errors import ResultsFileError
+from netqual.model.multirail import MultiRail, RailLevel
 
 
 def _r(x: float | None) -> float | None:

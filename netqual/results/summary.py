@@ -1,5 +1,5 @@
 """Summarising paths: counts per verdict and the worst paths, worst first
-(``pathtable.worst_first``).
+(``table.columns.worst_first``).
 
 Used when a run finishes, when a results file is loaded, and live while a run progresses.
 """
@@ -10,8 +10,10 @@ from collections.abc import Iterable
 
 import numpy as np
 
-from netqual.models import Metric, PathResult, Summary
-from netqual.pathtable import PathTable, worst_first
+from netqual.model.path import PathResult
+from netqual.model.run import Summary
+from netqual.model.stats import Metric
+from netqual.table.paths import PathTable, worst_first
 
 WORST_PATHS = 10
 

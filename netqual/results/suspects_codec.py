@@ -1,4 +1,4 @@
-"""Suspects in results.json (``suspects``, docs/results.md) <-> ``netqual.suspects``.
+"""Suspects in results.json (``suspects``, docs/results.md) <-> ``netqual.model.suspects``.
 
 The JSON form is the one the evidence had as a free dict: each record writes the same keys
 in the same order, and a file written before the records reads back into them.
@@ -13,9 +13,9 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from netqual.choices import parse_choice
-from netqual.models import Metric, Verdict
-from netqual.suspects import (
+from netqual.base.choices import parse_choice
+from netqual.model.stats import Metric
+from netqual.model.suspects import (
     AsymmetryEvidence,
     CounterCause,
     Evidence,
@@ -29,6 +29,7 @@ from netqual.suspects import (
     Suspect,
     SuspectKind,
 )
+from netqual.model.verdict import Verdict
 
 
 def _path_dict(p: PathEvidence) -> dict[str, Any]:

@@ -13,11 +13,13 @@ from typing import Annotated, Any, ClassVar
 
 import msgspec
 
-from netqual.errors import ResultsFileError
-from netqual.filedata import MAX_FLOAT, MAX_INT
-from netqual.models import Metric, Tier, Verdict
+from netqual.base.errors import ResultsFileError
+from netqual.files.filedata import MAX_FLOAT, MAX_INT
+from netqual.model.path import Tier
+from netqual.model.stats import Metric
+from netqual.model.verdict import Verdict
 
-# Every number is bounded (netqual.filedata): 2**70 samples or a 1e308 time would overflow
+# Every number is bounded (netqual.files.filedata): 2**70 samples or a 1e308 time would overflow
 # the int64/float64 columns and the arithmetic on them.
 Us = Annotated[float, msgspec.Meta(ge=0, le=MAX_FLOAT)]
 # What an agent measured: any number in range is read, and an impossible one (negative,

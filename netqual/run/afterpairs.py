@@ -7,21 +7,24 @@ import dataclasses
 import time
 from typing import TextIO
 
-from netqual import interrupts
 from netqual.analysis import interference
-from netqual.fanin_model import FaninLevel
-from netqual.models import Interference, Node, PathResult, ProbePlan
-from netqual.multirail_model import MultiRail
-from netqual.pathtable import PathTable
+from netqual.base import interrupts
+from netqual.model.fanin import FaninLevel
+from netqual.model.multirail import MultiRail
+from netqual.model.node import Node
+from netqual.model.path import PathResult
+from netqual.model.plan import ProbePlan
+from netqual.model.progress import RunObserver, Stage
+from netqual.model.run import Interference
 from netqual.planning import sampling
 from netqual.planning.phases import Phase
-from netqual.progress import RunObserver, Stage
 from netqual.results import journal
 from netqual.run import fanin as fanin_run
 from netqual.run import multirail as multirail_run
 from netqual.run.config import RunConfig
 from netqual.run.pairprobe import measure_pair
 from netqual.run.runstate import Spent
+from netqual.table.paths import PathTable
 
 
 def measure_multirail(cfg: RunConfig) -> tuple[MultiRail, ...]:

@@ -16,10 +16,10 @@ from concurrent.futures import ThreadPoolExecutor
 
 from netqual.agent.wire.messages import Fields
 from netqual.agent.wire.protocol import connect
-from netqual.errors import NetqualError
-from netqual.hostpath import HostAudit
-from netqual.models import Node
-from netqual.preflight_model import PreflightReport
+from netqual.base.errors import NetqualError
+from netqual.model.hostpath import HostAudit
+from netqual.model.node import Node
+from netqual.model.preflight import PreflightReport
 from netqual.run.preflight import host_audit
 
 

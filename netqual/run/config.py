@@ -7,17 +7,20 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from netqual.analysis import interference
-from netqual.fanin_model import FaninConfig
-from netqual.fleet_model import FleetPolicy
-from netqual.models import Mode, Node, Policy, ProbePlan
-from netqual.multirail_model import DEFAULT_MIN_SHARE
+from netqual.model.fanin import FaninConfig
+from netqual.model.fleet import FleetPolicy
+from netqual.model.multirail import DEFAULT_MIN_SHARE
+from netqual.model.node import Node
+from netqual.model.plan import ProbePlan
+from netqual.model.policy import Policy
+from netqual.model.run import Mode
+from netqual.model.workload import Workload
 from netqual.planning import rails as rails_mod
 from netqual.planning import sampling, schedule
 from netqual.planning.fabric import Fabric
 from netqual.planning.phases import ScheduleConfig
 from netqual.run import resume as resume_mod
 from netqual.transports import TransportKind, TransportOptions
-from netqual.workload.model import Workload
 
 
 @dataclass(frozen=True)

@@ -12,12 +12,14 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from netqual.errors import NoAgentsError
-from netqual.models import Interference, PathResult, Verdict
-from netqual.outfiles import make_out_dir, open_append
+from netqual.base.errors import NoAgentsError
+from netqual.files.outfiles import make_out_dir, open_append
+from netqual.model.path import PathResult
+from netqual.model.preflight import PreflightReport
+from netqual.model.progress import NullObserver, RunObserver, Stage
+from netqual.model.run import Interference
+from netqual.model.verdict import Verdict
 from netqual.planning import phases
-from netqual.preflight_model import PreflightReport
-from netqual.progress import NullObserver, RunObserver, Stage
 from netqual.results import journal
 from netqual.run import resume as resume_mod
 from netqual.run.afterpairs import check_interference, measure_multirail, sweep_fanin
@@ -26,7 +28,7 @@ from netqual.run.finalise import finalise, fleet_of
 from netqual.run.pairloop import measure_pairs
 from netqual.run.pairprobe import now_iso
 from netqual.run.runstate import RunJournal, Spent
-from netqual.runresults import Results
+from netqual.table.run import Results
 
 
 @dataclass

@@ -10,13 +10,15 @@ from collections.abc import Callable
 from pathlib import Path
 
 from netqual import lab
-from netqual.auth import load_token
-from netqual.models import KIB, MIB, Policy, ProbePlan
+from netqual.base.auth import load_token
+from netqual.base.units import KIB, MIB
+from netqual.model.plan import ProbePlan
+from netqual.model.policy import Policy
+from netqual.model.workload import Workload
 from netqual.planning.inventory import load_inventory
 from netqual.run.coordinator import RunConfig, RunObserver, run
 from netqual.run.localagents import local_agents
-from netqual.runresults import Results
-from netqual.workload.model import Workload
+from netqual.table.run import Results
 
 # The lab's delayed links go through a user-space relay on two shared cores: 2,000 kept
 # samples and one small bulk cell keep the 28 pairs of the default topology near a minute.

@@ -20,11 +20,13 @@ from netqual.agent import counters
 from netqual.agent.probe_request import SilentAgentError, request_probe
 from netqual.agent.wire.protocol import Channel, connect
 from netqual.analysis import fanin
-from netqual.errors import NetqualError, UsageError
-from netqual.fanin_model import FaninConfig, FaninLevel, FaninResult
-from netqual.fetchprofile import profile
-from netqual.models import Node, ProbePlan, RawBulk, Role
-from netqual.preflight_model import PreflightReport
+from netqual.base.errors import NetqualError, UsageError
+from netqual.model.fanin import FaninConfig, FaninLevel, FaninResult
+from netqual.model.fetchprofile import profile
+from netqual.model.node import Node, Role
+from netqual.model.path import RawBulk
+from netqual.model.plan import ProbePlan
+from netqual.model.preflight import PreflightReport
 from netqual.transports import TransportKind, TransportOptions
 
 

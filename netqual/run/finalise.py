@@ -13,20 +13,20 @@ import numpy as np
 
 from netqual import __version__
 from netqual.analysis import fleet, localise
-from netqual.fleet_model import FleetResult
-from netqual.models import Interference, RunMeta
-from netqual.outfiles import make_out_dir, open_append
+from netqual.files.outfiles import make_out_dir, open_append
+from netqual.files.rundir import RunDir
+from netqual.model.fleet import FleetResult
+from netqual.model.preflight import PreflightReport
+from netqual.model.progress import Stage
+from netqual.model.run import Interference, RunMeta
 from netqual.planning import estimate, phases, schedule
 from netqual.planning.budget import BulkBudget
-from netqual.preflight_model import PreflightReport
-from netqual.progress import Stage
 from netqual.results import journal, summarize, write_json
 from netqual.run import resume as resume_mod
 from netqual.run.config import RunConfig, pair_schedule, run_identity
 from netqual.run.pairprobe import now_iso
 from netqual.run.runstate import RunJournal, Spent
-from netqual.runpaths import RunDir
-from netqual.runresults import Results
+from netqual.table.run import Results
 
 
 def clock_info() -> dict[str, object]:

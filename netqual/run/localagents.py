@@ -14,9 +14,9 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-from netqual.auth import write_token
-from netqual.errors import InputError, NetqualError
-from netqual.models import Node, Role
+from netqual.base.auth import write_token
+from netqual.base.errors import InputError, NetqualError
+from netqual.model.node import Node, Role
 
 _READY = re.compile(r"listening on (\S+):(\d+)")
 START_TIMEOUT_ENV = "NETQUAL_AGENT_START_S"

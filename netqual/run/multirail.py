@@ -5,7 +5,7 @@ For each of the first N node pairs (in plan order) that share at least two rails
 runs the bulk cell (the plan's largest chunk at its largest depth) on the first k rails
 side by side, one probe per rail through the same path as every other probe
 (``pairprobe.measure_pair``), all started together; the level's aggregate is the sum of
-the rails' goodputs. ``multirail_model.judge`` then says whether each added rail added at
+the rails' goodputs. ``analysis.multirail.judge`` then says whether each added rail added at
 least the stated share of its line rate.
 """
 
@@ -15,8 +15,11 @@ import dataclasses
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 
-from netqual.models import Node, PathResult, ProbePlan
-from netqual.multirail_model import MultiRail, RailLevel, judge
+from netqual.analysis.multirail import judge
+from netqual.model.multirail import MultiRail, RailLevel
+from netqual.model.node import Node
+from netqual.model.path import PathResult
+from netqual.model.plan import ProbePlan
 from netqual.planning.fabric import DEFAULT_NIC_GBPS, Fabric
 from netqual.planning.rails import endpoints
 

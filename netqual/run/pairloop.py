@@ -8,14 +8,14 @@ import time
 from collections.abc import Iterator
 
 from netqual.agent.wire.sessions import Sessions
-from netqual.errors import NoAgentsError
-from netqual.models import NotMeasured
+from netqual.base.errors import NoAgentsError
+from netqual.model.path import NotMeasured
+from netqual.model.preflight import PreflightReport
+from netqual.model.progress import RunObserver, Stage
 from netqual.planning import rails as rails_mod
 from netqual.planning import schedule
 from netqual.planning.budget import BulkBudget
 from netqual.planning.schedule import Pair
-from netqual.preflight_model import PreflightReport
-from netqual.progress import RunObserver, Stage
 from netqual.results import journal
 from netqual.run import phaserun
 from netqual.run.agentcheck import at_start

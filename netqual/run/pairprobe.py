@@ -11,15 +11,17 @@ import datetime as dt
 import time
 from typing import Any
 
-from netqual import counter_evidence
 from netqual.agent.probe_request import SilentAgentError, request_probe
 from netqual.agent.wire.sessions import Sessions
+from netqual.analysis import counter_evidence
 from netqual.analysis.matrix import tier_of
 from netqual.analysis.plausible import check_path
 from netqual.analysis.policy import judge
 from netqual.analysis.stats import bulk_stats, rtt_stats
-from netqual.errors import ErrorCode, NetqualError, PeerError
-from netqual.models import Node, NotMeasured, PathResult, ProbePlan
+from netqual.base.errors import ErrorCode, NetqualError, PeerError
+from netqual.model.node import Node
+from netqual.model.path import NotMeasured, PathResult
+from netqual.model.plan import ProbePlan
 from netqual.planning.phases import Phase
 from netqual.run.config import RunConfig
 from netqual.run.phaserun import merged_details

@@ -12,14 +12,15 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, replace
 from typing import Any
 
-from netqual import counter_evidence
-from netqual.models import Node, PathResult
+from netqual.analysis import counter_evidence
+from netqual.model.node import Node
+from netqual.model.path import PathResult
+from netqual.model.progress import RunObserver, Stage
 from netqual.planning import packing
 from netqual.planning.budget import BulkBudget
 from netqual.planning.packing import Coverage
 from netqual.planning.phases import Phase, ScheduleConfig, Timing, bulk_waves, host_batches
 from netqual.planning.schedule import Pair
-from netqual.progress import RunObserver, Stage
 
 Measure = Callable[[Node, Node, Phase], PathResult]
 Combine = Callable[[PathResult, PathResult], PathResult]

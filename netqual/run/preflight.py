@@ -21,18 +21,19 @@ from netqual.agent import fleet_snapshot, nicreport
 from netqual.agent.wire import hostpeer
 from netqual.agent.wire.messages import Fields
 from netqual.agent.wire.protocol import Channel, connect
-from netqual.errors import (
+from netqual.base.errors import (
     AuthError,
     BadRequestError,
     IdentityError,
     NetqualError,
     PeerUnreachableError,
 )
-from netqual.fleet_model import ConfigSnapshot
-from netqual.hostpath import HostAudit
-from netqual.models import HostNics, Node, ProbePlan
+from netqual.model.fleet import ConfigSnapshot
+from netqual.model.hostpath import HostAudit
+from netqual.model.node import HostNics, Node
+from netqual.model.plan import ProbePlan
+from netqual.model.preflight import AgentCheck, PreflightReport
 from netqual.planning.limits import limit_problem, limits_differ, reported_limits
-from netqual.preflight_model import AgentCheck, PreflightReport
 
 CLOCK_WARN_S = 1.0  # wall clocks further apart than this make timestamps misleading
 

@@ -22,15 +22,19 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from netqual.errors import InputError, UsageError
-from netqual.filedata import load_json
-from netqual.models import Mode, Node, PathResult, Policy, ProbePlan
-from netqual.outfiles import make_out_dir, open_append, write_text_atomic
-from netqual.plan_codec import plan_to_dict
+from netqual.base.errors import InputError, UsageError
+from netqual.codec.plan import plan_to_dict
+from netqual.files.filedata import load_json
+from netqual.files.outfiles import make_out_dir, open_append, write_text_atomic
+from netqual.files.rundir import IDENTITY_JSON, RESULTS_JSONL
+from netqual.model.node import Node
+from netqual.model.path import PathResult
+from netqual.model.plan import ProbePlan
+from netqual.model.policy import Policy
+from netqual.model.run import Mode
 from netqual.planning.schedule import build
 from netqual.results import journal, node_to_dict, policy_to_dict
 from netqual.results.journal import Journal
-from netqual.runpaths import IDENTITY_JSON, RESULTS_JSONL
 
 IDENTITY_FILE = IDENTITY_JSON
 JSONL = RESULTS_JSONL

@@ -13,12 +13,13 @@ from pathlib import Path
 
 import numpy as np
 
-from netqual.choices import ChoiceError, parse_choice
-from netqual.errors import UsageError
-from netqual.models import ProbePlan, Verdict
-from netqual.outfiles import new_run_dir
-from netqual.runpaths import RunDir
-from netqual.runresults import Results
+from netqual.base.choices import ChoiceError, parse_choice
+from netqual.base.errors import UsageError
+from netqual.files.outfiles import new_run_dir
+from netqual.files.rundir import RunDir
+from netqual.model.plan import ProbePlan
+from netqual.model.verdict import Verdict
+from netqual.table.run import Results
 
 DEFAULT_VERDICTS = "unsafe,marginal"
 ITERATIONS_FACTOR = 2  # default: twice the original plan's kept samples

@@ -14,17 +14,18 @@ import numpy as np
 
 from netqual import __version__
 from netqual.analysis import localise
-from netqual.errors import ResultsFileError
-from netqual.filedata import load_json
-from netqual.models import DEFAULT_PORT, SCHEMA_VERSION, Mode, Node, Role
-from netqual.pathstore import concat
-from netqual.pathtable import PathTable
+from netqual.base.errors import ResultsFileError
+from netqual.files.filedata import load_json
+from netqual.files.rundir import RESULT_FILES
+from netqual.files.schema import validate
+from netqual.model.node import DEFAULT_PORT, Node, Role
+from netqual.model.run import SCHEMA_VERSION, Mode
 from netqual.planning.schedule import build
 from netqual.results import journal, load, results_from_dict, summarize
 from netqual.run.resume import IDENTITY_FILE
-from netqual.runpaths import RESULT_FILES
-from netqual.runresults import Results
-from netqual.schema import validate
+from netqual.table.paths import PathTable
+from netqual.table.run import Results
+from netqual.table.store import concat
 
 
 def load_run(path: Path) -> Results:

@@ -6,15 +6,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TextIO
 
-from netqual import interrupts
-from netqual.fanin_model import FaninResult
-from netqual.hostpath import HostAudit
-from netqual.models import NotMeasured, PathResult
-from netqual.multirail_model import MultiRail
-from netqual.pathstore import KeyedPaths, PathChunks
+from netqual.base import interrupts
+from netqual.model.fanin import FaninResult
+from netqual.model.hostpath import HostAudit
+from netqual.model.multirail import MultiRail
+from netqual.model.path import NotMeasured, PathResult
 from netqual.results import journal
 from netqual.run.pairprobe import is_configuration, not_measured
 from netqual.run.phaserun import Tally
+from netqual.table.store import KeyedPaths, PathChunks
 
 
 @dataclass

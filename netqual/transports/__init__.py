@@ -13,9 +13,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from netqual.agent.wire.messages import Fields
-from netqual.choices import ChoiceError, parse_choice
-from netqual.errors import UsageError
-from netqual.models import AgentLimits, RawBulk, RawProbe
+from netqual.base.choices import ChoiceError, parse_choice
+from netqual.base.errors import UsageError
+from netqual.model.limits import AgentLimits
+from netqual.model.path import RawBulk, RawProbe
 from netqual.transports.interface import Transport
 from netqual.transports.rdma.options import RdmaOptions
 

@@ -37,7 +37,7 @@ import numpy as np
 
 from netqual.agent.wire.messages import Fields
 from netqual.agent.wire.protocol import Channel, Message
-from netqual.errors import ProbeError, ProtocolError
+from netqual.base.errors import ProbeError, ProtocolError
 
 log = logging.getLogger("netqual.agent")
 

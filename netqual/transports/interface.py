@@ -17,8 +17,10 @@ from collections.abc import Iterator, Mapping
 from typing import Any, ClassVar
 
 from netqual.agent.wire.protocol import Channel
-from netqual.errors import BusyError, PeerSilentError
-from netqual.models import AgentLimits, ProbePlan, RawBulk, RawProbe
+from netqual.base.errors import BusyError, PeerSilentError
+from netqual.model.limits import AgentLimits
+from netqual.model.path import RawBulk, RawProbe
+from netqual.model.plan import ProbePlan
 
 # A real agent accepts (or refuses) a measurement request as soon as it has checked it,
 # before any buffer or device is set up: waiting longer for the answer only waits for a

@@ -24,13 +24,13 @@ import numpy as np
 
 from netqual.agent.wire.messages import Fields
 from netqual.agent.wire.protocol import Channel
-from netqual.errors import (
+from netqual.base.errors import (
     BadRequestError,
     LimitError,
     PeerUnreachableError,
     ProbeError,
 )
-from netqual.models import ProbePlan
+from netqual.model.plan import ProbePlan
 from netqual.transports import integrity
 from netqual.transports.integrity import Rounds
 from netqual.transports.interface import (

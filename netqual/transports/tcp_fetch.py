@@ -1,4 +1,4 @@
-"""A KV chunk fetched through a fetch profile over TCP (netqual.fetchprofile, docs/fanin.md).
+"""A KV chunk fetched through a fetch profile over TCP (netqual.model.fetchprofile, docs/fanin.md).
 
 The responder is the plain ``tcp.bulk`` one (a slice is one of its reads), so any agent
 that serves bulk reads serves a profile. The initiator groups the reads: a chunk is
@@ -24,9 +24,10 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from netqual.agent.wire.protocol import Channel
-from netqual.errors import NetqualError, PeerUnreachableError, ProbeError
-from netqual.fetchprofile import FetchProfile, profile, wave_sizes
-from netqual.models import ProbePlan, RawBulk, RawProbe
+from netqual.base.errors import NetqualError, PeerUnreachableError, ProbeError
+from netqual.model.fetchprofile import FetchProfile, profile, wave_sizes
+from netqual.model.path import RawBulk, RawProbe
+from netqual.model.plan import ProbePlan
 from netqual.transports.tcp import _REQ_BYTES, BulkCell, _recv_full
 
 

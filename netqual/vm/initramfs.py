@@ -10,7 +10,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from netqual.errors import GuestError
+from netqual.base.errors import GuestError
 from netqual.vm.kernel import Kernel
 
 BUSYBOX_PATHS = ("/bin/busybox", "/usr/bin/busybox")  # Debian's busybox-static

@@ -15,7 +15,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from netqual.errors import GuestError
+from netqual.base.errors import GuestError
 
 META_PACKAGE = "linux-image-amd64"
 CACHE_ENV = "NETQUAL_VM_CACHE"

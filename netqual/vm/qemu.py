@@ -10,7 +10,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from netqual.errors import GuestError
+from netqual.base.errors import GuestError
 from netqual.vm.kernel import Kernel
 
 QEMU = "qemu-system-x86_64"

@@ -5,9 +5,7 @@ chunk sizes and the time budget a network fetch must beat. docs/workload.md expl
 the formula, the presets and their sources.
 """
 
-from netqual.workload.hfconfig import load_config, model_from_config
-from netqual.workload.load import load_workload, model_names, preset_names
-from netqual.workload.model import (
+from netqual.model.workload import (
     Attention,
     Baseline,
     BaselineKind,
@@ -17,6 +15,8 @@ from netqual.workload.model import (
     Workload,
     parse_dtype,
 )
+from netqual.workload.hfconfig import load_config, model_from_config
+from netqual.workload.load import load_workload, model_names, preset_names
 
 __all__ = [
     "Attention",

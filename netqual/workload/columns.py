@@ -16,8 +16,9 @@ from itertools import repeat
 
 import numpy as np
 
-from netqual.models import Verdict
-from netqual.pathtable import (
+from netqual.model.verdict import Verdict
+from netqual.model.workload import Workload
+from netqual.table.paths import (
     VERDICTS,
     BoolArray,
     BulkColumns,
@@ -26,7 +27,6 @@ from netqual.pathtable import (
     PathTable,
     WorkloadColumns,
 )
-from netqual.workload.model import Workload
 from netqual.workload.wording import Wording, cell_label
 
 NONE = -1  # "no such cell" in a per-path cell index

@@ -13,9 +13,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from netqual.errors import WorkloadError
-from netqual.filedata import load_json
-from netqual.workload.model import Attention, KvModel, parse_dtype
+from netqual.base.errors import WorkloadError
+from netqual.files.filedata import load_json
+from netqual.model.workload import Attention, KvModel, parse_dtype
 
 
 def _int_field(source: str, config: Mapping[str, Any], key: str, required: bool) -> int | None:

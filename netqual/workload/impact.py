@@ -11,11 +11,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from netqual.models import Tier, Verdict
-from netqual.pathtable import TIERS, VERDICTS, FloatArray
-from netqual.runresults import Results
-from netqual.units import format_bytes, format_duration_us
-from netqual.workload.model import BaselineKind, Workload
+from netqual.base.units import format_bytes, format_duration_us
+from netqual.model.path import Tier
+from netqual.model.verdict import Verdict
+from netqual.model.workload import BaselineKind, Workload
+from netqual.table.paths import TIERS, VERDICTS, FloatArray
+from netqual.table.run import Results
 
 # The field report's lines (docs/workload.md): TTFT stops tracking
 # the local-NVMe baseline above ~200 us of RTT; above ~500 us the offload gain is gone.

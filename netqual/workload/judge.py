@@ -10,18 +10,15 @@ from __future__ import annotations
 
 import dataclasses
 
-from netqual.errors import UsageError, WorkloadError
-from netqual.models import (
-    AgentLimits,
-    PathResult,
-    PlanFieldError,
-    ProbePlan,
-)
-from netqual.pathtable import PathTable
-from netqual.runresults import Results
-from netqual.units import format_bytes
+from netqual.base.errors import UsageError, WorkloadError
+from netqual.base.units import format_bytes
+from netqual.model.limits import AgentLimits
+from netqual.model.path import PathResult
+from netqual.model.plan import PlanFieldError, ProbePlan
+from netqual.model.workload import Workload
+from netqual.table.paths import PathTable
+from netqual.table.run import Results
 from netqual.workload.columns import judge_columns
-from netqual.workload.model import Workload
 
 
 def add_to_plan(plan: ProbePlan, w: Workload, limits: AgentLimits | None = None) -> ProbePlan:

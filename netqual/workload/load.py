@@ -8,10 +8,10 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
-from netqual.errors import WorkloadError
-from netqual.tomlfile import Fields, read_toml
+from netqual.base.errors import WorkloadError
+from netqual.files.tomlfile import Fields, read_toml
+from netqual.model.workload import Attention, Baseline, Dtype, KvModel, Workload, parse_dtype
 from netqual.workload.hfconfig import load_config
-from netqual.workload.model import Attention, Baseline, Dtype, KvModel, Workload, parse_dtype
 
 _HERE = Path(__file__).resolve().parent
 PRESETS_DIR = _HERE / "presets"

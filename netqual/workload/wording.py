@@ -8,9 +8,9 @@ formatted once per workload; a path adds only its own numbers.
 
 from __future__ import annotations
 
-from netqual.models import Verdict
-from netqual.units import format_bytes, format_duration_us, format_size, format_us
-from netqual.workload.model import BaselineKind, Workload
+from netqual.base.units import format_bytes, format_duration_us, format_size, format_us
+from netqual.model.verdict import Verdict
+from netqual.model.workload import BaselineKind, Workload
 
 
 def cell_label(chunk_bytes: int, depth: int) -> str:

@@ -16,9 +16,9 @@ from factories import make_results, write_results
 
 from netqual.analysis import localise
 from netqual.campaign.store import SCHEMA_VERSION, open_store
-from netqual.models import Policy
+from netqual.model.policy import Policy
 from netqual.results import path_to_dict
-from netqual.runresults import Results
+from netqual.table.run import Results
 
 WEEK1 = "2027-01-05T10:00:00+00:00"
 WEEK2 = "2027-01-12T10:00:00+00:00"

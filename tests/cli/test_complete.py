@@ -13,10 +13,10 @@ import pytest
 from cli_helpers import ROOT, Run, run_in_process
 from factories import make_results, write_results
 
-from netqual.models import NotMeasured
-from netqual.pathtable import PathTable
+from netqual.model.path import NotMeasured
 from netqual.results import summarize
-from netqual.runresults import Results
+from netqual.table.paths import PathTable
+from netqual.table.run import Results
 
 PROFILES = ROOT / "docs" / "gate-profiles"
 

@@ -13,9 +13,10 @@ from cli_helpers import Run, check_golden, run_in_process
 from factories import make_results, write_results
 
 from netqual.analysis.diff import diff_runs
-from netqual.models import Metric, Verdict
-from netqual.pathtable import PathTable
+from netqual.model.stats import Metric
+from netqual.model.verdict import Verdict
 from netqual.results import results_to_dict, summarize
+from netqual.table.paths import PathTable
 
 
 @pytest.fixture

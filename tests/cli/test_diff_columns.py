@@ -17,9 +17,11 @@ from factories import make_results, write_results
 
 from netqual.analysis.diff import PathChange, diff_runs
 from netqual.analysis.diffjson import diff_json
-from netqual.models import Ci95, Metric, PathResult, RttStats, Verdict
-from netqual.pathtable import PathTable
-from netqual.runresults import Results
+from netqual.model.path import PathResult
+from netqual.model.stats import Ci95, Metric, RttStats
+from netqual.model.verdict import Verdict
+from netqual.table.paths import PathTable
+from netqual.table.run import Results
 
 SAFE, MARGINAL, UNSAFE = Verdict.SAFE, Verdict.MARGINAL, Verdict.UNSAFE
 

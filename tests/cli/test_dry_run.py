@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from cli_helpers import run_in_process
 
-from netqual.models import ProbePlan
+from netqual.model.plan import ProbePlan
 from netqual.planning.estimate import DurationModel
 
 

@@ -13,7 +13,7 @@ from cli_helpers import ROOT, Run, check_golden, netqual, run_in_process
 from factories import make_results, write_results
 from gate_cases import PROFILE, baseline, current, write_case
 
-from netqual.errors import ProfileError
+from netqual.base.errors import ProfileError
 from netqual.gate import Status, default_profile, evaluate, load_profile, parse_profile_text
 
 TODAY = dt.date(2026, 11, 29)

@@ -19,10 +19,11 @@ from factories import make_results, write_results
 from netqual.gate import GateReport, Profile, Scope, Status, evaluate, parse_profile_text
 from netqual.gate.junit import MAX_LISTED_PATHS
 from netqual.gate.regression import NoMissingPaths
-from netqual.models import Metric, PathResult
-from netqual.pathtable import PathTable
+from netqual.model.path import PathResult
+from netqual.model.stats import Metric
 from netqual.render.gate import MAX_PATHS_SHOWN
-from netqual.runresults import Results
+from netqual.table.paths import PathTable
+from netqual.table.run import Results
 
 TODAY = dt.date(2026, 11, 29)
 WAIVER = """

@@ -11,11 +11,11 @@ from cli_helpers import netqual
 from factories import make_results, write_results
 from sysfs_trees import far_nic, hgx8
 
-from netqual import schema
 from netqual.agent import pcisysfs
-from netqual.hostpath import HostAudit
-from netqual.models import Nic
-from netqual.runresults import Results
+from netqual.files import schema
+from netqual.model.hostpath import HostAudit
+from netqual.model.node import Nic
+from netqual.table.run import Results
 
 PROFILE = """
 [profile]

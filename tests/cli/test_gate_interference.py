@@ -8,8 +8,9 @@ from pathlib import Path
 from cli_helpers import netqual
 from factories import make_results, write_results
 
-from netqual.models import Interference, SampledPath, Tier, TierInterference
-from netqual.runresults import Results
+from netqual.model.path import Tier
+from netqual.model.run import Interference, SampledPath, TierInterference
+from netqual.table.run import Results
 
 PROFILE = """
 [profile]

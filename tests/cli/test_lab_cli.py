@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from netqual.base.errors import EXIT_RUNTIME
 from netqual.cli import main
-from netqual.errors import EXIT_RUNTIME
 from netqual.lab import system
 
 

@@ -17,7 +17,7 @@ from agentpool import cli_env
 from launch_cli import _cli, _inv
 from paths import DATA
 
-from netqual.models import Role
+from netqual.model.node import Role
 from netqual.planning.inventory import load_inventory
 
 K8S = DATA / "k8s"

@@ -11,17 +11,18 @@ from cli_helpers import run_in_process
 from factories import make_results, write_results
 
 from netqual.analysis.localise import suspects
-from netqual.models import PathResult, Verdict
-from netqual.pathtable import PathTable
-from netqual.results import load, results_to_dict
-from netqual.runresults import Results
-from netqual.suspects import (
+from netqual.model.path import PathResult
+from netqual.model.suspects import (
     AsymmetryEvidence,
     LinkEvidence,
     NodeEvidence,
     RackPairEvidence,
     SuspectKind,
 )
+from netqual.model.verdict import Verdict
+from netqual.results import load, results_to_dict
+from netqual.table.paths import PathTable
+from netqual.table.run import Results
 
 
 def kinds(r: Results) -> dict[SuspectKind, list[str]]:

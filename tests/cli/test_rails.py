@@ -9,17 +9,14 @@ import pytest
 from cli_helpers import run_in_process
 from railsdata import rail_results
 
-from netqual.errors import InventoryError, UsageError
-from netqual.models import (
-    Mode,
-    Nic,
-    Node,
-    PathResult,
-    Verdict,
-    node_nics,
-)
-from netqual.multirail_model import RailLevel, judge
-from netqual.pathtable import PathTable
+from netqual.analysis.multirail import judge
+from netqual.base.errors import InventoryError, UsageError
+from netqual.model.multirail import RailLevel
+from netqual.model.node import Nic, Node, node_nics
+from netqual.model.path import PathResult
+from netqual.model.run import Mode
+from netqual.model.suspects import NicEvidence, RailEvidence
+from netqual.model.verdict import Verdict
 from netqual.planning.inventory import load_inventory
 from netqual.planning.rails import (
     Rails,
@@ -29,8 +26,8 @@ from netqual.planning.rails import (
     split_endpoint,
 )
 from netqual.results import load, write_json
-from netqual.runresults import Results
-from netqual.suspects import NicEvidence, RailEvidence
+from netqual.table.paths import PathTable
+from netqual.table.run import Results
 
 
 def _node(i: int, rails: int = 2) -> str:

@@ -11,8 +11,8 @@ from cli_helpers import run_in_process
 
 from netqual.agent.probe_request import PeerRef, ProbeRequest
 from netqual.agent.wire.messages import Fields
-from netqual.errors import ErrorCode, PeerError
-from netqual.models import ProbePlan
+from netqual.base.errors import ErrorCode, PeerError
+from netqual.model.plan import ProbePlan
 from netqual.transports import TransportOptions
 
 PAIR = ["probe", "a@127.0.0.1:9", "b@127.0.0.1:9", "--transport", "rdma", "--insecure"]

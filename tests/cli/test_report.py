@@ -17,12 +17,13 @@ from cli_helpers import Run, run_in_process
 from factories import make_results, write_results
 
 from netqual.gate import Waiver
-from netqual.models import Metric, Verdict
-from netqual.pathtable import PathTable
+from netqual.model.stats import Metric
+from netqual.model.verdict import Verdict
 from netqual.report import build, render_html, write_csv
 from netqual.report.build import build_view
 from netqual.results import summarize
-from netqual.runresults import Results
+from netqual.table.paths import PathTable
+from netqual.table.run import Results
 
 EXTERNAL = [
     re.compile(r"https?://", re.I),

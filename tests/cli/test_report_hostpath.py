@@ -13,7 +13,7 @@ from factories import make_results, write_results
 from sysfs_trees import far_nic, hgx8
 
 from netqual.agent import pcisysfs
-from netqual.hostpath import HostAudit
+from netqual.model.hostpath import HostAudit
 
 
 def _write(tmp_path: Path, extra: tuple[HostAudit, ...] = ()) -> None:

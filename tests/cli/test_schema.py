@@ -10,9 +10,10 @@ import pytest
 from cli_helpers import run_in_process
 from factories import make_results, write_results
 
-from netqual import schema
-from netqual.errors import EXIT_USAGE, ResultsFileError
-from netqual.models import Ci95, Policy, PolicyFieldError
+from netqual.base.errors import EXIT_USAGE, ResultsFileError
+from netqual.files import schema
+from netqual.model.policy import Policy, PolicyFieldError
+from netqual.model.stats import Ci95
 from netqual.results import load, results_to_dict
 
 

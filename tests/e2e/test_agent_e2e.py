@@ -17,10 +17,13 @@ from agentpool import AgentPool, AgentProc, cli_env
 from cli_helpers import finished_paths
 from e2e_cli import netqual_cli, write_inventory
 
-from netqual import schema
-from netqual.models import Node, PathResult, Policy, ProbePlan
+from netqual.files import schema
+from netqual.model.node import Node
+from netqual.model.path import PathResult
+from netqual.model.plan import ProbePlan
+from netqual.model.policy import Policy
+from netqual.model.progress import Stage
 from netqual.planning.phases import ScheduleConfig
-from netqual.progress import Stage
 from netqual.run.coordinator import RunConfig, run
 
 SMALL_PLAN = ["--iterations", "2000", "--warmup", "200", "--chunk", "64KiB", "--depth", "1"]

@@ -21,9 +21,11 @@ from peers import node, serving, write_inventory
 
 from netqual.agent.probe_request import PeerRef, ProbeRequest
 from netqual.agent.wire.protocol import Channel, connect, server_handshake
-from netqual.errors import ErrorCode, PeerUnreachableError
-from netqual.fanin_model import FaninConfig
-from netqual.models import AgentLimits, Node, ProbePlan
+from netqual.base.errors import ErrorCode, PeerUnreachableError
+from netqual.model.fanin import FaninConfig
+from netqual.model.limits import AgentLimits
+from netqual.model.node import Node
+from netqual.model.plan import ProbePlan
 from netqual.run import preflight
 from netqual.run.agentcheck import RESUME_IDLE_WAIT_S, check_agents
 from netqual.run.coordinator import RunConfig, run

@@ -13,7 +13,8 @@ from e2e_cli import netqual_cli, write_inventory
 from peers import node as node_of
 
 import netqual
-from netqual.models import ProbePlan, Verdict
+from netqual.model.plan import ProbePlan
+from netqual.model.verdict import Verdict
 from netqual.results import load
 from netqual.run import preflight
 from netqual.run.coordinator import RunConfig, run

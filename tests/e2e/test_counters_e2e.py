@@ -10,8 +10,9 @@ from pathlib import Path
 from agentpool import AgentPool
 from e2e_cli import netqual_cli, write_inventory
 
-from netqual import counter_evidence, schema
-from netqual.models import ProbePlan
+from netqual.analysis import counter_evidence
+from netqual.files import schema
+from netqual.model.plan import ProbePlan
 
 SMALL_PLAN = ["--iterations", "2000", "--warmup", "200", "--chunk", "64KiB", "--depth", "1"]
 

@@ -15,8 +15,8 @@ from cli_helpers import check_golden
 from rich.console import Console
 
 from netqual.agent import doctor
-from netqual.errors import TransportUnavailableError
-from netqual.models import Node
+from netqual.base.errors import TransportUnavailableError
+from netqual.model.node import Node
 from netqual.render.doctor import render
 from netqual.transports.rdma import verbs
 

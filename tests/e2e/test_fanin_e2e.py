@@ -18,8 +18,8 @@ import pytest
 from agentpool import AgentPool, new_token_file
 from e2e_cli import netqual_cli
 
-from netqual.errors import InputError
-from netqual.tomlfile import loads_toml
+from netqual.base.errors import InputError
+from netqual.files.tomlfile import loads_toml
 
 SMALL = ["--iterations", "200", "--warmup", "20", "--no-bulk", "--allow-short-plan"]
 SWEEP = ["--mode", "bipartite", "--interference-sample", "0", "--fanin-chunks", "25"]
@@ -252,8 +252,8 @@ def test_a_profile_with_two_connections_opens_both_and_deals_the_slices(inventor
     """mooncake: 2 QPs per endpoint -> two authenticated TCP sessions from the reader's
     agent to storage, the chunk's 16 slices dealt 8 and 8, every slice's tags checked."""
     from netqual.agent.probe_request import request_probe
-    from netqual.auth import load_token
-    from netqual.fanin_model import FaninConfig
+    from netqual.base.auth import load_token
+    from netqual.model.fanin import FaninConfig
     from netqual.planning.inventory import load_inventory
     from netqual.run.fanin import plan_for
     from netqual.transports import TransportKind

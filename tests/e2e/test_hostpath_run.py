@@ -15,11 +15,13 @@ from agentpool import AgentPool, cli_env
 from e2e_cli import netqual_cli, write_inventory
 from sysfs_trees import far_nic, hgx8
 
-from netqual import hostpath, hostpath_codec, schema
 from netqual.agent import pcisysfs
 from netqual.agent.wire import hostpeer
-from netqual.auth import write_token
-from netqual.errors import BadRequestError
+from netqual.base.auth import write_token
+from netqual.base.errors import BadRequestError
+from netqual.codec import hostpath as hostpath_codec
+from netqual.files import schema
+from netqual.model import hostpath
 from netqual.results import load
 
 PLAN = [

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from netqual.errors import InputError
+from netqual.base.errors import InputError
 from netqual.run.localagents import (
     DEFAULT_START_TIMEOUT_S,
     START_TIMEOUT_ENV,

@@ -13,8 +13,8 @@ from agentpool import AgentPool
 from e2e_cli import netqual_cli, write_inventory
 
 from netqual.agent import nicreport
-from netqual.errors import BadRequestError
-from netqual.models import HostNics, IpInterface, Nic, RdmaPort
+from netqual.base.errors import BadRequestError
+from netqual.model.node import HostNics, IpInterface, Nic, RdmaPort
 from netqual.planning.inventory import load_inventory
 from netqual.planning.rails import nics_from_report
 

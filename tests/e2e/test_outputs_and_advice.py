@@ -17,11 +17,11 @@ from cli_helpers import Run, run_in_process
 from e2e_cli import write_inventory
 from factories import make_results, write_results
 
-from netqual.models import ProbePlan
+from netqual.model.plan import ProbePlan
 from netqual.report.recommend import recommend
 from netqual.results import load
 from netqual.run.retest import larger_plan
-from netqual.runresults import Results
+from netqual.table.run import Results
 
 
 @pytest.fixture
@@ -207,8 +207,8 @@ def test_with_a_workload_the_first_screen_shows_both_verdicts(
 
 
 def test_a_demo_may_replace_an_earlier_demo_but_nothing_else(tmp_path: Path) -> None:
+    from netqual.base.errors import UsageError
     from netqual.cli import rundir
-    from netqual.errors import UsageError
 
     res = make_results(4, all_safe=True)
     demo = dataclasses.replace(res, run=dataclasses.replace(res.run, inventory="(demo loopback)"))

@@ -13,7 +13,8 @@ from agentpool import AgentPool, new_token_file
 from cli_helpers import Run, run_in_process
 from e2e_cli import write_inventory
 
-from netqual.models import AgentLimits, ProbePlan
+from netqual.model.limits import AgentLimits
+from netqual.model.plan import ProbePlan
 from netqual.planning.limits import limit_problem
 from netqual.run.preflight import _limits
 

@@ -8,9 +8,11 @@ import time
 import pytest
 from rich.console import Console
 
-from netqual.errors import UsageError
-from netqual.models import Metric, PathResult, RttStats, Verdict
-from netqual.progress import Stage
+from netqual.base.errors import UsageError
+from netqual.model.path import PathResult
+from netqual.model.progress import Stage
+from netqual.model.stats import Metric, RttStats
+from netqual.model.verdict import Verdict
 from netqual.render.progress import PlainObserver, ProgressObserver, observer, progress_text
 from netqual.results import RunningWorst
 

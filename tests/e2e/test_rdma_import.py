@@ -21,7 +21,7 @@ CHECK = """
 import sys
 import netqual, netqual.cli, netqual.transports.rdma
 assert 'pyverbs.device' not in sys.modules, 'importing netqual imported pyverbs'
-from netqual.errors import TransportUnavailableError
+from netqual.base.errors import TransportUnavailableError
 from netqual.transports import get_transport
 try:
     get_transport('rdma').check_available()

@@ -20,8 +20,10 @@ from rdma_fakeverbs import Fabric, module
 from netqual.agent.counters import ProbeWindow
 from netqual.agent.probe_request import request_probe
 from netqual.agent.wire.protocol import connect
-from netqual.errors import ErrorCode, PeerError, PeerSilentError
-from netqual.models import AgentLimits, Node, ProbePlan
+from netqual.base.errors import ErrorCode, PeerError, PeerSilentError
+from netqual.model.limits import AgentLimits
+from netqual.model.node import Node
+from netqual.model.plan import ProbePlan
 from netqual.transports import TransportKind, interface
 from netqual.transports.rdma import RdmaTransport, verbs
 

@@ -78,5 +78,5 @@ def test_every_doc_the_readme_names_exists() -> None:
     assert {"docs/inventory.md", "docs/policy.md", "docs/results.md"} <= named
     assert [n for n in sorted(named) if not (ROOT / n).is_file()] == []
     results_doc = (ROOT / "docs" / "results.md").read_text(encoding="utf-8")
-    assert "netqual/schema/results.schema.json" in results_doc
+    assert "netqual/files/schema/results.schema.json" in results_doc
     assert (ROOT / "netqual" / "schema" / "results.schema.json").is_file()

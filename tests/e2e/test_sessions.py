@@ -15,8 +15,9 @@ from paths import REPO
 from netqual.agent.probe_request import request_probe
 from netqual.agent.wire import sessions as sessions_mod
 from netqual.agent.wire.sessions import Sessions
-from netqual.errors import PeerUnreachableError
-from netqual.models import Node, ProbePlan
+from netqual.base.errors import PeerUnreachableError
+from netqual.model.node import Node
+from netqual.model.plan import ProbePlan
 from netqual.transports import TransportKind
 
 sys.path.insert(0, str(REPO / "bench"))

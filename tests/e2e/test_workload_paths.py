@@ -16,17 +16,12 @@ from cli_helpers import finished_paths, run_in_process
 from factories import make_results, write_results
 from workload_oracle import estimate_fetch
 
-from netqual.models import (
-    KIB,
-    MIB,
-    BulkStats,
-    PathResult,
-    ProbePlan,
-    RttStats,
-    Verdict,
-    WorkloadResult,
-)
-from netqual.schema import validate
+from netqual.base.units import KIB, MIB
+from netqual.files.schema import validate
+from netqual.model.path import PathResult, WorkloadResult
+from netqual.model.plan import ProbePlan
+from netqual.model.stats import BulkStats, RttStats
+from netqual.model.verdict import Verdict
 from netqual.workload import Workload, load_workload
 from netqual.workload.judge import add_to_plan, judged
 

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from browser import chromium
 
-from netqual.units import format_us
+from netqual.base.units import format_us
 
 SCRIPT = Path(__file__).resolve().parents[2] / "templates" / "_report.js"
 NODE = shutil.which("node") or shutil.which("nodejs")

@@ -16,8 +16,9 @@ import numpy as np
 import pytest
 
 from netqual.agent.wire.protocol import connect
-from netqual.errors import TransportUnavailableError
-from netqual.models import KIB, MIB, ProbePlan
+from netqual.base.errors import TransportUnavailableError
+from netqual.base.units import KIB, MIB
+from netqual.model.plan import ProbePlan
 from netqual.transports.rdma import RdmaOptions, RdmaTransport, devices, verbs
 from netqual.transports.rdma.gid import Family, LinkLayer
 
@@ -45,7 +46,7 @@ def _port() -> tuple[str, int, str]:
 
 @pytest.fixture(scope="module")
 def responder() -> Iterator[tuple[str, int, RdmaOptions, bytes | None]]:
-    from netqual.auth import load_token, write_token
+    from netqual.base.auth import load_token, write_token
     from netqual.run.localagents import start_agent, stop_agents
 
     device, port, host = _port()

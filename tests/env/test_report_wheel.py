@@ -42,7 +42,7 @@ def test_wheel_contains_templates_and_schema_and_renders(tmp_path: Path) -> None
     names = set(zipfile.ZipFile(wheel).namelist())
     for name in ("report.html.j2", "base.html.j2", "diff.html.j2", "_style.css", "_report.js"):
         assert f"netqual/templates/{name}" in names
-    assert "netqual/schema/results.schema.json" in names
+    assert "netqual/files/schema/results.schema.json" in names
     assert "netqual/gate/default.toml" in names
     assert "netqual/workload/presets/llama-3.1-70b-tp8.toml" in names
     assert "netqual/workload/models/llama-3.1-70b.json" in names

@@ -23,7 +23,7 @@ from typing import Any
 import pytest
 from paths import REPO
 
-from netqual.errors import GuestError
+from netqual.base.errors import GuestError
 from netqual.transports.rdma import hotloop
 from netqual.vm import GuestRun, cached_kernel, fetch_kernel, qemu_unavailable, run_in_guest
 

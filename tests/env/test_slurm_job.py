@@ -25,7 +25,7 @@ from paths import REPO
 sys.path.insert(0, str(REPO / "examples" / "slurm"))
 from single_host_cluster import SlurmCluster, SlurmUnavailable
 
-from netqual.schema import validate
+from netqual.files.schema import validate
 
 pytestmark = [pytest.mark.slurm, pytest.mark.slow]
 

@@ -30,8 +30,9 @@ from netqual.agent.wire.protocol import (
     connect,
     server_handshake,
 )
-from netqual.errors import AuthError, PeerError, ProbeError, ProtocolError
-from netqual.models import Node, ProbePlan
+from netqual.base.errors import AuthError, PeerError, ProbeError, ProtocolError
+from netqual.model.node import Node
+from netqual.model.plan import ProbePlan
 from netqual.run.config import RunConfig
 from netqual.run.pairprobe import measure_pair
 from netqual.transports import TransportKind

@@ -36,8 +36,9 @@ from netqual.agent.wire.protocol import (
     connect,
     server_handshake,
 )
-from netqual.errors import NetqualError
-from netqual.models import Node, ProbePlan
+from netqual.base.errors import NetqualError
+from netqual.model.node import Node
+from netqual.model.plan import ProbePlan
 from netqual.run import preflight
 from netqual.transports import TransportKind
 

@@ -24,7 +24,9 @@ from hypothesis import strategies as st
 from paths import DATA
 
 from netqual.cli import main
-from netqual.models import Mode, Policy, ProbePlan
+from netqual.model.plan import ProbePlan
+from netqual.model.policy import Policy
+from netqual.model.run import Mode
 from netqual.results import path_to_dict, results_to_dict
 from netqual.run.resume import identity
 

@@ -26,8 +26,8 @@ from peers import frame, serving, write_inventory
 
 from netqual.agent.wire.handshake import PROTOCOL_VERSION
 from netqual.agent.wire.protocol import connect
-from netqual.errors import NetqualError
-from netqual.names import LiteralFormatter, printable, visible
+from netqual.base.errors import NetqualError
+from netqual.base.names import LiteralFormatter, printable, visible
 
 
 def test_visible_shows_every_control_and_bidi_character() -> None:

@@ -25,7 +25,7 @@ from peers import write_inventory
 
 from netqual.analysis.plausible import IMPOSSIBLE
 from netqual.analysis.policy import judge
-from netqual.models import Verdict
+from netqual.model.verdict import Verdict
 from netqual.results import load
 
 LIAR = textwrap.dedent(

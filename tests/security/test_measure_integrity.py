@@ -22,7 +22,8 @@ from peers import SMALL, node, run_cli, wait_for_log, write_inventory
 from sockets import _tcp_pair
 
 from netqual.agent.wire.protocol import Channel
-from netqual.models import Node, ProbePlan
+from netqual.model.node import Node
+from netqual.model.plan import ProbePlan
 from netqual.run.config import RunConfig
 from netqual.run.pairprobe import measure_pair
 from netqual.transports.integrity import (

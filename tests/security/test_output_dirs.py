@@ -2,7 +2,7 @@
 another directory) between netqual's check and its write, and a directory netqual may not
 write, hit by a real unprivileged user (the suite runs as root, which EACCES never stops).
 
-docs/security.md, "Output files", says what is protected; ``netqual/outfiles.py`` is the one
+docs/security.md, "Output files", says what is protected; ``netqual/files/outfiles.py`` is the one
 place that creates files."""
 
 from __future__ import annotations
@@ -25,8 +25,14 @@ from cli_helpers import finished_paths
 from factories import make_results, write_results
 from peers import SHORT, write_inventory
 
-from netqual.errors import OutputError
-from netqual.outfiles import make_out_dir, new_run_dir, open_append, write_atomic, write_text_atomic
+from netqual.base.errors import OutputError
+from netqual.files.outfiles import (
+    make_out_dir,
+    new_run_dir,
+    open_append,
+    write_atomic,
+    write_text_atomic,
+)
 
 NOBODY = 65534
 

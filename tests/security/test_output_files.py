@@ -1,4 +1,4 @@
-"""Output files are created safely (netqual.outfiles): nothing is written through a planted
+"""Output files are created safely (netqual.files.outfiles): nothing is written through a planted
 symlink, a symlinked or another user's --out or results.jsonl is refused with exit 2,
 default run directories cannot be guessed or shared, and a full disk is one line that
 leaves no temporary file and says how to resume."""
@@ -17,8 +17,8 @@ from cli_helpers import ROOT
 from factories import make_results, write_results
 from peers import SHORT, write_inventory
 
-from netqual.errors import OutputError
-from netqual.outfiles import check_out_dir, new_run_dir, open_append, write_text_atomic
+from netqual.base.errors import OutputError
+from netqual.files.outfiles import check_out_dir, new_run_dir, open_append, write_text_atomic
 
 
 def cli(*args: str, cwd: Path, fsize: int | None = None) -> subprocess.CompletedProcess[str]:

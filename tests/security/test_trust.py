@@ -40,8 +40,8 @@ from netqual.agent.wire.protocol import (
     connect,
     server_handshake,
 )
-from netqual.errors import IntegrityError, PeerError
-from netqual.models import Node
+from netqual.base.errors import IntegrityError, PeerError
+from netqual.model.node import Node
 from netqual.run.config import RunConfig
 from netqual.run.pairprobe import measure_pair
 from netqual.transports import TransportKind

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from paths import REPO
 
-from netqual.auth import write_token
+from netqual.base.auth import write_token
 from netqual.run.localagents import start_timeout_s
 
 _READY = re.compile(r"listening on (\S+):(\d+)")

@@ -19,22 +19,15 @@ from pathlib import Path
 
 from netqual.analysis.policy import judge
 from netqual.analysis.stats import bin_edges, bin_index
-from netqual.models import (
-    BulkStats,
-    Metric,
-    Mode,
-    Node,
-    PathResult,
-    Policy,
-    ProbePlan,
-    Role,
-    RttStats,
-    RunMeta,
-    Tier,
-)
-from netqual.pathtable import PathTable
+from netqual.model.node import Node, Role
+from netqual.model.path import PathResult, Tier
+from netqual.model.plan import ProbePlan
+from netqual.model.policy import Policy
+from netqual.model.run import Mode, RunMeta
+from netqual.model.stats import BulkStats, Metric, RttStats
 from netqual.results import summarize, write_json
-from netqual.runresults import Results
+from netqual.table.paths import PathTable
+from netqual.table.run import Results
 
 _BASE_RTT_US = {
     ("tcp", Tier.SAME_RACK): 18.0,
@@ -71,7 +64,7 @@ def make_nodes(n_nodes: int, *, rack_size: int | None = None, storage_every: int
 
 
 def rank_key(path: PathResult, metric: Metric) -> tuple[int, float]:
-    """The per-record oracle of ``pathtable.worst_first``: sort with reverse=True (ties
+    """The per-record oracle of ``table.columns.worst_first``: sort with reverse=True (ties
     aside) and the worst path comes first; a path without RTT is the slowest of its class."""
     return (path.verdict.rank, path.rtt.value(metric) if path.rtt is not None else math.inf)
 

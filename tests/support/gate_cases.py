@@ -7,7 +7,7 @@ from pathlib import Path
 
 from factories import make_results, write_results
 
-from netqual.runresults import Results
+from netqual.table.run import Results
 
 PROFILE = """\
 [profile]

@@ -18,7 +18,8 @@ from netqual.agent.wire.protocol import (
     HEADER,
     MAGIC,
 )
-from netqual.models import Node, ProbePlan
+from netqual.model.node import Node
+from netqual.model.plan import ProbePlan
 
 SMALL = ProbePlan(iterations=300, warmup=30, chunks_bytes=(64 * 1024,), depths=(1,), timeout_s=20)
 

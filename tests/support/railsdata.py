@@ -11,21 +11,16 @@ from factories import make_rtt
 
 from netqual.analysis import localise
 from netqual.analysis.policy import judge
-from netqual.models import (
-    Metric,
-    Mode,
-    Nic,
-    Node,
-    PathResult,
-    Policy,
-    ProbePlan,
-    RunMeta,
-    Tier,
-)
-from netqual.pathtable import PathTable
+from netqual.model.node import Nic, Node
+from netqual.model.path import PathResult, Tier
+from netqual.model.plan import ProbePlan
+from netqual.model.policy import Policy
+from netqual.model.run import Mode, RunMeta
+from netqual.model.stats import Metric
 from netqual.planning.rails import endpoints
 from netqual.results import summarize
-from netqual.runresults import Results
+from netqual.table.paths import PathTable
+from netqual.table.run import Results
 
 
 def rail_results(

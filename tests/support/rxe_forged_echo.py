@@ -22,7 +22,8 @@ import time
 
 from netqual.agent.server import Agent
 from netqual.agent.wire.protocol import Channel, connect
-from netqual.models import AgentLimits, ProbePlan
+from netqual.model.limits import AgentLimits
+from netqual.model.plan import ProbePlan
 from netqual.transports import TransportOptions
 from netqual.transports.rdma import RdmaOptions, RdmaTransport
 from netqual.transports.rdma import tags as rdma_tags

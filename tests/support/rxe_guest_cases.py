@@ -274,9 +274,9 @@ def fanin_case(token_file: Path) -> dict[str, object]:
     and of ``nixl`` (8 KiB slices, 64 outstanding) as probes, for the ``details.fetch``
     each ran with on the devices. Seconds per step in ``steps_s``."""
     from netqual.agent.probe_request import request_probe
-    from netqual.auth import load_token
-    from netqual.fanin_model import FaninConfig
-    from netqual.models import Node, Role
+    from netqual.base.auth import load_token
+    from netqual.model.fanin import FaninConfig
+    from netqual.model.node import Node, Role
     from netqual.results.fanin_codec import to_list
     from netqual.run.fanin import SweepContext, plan_for, sweep
     from netqual.transports import TransportKind, TransportOptions

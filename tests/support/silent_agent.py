@@ -17,7 +17,7 @@ import threading
 from pathlib import Path
 
 from netqual.agent.wire.protocol import Channel, server_handshake
-from netqual.errors import ErrorCode
+from netqual.base.errors import ErrorCode
 
 REFUSED = frozenset({"snapshot", "hostpath", "nics"})  # pre-flight extras it lacks
 HOLD_S = 300.0  # how long it sits on one request at most (a test's bound, never reached)

@@ -7,8 +7,10 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from netqual.models import BulkStats, PathResult, Verdict, WorkloadResult
-from netqual.workload.model import Workload
+from netqual.model.path import PathResult, WorkloadResult
+from netqual.model.stats import BulkStats
+from netqual.model.verdict import Verdict
+from netqual.model.workload import Workload
 from netqual.workload.wording import Wording, cell_label
 
 

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from netqual.agent.wire.messages import Fields
-from netqual.errors import AuthError, ErrorCode, IdentityError, PeerError, ProtocolError
+from netqual.base.errors import AuthError, ErrorCode, IdentityError, PeerError, ProtocolError
 
 # 3: TCP probes carry challenges and the responder's session-key tags (measurement
 # integrity), the probe request has a typed "options" field; a release speaking 2 gets a

@@ -7,8 +7,8 @@ from __future__ import annotations
 from typing import Any
 
 from netqual.agent.wire.messages import Fields
-from netqual.errors import BadRequestError
-from netqual.hostpath import (
+from netqual.base.errors import BadRequestError
+from netqual.model.hostpath import (
     AFFINITY_CLASSES,
     UNKNOWN,
     Affinity,

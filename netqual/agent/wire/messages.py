@@ -12,8 +12,8 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from netqual.errors import BadRequestError
-from netqual.names import address_problem, name_problem, printable
+from netqual.base.errors import BadRequestError
+from netqual.base.names import address_problem, name_problem, printable
 
 MAX_TEXT_CHARS = 4096
 MAX_LIST_ITEMS = 64

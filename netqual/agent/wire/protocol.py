@@ -34,7 +34,7 @@ from netqual.agent.wire.handshake import (
     protocol_mismatch,
 )
 from netqual.agent.wire.messages import Fields
-from netqual.errors import (
+from netqual.base.errors import (
     ErrorCode,
     FrameTooLargeError,
     IntegrityError,

@@ -26,8 +26,8 @@ from collections.abc import Callable
 from typing import TypeVar
 
 from netqual.agent.wire.protocol import Channel, connect
-from netqual.errors import NetqualError, PeerUnreachableError
-from netqual.models import Node
+from netqual.base.errors import NetqualError, PeerUnreachableError
+from netqual.model.node import Node
 
 REUSE_S = 20.0  # well inside the agent's idle timeout (AgentLimits.idle_timeout_s, 120 s)
 

@@ -6,9 +6,9 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from netqual.errors import InputError
-from netqual.models import DEFAULT_PORT, Node, Role
-from netqual.names import address_problem, name_problem, visible
+from netqual.base.errors import InputError
+from netqual.base.names import address_problem, name_problem, visible
+from netqual.model.node import DEFAULT_PORT, Node, Role
 
 
 @dataclass(frozen=True)

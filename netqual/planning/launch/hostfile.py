@@ -14,9 +14,9 @@ import socket
 from collections.abc import Callable
 from pathlib import Path
 
-from netqual.choices import ChoiceError, parse_choice
-from netqual.errors import InputError
-from netqual.models import DEFAULT_PORT, Node, Role
+from netqual.base.choices import ChoiceError, parse_choice
+from netqual.base.errors import InputError
+from netqual.model.node import DEFAULT_PORT, Node, Role
 from netqual.planning.launch.draft import (
     DEFAULT_MAX_NODES,
     Draft,

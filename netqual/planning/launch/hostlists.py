@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hostlist
 
-from netqual.errors import InputError
+from netqual.base.errors import InputError
 
 
 def expand(expr: str, source: str, field: str | None) -> list[str]:

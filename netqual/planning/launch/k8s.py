@@ -20,10 +20,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from netqual.choices import ChoiceError, parse_choice
-from netqual.errors import ClusterApiError, InputError, UsageError
-from netqual.filedata import load_json
-from netqual.models import DEFAULT_PORT, Node, Role
+from netqual.base.choices import ChoiceError, parse_choice
+from netqual.base.errors import ClusterApiError, InputError, UsageError
+from netqual.files.filedata import load_json
+from netqual.model.node import DEFAULT_PORT, Node, Role
 from netqual.planning.launch.draft import (
     DEFAULT_MAX_NODES,
     Draft,

@@ -17,8 +17,8 @@ import shutil
 import subprocess
 from dataclasses import dataclass
 
-from netqual.errors import UsageError
-from netqual.models import DEFAULT_PORT, Node, Role
+from netqual.base.errors import UsageError
+from netqual.model.node import DEFAULT_PORT, Node, Role
 from netqual.planning.launch.draft import (
     DEFAULT_MAX_NODES,
     Draft,

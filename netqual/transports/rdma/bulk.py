@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from netqual.errors import ProbeError
+from netqual.base.errors import ProbeError
 from netqual.transports.integrity import IntegrityFailure
 from netqual.transports.interface import RawBulk
 from netqual.transports.rdma import verbs

@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from netqual.errors import BadRequestError
+from netqual.base.errors import BadRequestError
 from netqual.transports.rdma.gid import GidType, LinkLayer, gid_text
 
 _U24 = (1 << 24) - 1

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from netqual.errors import TransportUnavailableError
+from netqual.base.errors import TransportUnavailableError
 from netqual.transports.rdma import verbs
 from netqual.transports.rdma.gid import (
     Family,

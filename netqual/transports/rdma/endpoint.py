@@ -12,7 +12,7 @@ from __future__ import annotations
 import secrets
 from typing import Any
 
-from netqual.errors import ProbeError
+from netqual.base.errors import ProbeError
 from netqual.transports.rdma import verbs
 from netqual.transports.rdma.conninfo import ConnInfo
 from netqual.transports.rdma.devices import Selection

@@ -5,7 +5,7 @@ from __future__ import annotations
 import errno
 import os
 
-from netqual.errors import ProbeError
+from netqual.base.errors import ProbeError
 
 # enum ibv_wc_status (verbs.h); the meaning is what it usually says about the path.
 WC_STATUS: dict[int, tuple[str, str]] = {

@@ -1,4 +1,4 @@
-"""A KV chunk fetched through a fetch profile over RDMA (netqual.fetchprofile, docs/fanin.md).
+"""A KV chunk fetched through a fetch profile over RDMA (netqual.model.fetchprofile, docs/fanin.md).
 
 The verbs counterpart of ``tcp_fetch.py``, with its rules. A chunk is ``slices`` RDMA READs
 of the profile's slice size (the chunk rounded up to whole slices); slice i reads the
@@ -31,9 +31,9 @@ from typing import Any
 import numpy as np
 
 from netqual.agent.wire.protocol import Channel
-from netqual.errors import ProbeError
-from netqual.fetchprofile import FetchProfile, wave_sizes
-from netqual.models import ProbePlan
+from netqual.base.errors import ProbeError
+from netqual.model.fetchprofile import FetchProfile, wave_sizes
+from netqual.model.plan import ProbePlan
 from netqual.transports.integrity import IntegrityFailure
 from netqual.transports.interface import RawBulk
 from netqual.transports.rdma import verbs

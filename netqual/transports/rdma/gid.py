@@ -14,7 +14,7 @@ import ipaddress
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from netqual.errors import NetqualError
+from netqual.base.errors import NetqualError
 
 _MAPPED = ipaddress.IPv6Network("::ffff:0:0/96")
 _LINK_LOCAL = ipaddress.IPv6Network("fe80::/10")

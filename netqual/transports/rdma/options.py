@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from netqual.agent.wire.messages import Fields
-from netqual.errors import UsageError
+from netqual.base.errors import UsageError
 
 ENV_DEVICE = "NETQUAL_RDMA_DEVICE"
 ENV_PORT = "NETQUAL_RDMA_PORT"

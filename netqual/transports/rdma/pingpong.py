@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from netqual.errors import ProbeError
+from netqual.base.errors import ProbeError
 from netqual.transports.rdma import hotloop
 from netqual.transports.rdma.conninfo import ConnInfo
 from netqual.transports.rdma.endpoint import Endpoint

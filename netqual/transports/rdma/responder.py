@@ -9,7 +9,7 @@ from __future__ import annotations
 import logging
 
 from netqual.agent.wire.protocol import Channel
-from netqual.errors import ErrorCode, NetqualError, ProbeError
+from netqual.base.errors import ErrorCode, NetqualError, ProbeError
 from netqual.transports import integrity
 from netqual.transports.rdma import devices, pingpong, verbs
 from netqual.transports.rdma import tags as rdma_tags

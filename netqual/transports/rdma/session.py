@@ -9,9 +9,9 @@ from typing import Any
 
 from netqual.agent.wire.messages import Fields
 from netqual.agent.wire.protocol import Channel, peer_error
-from netqual.errors import BadRequestError, NetqualError, ProbeError, TransportUnavailableError
-from netqual.fetchprofile import profile
-from netqual.models import ProbePlan
+from netqual.base.errors import BadRequestError, NetqualError, ProbeError, TransportUnavailableError
+from netqual.model.fetchprofile import profile
+from netqual.model.plan import ProbePlan
 from netqual.transports.interface import AgentLimits
 from netqual.transports.rdma.conninfo import MAX_QPS
 

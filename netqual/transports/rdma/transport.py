@@ -25,7 +25,7 @@ from typing import Any, ClassVar
 
 from netqual.agent.wire.messages import Fields
 from netqual.agent.wire.protocol import Channel
-from netqual.errors import (
+from netqual.base.errors import (
     BadRequestError,
     ErrorCode,
     LimitError,
@@ -35,8 +35,9 @@ from netqual.errors import (
     ProbeError,
     TransportUnavailableError,
 )
-from netqual.fetchprofile import profile
-from netqual.models import ProbePlan, path_label
+from netqual.model.fetchprofile import profile
+from netqual.model.path import path_label
+from netqual.model.plan import ProbePlan
 from netqual.transports import integrity
 from netqual.transports.interface import (
     AgentLimits,

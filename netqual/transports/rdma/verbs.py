@@ -26,7 +26,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from netqual.errors import TransportUnavailableError
+from netqual.base.errors import TransportUnavailableError
 
 DEBIAN_DIST_PACKAGES = "/usr/lib/python3/dist-packages"
 PATH_ENV = "NETQUAL_PYVERBS_PATH"

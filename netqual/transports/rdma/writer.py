@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from netqual.errors import ProbeError
+from netqual.base.errors import ProbeError
 from netqual.transports.rdma import verbs
 from netqual.transports.rdma.conninfo import ConnInfo
 from netqual.transports.rdma.endpoint import Endpoint

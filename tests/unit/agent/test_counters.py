@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
-from netqual import counter_evidence
 from netqual.agent import counters, ethtool
-from netqual.errors import BadRequestError
+from netqual.analysis import counter_evidence
+from netqual.base.errors import BadRequestError
 
 
 def _port(root: Path, dev: str, port: int, group: str, values: dict[str, int]) -> None:

@@ -19,11 +19,11 @@ from netqual.agent import fleet_snapshot
 from netqual.agent.fleet_snapshot import Roots, collect, from_peer
 from netqual.analysis import fleet
 from netqual.analysis.policy import load_policy
-from netqual.errors import BadRequestError, PolicyError, ResultsFileError
-from netqual.fleet_model import FLEET_KEYS, UNKNOWN, ConfigSnapshot, FleetPolicy, FleetResult
+from netqual.base.errors import BadRequestError, PolicyError, ResultsFileError
 from netqual.gate import evaluate as gate_evaluate
 from netqual.gate.model import Status
 from netqual.gate.profile import parse_profile_text
+from netqual.model.fleet import FLEET_KEYS, UNKNOWN, ConfigSnapshot, FleetPolicy, FleetResult
 from netqual.report import write_html
 from netqual.results import load
 

@@ -11,11 +11,11 @@ import pytest
 from paths import REPO
 from sysfs_trees import FAR_NIC_TOPO, HGX8_TOPO, config_space, far_nic, hgx8
 
-from netqual import hostpath
 from netqual.agent import pcisysfs
-from netqual.hostpath import HostAudit
-from netqual.hostpath_codec import from_dict, to_dict
-from netqual.models import Nic
+from netqual.analysis import hostpath
+from netqual.codec.hostpath import from_dict, to_dict
+from netqual.model.hostpath import HostAudit, gpu_rail_table
+from netqual.model.node import Nic
 
 DOCS = REPO / "docs"
 
@@ -96,7 +96,7 @@ def test_x8_trained_nic_is_flagged(tmp_path: Path) -> None:
 def test_rails_compared_with_the_best_nic(tmp_path: Path) -> None:
     audit = pcisysfs.audit(hgx8(tmp_path).root, node="gpu01")
     rails = [Nic(f"ens{i}np0", "10.0.0.1", i, None) for i in range(8)]
-    table = hostpath.gpu_rail_table(audit, rails)
+    table = gpu_rail_table(audit, rails)
     assert all(r.rail_is_best for r in table)
     assert hostpath.affinity_findings(audit, rails) == []
     # rails 2 and 3 wired to the wrong leaf switch: PXB is allowed, not the best
@@ -123,7 +123,7 @@ def test_rails_compared_with_the_best_nic(tmp_path: Path) -> None:
 def test_four_rails_for_eight_gpus_pair_them(tmp_path: Path) -> None:
     audit = pcisysfs.audit(hgx8(tmp_path).root, node="gpu01")
     rails = [Nic(f"ens{i}np0", "10.0.0.1", i // 2, None) for i in (0, 2, 4, 6)]
-    table = hostpath.gpu_rail_table(audit, rails)
+    table = gpu_rail_table(audit, rails)
     assert [r.rail_nic for r in table] == [f"mlx5_{i}" for i in (0, 0, 2, 2, 4, 4, 6, 6)]
     assert [r.rail_cls for r in table] == ["PIX", "PIX", "PIX", "PXB", "PIX", "PIX", "PIX", "PIX"]
 

@@ -24,7 +24,7 @@ from netqual.agent.wire.protocol import (
     Channel,
     client_handshake,
 )
-from netqual.errors import AuthError, IntegrityError, PeerError, ProtocolError
+from netqual.base.errors import AuthError, IntegrityError, PeerError, ProtocolError
 
 TOKEN = b"0123456789abcdef0123456789abcdef"
 

@@ -1,4 +1,4 @@
-"""What a path's counters say (netqual.counter_evidence): carried_by, the cause of a tail,
+"""What a path's counters say (netqual.analysis.counter_evidence): carried_by, the cause of a tail,
 two phases merged, and the order of 'What to do' (docs/evidence.md)."""
 
 from __future__ import annotations
@@ -8,13 +8,13 @@ from typing import Any
 
 from factories import make_results
 
-from netqual import counter_evidence
-from netqual.fleet_model import FleetOutlier, FleetResult
-from netqual.models import ProbePlan
-from netqual.pathtable import PathTable
+from netqual.analysis import counter_evidence
+from netqual.model.fleet import FleetOutlier, FleetResult
+from netqual.model.plan import ProbePlan
 from netqual.render.terminal import suspect_line
 from netqual.report.recommend import recommend
 from netqual.results.suspects_codec import suspect_from_dict
+from netqual.table.paths import PathTable
 
 
 def test_pause_frames_on_one_side_point_at_that_node_unless_shared() -> None:

@@ -10,9 +10,9 @@ from pathlib import Path
 from cli_helpers import netqual
 from factories import make_results, write_results
 
-from netqual.models import Ci95
-from netqual.pathtable import PathTable
-from netqual.runresults import Results
+from netqual.model.stats import Ci95
+from netqual.table.paths import PathTable
+from netqual.table.run import Results
 
 PROFILE = """
 [profile]

@@ -13,11 +13,14 @@ import pytest
 
 from netqual.analysis import fanin
 from netqual.analysis.policy import load_policy
-from netqual.errors import PolicyError, ResultsFileError
-from netqual.fanin_model import ChunkStats, FaninLevel
-from netqual.fetchprofile import PLAIN, PROFILES, profile, wave_sizes
-from netqual.models import Node, PlanFieldError, Policy, PolicyFieldError, ProbePlan, RawBulk, Role
-from netqual.plan_codec import plan_from_dict, plan_to_dict
+from netqual.base.errors import PolicyError, ResultsFileError
+from netqual.codec.plan import plan_from_dict, plan_to_dict
+from netqual.model.fanin import ChunkStats, FaninLevel
+from netqual.model.fetchprofile import PLAIN, PROFILES, profile, wave_sizes
+from netqual.model.node import Node, Role
+from netqual.model.path import RawBulk
+from netqual.model.plan import PlanFieldError, ProbePlan
+from netqual.model.policy import Policy, PolicyFieldError
 from netqual.report.fanin import counter_lines
 from netqual.results.fanin_codec import from_list, to_list
 from netqual.workload.load import load_workload
@@ -224,8 +227,8 @@ def test_dry_run_estimates_the_sweep_through_the_storage_link(tmp_path: Path) ->
 def test_gate_rule_min_fanin_readers_fails_without_a_sweep_or_below_the_verdict() -> None:
     from netqual.gate.fanin import MinFaninReaders
     from netqual.gate.model import GateContext, Scope, Status
-    from netqual.models import Metric
-    from netqual.pathtable import PathTable
+    from netqual.model.stats import Metric
+    from netqual.table.paths import PathTable
 
     nodes = {"st1": Node("st1", "10.0.0.1", role=Role.STORAGE)}
     table = PathTable.from_paths([])

@@ -13,10 +13,10 @@ from pathlib import Path
 from factories import make_results, write_results
 
 from netqual.analysis import fleet
-from netqual.fleet_model import ConfigSnapshot, FleetPolicy
 from netqual.gate import evaluate as gate_evaluate
 from netqual.gate.profile import parse_profile_text
-from netqual.models import Nic
+from netqual.model.fleet import ConfigSnapshot, FleetPolicy
+from netqual.model.node import Nic
 from netqual.results import load
 
 

@@ -15,8 +15,10 @@ from netqual.analysis.interference import (
     to_dict,
 )
 from netqual.analysis.stats import rtt_stats
-from netqual.errors import ResultsFileError
-from netqual.models import Ci95, Metric, PathResult, Tier, Verdict
+from netqual.base.errors import ResultsFileError
+from netqual.model.path import PathResult, Tier
+from netqual.model.stats import Ci95, Metric
+from netqual.model.verdict import Verdict
 from netqual.planning.sampling import choose_sample, sample_size
 
 

@@ -7,8 +7,10 @@ from pathlib import Path
 import pytest
 
 from netqual.analysis.policy import judge, load_policy
-from netqual.errors import PolicyError
-from netqual.models import BulkStats, Ci95, Metric, Policy, RttStats, Verdict
+from netqual.base.errors import PolicyError
+from netqual.model.policy import Policy
+from netqual.model.stats import BulkStats, Ci95, Metric, RttStats
+from netqual.model.verdict import Verdict
 
 
 def rtt(p99: float, samples: int = 10_000, untrusted: tuple[str, ...] = ()) -> RttStats:

@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from netqual.analysis.stats import bulk_stats, needed_samples, quantile_ci, rtt_stats
-from netqual.models import Metric
+from netqual.model.stats import Metric
 from netqual.transports import RawBulk
 
 

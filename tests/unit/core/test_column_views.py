@@ -25,14 +25,16 @@ from netqual.analysis.matrix import (
     tier_groups,
 )
 from netqual.analysis.narrative import verdict_sentence, waiver_problem
-from netqual.models import PathResult, Tier, Verdict, Waiver
-from netqual.pathtable import PathTable
+from netqual.model.path import PathResult, Tier
+from netqual.model.policy import Waiver
+from netqual.model.suspects import SuspectKind
+from netqual.model.verdict import Verdict
 from netqual.render.terminal import print_results
 from netqual.report.csv import write_csv
 from netqual.report.waivers import waiver_notes
 from netqual.run import retest
-from netqual.runresults import Results
-from netqual.suspects import SuspectKind
+from netqual.table.paths import PathTable
+from netqual.table.run import Results
 from netqual.workload import load_workload
 from netqual.workload.impact import tier_impacts, workload_counts
 from netqual.workload.judge import apply as apply_workload

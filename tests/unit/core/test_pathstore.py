@@ -1,4 +1,4 @@
-"""Paths kept as columns while they arrive (netqual.pathstore): whatever way the rows are
+"""Paths kept as columns while they arrive (netqual.table.store): whatever way the rows are
 cut into chunks and joined, every row comes back exactly as it went in; keyed paths behave
 as the dict they replace; per-path details survive as compact JSON."""
 
@@ -10,12 +10,13 @@ import random
 import pytest
 from factories import make_results
 
-from netqual.models import PathResult, Tier, Verdict, WorkloadResult
-from netqual.pathcolumns import DetailsColumn
-from netqual.pathstore import KeyedPaths, PathChunks, concat
-from netqual.pathtable import PathTable
+from netqual.model.path import PathResult, Tier, WorkloadResult
+from netqual.model.verdict import Verdict
 from netqual.planning.sampling import choose_sample, sample_size
 from netqual.results import path_to_dict
+from netqual.table.columns import DetailsColumn
+from netqual.table.paths import PathTable
+from netqual.table.store import KeyedPaths, PathChunks, concat
 
 
 def _paths() -> list[PathResult]:

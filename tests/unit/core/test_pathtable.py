@@ -11,18 +11,11 @@ import numpy as np
 import pytest
 from factories import make_results, rank_key, write_results
 
-from netqual.models import (
-    BulkStats,
-    Ci95,
-    Metric,
-    PathResult,
-    RttStats,
-    Tier,
-    Verdict,
-    WorkloadResult,
-)
-from netqual.pathtable import PathTable
+from netqual.model.path import PathResult, Tier, WorkloadResult
+from netqual.model.stats import BulkStats, Ci95, Metric, RttStats
+from netqual.model.verdict import Verdict
 from netqual.results import load, path_to_dict
+from netqual.table.paths import PathTable
 
 
 def _odd_paths() -> list[PathResult]:

@@ -13,25 +13,20 @@ from factories import make_results, rank_key
 from netqual.agent.probe_request import PeerRef, ProbeRequest
 from netqual.analysis.matrix import STATISTICS, build_matrix
 from netqual.analysis.stats import rtt_stats
-from netqual.choices import ChoiceError, parse_choice
-from netqual.errors import UsageError
-from netqual.models import (
-    RTT_STATISTICS,
-    AgentLimits,
-    Metric,
-    Node,
-    PathResult,
-    ProbePlan,
-    Role,
-    RttStats,
-    Verdict,
-)
+from netqual.base.choices import ChoiceError, parse_choice
+from netqual.base.errors import UsageError
+from netqual.base.units import format_us
+from netqual.model.limits import AgentLimits
+from netqual.model.node import Node, Role
+from netqual.model.path import PathResult
+from netqual.model.plan import ProbePlan
+from netqual.model.stats import RTT_STATISTICS, Metric, RttStats
+from netqual.model.verdict import Verdict
 from netqual.report.fmt import us
 from netqual.report.grid import report_nodes
 from netqual.transports import TransportKind, TransportOptions, get_transport
 from netqual.transports.rdma import RdmaOptions, RdmaTransport
 from netqual.transports.tcp import TcpTransport
-from netqual.units import format_us
 
 
 def test_every_metric_names_its_quantile_and_field() -> None:

@@ -11,13 +11,14 @@ from typing import Any
 import pytest
 
 from netqual.analysis.policy import load_policy
+from netqual.base.errors import InputError, PolicyError
 from netqual.campaign.config import load_campaign
-from netqual.errors import InputError, PolicyError
+from netqual.files.tomlfile import Fields
 from netqual.gate.profile import load_profile
 from netqual.lab.topology import load as load_topology
-from netqual.models import Metric, Role
+from netqual.model.node import Role
+from netqual.model.stats import Metric
 from netqual.planning.inventory import load_inventory
-from netqual.tomlfile import Fields
 from netqual.workload.load import load_workload
 
 

@@ -57,15 +57,23 @@ def test_the_tree_keeps_the_layer_order() -> None:
          "netqual.planning.estimate imports netqual.analysis: planning may not import analysis"),
         ("agent/wire/protocol.py", "from netqual.agent import server\n",
          "netqual.agent.wire.protocol imports netqual.agent: wire may not import measure"),
-        ("models.py", "from netqual import results\n",
-         "netqual.models imports netqual.results: core may not import analysis"),
+        ("model/path.py", "from netqual import results\n",
+         "netqual.model.path imports netqual.results: model may not import analysis"),
+        # records know nothing of the columns built from them
+        ("model/path.py", "from netqual.table.paths import PathTable\n",
+         "netqual.model.path imports netqual.table.paths: model may not import table"),
         ("analysis/stats.py", "import rich.console\n",
          "netqual.analysis.stats imports rich.console: rich is for cli, render only"),
-        ("fresh.py", "x = 1\n", "netqual.fresh imports netqual.fresh: module has no layer"),
+        ("fresh/__init__.py", "x = 1\n",
+         "netqual.fresh imports netqual.fresh: module has no layer"),
+        # the top level keeps __init__ and __main__ only: a new module goes in a room
+        ("fresh.py", "x = 1\n",
+         "netqual.fresh imports netqual.fresh: a module at the top level of netqual"),
     ],
 )  # fmt: skip
 def test_a_wrong_import_is_named(tmp_path: Path, rel: str, text: str, expected: str) -> None:
-    packages = {f"{d}/__init__.py": "" for d in ("report", "analysis", "run", "planning", "agent")}
+    rooms = ("report", "analysis", "run", "planning", "agent", "model")
+    packages = {f"{d}/__init__.py": "" for d in rooms}
     root = _tree(tmp_path, {"__init__.py": "", "agent/wire/__init__.py": "", **packages, rel: text})
     found = [str(v) for v in check(root)]
     assert len(found) == 1, found
@@ -85,10 +93,13 @@ def test_allowed_imports_pass(tmp_path: Path) -> None:
             "run/probes.py": "from netqual.agent.wire import protocol\n",
             "agent/__init__.py": "",
             "agent/wire/__init__.py": "",
-            "agent/wire/protocol.py": "from netqual.errors import X\n",
+            "agent/wire/protocol.py": "from netqual.base.errors import X\n",
             "analysis/__init__.py": "",
             "render/terminal.py": "from rich.table import Table\nfrom netqual.gate import x\n",
-            "analysis/stats.py": "from netqual.models import RawBulk\n",
+            "analysis/stats.py": "from netqual.model.path import RawBulk\n",
+            "model/__init__.py": "",
+            "model/path.py": "from netqual.base.units import KIB\n",
+            "table/paths.py": "from netqual.model.path import PathResult\n",
         },
     )
     assert check(root) == []
@@ -112,13 +123,13 @@ def test_the_command_fails_on_a_violation(tmp_path: Path) -> None:
     "files",
     [
         {  # plain imports
-            "models.py": "from netqual.pathtable import PathTable\n",
-            "pathtable.py": "from netqual.models import PathResult\n",
+            "table/columns.py": "from netqual.table.paths import PathTable\n",
+            "table/paths.py": "from netqual.table.columns import Column\n",
         },
         {  # one side only for the type checker: still a cycle
-            "models.py": "from typing import TYPE_CHECKING\n"
-            "if TYPE_CHECKING:\n    from netqual.pathtable import PathTable\n",
-            "pathtable.py": "from netqual.models import PathResult\n",
+            "table/columns.py": "from typing import TYPE_CHECKING\n"
+            "if TYPE_CHECKING:\n    from netqual.table.paths import PathTable\n",
+            "table/paths.py": "from netqual.table.columns import Column\n",
         },
         {  # three modules, one lazy import
             "report/view.py": "from netqual.report.grid import pair_rows\n",
@@ -128,7 +139,8 @@ def test_the_command_fails_on_a_violation(tmp_path: Path) -> None:
     ],
 )
 def test_an_import_cycle_fails_the_check(tmp_path: Path, files: dict[str, str]) -> None:
-    root = _tree(tmp_path, {"__init__.py": "", "report/__init__.py": "", **files})
+    rooms = {"report/__init__.py": "", "table/__init__.py": ""}
+    root = _tree(tmp_path, {"__init__.py": "", **rooms, **files})
     found = [str(v) for v in check(root)]
     assert len(found) == 1, found
     assert "import cycle netqual." in found[0]

@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from netqual.errors import EXIT_USAGE, TopologyError
+from netqual.base.errors import EXIT_USAGE, TopologyError
 from netqual.lab.inventory import render_inventory
 from netqual.lab.layout import Kind, build_plan, prefix_for
 from netqual.lab.topology import load, load_default
-from netqual.models import Role
+from netqual.model.node import Role
 from netqual.planning.inventory import load_inventory
 
 LAB_NET = ipaddress.ip_network("198.18.0.0/15")

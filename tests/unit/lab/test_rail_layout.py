@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from netqual.errors import TopologyError
+from netqual.base.errors import TopologyError
 from netqual.lab import default_topology_path
 from netqual.lab.inventory import render_inventory
 from netqual.lab.layout import build_plan

@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from netqual.models import Node
+from netqual.model.node import Node
 from netqual.planning.phases import host_batches as _batches
 from netqual.planning.schedule import Pair
 

@@ -8,7 +8,9 @@ import os
 
 import pytest
 
-from netqual.models import Mode, Node, ProbePlan
+from netqual.model.node import Node
+from netqual.model.plan import ProbePlan
+from netqual.model.run import Mode
 from netqual.planning import estimate, schedule
 from netqual.planning.estimate import DurationModel
 

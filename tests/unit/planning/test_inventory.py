@@ -6,8 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from netqual.errors import InventoryError
-from netqual.models import KIB, MIB, Mode, Role
+from netqual.base.errors import InventoryError
+from netqual.base.units import KIB, MIB
+from netqual.model.node import Role
+from netqual.model.run import Mode
 from netqual.planning.inventory import load_inventory
 
 DESIGN_EXAMPLE = """

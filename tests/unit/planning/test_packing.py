@@ -8,8 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from netqual.errors import InventoryError, UsageError
-from netqual.models import KIB, Node, ProbePlan
+from netqual.base.errors import InventoryError, UsageError
+from netqual.base.units import KIB
+from netqual.model.node import Node
+from netqual.model.plan import ProbePlan
 from netqual.planning.fabric import Fabric, Uplink
 from netqual.planning.inventory import load_inventory
 from netqual.planning.packing import Coverage, select

@@ -9,8 +9,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from netqual.errors import UsageError
-from netqual.models import KIB, MIB, Node, ProbePlan, Role
+from netqual.base.errors import UsageError
+from netqual.base.units import KIB, MIB
+from netqual.model.node import Node, Role
+from netqual.model.plan import ProbePlan
 from netqual.planning.budget import BulkBudget, default_cap, stream_gbps
 from netqual.planning.phases import (
     ScheduleConfig,

@@ -8,7 +8,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from netqual.models import Mode, Node, Role
+from netqual.model.node import Node, Role
+from netqual.model.run import Mode
 from netqual.planning import schedule
 from netqual.planning.schedule import bipartite_pairs, circle_rounds, plan_rounds, sampled_pairs
 

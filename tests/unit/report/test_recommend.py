@@ -2,22 +2,17 @@
 
 from __future__ import annotations
 
-from netqual.models import (
-    Metric,
-    Mode,
-    Node,
-    PathResult,
-    Policy,
-    ProbePlan,
-    RttStats,
-    RunMeta,
-    Tier,
-    Verdict,
-)
-from netqual.pathtable import PathTable
+from netqual.model.node import Node
+from netqual.model.path import PathResult, Tier
+from netqual.model.plan import ProbePlan
+from netqual.model.policy import Policy
+from netqual.model.run import Mode, RunMeta
+from netqual.model.stats import Metric, RttStats
+from netqual.model.verdict import Verdict
 from netqual.report.recommend import recommend
 from netqual.results import summarize
-from netqual.runresults import Results
+from netqual.table.paths import PathTable
+from netqual.table.run import Results
 
 NODES = tuple(
     Node(name, f"198.18.{i}.1", rack=rack, labels={"site": site})

@@ -13,9 +13,9 @@ import pytest
 from cli_helpers import run_in_process
 from factories import make_results, write_results
 
-from netqual.models import Metric
-from netqual.pathtable import PathTable
+from netqual.model.stats import Metric
 from netqual.results import dump_json, results_to_dict, summarize
+from netqual.table.paths import PathTable
 
 
 @pytest.mark.parametrize("indent", [None, 1, 2])

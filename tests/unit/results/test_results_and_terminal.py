@@ -14,21 +14,14 @@ from rich.console import Console
 from netqual.analysis.narrative import verdict_sentence
 from netqual.analysis.policy import judge
 from netqual.analysis.stats import rtt_stats
-from netqual.errors import ResultsFileError
-from netqual.models import (
-    BulkStats,
-    Metric,
-    Mode,
-    Node,
-    PathResult,
-    Policy,
-    ProbePlan,
-    Role,
-    RunMeta,
-    Tier,
-    Verdict,
-)
-from netqual.pathtable import PathTable
+from netqual.base.errors import ResultsFileError
+from netqual.model.node import Node, Role
+from netqual.model.path import PathResult, Tier
+from netqual.model.plan import ProbePlan
+from netqual.model.policy import Policy
+from netqual.model.run import Mode, RunMeta
+from netqual.model.stats import BulkStats, Metric
+from netqual.model.verdict import Verdict
 from netqual.render.terminal import print_probe, print_results
 from netqual.results import (
     journal,
@@ -38,7 +31,8 @@ from netqual.results import (
     summarize,
     write_json,
 )
-from netqual.runresults import Results
+from netqual.table.paths import PathTable
+from netqual.table.run import Results
 
 NODES = (
     Node("gpu01", "198.18.1.1", role=Role.COMPUTE, rack="r1", labels={"site": "dc"}),

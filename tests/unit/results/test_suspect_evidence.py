@@ -1,4 +1,4 @@
-"""Typed suspect evidence (``netqual.suspects``, ``results.suspects_codec``): one record
+"""Typed suspect evidence (``netqual.model.suspects``, ``results.suspects_codec``): one record
 per kind, the JSON form of results.json unchanged (files written before the types read
 back), and a damaged entry rejected naming its field."""
 
@@ -15,11 +15,9 @@ from factories import make_results
 from railsdata import rail_results
 
 from netqual.analysis.localise import suspects
-from netqual.errors import ResultsFileError
-from netqual.models import Metric, Verdict
-from netqual.results import load, write_json
-from netqual.results.suspects_codec import suspect_from_dict, suspect_to_dict
-from netqual.suspects import (
+from netqual.base.errors import ResultsFileError
+from netqual.model.stats import Metric
+from netqual.model.suspects import (
     EVIDENCE_OF,
     CounterCause,
     LinkEvidence,
@@ -29,6 +27,9 @@ from netqual.suspects import (
     SuspectKind,
     with_counters,
 )
+from netqual.model.verdict import Verdict
+from netqual.results import load, write_json
+from netqual.results.suspects_codec import suspect_from_dict, suspect_to_dict
 
 WORST = {"src": "a", "dst": "b", "verdict": "unsafe", "value_us": 812.0, "error": None}
 SPREAD = {

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from netqual.errors import UsageError
-from netqual.fanin_model import FaninConfig
-from netqual.models import Node, Role
-from netqual.preflight_model import AgentCheck, PreflightReport
+from netqual.base.errors import UsageError
+from netqual.model.fanin import FaninConfig
+from netqual.model.node import Node, Role
+from netqual.model.preflight import AgentCheck, PreflightReport
 from netqual.run.fanin import check_sessions, sessions_at
 from netqual.transports import TransportKind
 

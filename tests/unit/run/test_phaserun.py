@@ -7,12 +7,15 @@ from __future__ import annotations
 import threading
 from dataclasses import replace
 
-from netqual.models import Node, PathResult, ProbePlan, Verdict
+from netqual.model.node import Node
+from netqual.model.path import PathResult
+from netqual.model.plan import ProbePlan
+from netqual.model.progress import NullObserver, Stage
+from netqual.model.verdict import Verdict
 from netqual.planning.budget import BulkBudget
 from netqual.planning.packing import Coverage
 from netqual.planning.phases import Phase, ScheduleConfig, Timing, layout, resolve
 from netqual.planning.schedule import circle_rounds, full_mesh
-from netqual.progress import NullObserver, Stage
 from netqual.run.phaserun import Totals, Work, execute, merged_details
 
 

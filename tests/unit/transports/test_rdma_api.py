@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from netqual.errors import TransportUnavailableError
+from netqual.base.errors import TransportUnavailableError
 from netqual.transports.rdma import verbs
 
 RDMA_DIR = Path(verbs.__file__).parent

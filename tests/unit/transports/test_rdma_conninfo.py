@@ -10,8 +10,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from netqual.agent.wire.messages import Fields
-from netqual.errors import BadRequestError, ProtocolError, UsageError
-from netqual.models import KIB, MIB, ProbePlan
+from netqual.base.errors import BadRequestError, ProtocolError, UsageError
+from netqual.base.units import KIB, MIB
+from netqual.model.plan import ProbePlan
 from netqual.transports.interface import AgentLimits
 from netqual.transports.rdma import RdmaOptions, transport_for_agent
 from netqual.transports.rdma.conninfo import ConnInfo, ConnInfoError

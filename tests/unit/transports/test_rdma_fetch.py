@@ -17,10 +17,13 @@ import pytest
 from rdma_fakeverbs import Fabric, module
 
 from netqual.agent.wire.protocol import connect
-from netqual.errors import NetqualError, ProbeError
-from netqual.fanin_model import FaninConfig
-from netqual.fetchprofile import FetchProfile, profile
-from netqual.models import KIB, Node, ProbePlan, RawBulk, Role
+from netqual.base.errors import NetqualError, ProbeError
+from netqual.base.units import KIB
+from netqual.model.fanin import FaninConfig
+from netqual.model.fetchprofile import FetchProfile, profile
+from netqual.model.node import Node, Role
+from netqual.model.path import RawBulk
+from netqual.model.plan import ProbePlan
 from netqual.transports import TransportKind, TransportOptions, integrity
 from netqual.transports.interface import AgentLimits
 from netqual.transports.rdma import (

@@ -17,7 +17,7 @@ import pytest
 from rdma_fakeverbs import Fabric, module
 
 from netqual.agent.wire.protocol import Channel, connect
-from netqual.models import ProbePlan
+from netqual.model.plan import ProbePlan
 from netqual.transports import integrity
 from netqual.transports.integrity import IntegrityFailure
 from netqual.transports.rdma import RdmaOptions, RdmaTransport, devices, pingpong

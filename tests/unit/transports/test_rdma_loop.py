@@ -20,8 +20,9 @@ from rdma_fakeverbs import Fabric, module
 from rdma_fakeverbs_c import SilentDevice
 
 from netqual.agent.wire.protocol import connect
-from netqual.errors import ProbeError
-from netqual.models import KIB, ProbePlan
+from netqual.base.errors import ProbeError
+from netqual.base.units import KIB
+from netqual.model.plan import ProbePlan
 from netqual.transports.rdma import (
     RdmaOptions,
     RdmaTransport,

@@ -12,8 +12,8 @@ from rdma_fakeverbs import Fabric, module
 
 from netqual.agent.wire.messages import Fields
 from netqual.agent.wire.protocol import connect
-from netqual.errors import ProbeError, UsageError
-from netqual.models import ProbePlan
+from netqual.base.errors import ProbeError, UsageError
+from netqual.model.plan import ProbePlan
 from netqual.transports.rdma import RdmaOptions, RdmaTransport, devices, transport_for_agent
 from netqual.transports.rdma.endpoint import QP_RETRY_CNT, QP_TIMEOUT, Endpoint
 from netqual.transports.rdma.errors import ack_timeout_ms, completion_error

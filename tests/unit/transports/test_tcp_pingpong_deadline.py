@@ -15,8 +15,8 @@ import pytest
 from sockets import _tcp_pair
 
 from netqual.agent.wire.protocol import Channel
-from netqual.errors import BusyError, ProbeError
-from netqual.models import ProbePlan
+from netqual.base.errors import BusyError, ProbeError
+from netqual.model.plan import ProbePlan
 from netqual.transports.interface import AgentLimits, BufferBudget
 from netqual.transports.tcp import TcpTransport
 

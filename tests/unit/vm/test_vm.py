@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from netqual.errors import GuestError
+from netqual.base.errors import GuestError
 from netqual.vm import GuestSpec, Kernel, build_initramfs, cached_kernel
 from netqual.vm.initramfs import EARLY_MODULES
 from netqual.vm.qemu import qemu_command

@@ -14,9 +14,12 @@ import pytest
 from factories import make_results
 from workload_oracle import judge
 
-from netqual.models import MIB, BulkStats, PathResult, RttStats, Verdict
-from netqual.pathtable import PathTable
-from netqual.runresults import Results
+from netqual.base.units import MIB
+from netqual.model.path import PathResult
+from netqual.model.stats import BulkStats, RttStats
+from netqual.model.verdict import Verdict
+from netqual.table.paths import PathTable
+from netqual.table.run import Results
 from netqual.workload import Workload, load_workload
 from netqual.workload.judge import apply
 

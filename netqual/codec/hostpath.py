@@ -1,12 +1,12 @@
 """The host path audit as JSON (the results file's ``hosts``, what an agent sends):
-``netqual.hostpath``'s records with ``"unknown"`` for whatever sysfs did not say."""
+``netqual.model.hostpath``'s records with ``"unknown"`` for whatever sysfs did not say."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from netqual.hostpath import (
+from netqual.model.hostpath import (
     UNKNOWN,
     Affinity,
     Bridge,
@@ -17,7 +17,7 @@ from netqual.hostpath import (
     PcieLink,
     gpu_rail_table,
 )
-from netqual.models import Nic
+from netqual.model.node import Nic
 
 
 def _u(value: object) -> object:

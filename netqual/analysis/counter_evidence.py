@@ -21,9 +21,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from netqual.models import ProbePlan, Verdict, path_label
-from netqual.runresults import Results
-from netqual.suspects import CounterCause, Suspect, SuspectKind, with_counters
+from netqual.model.path import path_label
+from netqual.model.plan import ProbePlan
+from netqual.model.suspects import CounterCause, Suspect, SuspectKind, with_counters
+from netqual.model.verdict import Verdict
+from netqual.table.run import Results
 
 CARRIED_SHARE = 0.9  # an interface carried the probe when it moved >= 90% of its payload
 MAX_RDMA_PACKET_BYTES = 4096  # the largest RoCE MTU: fewer packets cannot carry the bytes

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from netqual.fleet_model import ConfigSnapshot
-from netqual.hostpath import HostAudit
-from netqual.models import HostNics
+from netqual.model.fleet import ConfigSnapshot
+from netqual.model.hostpath import HostAudit
+from netqual.model.node import HostNics
 
 
 @dataclass(frozen=True)

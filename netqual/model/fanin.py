@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from netqual.fetchprofile import PLAIN
+from netqual.model.fetchprofile import PLAIN
 
 DEFAULT_FANIN_CHUNK_BYTES = 256 * 1024
 DEFAULT_FANIN_CHUNKS = 200

@@ -16,8 +16,8 @@ from typing import Any
 
 import numpy as np
 
-from netqual.models import PathResult
-from netqual.pathcolumns import (
+from netqual.model.path import PathResult
+from netqual.table.columns import (
     BulkColumns,
     DetailsColumn,
     IntArray,
@@ -27,7 +27,7 @@ from netqual.pathcolumns import (
     union_names,
     workload_columns,
 )
-from netqual.pathtable import PathTable
+from netqual.table.paths import PathTable
 
 Key = tuple[str, str]
 CHUNK = 4096  # records per packed table: small next to the run, large next to numpy's overhead

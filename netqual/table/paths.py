@@ -24,17 +24,10 @@ from typing import Any, overload
 
 import numpy as np
 
-from netqual.models import (
-    RTT_STATISTICS,
-    BulkStats,
-    Ci95,
-    Metric,
-    PathResult,
-    RttStats,
-    Tier,
-    Verdict,
-)
-from netqual.pathcolumns import (
+from netqual.model.path import PathResult, Tier
+from netqual.model.stats import RTT_STATISTICS, BulkStats, Ci95, Metric, RttStats
+from netqual.model.verdict import Verdict
+from netqual.table.columns import (
     NO_HOPS,
     TIERS,
     VERDICTS,

@@ -1,4 +1,4 @@
-"""The parts of ``PathTable`` (netqual.pathtable) that are not the table: the array types,
+"""The parts of ``PathTable`` (netqual.table.paths) that are not the table: the array types,
 the shapes a row source must have, the column groups of a path's variable parts (bulk
 cells, workload verdicts, NICs, confidence intervals) with their CSR helpers, and the
 array helpers every columnar rule shares (``worst_per_group``, ``union_names``).
@@ -20,7 +20,9 @@ import msgspec
 import numpy as np
 import numpy.typing as npt
 
-from netqual.models import Metric, Tier, Verdict, WorkloadResult
+from netqual.model.path import Tier, WorkloadResult
+from netqual.model.stats import Metric
+from netqual.model.verdict import Verdict
 
 IntArray = npt.NDArray[np.int64]
 FloatArray = npt.NDArray[np.float64]

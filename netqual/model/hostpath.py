@@ -13,15 +13,15 @@ Classes, best first, with the names and rules of ``nvidia-smi topo -m``:
 
 Anything sysfs did not say is ``None`` here and ``"unknown"`` in the results file, never an
 error: an audit that cannot read a field still reports the rest. ``netqual.agent.pcisysfs``
-reads these records from a sysfs tree; ``netqual.hostpath_codec`` is their JSON form.
+reads these records from a sysfs tree; ``netqual.codec.hostpath`` is their JSON form.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
-from netqual.models import Nic
+from netqual.model.node import Nic
 
 AFFINITY_CLASSES = ("PIX", "PXB", "PHB", "NODE", "SYS")  # best first
 NEAR_CLASSES = ("PIX", "PXB")  # a NIC the GPU reaches without the root complex
@@ -210,87 +210,3 @@ def gpu_rail_table(audit: HostAudit, nics: Sequence[Nic] = ()) -> tuple[GpuRail,
 
 
 # -- findings: what the report lists first and the gate rules judge -----------------------
-
-
-@dataclass(frozen=True)
-class HostFinding:
-    """``rule``: ``nic_affinity`` / ``pcie_link_full`` (gate rules), or ``rail_not_best``,
-    ``acs_redirect``, ``iommu_translated`` (shown, not gated). ``subject``: a GPU or NIC."""
-
-    node: str
-    rule: str
-    subject: str
-    text: str
-
-
-def affinity_findings(audit: HostAudit, nics: Sequence[Nic] = ()) -> list[HostFinding]:
-    """A GPU without a PIX/PXB NIC on its rail (any NIC, when the inventory lists none)."""
-    out = []
-    for r in gpu_rail_table(audit, nics):
-        where = f"best {r.best_nic} {r.best_cls}" if r.best_nic else "no NIC found"
-        if r.rail_listed and r.rail_nic is None:
-            text = f"its rail's NIC is not on this host ({where})"
-        elif r.rail_listed and r.rail_cls not in NEAR_CLASSES:
-            text = f"its rail NIC {r.rail_nic} is {r.rail_cls} ({where})"
-        elif not r.rail_listed and r.best_cls not in NEAR_CLASSES:
-            text = f"no NIC below a PCIe switch it shares ({where})"
-        else:
-            if r.rail_is_best is False:
-                text = f"its rail NIC {r.rail_nic} is {r.rail_cls}; {r.best_nic} is {r.best_cls}"
-                out.append(HostFinding(audit.node, "rail_not_best", r.gpu, text))
-            continue
-        out.append(HostFinding(audit.node, "nic_affinity", r.gpu, text))
-    return out
-
-
-def link_findings(audit: HostAudit) -> list[HostFinding]:
-    """A GPU or NIC below its maximum PCIe speed or width, or whose link sysfs did not give."""
-    out = []
-    for d in (*audit.gpus, *audit.nics):
-        if d.link == PcieLink():
-            continue  # no PCIe link attributes at all (a virtio NIC): nothing to judge
-        if d.link.full is not True:
-            state = "link unknown" if d.link.full is None else "trained below its maximum"
-            text = f"{d.bdf}: {state}: {d.link.text()}"
-            out.append(HostFinding(audit.node, "pcie_link_full", d.name, text))
-    return out
-
-
-def other_findings(audit: HostAudit) -> list[HostFinding]:
-    out = []
-    for nic in audit.nics:
-        redirect = [b.bdf for b in nic.upstream if b.acs_redirect]
-        if redirect and audit.gpus:
-            text = (
-                f"ACS P2P redirect on {', '.join(redirect)}: GPU-NIC traffic goes up to the "
-                "root complex instead of across the switch"
-            )
-            out.append(HostFinding(audit.node, "acs_redirect", nic.name, text))
-    if audit.iommu.mode == "translated" and audit.gpus and audit.nics:
-        text = "IOMMU translates DMA (not passthrough): GPUDirect RDMA may be slower or fail"
-        out.append(HostFinding(audit.node, "iommu_translated", "host", text))
-    return out
-
-
-def findings(audit: HostAudit, nics: Sequence[Nic] = ()) -> list[HostFinding]:
-    return affinity_findings(audit, nics) + link_findings(audit) + other_findings(audit)
-
-
-GATED = ("nic_affinity", "pcie_link_full")  # the findings a gate rule judges
-
-
-def all_findings(
-    hosts: Iterable[HostAudit], nics: Mapping[str, Sequence[Nic]]
-) -> list[HostFinding]:
-    """Every node's findings (``nics``: node -> its inventory NICs), those a gate rule
-    judges first; a node without an audit (``error``) is one ``nic_affinity`` finding."""
-    found: list[HostFinding] = []
-    for audit in hosts:
-        if audit.error is not None:
-            found.append(
-                HostFinding(audit.node, "nic_affinity", "host", f"no audit: {audit.error}")
-            )
-        else:
-            found += findings(audit, nics.get(audit.node, ()))
-    found.sort(key=lambda f: f.rule not in GATED)
-    return found

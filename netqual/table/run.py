@@ -1,6 +1,6 @@
 """``Results``: everything one run produced, as the commands and outputs read it: the run's
 metadata, its nodes, its paths as columns (``PathTable``), the summary and what was derived
-from them. It sits above both ``models`` (the records) and ``pathtable`` (the columns):
+from them. It sits above both ``model`` (the records) and ``table.paths`` (the columns):
 the columns are built from the records, and a run holds the columns, so the records never
 import the columns."""
 
@@ -9,30 +9,25 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from netqual.fanin_model import FaninResult
-from netqual.fleet_model import FleetResult
-from netqual.hostpath import HostAudit
-from netqual.models import (
-    SCHEMA_VERSION,
-    Interference,
-    Node,
-    NotMeasured,
-    RunMeta,
-    Summary,
-)
-from netqual.multirail_model import MultiRail
-from netqual.pathtable import PathTable
-from netqual.suspects import Suspect
+from netqual.model.fanin import FaninResult
+from netqual.model.fleet import FleetResult
+from netqual.model.hostpath import HostAudit
+from netqual.model.multirail import MultiRail
+from netqual.model.node import Node
+from netqual.model.path import NotMeasured
+from netqual.model.run import SCHEMA_VERSION, Interference, RunMeta, Summary
+from netqual.model.suspects import Suspect
+from netqual.table.paths import PathTable
 
 if TYPE_CHECKING:
-    from netqual.workload.model import Workload
+    from netqual.model.workload import Workload
 
 
 @dataclass(frozen=True)
 class Results:
     run: RunMeta
     nodes: tuple[Node, ...]
-    paths: PathTable  # columns, one row per path (netqual.pathtable)
+    paths: PathTable  # columns, one row per path (netqual.table.paths)
     summary: Summary
     interference: Interference | None = None
     tool_name: str = "netqual"
@@ -55,7 +50,7 @@ class Results:
     fleet: FleetResult | None = (
         None  # configuration snapshots and outliers (netqual.analysis.fleet)
     )
-    hosts: tuple[HostAudit, ...] = ()  # each node's host path audit (netqual.hostpath)
+    hosts: tuple[HostAudit, ...] = ()  # each node's host path audit (netqual.model.hostpath)
 
     @property
     def unmeasured(self) -> int | None:

@@ -7,7 +7,7 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
-from netqual.models import PlanFieldError, ProbePlan
+from netqual.model.plan import PlanFieldError, ProbePlan
 
 _FIELDS = tuple(f.name for f in dataclasses.fields(ProbePlan))
 

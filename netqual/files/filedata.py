@@ -14,7 +14,7 @@ import math
 from collections.abc import Callable
 from typing import Any
 
-from netqual.errors import InputError
+from netqual.base.errors import InputError
 
 MAX_DEPTH = 32  # our files nest 6 levels at most; kubectl's pods about 10
 MAX_INT = 2**63 - 1  # what every column and counter holds (int64)

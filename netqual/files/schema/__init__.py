@@ -20,13 +20,13 @@ from typing import Any
 import jsonschema
 from jsonschema.exceptions import ValidationError, best_match
 
-from netqual.errors import ResultsFileError
-from netqual.models import SCHEMA_VERSION
+from netqual.base.errors import ResultsFileError
+from netqual.model.run import SCHEMA_VERSION
 
 
 @functools.cache
 def results_schema() -> dict[str, Any]:
-    text = (files("netqual.schema") / "results.schema.json").read_text(encoding="utf-8")
+    text = (files("netqual.files.schema") / "results.schema.json").read_text(encoding="utf-8")
     schema: dict[str, Any] = json.loads(text)
     return schema
 

@@ -82,3 +82,7 @@ def format_duration_us(value_us: float) -> str:
     if value_us >= 1e3:
         return f"{value_us / 1e3:.1f} ms"
     return f"{value_us:.0f} us"
+
+
+KIB = 1 << 10
+MIB = 1 << 20

@@ -9,7 +9,7 @@ import stat
 import string
 from pathlib import Path
 
-from netqual.errors import InputError
+from netqual.base.errors import InputError
 
 TOKEN_ENV = "NETQUAL_TOKEN"
 MIN_TOKEN_BYTES = 16

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from netqual.models import PathResult
+from netqual.model.path import PathResult
 
 
 class Stage(str, enum.Enum):

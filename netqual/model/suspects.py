@@ -13,7 +13,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, TypeAlias
 
-from netqual.models import Metric, Verdict
+from netqual.model.stats import Metric
+from netqual.model.verdict import Verdict
 
 
 class SuspectKind(str, enum.Enum):

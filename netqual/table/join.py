@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from netqual.pathtable import IntArray, PathTable
+from netqual.table.paths import IntArray, PathTable
 
 NOT_FOUND = -1
 

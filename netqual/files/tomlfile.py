@@ -10,9 +10,9 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any, TypeVar
 
-from netqual.choices import ChoiceError, parse_choice
-from netqual.errors import InputError
-from netqual.filedata import MAX_DEPTH, checked
+from netqual.base.choices import ChoiceError, parse_choice
+from netqual.base.errors import InputError
+from netqual.files.filedata import MAX_DEPTH, checked
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -63,7 +63,7 @@ def read_toml(path: Path, error: Callable[[str, str, str | None], InputError]) -
 def loads_toml(
     text: str, source: str, error: Callable[[str, str, str | None], InputError]
 ) -> dict[str, Any]:
-    """TOML text -> data within ``netqual.filedata``'s bounds (depth, integers, floats)."""
+    """TOML text -> data within ``netqual.files.filedata``'s bounds (depth, integers, floats)."""
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as err:
@@ -164,7 +164,7 @@ class Fields:
         return list(value)
 
     def choice(self, kind: type[E], key: str, default: E) -> E:
-        """A member of ``kind`` named by its value; one wording (``netqual.choices``)."""
+        """A member of ``kind`` named by its value; one wording (``netqual.base.choices``)."""
         return self._member(kind, self.text(key, str(default.value)), key)
 
     def choices(self, kind: type[E], key: str) -> frozenset[E]:

@@ -74,7 +74,7 @@ def judge(path: PathResult, w: Workload) -> WorkloadResult:
     """The workload verdict of one path, with reasons that carry the path's own numbers.
 
     The reference for ``judge_columns`` (every path of a run at once): the two must agree
-    path for path (tests/unit/workload/test_workload_columns.py)."""
+    path for path (tests/unit/workload/test_workload_apply_matches_judge.py)."""
     say = Wording(w)
     budget = w.budget_us
     if path.error is not None:

@@ -79,4 +79,4 @@ def test_every_doc_the_readme_names_exists() -> None:
     assert [n for n in sorted(named) if not (ROOT / n).is_file()] == []
     results_doc = (ROOT / "docs" / "results.md").read_text(encoding="utf-8")
     assert "netqual/files/schema/results.schema.json" in results_doc
-    assert (ROOT / "netqual" / "schema" / "results.schema.json").is_file()
+    assert (ROOT / "netqual" / "files" / "schema" / "results.schema.json").is_file()

@@ -146,17 +146,23 @@ def build_matrix(
     paths: PathTable,
     value: Callable[[PathResult], float | None],
 ) -> Matrix:
-    """Symmetric N x N of any per-path statistic (a path fills both (src,dst) and (dst,src));
-    a cell two paths fill shows the worse verdict (the earlier path on a tie). The winner of
-    each cell is picked on the columns; only the winners become records, so the cost is the
-    N x N cells shown (terminal and report draw matrices for small runs only)."""
+    """N x N of any per-path statistic, row = source, column = destination: cell (i, j)
+    shows the path i -> j when it was measured, else the path j -> i (a run measures each
+    pair once, in one direction), so a pair measured both ways (``retest
+    --both-directions``) shows each direction's own value, as the report does. Several
+    paths of one direction (a hand-merged file): the worse verdict, the earlier on a tie.
+    The winner of each cell is picked on the columns; only the winners become records, so
+    the cost is the N x N cells shown (terminal and report draw matrices for small runs
+    only)."""
     ordered = matrix_nodes(nodes, paths)
     n = len(ordered)
     src, dst = paths.codes([x.name for x in ordered])
     rows = np.arange(len(paths), dtype=np.int64)
     cell = np.concatenate((src * n + dst, dst * n + src))
     who = np.concatenate((rows, rows))
-    order = np.lexsort((who, -np.concatenate((paths.verdict, paths.verdict)), cell))
+    mirrored = np.concatenate((np.zeros(len(rows), np.int64), np.ones(len(rows), np.int64)))
+    worse = -np.concatenate((paths.verdict, paths.verdict))
+    order = np.lexsort((who, worse, mirrored, cell))
     first = np.ones(len(order), dtype=bool)
     first[1:] = cell[order][1:] != cell[order][:-1]
     vals: list[list[float | None]] = [[None] * n for _ in range(n)]

@@ -10,6 +10,8 @@ from pathlib import Path
 from agentpool import AgentPool
 from e2e_cli import netqual_cli, write_inventory
 
+from netqual.base.units import format_us
+
 SMALL = ["--iterations", "400", "--warmup", "20", "--no-bulk", "--allow-short-plan"]
 
 
@@ -60,6 +62,20 @@ def test_retest_of_marginal_paths_and_of_one_path_both_ways(
         [("n0", "n2"), ("n2", "n0")],
         [("n2", "n0"), ("n0", "n2")],
     )
+    # The terminal matrix (row = source, column = destination) shows each direction's own
+    # p99, as results.json has them (it used to print one direction's value in both cells).
+    p99 = {(p["src"], p["dst"]): format_us(p["rtt_us"]["p99"]) for p in both["paths"]}
+    assert p99[("n0", "n2")] != p99[("n2", "n0")]  # to 0.1 us: a tie would test nothing
+    lines = r.stdout.splitlines()
+    at = next(i for i, line in enumerate(lines) if "row = source, column = destination" in line)
+    header = [c.strip() for c in lines[at + 2].split("┃")[2:-1]]
+    rows = {
+        cells[0]: dict(zip(header, cells[1:], strict=True))
+        for line in lines[at + 4 : at + 4 + len(header)]
+        for cells in [[c.strip() for c in line.split("│")[1:-1]]]
+    }
+    assert rows["n0"]["n2"] == p99[("n0", "n2")], r.stdout
+    assert rows["n2"]["n0"] == p99[("n2", "n0")], r.stdout
 
     r = netqual_cli("report", str(out2 / "results.json"))
     assert r.returncode == 0, r.stderr

@@ -97,7 +97,7 @@ def test_a_large_run_prints_rack_pairs_and_tiers_not_a_matrix() -> None:
     assert "64" in row.split("│")[2]  # 8 x 8 paths between the two racks
 
 
-def test_matrix_cell_shows_the_worse_of_both_directions() -> None:
+def test_matrix_cell_shows_its_own_direction_and_the_reverse_only_when_unmeasured() -> None:
     r = make_results(3)
     first = r.paths[0]
     assert first.rtt is not None and first.verdict is Verdict.SAFE
@@ -111,9 +111,18 @@ def test_matrix_cell_shows_the_worse_of_both_directions() -> None:
     table = PathTable.from_paths([*r.paths, back])
     m = build_matrix(r.nodes, table, STATISTICS["p99"].value)
     i, j = m.names.index(first.src), m.names.index(first.dst)
-    assert m.values[i][j] == m.values[j][i] == 999.0
-    assert m.verdicts[i][j] is m.verdicts[j][i] is Verdict.UNSAFE
+    # row = source, column = destination: both directions' own values (issue 36)
+    assert m.values[i][j] == first.rtt.p99_us != 999.0 and m.verdicts[i][j] is Verdict.SAFE
+    assert m.values[j][i] == 999.0 and m.verdicts[j][i] is Verdict.UNSAFE
     assert m.verdicts[i][i] is None
+    # a pair measured one way fills both cells from that path
+    other = r.paths[1]
+    k, l = m.names.index(other.src), m.names.index(other.dst)
+    assert m.values[k][l] == m.values[l][k] is not None
+    # two paths of one direction: the worse verdict
+    table = PathTable.from_paths([*r.paths, dataclasses.replace(back, src=first.src, dst=first.dst)])
+    m = build_matrix(r.nodes, table, STATISTICS["p99"].value)
+    assert m.values[i][j] == m.values[j][i] == 999.0
 
 
 def test_path_rows_find_the_last_repeat_and_nothing_for_unknown_keys() -> None:

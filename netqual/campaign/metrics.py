@@ -161,8 +161,9 @@ class CampaignCollector(Collector):
     """Reads the store at every scrape (read-only), so a served campaign shows each run
     as soon as ``campaign add`` has committed it."""
 
-    def __init__(self, store_path: Path) -> None:
+    def __init__(self, store_path: Path, milestone_weeks: Mapping[str, int] | None = None) -> None:
         self.store_path = store_path
+        self.milestone_weeks = dict(milestone_weeks or {})  # name -> week (campaign.toml)
 
     def collect(self) -> Iterator[Metric]:
         store = open_store(self.store_path, read_only=True)
@@ -209,9 +210,18 @@ class CampaignCollector(Collector):
             for verdict, count in zip(VERDICTS, (w.safe, w.marginal, w.unsafe), strict=True):
                 weeks.add_metric([str(w.week), verdict.value], count)
         yield weeks
-        yield from _gate_family(
-            [GateMetric(g.milestone, g.passed, g.week) for g in gate_rows(store)]
-        )
+        judged = gate_rows(store, self.milestone_weeks)  # never passed before its week
+        yield from _gate_family([GateMetric(g.milestone, g.passed, g.week) for g in judged])
+        latest = max((w.week for w in week_counts(store)), default=0)
+        if self.milestone_weeks:
+            due = GaugeMetricFamily(
+                "netqual_milestone_due",
+                "1 once the campaign has a run of the milestone's week or later, else 0 (not due)",
+                labels=["milestone", "week"],
+            )
+            for name, week in sorted(self.milestone_weeks.items(), key=lambda kv: kv[1]):
+                due.add_metric([visible(name), str(week)], int(latest >= week))
+            yield due
         ages = suspect_ages(store)
         yield GaugeMetricFamily(
             "netqual_open_suspects",

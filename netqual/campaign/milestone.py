@@ -41,20 +41,55 @@ class SubjectFinding(Finding):
         return self.src
 
 
-def runs_to_judge(store: Store, milestone: Milestone) -> tuple[RunRow, RunRow | None]:
-    """The latest run up to the milestone's week, and the latest run of an earlier week
-    (the baseline of a profile that compares). Retests count as part of their run."""
+def runs_to_judge(store: Store, milestone: Milestone) -> tuple[RunRow, RunRow | None] | None:
+    """The run a milestone judges, and the latest run of an earlier week (the baseline of a
+    profile that compares). A milestone is judged in or after its week only: the latest run
+    of its week, else (judged late) the first run after it; None while the campaign has no
+    run of its week or later: the milestone is not due (``not_due``), never passed.
+    Retests count as part of their run."""
     runs = [r for r in store.runs() if r.retest_of is None]
-    upto = [r for r in runs if r.week <= milestone.week]
-    if not upto:
+    if not runs:
         raise CampaignError(
-            str(store.path),
-            f"no run in or before week {milestone.week} to judge for {milestone.name}",
-            "runs",
+            str(store.path), f"no run in the campaign to judge for {milestone.name}", "runs"
         )
-    target = upto[-1]
+    in_week = [r for r in runs if r.week == milestone.week]
+    later = sorted((r for r in runs if r.week > milestone.week), key=lambda r: (r.week, r.seq))
+    if not in_week and not later:
+        return None
+    target = in_week[-1] if in_week else later[0]
     earlier = [r for r in runs if r.week < target.week]
     return target, (earlier[-1] if earlier else None)
+
+
+def not_due(
+    campaign: Campaign, store: Store, milestone: Milestone, profile: Profile, today: dt.date
+) -> GateReport:
+    """The gate report of a milestone without a run of its week or later: one skipped rule
+    and ``not_due`` set, so it does not pass (exit 1) and JUnit marks it skipped."""
+    runs = store.runs()
+    latest = max(r.week for r in runs)
+    now = campaign.week_of(today)
+    if now is not None and now >= milestone.week:
+        why = (
+            f"{milestone.name} is due (week {milestone.week}; today is in week {now}) but the"
+            f" campaign has no run of week {milestone.week} or later (latest: week {latest}):"
+            " add this week's run, then judge it"
+        )
+    else:
+        why = (
+            f"{milestone.name} is not due until week {milestone.week}: the campaign's latest"
+            f" run is in week {latest}; a milestone is judged in or after its week only"
+        )
+    outcome = Outcome(f"milestone {milestone.name}", Status.SKIP, why)
+    return GateReport(
+        profile=f"{milestone.name} ({profile.name})",
+        source=profile.source,
+        results_source=f"no run of week {milestone.week} or later",
+        baseline_source=None,
+        today=today,
+        outcomes=(outcome,),
+        not_due=why,
+    )
 
 
 def compares(profile: Profile) -> bool:

@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import enum
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -105,6 +107,32 @@ class GateRow:
     judged_on: dt.date
 
 
+class MilestoneStatus(str, enum.Enum):
+    PASSED = "passed"
+    FAILED = "failed"
+    DUE = "due, not judged"  # the campaign has a run of its week or later
+    NOT_DUE = "not due"  # no run of its week yet: never passed
+
+
+@dataclass(frozen=True)
+class MilestoneState:
+    """A milestone as the campaign stands: its latest judgement, else whether it is due."""
+
+    name: str
+    week: int
+    status: MilestoneStatus
+    judged_week: int | None  # the week of the run it judged
+
+    @property
+    def text(self) -> str:
+        """'week2 FAILED (week 2)', 'week6 not due until week 6' (terminal and page)."""
+        if self.status in (MilestoneStatus.PASSED, MilestoneStatus.FAILED):
+            return f"{self.name} {self.status.value.upper()} (week {self.judged_week})"
+        if self.status is MilestoneStatus.DUE:
+            return f"{self.name} due (week {self.week}), not judged yet"
+        return f"{self.name} not due until week {self.week}"
+
+
 @dataclass(frozen=True)
 class Trend:
     campaign: str
@@ -118,6 +146,7 @@ class Trend:
     tiers: tuple[Distribution, ...]
     rack_pairs: tuple[Distribution, ...]
     gates: tuple[GateRow, ...]
+    milestones: tuple[MilestoneState, ...] = ()
 
 
 def week_counts(store: Store) -> tuple[WeekCounts, ...]:
@@ -237,12 +266,39 @@ def distributions(
     return tuple(d for d in dists if d.group in keep)
 
 
-def gate_rows(store: Store) -> tuple[GateRow, ...]:
+def gate_rows(
+    store: Store, milestone_weeks: Mapping[str, int] | None = None
+) -> tuple[GateRow, ...]:
+    """The stored milestone outcomes. With ``milestone_weeks``, a judgement of a run before
+    the milestone's week (stored by a netqual that judged milestones early) is left out: a
+    milestone is never passed before its week."""
     rows = store.con.execute(
         """SELECT g.milestone, r.week, g.profile, g.passed, g.failed_rules, g.judged_on
            FROM gates g JOIN runs r USING (seq) ORDER BY r.week, g.milestone"""
     ).fetchall()
-    return tuple(GateRow(m, w, p, ok, tuple(json.loads(f)), d) for m, w, p, ok, f, d in rows)
+    weeks = milestone_weeks or {}
+    return tuple(
+        GateRow(m, w, p, ok, tuple(json.loads(f)), d)
+        for m, w, p, ok, f, d in rows
+        if w >= weeks.get(m, 0)
+    )
+
+
+def milestone_states(
+    campaign: Campaign, gates: tuple[GateRow, ...], latest_week: int | None
+) -> tuple[MilestoneState, ...]:
+    out = []
+    for m in sorted(campaign.milestones, key=lambda m: (m.week, m.name)):
+        judged = [g for g in gates if g.milestone == m.name]
+        if judged:
+            last = judged[-1]
+            status = MilestoneStatus.PASSED if last.passed else MilestoneStatus.FAILED
+            out.append(MilestoneState(m.name, m.week, status, last.week))
+        elif latest_week is not None and latest_week >= m.week:
+            out.append(MilestoneState(m.name, m.week, MilestoneStatus.DUE, None))
+        else:
+            out.append(MilestoneState(m.name, m.week, MilestoneStatus.NOT_DUE, None))
+    return tuple(out)
 
 
 def trend(store: Store, campaign: Campaign) -> Trend:
@@ -254,6 +310,7 @@ def trend(store: Store, campaign: Campaign) -> Trend:
         since_last = movement(store, weeks[-2].week, latest, rules.increase_pct, rules.min_delta_us)
         since_first = movement(store, weeks[0].week, latest, rules.increase_pct, rules.min_delta_us)
     nxt, due = waivers_due(store, campaign, latest or 0)
+    gates = gate_rows(store, {m.name: m.week for m in campaign.milestones})
     return Trend(
         campaign=campaign.name,
         weeks=weeks,
@@ -265,7 +322,8 @@ def trend(store: Store, campaign: Campaign) -> Trend:
         next_milestone=nxt,
         tiers=distributions(store, "tier"),
         rack_pairs=distributions(store, "rack", limit=MAX_RACK_PAIRS),
-        gates=gate_rows(store),
+        gates=gates,
+        milestones=milestone_states(campaign, gates, latest),
     )
 
 
@@ -277,6 +335,8 @@ def trend_to_dict(t: Trend) -> dict[str, object]:
     """``campaign report --json``: every field of the trend, dates as ISO text."""
 
     def plain(value: object) -> object:
+        if isinstance(value, enum.Enum):
+            return value.value
         if isinstance(value, dt.date):
             return value.isoformat()
         if isinstance(value, dict):

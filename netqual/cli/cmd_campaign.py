@@ -169,7 +169,12 @@ def report(
 @campaign_app.command()
 def gate(
     directory: DirArg,
-    milestone_name: Annotated[str, typer.Option("--milestone", metavar="NAME", help="e.g. week6")],
+    milestone_name: Annotated[
+        str,
+        typer.Option(
+            "--milestone", metavar="NAME", help="A milestone of campaign.toml, e.g. week6."
+        ),
+    ],
     junit: Annotated[
         Path | None, typer.Option("--junit", help="Also write JUnit XML here.")
     ] = None,
@@ -179,9 +184,11 @@ def gate(
         typer.Option("--today", metavar="YYYY-MM-DD", help="Date that decides waiver expiry."),
     ] = None,
 ) -> int:
-    """Judge the latest run up to a milestone's week with its profile and the history.
+    """Judge a milestone: the latest run of its week with its profile and the history.
 
-    Exit 0 pass, 1 fail, 2 bad input, 3 runtime error.
+    A milestone is judged in or after its week only: without a run of its week or later it
+    is not due (JUnit: skipped) and does not pass. A week with no run is judged by the
+    first run after it. Exit 0 pass, 1 fail or not due, 2 bad input, 3 runtime error.
 
     \b
     Example:
@@ -193,7 +200,10 @@ def gate(
     day = _today(today)
     store = open_store(camp.store_path)
     try:
-        target, base = milestone.runs_to_judge(store, stone)
+        chosen = milestone.runs_to_judge(store, stone)
+        if chosen is None:  # not due: never recorded, so never shown as passed
+            return emit_gate(milestone.not_due(camp, store, stone, profile, day), junit, as_json)
+        target, base = chosen
         results = load_run(Path(target.source))
         if stone.workload is not None:
             results = apply_workload(results, load_workload(stone.workload))
@@ -240,7 +250,13 @@ def serve(
     open_store(camp.store_path, read_only=True).close()  # fail now, not at the first scrape
     host, port = split_endpoint(listen, 9515, "--listen")
     try:
-        server, _ = start_http_server(port, host, registry_of(CampaignCollector(camp.store_path)))
+        server, _ = start_http_server(
+            port,
+            host,
+            registry_of(
+                CampaignCollector(camp.store_path, {m.name: m.week for m in camp.milestones})
+            ),
+        )
     except OSError as err:
         raise UsageError("--listen", f"cannot listen on {listen}: {err.strerror or err}") from err
     typer.echo(f"serving http://{listen}/metrics (Ctrl-C stops)")

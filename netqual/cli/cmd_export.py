@@ -49,7 +49,9 @@ def export(
     if (source / CONFIG_FILE).is_file():
         if profile is not None:
             raise UsageError("--profile", "a campaign exports its milestones' outcomes already")
-        text = openmetrics_text(CampaignCollector(load_campaign(source).store_path))
+        camp = load_campaign(source)
+        weeks = {m.name: m.week for m in camp.milestones}
+        text = openmetrics_text(CampaignCollector(camp.store_path, weeks))
     else:
         results = load_run(source)
         gates = []

@@ -111,6 +111,7 @@ def report_to_dict(report: GateReport) -> dict[str, Any]:
         "date": report.today.isoformat(),
         "paths": report.n_paths,
         "passed": report.passed,
+        "not_due": report.not_due,
         "failed_rules": [o.rule for o in report.failed],
         "notes": list(report.notes),
         "rules": [

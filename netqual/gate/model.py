@@ -165,6 +165,9 @@ class GateReport:
     waivers: tuple[WaiverState, ...] = ()
     n_paths: int = 0
     notes: tuple[str, ...] = field(default_factory=tuple)
+    # A campaign milestone before its week (or without a run of it): why it was not judged.
+    # Such a report never passes (docs/campaign.md: "not due").
+    not_due: str | None = None
 
     @property
     def failed(self) -> tuple[Outcome, ...]:
@@ -172,4 +175,4 @@ class GateReport:
 
     @property
     def passed(self) -> bool:
-        return not self.failed
+        return not self.failed and self.not_due is None

@@ -8,7 +8,7 @@ from rich.text import Text
 
 from netqual.base.units import format_us
 from netqual.campaign.store import Added
-from netqual.campaign.trend import Movement, Trend
+from netqual.campaign.trend import MilestoneState, MilestoneStatus, Movement, Trend
 from netqual.model.path import path_label
 
 SHOWN = 10
@@ -68,6 +68,12 @@ def print_trend(console: Console, t: Trend) -> None:
         Text(f"Campaign {t.campaign}: {len(t.weeks)} weeks with runs, latest week {t.latest_week}"),
         soft_wrap=True,
     )
+    if t.milestones:
+        line = Text("Milestones: ")
+        for i, m in enumerate(t.milestones):
+            line.append(", " if i else "")
+            line.append(*milestone_text(m))
+        console.print(line, soft_wrap=True)
     latest_gates = [g for g in t.gates if g.week == t.latest_week]
     for g in latest_gates:
         verdict = Text(
@@ -121,3 +127,15 @@ def print_trend(console: Console, t: Trend) -> None:
                 ),
                 soft_wrap=True,
             )
+
+
+_MILESTONE_STYLE = {
+    MilestoneStatus.PASSED: "green",
+    MilestoneStatus.FAILED: "bold red",
+    MilestoneStatus.DUE: "yellow",
+    MilestoneStatus.NOT_DUE: "dim",
+}
+
+
+def milestone_text(m: MilestoneState) -> tuple[str, str]:
+    return m.text, _MILESTONE_STYLE[m.status]

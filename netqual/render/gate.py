@@ -14,6 +14,12 @@ _STYLE = {Status.PASS: "green", Status.FAIL: "bold red", Status.SKIP: "yellow"}
 
 
 def print_gate(console: Console, report: GateReport) -> None:
+    if report.not_due is not None:
+        console.print(
+            Text.assemble("Gate profile: ", (report.profile, "bold"), f" ({report.source})")
+        )
+        console.print(Text(f"GATE NOT DUE: {report.not_due}", style="bold yellow"), soft_wrap=True)
+        return
     for note in report.notes:
         console.print(Text(f"warning: {note}", style="bold yellow"), soft_wrap=True)
     console.print(Text.assemble("Gate profile: ", (report.profile, "bold"), f" ({report.source})"))

@@ -4,6 +4,7 @@ and the store's schema version. Runs are synthetic results files (tests/support/
 from __future__ import annotations
 
 import dataclasses
+import datetime as dt
 import json
 import xml.etree.ElementTree as ET
 from collections.abc import Callable
@@ -146,8 +147,9 @@ def test_milestone_gate_fails_naming_the_path_and_writes_junit(
 ) -> None:
     cli("campaign", "init", "joint", "--start", "2027-01-04")
     cli("campaign", "add", "joint", str(weeks["w1"]))
-    ok = cli("campaign", "gate", "joint", "--milestone", "week2", "--junit", "w1.xml")
-    assert ok.returncode == 0, ok.stdout + ok.stderr  # only week 1 so far: it passes
+    early = cli("campaign", "gate", "joint", "--milestone", "week2", "--junit", "w1.xml")
+    assert early.returncode == 1, early.stdout + early.stderr  # only week 1 so far: not due
+    assert "not due until week 2" in early.stdout
     cli("campaign", "add", "joint", str(weeks["w2"]))
     r = cli("campaign", "gate", "joint", "--milestone", "week2", "--junit", "gate.xml")
     assert r.returncode == 1, r.stdout + r.stderr
@@ -159,7 +161,6 @@ def test_milestone_gate_fails_naming_the_path_and_writes_junit(
     assert best is not None and "gpu03" in (best.text or "") and "in week 1" in (best.text or "")
     doc = json.loads(cli("campaign", "report", "joint", "--json").stdout)
     assert [(g["milestone"], g["week"], g["passed"]) for g in doc["gates"]] == [
-        ("week2", 1, True),
         ("week2", 2, False),
     ]
     unknown = cli("campaign", "gate", "joint", "--milestone", "week7")
@@ -171,13 +172,13 @@ def test_suspect_open_too_long_fails_the_milestone(
 ) -> None:
     cli("campaign", "init", "joint", "--start", "2027-01-04")
     cli("campaign", "add", "joint", str(weeks["w2"]), "--week", "1")
-    for week in (2, 3, 4):
+    for week in (2, 3, 6):
         run = _run(
             tmp_path,
             f"again{week}",
             make_results(
                 8,
-                started_at=f"2027-01-{4 + 7 * (week - 1):02d}T10:00:00+00:00",
+                started_at=f"{dt.date(2027, 1, 5) + dt.timedelta(weeks=week - 1)}T10:00:00+00:00",
                 slow_nodes=["gpu03"],
             ),
         )
@@ -189,8 +190,69 @@ def test_suspect_open_too_long_fails_the_milestone(
     assert age["status"] == "fail"
     assert (
         age["failing"][0]["src"] == "node gpu03"
-        and "since week 1 (3 weeks)" in age["failing"][0]["detail"]
+        and "since week 1 (5 weeks)" in age["failing"][0]["detail"]
     )
+
+
+def test_a_milestone_before_its_week_is_not_due_never_passed(
+    cli: Callable[..., Run], tmp_path: Path, weeks: dict[str, Path]
+) -> None:
+    """Issue 36: in week 3, `campaign gate --milestone week6` judged week 3's run and passed;
+    the page read "Week 3: milestone week6 PASSED" and the exporter wrote a 1. Before its
+    week a milestone is not due: exit 1, JUnit skipped, nothing stored as passed."""
+    cli("campaign", "init", "joint", "--start", "2027-01-04")
+    cli("campaign", "add", "joint", str(weeks["w1"]))
+    w3 = _run(tmp_path, "w3", make_results(8, started_at=WEEK3))
+    cli("campaign", "add", "joint", str(w3))
+    r = cli("campaign", "gate", "joint", "--milestone", "week6", "--junit", "w6.xml",
+            "--today", "2027-01-20")  # fmt: skip
+    assert r.returncode == 1, r.stdout + r.stderr
+    said = " ".join(r.stdout.split())
+    assert (
+        "GATE NOT DUE: week6 is not due until week 6" in said and "latest run is in week 3" in said
+    )
+    assert "PASSED" not in r.stdout
+    suite = ET.parse(tmp_path / "w6.xml").getroot().find("testsuite")
+    assert suite is not None and suite.get("skipped") == "1" and suite.get("failures") == "0"
+    [case] = suite.iter("testcase")
+    assert case.get("name") == "milestone week6" and case.find("skipped") is not None
+    doc = json.loads(cli("campaign", "gate", "joint", "--milestone", "week6", "--json").stdout)
+    assert doc["passed"] is False and "not due until week 6" in doc["not_due"]
+    # Calendar week 7 without a run of week 6 or later: due, still not judged.
+    late = cli("campaign", "gate", "joint", "--milestone", "week6", "--today", "2027-02-16")
+    assert late.returncode == 1 and "is due (week 6; today is in week 7)" in late.stdout
+    # A store written by a netqual that judged early holds a week-3 "passed" for week6:
+    # the trend, the page and the exporter leave it out.
+    store = open_store(tmp_path / "joint" / "history.duckdb")
+    try:
+        seq = store.runs()[-1].seq
+        store.record_gate(seq, "week6", "requalify", True, [], dt.date(2027, 1, 20))
+    finally:
+        store.close()
+    rep = cli("campaign", "report", "joint")
+    assert "Milestones: week2 due (week 2), not judged yet, week6 not due until week 6" in (
+        " ".join(rep.stdout.split())
+    ), rep.stdout
+    assert "PASSED" not in rep.stdout
+    states = json.loads(cli("campaign", "report", "joint", "--json").stdout)["milestones"]
+    assert [(m["name"], m["status"]) for m in states] == [
+        ("week2", "due, not judged"),
+        ("week6", "not due"),
+        ("week10", "not due"),
+    ]
+    assert cli("campaign", "report", "joint", "--html", "c.html").returncode == 0
+    page = (tmp_path / "c.html").read_text()
+    assert "week6 not due until week 6" in page and "PASSED" not in page
+    m = cli("export", "joint", "--openmetrics")
+    assert m.returncode == 0, m.stderr
+    assert 'netqual_milestone_due{milestone="week6",week="6"} 0.0' in m.stdout
+    assert 'netqual_milestone_due{milestone="week2",week="2"} 1.0' in m.stdout
+    assert "netqual_gate_passed" not in m.stdout
+    # In week 6 it is judged.
+    w6 = _run(tmp_path, "w6", make_results(8, started_at="2027-02-09T10:00:00+00:00"))
+    cli("campaign", "add", "joint", str(w6))
+    r = cli("campaign", "gate", "joint", "--milestone", "week6", "--today", "2027-02-10")
+    assert "not due" not in r.stdout and "GATE PASSED" in r.stdout, r.stdout
 
 
 def test_a_version_1_store_is_upgraded_and_read(

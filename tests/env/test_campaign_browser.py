@@ -40,7 +40,9 @@ def page(tmp_path_factory: pytest.TempPathFactory) -> Path:
         r = dataclasses.replace(r, suspects=localise.suspects(r))
         store.add(r, source=tmp / f"w{week}", week=week)
     stone = camp.milestone("week2")
-    target, _ = runs_to_judge(store, stone)
+    chosen = runs_to_judge(store, stone)
+    assert chosen is not None  # week 2 has a run: due
+    target, _ = chosen
     latest = make_results(8, slow_nodes=["gpu03"], started_at="2027-01-11T10:00:00+00:00")
     report = judge(camp, store, stone, load_profile(stone.profile), target, latest,
                    baseline=None, baseline_source=None, today=dt.date(2027, 1, 12))  # fmt: skip

@@ -117,10 +117,12 @@ def test_matrix_cell_shows_its_own_direction_and_the_reverse_only_when_unmeasure
     assert m.verdicts[i][i] is None
     # a pair measured one way fills both cells from that path
     other = r.paths[1]
-    k, l = m.names.index(other.src), m.names.index(other.dst)
-    assert m.values[k][l] == m.values[l][k] is not None
+    k, n = m.names.index(other.src), m.names.index(other.dst)
+    assert m.values[k][n] == m.values[n][k] is not None
     # two paths of one direction: the worse verdict
-    table = PathTable.from_paths([*r.paths, dataclasses.replace(back, src=first.src, dst=first.dst)])
+    table = PathTable.from_paths(
+        [*r.paths, dataclasses.replace(back, src=first.src, dst=first.dst)]
+    )
     m = build_matrix(r.nodes, table, STATISTICS["p99"].value)
     assert m.values[i][j] == m.values[j][i] == 999.0
 

@@ -172,6 +172,10 @@ class BulkHeader:
     reads: int
     elapsed_ns: int
     error: str | None
+    # how long before the result was sent the cell's last read ended (the agent's own
+    # monotonic clock): the coordinator places the cell on its clock from when the result
+    # arrives (fan-in ranks' busy intervals, docs/fanin.md); None: an older agent
+    ended_ago_ns: int | None = None
 
 
 @dataclass(frozen=True)
@@ -211,6 +215,9 @@ class ProbeResult:
                     reads=b.integer("reads", 0, max_reads),
                     elapsed_ns=b.integer("elapsed_ns", 0, 1 << 62),
                     error=None if item.get("error") is None else b.text("error"),
+                    ended_ago_ns=None
+                    if item.get("ended_ago_ns") is None
+                    else b.integer("ended_ago_ns", 0, 1 << 62),
                 )
             )
         details = dict(f.mapping("details") or {})
@@ -300,10 +307,14 @@ def serve_probe(
         return
     finally:
         watch.close()
+    now = time.perf_counter_ns()  # the clock the transports time their cells on
     bulk = tuple(
-        BulkHeader(b.chunk_bytes, b.depth, len(b.completion_ns), b.elapsed_ns, b.error)
+        BulkHeader(
+            b.chunk_bytes, b.depth, len(b.completion_ns), b.elapsed_ns, b.error,
+            None if b.started_ns is None else max(0, now - b.started_ns - b.elapsed_ns),
+        )
         for b in raw.bulk
-    )
+    )  # fmt: skip
     result = ProbeResult(
         hello.agent,
         raw.warmup_discarded,
@@ -482,6 +493,7 @@ def _exchange(ch: Channel, request: ProbeRequest, src: Node, timeout_s: float) -
         raise SessionLost(err) from err  # before any answer: see agent.wire.sessions
     try:
         first = ch.recv()
+        arrived_ns = time.perf_counter_ns()  # places the agent's cells on this clock
     except PeerUnreachableError as err:
         raise SessionLost(err) from err
     except TimeoutError as err:
@@ -494,9 +506,12 @@ def _exchange(ch: Channel, request: ProbeRequest, src: Node, timeout_s: float) -
         res = ProbeResult.decode(first.body, request.plan, src.name)
         rtt = _samples(ch, res.rtt_count)
         bulk = tuple(
-            RawBulk(b.chunk_bytes, b.depth, _samples(ch, b.reads), b.elapsed_ns, b.error)
+            RawBulk(
+                b.chunk_bytes, b.depth, _samples(ch, b.reads), b.elapsed_ns, b.error,
+                None if b.ended_ago_ns is None else arrived_ns - b.ended_ago_ns - b.elapsed_ns,
+            )
             for b in res.bulk
-        )
+        )  # fmt: skip
     except TimeoutError as err:
         raise SilentAgentError(silent) from err
     except BadRequestError as err:

@@ -84,5 +84,16 @@ def format_duration_us(value_us: float) -> str:
     return f"{value_us:.0f} us"
 
 
+def format_gbps(value_gbps: float) -> str:
+    """Rates for tables and sentences, three digits in the unit that suits them:
+    '330 Mbit/s', '1.32 Gbit/s', '25.0 Gbit/s', '950 kbit/s', '1,200 Gbit/s'."""
+    for unit, factor in (("Gbit/s", 1.0), ("Mbit/s", 1e-3), ("kbit/s", 1e-6)):
+        if abs(value_gbps) >= factor * 0.9995 or unit == "kbit/s":
+            v = value_gbps / factor
+            digits = 2 if abs(v) < 9.995 else 1 if abs(v) < 99.95 else 0
+            return f"{v:,.{digits}f} {unit}"
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
 KIB = 1 << 10
 MIB = 1 << 20

@@ -1,7 +1,10 @@
 """Rule over the fan-in sweep (``fanin`` in the results file, docs/fanin.md):
 ``min_fanin_readers = N`` fails on a storage node whose verdict is "safe up to" fewer than
-N concurrent readers, or that the sweep did not judge. A run without a sweep fails it:
-nothing shows how many readers its storage nodes carry. A finding names the node."""
+N concurrent readers, or that the sweep did not judge. "Safe up to" counts only levels the
+knee rule surely called within the factor, so a level it could not call (preliminary: its
+p99's confidence interval straddles the factor) never passes: the finding says so. A run
+without a sweep fails it: nothing shows how many readers its storage nodes carry. A
+finding names the node."""
 
 from __future__ import annotations
 
@@ -9,6 +12,7 @@ from dataclasses import dataclass
 
 from netqual.gate.model import Finding, GateContext, Outcome, Status
 from netqual.gate.rules import Rule
+from netqual.model.fanin import Call, FaninResult
 from netqual.table.paths import IntArray, PathTable
 
 
@@ -30,7 +34,7 @@ class MinFaninReaders(Rule):
                 f"--mode bipartite --fanin 1,...,{self.readers} (docs/fanin.md)",
             )
         failing = tuple(
-            Finding(f.storage, f.storage, f.verdict)
+            Finding(f.storage, f.storage, self._why(f))
             for f in mine
             if f.safe_up_to is None or f.safe_up_to < self.readers
         )
@@ -46,3 +50,11 @@ class MinFaninReaders(Rule):
         return Outcome(
             self.name, Status.PASS, f"{len(mine)} storage node(s) safe up to {self.readers}+"
         )
+
+    def _why(self, f: FaninResult) -> str:
+        """The verdict, led by "preliminary" when the level that ended "safe up to" is one
+        the knee rule could not call."""
+        after = [lv for lv in f.levels if lv.call is not None and lv.readers > (f.safe_up_to or 0)]
+        if after and after[0].call is Call.UNDECIDED:
+            return f"preliminary at {after[0].readers} readers, not judged safe: {f.verdict}"
+        return f.verdict

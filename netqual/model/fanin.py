@@ -4,6 +4,7 @@ from one storage node at once, for every k. Records only; the sweep is
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -31,14 +32,47 @@ class ChunkStats:
     p99_us: float
     p999_us: float
     untrusted: tuple[str, ...] = ()  # percentiles with fewer than 10 samples beyond them
+    # The p99's 95% confidence interval (order statistics, analysis.stats.quantile_ci): the
+    # knee is judged on it. None: a results file written before it was kept
+    p99_ci_us: tuple[float, float] | None = None
+
+
+class Call(str, enum.Enum):
+    """What the knee rule made of one level's chunk p99 against the first level's (both as
+    95% confidence intervals, docs/fanin.md "Knee")."""
+
+    BASE = "base"  # the first measured level: what the others are compared with
+    WITHIN = "within"  # surely within the factor: its CI's top <= factor x the base's bottom
+    BEYOND = "beyond"  # surely past it: its CI's bottom > factor x the base's top
+    UNDECIDED = "undecided"  # the intervals straddle the factor, or the level is in doubt
+
+
+@dataclass(frozen=True)
+class RankSpan:
+    """When one rank of a level read, on the coordinator's clock, in seconds from the
+    level's first rank's start (each agent says how long before its answer the rank
+    ended; the coordinator places it from when the answer arrived)."""
+
+    node: str
+    start_s: float
+    end_s: float
+    fetched_bytes: int
 
 
 @dataclass(frozen=True)
 class FaninLevel:
     readers: int
     chunk: ChunkStats | None  # None: not measured (see skipped / errors)
-    goodput_gbps_per_reader: float | None = None  # mean over the readers
-    aggregate_gbps: float | None = None  # all readers' bytes over the longest reader's time
+    # aggregate_gbps / readers: a reader's share while all of them read
+    goodput_gbps_per_reader: float | None = None
+    # What the readers received while all of them were reading (from the last reader's
+    # start to the first one's end, all_reading_s), over that time: the storage node's rate
+    # at this many readers at once, what iperf3 with one stream per reader measures. When
+    # they were all reading for less than half of busy_s: level_gbps (and per reader:
+    # the bytes over the sum of the readers' own busy times). Without the ranks' times
+    # (an older results file): over the longest rank's time, which overstates it when
+    # the ranks did not overlap
+    aggregate_gbps: float | None = None
     nodes: tuple[str, ...] = ()  # the compute nodes reading at this level
     # racks other than the storage node's with more than one reader: their rack uplink is
     # shared, so a knee here may be the uplink's, not the storage link's
@@ -52,6 +86,16 @@ class FaninLevel:
     # {interfaces (bytes, drops, pause/PFC), rdma (port and hw counters), rdma_ports_read,
     # shared}, as one side of a path's details.counters; None: its agent did not count
     storage_counters: Mapping[str, Any] | None = None
+    busy_s: float | None = None  # the union of the ranks' reading intervals
+    level_gbps: float | None = None  # all the level's bytes over busy_s
+    all_reading_s: float | None = None  # the time every reader was reading at once
+    # readers reading at once, on average over busy_s (k when all k readers overlap fully)
+    readers_busy: float | None = None
+    ranks: tuple[RankSpan, ...] = ()  # every rank that answered, in the order asked
+    call: Call | None = None  # the knee rule's call (None: not measured, or not judged)
+    # the level's rounds: 1, or more when the first left it undecided (run.fanin measures
+    # an undecided level again, up to MAX_ROUNDS, and pools the rounds)
+    rounds: int = 1
 
 
 @dataclass(frozen=True)
@@ -61,6 +105,16 @@ class FaninResult:
     chunk_bytes: int
     knee_factor: float
     levels: tuple[FaninLevel, ...]
-    knee: int | None  # readers of the first level whose p99 > knee_factor x level 1's
-    safe_up_to: int | None  # the most readers measured below the knee; None: not judged
+    knee: int | None  # readers of the first level whose p99 is surely past the factor
+    # the last level of the run of levels, from the first, surely within the factor (a
+    # level the rule cannot call ends the run: it is preliminary); None: not judged
+    safe_up_to: int | None
     verdict: str
+    # another storage node whose sweep had the knee's readers, over the same rack
+    # uplinks, without a knee: the knee is this node's own port, not the uplinks
+    uplinks_cleared_by: str | None = None
+
+    @property
+    def undecided(self) -> tuple[int, ...]:
+        """Levels the knee rule could not call: preliminary (docs/fanin.md)."""
+        return tuple(lv.readers for lv in self.levels if lv.call is Call.UNDECIDED)

@@ -95,6 +95,11 @@ class RawBulk:
     completion_ns: npt.NDArray[np.int64]  # one per read: post -> last byte / completion
     elapsed_ns: int  # first post -> last completion
     error: str | None = None
+    # The first post on the monotonic clock (perf_counter_ns) of the process holding the
+    # record: the measuring agent's, then, once received, the coordinator's (the agent
+    # says how long ago the cell ended, probe_request). Ranks of a fan-in level are placed
+    # on one clock by it (docs/fanin.md); None: not known (an older agent)
+    started_ns: int | None = None
 
 
 @dataclass(frozen=True)

@@ -5,22 +5,34 @@ baseline and up to which concurrency offload pays."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from netqual.analysis.fanin import (
     Projection,
     no_projection,
-    pays_sentence,
     project,
     storage_findings,
     storage_sent,
 )
-from netqual.base.units import format_duration_us, format_size
+from netqual.analysis.fanin_table import (
+    NOTE,
+    LevelTable,
+    chunk_words,
+    headline,
+    level_table,
+    projection_table,
+    signed,
+)
+from netqual.base.units import format_duration_us
 from netqual.model.fanin import FaninResult
 from netqual.table.run import Results
 
 W, H, LEFT, TOP, BOTTOM = 360, 170, 56, 22, 30  # chart box, px
+# y tick labels are at most this many characters ('750 ms', '1.5 s', '12.5 ms'): at 11 px
+# (about 6.5 px a character) they fit left of the plot, right-aligned at LEFT - 4
+MAX_TICK_CHARS = 7
 
 
 @dataclass(frozen=True)
@@ -40,6 +52,9 @@ class FaninPanel:
     headline: str  # verdict, and with a workload: up to which concurrency offload pays
     detail: str
     charts: Sequence[Chart]
+    table: LevelTable | None = None  # the terminal's level table, the same cells
+    projection: LevelTable | None = None  # with a workload: the terminal's projection table
+    note: str = NOTE
     # per measured level, what the storage node's own counters saw over it: "8 readers:
     # eth0 sent 1.25 GiB; rx_prio3_pause 40 on st1 eth0" (empty: its agent did not count)
     counters: Sequence[str] = ()
@@ -60,10 +75,31 @@ def _pts(points: Sequence[tuple[float, float]]) -> str:
     return " ".join(f"{x:.1f},{y:.1f}" for x, y in points)
 
 
+def nice_top(top_us: float) -> tuple[float, float, str, float]:
+    """(axis top, tick step, unit, microseconds per unit) for values up to ``top_us``: the
+    unit that keeps the top under 1,000 of it (us, ms, s), a step of 1, 2, 2.5 or 5 x 10^n
+    of that unit, four or five steps; the top is a whole number of steps."""
+    div, unit = (1e6, "s") if top_us >= 1e6 else (1e3, "ms") if top_us >= 1e3 else (1.0, "us")
+    top = max(top_us / div, 1e-9)
+    mag = 10 ** math.floor(math.log10(top / 4))
+    step = next(m * mag for m in (1, 2, 2.5, 5, 10) if top / (m * mag) <= 5)
+    return math.ceil(top / step - 1e-9) * step * div, step * div, unit, div
+
+
+def tick_label(value_us: float, div: float, unit: str) -> str:
+    """'0', '250 ms', '1.5 s', '12.5 ms': no exponent, no more digits than needed."""
+    v = value_us / div
+    if v == 0:
+        return "0"
+    text = f"{v:.2f}".rstrip("0").rstrip(".")
+    return f"{text} {unit}"
+
+
 def _yticks(top: float, per: float) -> list[tuple[float, str]]:
-    """Five ticks from 0 to ``top`` microseconds, in the unit that suits ``top``."""
-    div, unit = (1e6, "s") if top >= 2e6 else (1e3, "ms") if top >= 2e3 else (1.0, "us")
-    return [(_y(top * i / 4, per), f"{top * i / 4 / div:.3g} {unit}") for i in range(5)]
+    """Ticks from 0 to ``top`` microseconds (a ``nice_top``) in the unit that suits it."""
+    _, step, unit, div = nice_top(top)
+    n = round(top / step)
+    return [(_y(i * step, per), tick_label(i * step, div, unit)) for i in range(n + 1)]
 
 
 def chunk_chart(f: FaninResult) -> Chart | None:
@@ -74,7 +110,7 @@ def chunk_chart(f: FaninResult) -> Chart | None:
     base = measured[0].chunk
     assert base is not None
     knee_line = f.knee_factor * base.p99_us
-    top = max([knee_line] + [lv.chunk.p99_us for lv in measured if lv.chunk]) * 1.08
+    top = nice_top(max([knee_line] + [lv.chunk.p99_us for lv in measured if lv.chunk]))[0]
     xs, per = _scale(ks, top)
     p99 = [(xs[lv.readers], _y(lv.chunk.p99_us, per)) for lv in measured if lv.chunk]
     p50 = [(xs[lv.readers], _y(lv.chunk.p50_us, per)) for lv in measured if lv.chunk]
@@ -85,7 +121,7 @@ def chunk_chart(f: FaninResult) -> Chart | None:
         for lv in measured if lv.chunk
     ]  # fmt: skip
     return Chart(
-        title=f"chunk completion ({format_size(f.chunk_bytes)}, {f.profile}) vs readers",
+        title=f"chunk completion ({chunk_words(f)}) vs readers",
         lines=(("p99", _pts(p99), "p99"), ("p50", _pts(p50), "p50")),
         band="",
         hline=(_y(knee_line, per), f"knee line: {f.knee_factor:g} x p99 at {ks[0]}"),
@@ -99,15 +135,15 @@ def ttft_chart(f: FaninResult, proj: Sequence[Projection]) -> Chart | None:
     if not proj:
         return None
     ks = [p.readers for p in proj]
-    top = max([proj[0].baseline_us] + [p.fetch_p99_us for p in proj]) * 1.08
+    top = nice_top(max([proj[0].baseline_us] + [p.fetch_p99_us for p in proj]))[0]
     xs, per = _scale(ks, top)
     p50 = [(xs[p.readers], _y(p.fetch_p50_us, per)) for p in proj]
     p99 = [(xs[p.readers], _y(p.fetch_p99_us, per)) for p in proj]
     marks = [
         (xs[p.readers], _y(p.fetch_p50_us, per),
          f"{p.readers} readers: KV fetch {format_duration_us(p.fetch_p50_us)} per request "
-         f"(p99 chunks: {format_duration_us(p.fetch_p99_us)}); TTFT "
-         f"{_signed(p.change_p50_us)} vs baseline")
+         f"(p99 chunks: {format_duration_us(p.fetch_p99_us)}); TTFT change "
+         f"{signed(p.change_p50_us)} at p50, {signed(p.change_p99_us)} at p99")
         for p in proj
     ]  # fmt: skip
     return Chart(
@@ -121,32 +157,39 @@ def ttft_chart(f: FaninResult, proj: Sequence[Projection]) -> Chart | None:
     )
 
 
-def _signed(us: float) -> str:
-    return ("+" if us >= 0 else "-") + format_duration_us(abs(us))
-
-
 def fanin_panels(results: Results) -> tuple[FaninPanel, ...]:
     out = []
     w = results.workload
     for f in results.fanin:
         proj = project(f, w) if w is not None else ()
-        headline = f"{f.storage}: {f.verdict}"
         detail = ""
         if w is not None and not proj:
             detail = no_projection(f, w) or ""
         if proj:
-            headline = f"{f.storage}: {pays_sentence(proj)}; {f.verdict}"
             detail = (
                 "Projected per request: every cached chunk fetched one after another "
                 f"({w.round_trips_per_chunk if w else 1} serial read(s) each) at the level's "
                 "chunk p50 (line) to p99 (band), against the same chunks without offload; "
                 "it pays where even the p99 end is below the baseline. TTFT change at each "
-                "level: "
-                + ", ".join(f"{p.readers}: {_signed(p.change_p50_us)}" for p in proj)
+                "level, chunks at p50 / at p99: "
+                + ", ".join(
+                    f"{p.readers}: {signed(p.change_p50_us)} / {signed(p.change_p99_us)}"
+                    for p in proj
+                )
                 + "."
             )
         charts = tuple(c for c in (chunk_chart(f), ttft_chart(f, proj)) if c is not None)
-        out.append(FaninPanel(f.storage, headline, detail, charts, counter_lines(f)))
+        out.append(
+            FaninPanel(
+                f.storage,
+                headline(f, proj),
+                detail,
+                charts,
+                level_table(f),
+                projection_table(proj) if proj else None,
+                counters=counter_lines(f),
+            )
+        )
     return tuple(out)
 
 

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from netqual.analysis.fanin import judge_all
 from netqual.base.errors import ResultsFileError
-from netqual.model.fanin import ChunkStats, FaninLevel, FaninResult
+from netqual.model.fanin import Call, ChunkStats, FaninLevel, FaninResult, RankSpan
 
 
 def to_list(results: tuple[FaninResult, ...]) -> list[dict[str, Any]]:
@@ -18,6 +19,8 @@ def to_list(results: tuple[FaninResult, ...]) -> list[dict[str, Any]]:
             "levels": [level_to_dict(lv) for lv in r.levels],
             "knee": r.knee,
             "safe_up_to": r.safe_up_to,
+            "undecided": list(r.undecided),
+            "uplinks_cleared_by": r.uplinks_cleared_by,
             "verdict": r.verdict,
         }
         for r in results
@@ -36,12 +39,23 @@ def level_to_dict(lv: FaninLevel) -> dict[str, Any]:
             "p999": c.p999_us,
             "samples": c.samples,
             "untrusted": list(c.untrusted),
+            **({} if c.p99_ci_us is None else {"p99_ci": list(c.p99_ci_us)}),
         },
         "goodput_gbps_per_reader": lv.goodput_gbps_per_reader,
         "aggregate_gbps": lv.aggregate_gbps,
         "nodes": list(lv.nodes),
         "shared_uplinks": list(lv.shared_uplinks),
         "errors": list(lv.errors),
+        "busy_s": lv.busy_s,
+        "level_gbps": lv.level_gbps,
+        "all_reading_s": lv.all_reading_s,
+        "readers_busy": lv.readers_busy,
+        "ranks": [
+            {"node": r.node, "start_s": r.start_s, "end_s": r.end_s, "bytes": r.fetched_bytes}
+            for r in lv.ranks
+        ],
+        "call": None if lv.call is None else lv.call.value,
+        "rounds": lv.rounds,
     }
     if lv.skipped is not None:
         out["skipped"] = lv.skipped
@@ -53,7 +67,9 @@ def level_to_dict(lv: FaninLevel) -> dict[str, Any]:
 
 
 def from_list(data: Any, source: str) -> tuple[FaninResult, ...]:
-    """Inverse of to_list; anything malformed is a ResultsFileError naming the entry."""
+    """Inverse of to_list, judged again by the current rule (``analysis.fanin.judge_all``:
+    a file written before the p99's confidence interval was kept is judged on trusted p99s
+    only); anything malformed is a ResultsFileError naming the entry."""
     if not isinstance(data, list):
         raise ResultsFileError(source, "expected a list", field="fanin")
     out = []
@@ -75,7 +91,7 @@ def from_list(data: Any, source: str) -> tuple[FaninResult, ...]:
             )
         except (KeyError, TypeError, ValueError, AttributeError) as err:
             raise ResultsFileError(source, f"malformed: {err!r}", field=f"fanin[{i}]") from err
-    return tuple(out)
+    return judge_all(out)
 
 
 def _opt(d: Any, key: str) -> float | None:
@@ -95,6 +111,7 @@ def fanin_level(d: Any) -> FaninLevel:
             float(c["p99"]),
             float(c["p999"]),
             tuple(str(u) for u in c.get("untrusted", ())),
+            _ci(c.get("p99_ci")),
         )
     )
     return FaninLevel(
@@ -110,7 +127,24 @@ def fanin_level(d: Any) -> FaninLevel:
         if d.get("storage_tcp_retrans") is None
         else int(d["storage_tcp_retrans"]),
         storage_counters=_window(d.get("storage_counters")),
+        busy_s=_opt(d, "busy_s"),
+        level_gbps=_opt(d, "level_gbps"),
+        all_reading_s=_opt(d, "all_reading_s"),
+        readers_busy=_opt(d, "readers_busy"),
+        ranks=tuple(
+            RankSpan(str(r["node"]), float(r["start_s"]), float(r["end_s"]), int(r["bytes"]))
+            for r in d.get("ranks", ())
+        ),
+        call=None if d.get("call") is None else Call(d["call"]),
+        rounds=int(d.get("rounds", 1)),
     )
+
+
+def _ci(value: Any) -> tuple[float, float] | None:
+    if value is None:
+        return None
+    lo, hi = value
+    return float(lo), float(hi)
 
 
 def _window(value: Any) -> dict[str, Any] | None:

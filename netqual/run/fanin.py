@@ -155,12 +155,27 @@ def sweep(
             if (kept := (done or {}).get((storage.name, k))) is not None:
                 levels.append(kept)
                 continue
-            lv = _level(storage, order[:k], prof.ranks, prof.ranks_in_step, plan, ctx)
+            base = next((b for b in levels if b.chunk is not None), None)
+            lv = _level(storage, order[:k], prof.ranks, prof.ranks_in_step, plan, ctx, base)
             levels.append(lv)
             if on_level is not None:
                 on_level(storage.name, lv)
         out.append(fanin.judge(storage.name, cfg.profile, cfg.chunk_bytes, ctx.knee_factor, levels))
-    return tuple(out)
+    return fanin.judge_all(out)  # each with the others as its contrast at shared uplinks
+
+
+# An undecided level (its p99's interval straddles the knee factor x the first level's) that
+# more of its own chunks can decide (analysis.fanin.more_decides) is measured again, up to
+# this many rounds in all, and the rounds pooled: more chunks narrow the interval where it
+# matters, instead of a verdict that says "preliminary"
+MAX_ROUNDS = 3
+
+
+@dataclass
+class _Rounds:
+    per_node: list[list[list[RawBulk]]]  # [round][reader]: the cells of its ranks
+    errors: list[str]
+    retrans: list[int | None]  # per rank that answered, every round
 
 
 def _level(
@@ -170,10 +185,39 @@ def _level(
     ranks_in_step: bool,
     plan: ProbePlan,
     ctx: SweepContext,
+    base: FaninLevel | None = None,
 ) -> FaninLevel:
-    jobs = [r for r in readers for _ in range(ranks)]
+    """One level: a round of every reader's ranks at once; while the knee rule cannot call
+    the level against ``base`` (the sweep's first measured level), another round, up to
+    MAX_ROUNDS. The storage node's counter window spans all of them."""
+    got = _Rounds([], [], [])
+    window = StorageWindow(storage, ctx.token)
+    try:
+        while True:
+            _round(storage, readers, ranks, plan, ctx, got)
+            lv = fanin.level_of_rounds(storage, readers, got.per_node, got.errors, ranks_in_step)
+            if base is None or len(got.per_node) >= MAX_ROUNDS or lv.errors:
+                break
+            if not fanin.more_decides(base, lv, ctx.knee_factor):
+                break
+    finally:
+        moved = window.close()
+    known = [r for r in got.retrans if r is not None]
+    total = sum(known) if got.retrans and len(known) == len(got.retrans) else None
+    return dataclasses.replace(lv, storage_tcp_retrans=total, storage_counters=moved)
 
-    retrans: list[int | None] = []  # per rank that answered
+
+def _round(
+    storage: Node,
+    readers: Sequence[Node],
+    ranks: int,
+    plan: ProbePlan,
+    ctx: SweepContext,
+    into: _Rounds,
+) -> None:
+    """Every reader's ranks fetch at once; their cells, failures and retransmissions are
+    added to ``into``."""
+    jobs = [r for r in readers for _ in range(ranks)]
 
     def one(reader: Node) -> RawBulk | str:
         try:
@@ -182,30 +226,22 @@ def _level(
             )
         except (NetqualError, SilentAgentError, OSError) as err:
             return f"{reader.name}: {err}"
-        retrans.append(_storage_retrans(out.raw.details))
+        into.retrans.append(_storage_retrans(out.raw.details))
         cells = [b for b in out.raw.bulk if b.error is None]
         if not cells:
             why = next((b.error for b in out.raw.bulk if b.error), "no chunk fetched")
             return f"{reader.name}: {why}"
         return cells[0]
 
-    window = StorageWindow(storage, ctx.token)
-    try:
-        with ThreadPoolExecutor(max_workers=len(jobs)) as pool:
-            got = list(pool.map(one, jobs))
-    finally:
-        moved = window.close()
+    with ThreadPoolExecutor(max_workers=len(jobs)) as pool:
+        got = list(pool.map(one, jobs))
     per_node: list[list[RawBulk]] = [[] for _ in readers]
-    errors = []
     for i, g in enumerate(got):
         if isinstance(g, str):
-            errors.append(g)
+            into.errors.append(g)
         else:
             per_node[i // ranks].append(g)
-    lv = fanin.level(storage, readers, per_node, errors, ranks_in_step)
-    known = [r for r in retrans if r is not None]
-    total = sum(known) if retrans and len(known) == len(retrans) else None
-    return dataclasses.replace(lv, storage_tcp_retrans=total, storage_counters=moved)
+    into.per_node.append(per_node)
 
 
 class StorageWindow:

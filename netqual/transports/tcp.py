@@ -181,7 +181,9 @@ class TcpTransport(Transport):
         except OSError as err:
             raise PeerUnreachableError(ch.peer, f"bulk read failed: {err}") from err
         cell.check(ch, deadline, "bulk chunks")
-        return RawBulk(chunk_bytes=chunk, depth=depth, completion_ns=done, elapsed_ns=elapsed)
+        return RawBulk(
+            chunk_bytes=chunk, depth=depth, completion_ns=done, elapsed_ns=elapsed, started_ns=start
+        )
 
     # -- responder ---------------------------------------------------------------------
     def respond(

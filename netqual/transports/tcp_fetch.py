@@ -86,9 +86,10 @@ def fetch(
     if real or errors:
         raise (real or errors)[0]
     done = ends.max(axis=0) - starts.min(axis=0)
-    elapsed = int(ends.max() - starts.min())
+    first = int(starts.min())
+    elapsed = int(ends.max()) - first
     depth = min(prof.slices_in_flight, max(shares))
-    return RawBulk(chunk_bytes=chunk, depth=depth, completion_ns=done, elapsed_ns=elapsed)
+    return RawBulk(chunk, depth, completion_ns=done, elapsed_ns=elapsed, started_ns=first)
 
 
 def _share(

@@ -78,8 +78,22 @@ def test_plain_sweep_writes_every_level_with_its_samples_and_a_verdict(
         # the storage agent's own window around the level: every chunk left through lo
         sent = lv["storage_counters"]["interfaces"]["lo"]["tx_bytes"]
         assert sent >= k * 25 * (128 << 10), sent
-        # all bytes over the longest reader's time: at most k readers' mean goodput
+        # what arrived while every reader read: at most k readers' mean goodput
         assert 0 < lv["aggregate_gbps"] <= k * lv["goodput_gbps_per_reader"] * 1.000001
+        # every rank placed on the coordinator's clock, from the level's first start
+        assert [r["node"] for r in lv["ranks"]] == lv["nodes"]
+        assert min(r["start_s"] for r in lv["ranks"]) == 0
+        assert all(0 <= r["start_s"] < r["end_s"] for r in lv["ranks"])
+        assert all(r["bytes"] == 25 * (128 << 10) for r in lv["ranks"])
+        assert 0 < lv["busy_s"] <= max(r["end_s"] for r in lv["ranks"]) + 1e-9
+        assert 0 <= lv["all_reading_s"] <= lv["busy_s"] + 1e-9
+        assert lv["level_gbps"] == pytest.approx(k * 25 * (128 << 10) * 8 / lv["busy_s"] / 1e9)
+        lo, hi = lv["chunk_us"]["p99_ci"]
+        assert lo <= lv["chunk_us"]["p99"] <= hi
+        assert lv["call"] in ("base", "within", "beyond", "undecided")
+    # the ranks' clock is the coordinator's: every level's ranks fit in the sweep's time
+    spans = sum(max(r["end_s"] for r in levels[k]["ranks"]) for k in (1, 2, 3))
+    assert spans <= doc["run"]["schedule"]["actual"]["fanin_s"]
     # readers alternate racks: the third reader is the first to share a rack uplink
     assert levels[2]["shared_uplinks"] == [] and levels[3]["shared_uplinks"] == ["r1 (2 readers)"]
     assert levels[1]["aggregate_gbps"] == pytest.approx(levels[1]["goodput_gbps_per_reader"])
@@ -87,10 +101,15 @@ def test_plain_sweep_writes_every_level_with_its_samples_and_a_verdict(
     assert "storage_counters" not in levels[8]
     html = (tmp_path / "run" / "report.html").read_text()
     assert "st's own counters over each level:<ul><li>1 reader: lo sent " in html
-    assert st["verdict"].startswith("safe up to ") and "preliminary" in st["verdict"]
+    assert st["verdict"].startswith("safe up to ")
+    assert levels[1]["call"] == "base" and st["undecided"] == [
+        k for k in (2, 3) if levels[k]["call"] == "undecided"
+    ]
     out = doc["_stdout"]
-    assert "fan-in st (plain, 128KiB chunks): safe up to" in out
-    assert "only 3 compute nodes" in out
+    assert "fan-in st (plain, 128 KiB chunks)\nst: safe up to" in out
+    for header in ("readers", "chunk p50", "chunk p99", "p99 95% CI", "vs first", "aggregate"):
+        assert header in out
+    assert "only 3 compute nodes" in " ".join(out.split())
     assert "fan-in: levels 0/3" in out  # --progress plain: the sweep is a phase of its own
     # the gate judges the verdict: min_fanin_readers up to "safe up to" passes, above fails
     results = tmp_path / "run" / "results.json"
@@ -207,11 +226,15 @@ def test_workload_projects_kv_fetch_per_level_and_says_where_offload_pays(
             break
         expected = k
     out = doc["_stdout"]
+    text = " ".join(out.split())
     if expected:
-        assert f"st: offload pays up to {expected} concurrent reader" in out
+        assert f"st: offload pays up to {expected} concurrent reader" in text
     else:
-        assert "st: offload does not pay even at 1 reader" in out
-    assert "KV fetch" in out and "TTFT (p99)" in out
+        assert "st: offload does not pay even at 1 reader: the projected KV fetch" in text
+    assert f". Fan-in alone: {st['verdict'][:40]}" in text  # its own sentence, its own scope
+    assert "safe up to" not in text.split(". Fan-in alone:")[0].split("st: offload")[-1]
+    for header in ("KV fetch p50", "KV fetch p99", "TTFT change p50", "TTFT change p99"):
+        assert header in out
     html = (tmp_path / "run" / "report.html").read_text()
     first = html.index('id="fanin"')
     assert first < html.index('id="heatmap"')  # on the first screen, above the matrix

@@ -107,7 +107,7 @@ def read_cell(
                 qp.post_send(wrs[s])
                 posted += 1
     elapsed = clock() - start
-    return RawBulk(chunk_bytes=chunk, depth=depth, completion_ns=completion, elapsed_ns=elapsed)
+    return RawBulk(chunk, depth, completion_ns=completion, elapsed_ns=elapsed, started_ns=start)
 
 
 def read_cells(

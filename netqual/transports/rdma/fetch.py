@@ -210,4 +210,5 @@ def read_chunks(
             why = notice() or "the responder closed the control channel"
             raise ProbeError(f"rdma fetch ({prof.name}): {why} (after {j + 1} of {chunks} chunks)")
     depth = _depth(prof, chunk, len(qps))
-    return RawBulk(chunk, depth, completion_ns=completion, elapsed_ns=clock() - start)
+    elapsed = clock() - start
+    return RawBulk(chunk, depth, completion_ns=completion, elapsed_ns=elapsed, started_ns=start)

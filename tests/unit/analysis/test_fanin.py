@@ -26,8 +26,15 @@ from netqual.results.fanin_codec import from_list, to_list
 from netqual.workload.load import load_workload
 
 
-def lv(readers: int, p99: float, samples: int = 5000, p50: float | None = None) -> FaninLevel:
-    c = ChunkStats(samples, p50 or p99 / 2, p99, p99 * 1.2)
+def lv(
+    readers: int,
+    p99: float,
+    samples: int = 5000,
+    p50: float | None = None,
+    ci: tuple[float, float] | None = None,
+) -> FaninLevel:
+    """A level whose p99's 95% interval is ``ci`` (default: the p99 itself, exactly)."""
+    c = ChunkStats(samples, p50 or p99 / 2, p99, p99 * 1.2, (), ci or (p99, p99))
     return FaninLevel(readers, c, 1.0, float(readers))
 
 
@@ -51,25 +58,20 @@ def test_knee_is_the_first_level_past_factor_times_level_one(
     assert "preliminary" not in r.verdict
 
 
-def test_verdict_names_shared_uplinks_and_few_samples() -> None:
-    few = ChunkStats(200, 50.0, 100.0, 120.0, untrusted=("p99", "p999"))
-    levels = [
-        FaninLevel(1, few, 1.0, 1.0),
-        dataclasses.replace(lv(4, 500), shared_uplinks=("r1 (2 readers)",)),
-    ]
+def test_verdict_names_shared_uplinks_and_loss_at_the_knee() -> None:
+    levels = [lv(1, 100), dataclasses.replace(lv(4, 500), shared_uplinks=("r1 (2 readers)",))]
     r = fanin.judge("st1", PLAIN, 1 << 20, 2.0, levels)
     assert r.knee == 4 and r.safe_up_to == 1
-    assert "knee at 4: chunk p99 500 us, 5.0x 1 reader's 100 us" in r.verdict
-    assert "rack uplinks are shared: r1 (2 readers)" in r.verdict
-    assert "preliminary: p99 from fewer than 1,000 chunks at 1 readers" in r.verdict
+    assert "knee at 4: chunk p99 500 us, 5.0x the 100 us at 1 reader" in r.verdict
+    assert "at 4 readers rack uplinks are shared: r1 (2 readers) (no other storage" in r.verdict
+    assert "preliminary" not in r.verdict
     lossy = [levels[0], dataclasses.replace(levels[1], storage_tcp_retrans=1234)]
     assert (
         "st1 retransmitted 1,234 TCP segments at 4 readers"
         in fanin.judge("st1", PLAIN, 1 << 20, 2.0, lossy).verdict
     )
-    assert from_list(to_list((fanin.judge("st1", PLAIN, 1, 2.0, lossy),)), "x")[0].levels == tuple(
-        lossy
-    )
+    judged = fanin.judge("st1", PLAIN, 1, 2.0, lossy)
+    assert from_list(to_list((judged,)), "x")[0].levels == judged.levels
 
 
 def test_storage_counters_of_a_level_are_named_at_the_knee_and_in_the_report() -> None:

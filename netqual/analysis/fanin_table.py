@@ -1,0 +1,144 @@
+"""The fan-in sweep in words and one level table, the same in the terminal and the report
+(docs/fanin.md): per storage node a headline, then one row per level with its unit in
+every cell, chosen per magnitude (us, ms, s; kbit/s, Mbit/s, Gbit/s)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from netqual.analysis.fanin import Projection, p99_interval, pays_up_to, storage_findings
+from netqual.base.units import format_bytes, format_duration_us, format_gbps
+from netqual.model.fanin import Call, FaninLevel, FaninResult
+
+HEADERS = (
+    "readers", "chunk p50", "chunk p99", "p99 95% CI", "vs first", "chunks", "aggregate", "note",
+)  # fmt: skip
+# with a workload: the projected KV fetch per request and the TTFT change, every chunk at
+# the level's p50, then every chunk at its p99
+PROJECTION_HEADERS = (
+    "readers", "KV fetch p50", "KV fetch p99", "TTFT change p50", "TTFT change p99",
+)  # fmt: skip
+NOTE = (
+    "vs first: the level's chunk p99 over the first level's; within, beyond or undecided: "
+    "its 95% CI against the knee factor x the first's (docs/fanin.md). aggregate: what "
+    "arrived while every reader was reading"
+)
+
+
+@dataclass(frozen=True)
+class LevelTable:
+    headers: tuple[str, ...]
+    rows: tuple[tuple[str, ...], ...]
+
+
+def signed(us: float) -> str:
+    return ("+" if us >= 0 else "-") + format_duration_us(abs(us))
+
+
+def chunk_words(f: FaninResult) -> str:
+    """'plain, 7.8 MiB chunks'."""
+    return f"{f.profile}, {format_bytes(f.chunk_bytes)} chunks"
+
+
+def headline(f: FaninResult, proj: Sequence[Projection]) -> str:
+    """The storage node's answer. With a projection, whether offload pays (the workload's
+    TTFT) and, as its own sentence, how many readers the fan-in alone carries: two claims
+    with their scope named, never one sentence that says both "does not pay" and "safe"."""
+    fan = f"{f.storage}: {f.verdict}"
+    if not proj:
+        return fan
+    k = pays_up_to(proj)
+    base = format_duration_us(proj[0].baseline_us)
+    if k is None:
+        first = proj[0]
+        pays = (
+            f"{f.storage}: offload does not pay even at {_n(first.readers)}: the projected KV "
+            f"fetch per request, every chunk at p99, takes {format_duration_us(first.fetch_p99_us)}"
+            f" against {base} without offload"
+        )
+    else:
+        pays = (
+            f"{f.storage}: offload pays up to {k} concurrent reader{'' if k == 1 else 's'}: "
+            "the projected KV fetch per "
+            f"request, every chunk at p99, stays under the {base} without offload"
+        )
+    return f"{pays}. Fan-in alone: {f.verdict}"
+
+
+def level_table(f: FaninResult) -> LevelTable:
+    """One row per level: chunk completion, the knee rule's call, the aggregate, notes."""
+    base = next((lv for lv in f.levels if lv.call is Call.BASE), None)
+    rows = []
+    for lv in f.levels:
+        c = lv.chunk
+        row = [str(lv.readers)]
+        if c is None:
+            row += ["-"] * (len(HEADERS) - 2)
+        else:
+            row += [
+                format_duration_us(c.p50_us),
+                format_duration_us(c.p99_us),
+                duration_range(*p99_interval(c)),
+                _versus(lv, base, f.knee),
+                f"{c.samples:,}",
+                "-" if lv.aggregate_gbps is None else format_gbps(lv.aggregate_gbps),
+            ]
+        row.append("; ".join(_notes(f, lv)))
+        rows.append(tuple(row))
+    return LevelTable(HEADERS, tuple(rows))
+
+
+def projection_table(proj: Sequence[Projection]) -> LevelTable:
+    """With a workload: per level the projected KV fetch per request and the TTFT change
+    against the baseline, every chunk at the level's p50, then at its p99."""
+    rows = tuple(
+        (
+            str(p.readers),
+            format_duration_us(p.fetch_p50_us),
+            format_duration_us(p.fetch_p99_us),
+            signed(p.change_p50_us),
+            signed(p.change_p99_us),
+        )
+        for p in proj
+    )
+    return LevelTable(PROJECTION_HEADERS, rows)
+
+
+def duration_range(lo_us: float, hi_us: float) -> str:
+    """'4.5-7.9 ms', '850 us-1.2 ms', '4.5 ms or more' (an unbounded top)."""
+    if math.isinf(hi_us):
+        return f"{format_duration_us(lo_us)} or more"
+    lo, hi = format_duration_us(lo_us), format_duration_us(hi_us)
+    lo_n, lo_u = lo.split(" ")
+    return f"{lo_n}-{hi}" if hi.endswith(f" {lo_u}") else f"{lo}-{hi}"
+
+
+def _versus(lv: FaninLevel, base: FaninLevel | None, knee: int | None) -> str:
+    """'1.00x first', '1.32x within', '3.25x knee' (the first level beyond), '4.10x
+    beyond', '1.90x undecided'."""
+    if base is None or base.chunk is None or lv.chunk is None or lv.call is None:
+        return "-"
+    ratio = f"{lv.chunk.p99_us / base.chunk.p99_us:.2f}x"
+    if lv.call is Call.BASE:
+        return f"{ratio} first"
+    return f"{ratio} {'knee' if lv.readers == knee else lv.call.value}"
+
+
+def _notes(f: FaninResult, lv: FaninLevel) -> list[str]:
+    notes = [s for s in (lv.skipped,) if s]
+    if lv.readers_busy is not None and lv.readers > 1:
+        notes.append(f"{lv.readers_busy:.1f} of {lv.readers} reading at once")
+    if lv.storage_tcp_retrans:
+        notes.append(f"{lv.storage_tcp_retrans:,} retransmitted")
+    notes += storage_findings(f.storage, lv)[:2]
+    if lv.shared_uplinks:
+        notes.append("shared uplink " + ", ".join(lv.shared_uplinks))
+    if lv.errors:
+        notes.append(f"{len(lv.errors)} failed: {lv.errors[0]}")
+    return notes
+
+
+def _n(k: int) -> str:
+    return f"{k} reader{'' if k == 1 else 's'}"

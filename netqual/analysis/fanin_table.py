@@ -129,12 +129,12 @@ def _versus(lv: FaninLevel, base: FaninLevel | None, knee: int | None) -> str:
 def _notes(f: FaninResult, lv: FaninLevel) -> list[str]:
     notes = [s for s in (lv.skipped,) if s]
     if lv.readers_busy is not None and lv.readers > 1:
-        notes.append(f"{lv.readers_busy:.1f} of {lv.readers} reading at once")
+        notes.append(f"{lv.readers_busy:.1f} of {lv.readers} at once")
     if lv.storage_tcp_retrans:
         notes.append(f"{lv.storage_tcp_retrans:,} retransmitted")
     notes += storage_findings(f.storage, lv)[:2]
     if lv.shared_uplinks:
-        notes.append("shared uplink " + ", ".join(lv.shared_uplinks))
+        notes.append("shared uplinks " + ", ".join(lv.shared_uplinks))
     if lv.errors:
         notes.append(f"{len(lv.errors)} failed: {lv.errors[0]}")
     return notes

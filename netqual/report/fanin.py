@@ -19,13 +19,12 @@ from netqual.analysis.fanin import (
 from netqual.analysis.fanin_table import (
     NOTE,
     LevelTable,
-    chunk_words,
     headline,
     level_table,
     projection_table,
     signed,
 )
-from netqual.base.units import format_duration_us
+from netqual.base.units import format_bytes, format_duration_us
 from netqual.model.fanin import FaninResult
 from netqual.table.run import Results
 
@@ -121,10 +120,10 @@ def chunk_chart(f: FaninResult) -> Chart | None:
         for lv in measured if lv.chunk
     ]  # fmt: skip
     return Chart(
-        title=f"chunk completion ({chunk_words(f)}) vs readers",
+        title=f"chunk completion vs readers ({f.profile}, {format_bytes(f.chunk_bytes)})",
         lines=(("p99", _pts(p99), "p99"), ("p50", _pts(p50), "p50")),
         band="",
-        hline=(_y(knee_line, per), f"knee line: {f.knee_factor:g} x p99 at {ks[0]}"),
+        hline=(_y(knee_line, per), f"knee: {f.knee_factor:g} x p99 at {ks[0]}"),
         xticks=[(xs[k], str(k)) for k in ks],
         yticks=_yticks(top, per),
         marks=marks,
@@ -147,7 +146,7 @@ def ttft_chart(f: FaninResult, proj: Sequence[Projection]) -> Chart | None:
         for p in proj
     ]  # fmt: skip
     return Chart(
-        title=f"projected KV fetch per request ({proj[0].chunks} chunks) vs readers",
+        title=f"KV fetch per request ({proj[0].chunks} chunks) vs readers",
         lines=(("p50", _pts(p50), "chunks at p50"),),
         band=_pts(p50 + p99[::-1]),
         hline=(_y(proj[0].baseline_us, per), "baseline (without offload)"),
@@ -168,7 +167,7 @@ def fanin_panels(results: Results) -> tuple[FaninPanel, ...]:
         if proj:
             detail = (
                 "Projected per request: every cached chunk fetched one after another "
-                f"({w.round_trips_per_chunk if w else 1} serial read(s) each) at the level's "
+                f"({_reads(w.round_trips_per_chunk if w else 1)} each) at the level's "
                 "chunk p50 (line) to p99 (band), against the same chunks without offload; "
                 "it pays where even the p99 end is below the baseline. TTFT change at each "
                 "level, chunks at p50 / at p99: "
@@ -191,6 +190,10 @@ def fanin_panels(results: Results) -> tuple[FaninPanel, ...]:
             )
         )
     return tuple(out)
+
+
+def _reads(n: int) -> str:
+    return f"{n} serial read{'' if n == 1 else 's'}"
 
 
 def counter_lines(f: FaninResult) -> tuple[str, ...]:

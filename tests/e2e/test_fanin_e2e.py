@@ -243,7 +243,7 @@ def test_workload_projects_kv_fetch_per_level_and_says_where_offload_pays(
     first = html.index('id="fanin"')
     assert first < html.index('id="heatmap"')  # on the first screen, above the matrix
     assert html.count('class="fanin-chart"') == 2  # chunk p99 and projected fetch curves
-    assert "projected KV fetch per request (10 chunks) vs readers" in html
+    assert "KV fetch per request (10 chunks) vs readers" in html
     assert "<script src" not in html and "http" not in html.split("<body")[1][:200000]
 
 

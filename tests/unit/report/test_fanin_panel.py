@@ -136,5 +136,5 @@ def test_terminal_and_report_show_the_same_cells_with_units() -> None:
         assert int(ms.split()[0].replace(",", "")) < 1000, ms  # 686,332 us is 686.3 ms
     # the report's charts: round ticks, the chunk in the project's size words
     chunk_chart = panel.charts[0]
-    assert chunk_chart.title == "chunk completion (lmcache, 7.8 MiB chunks) vs readers"
+    assert chunk_chart.title == "chunk completion vs readers (lmcache, 7.8 MiB)"
     assert [label for _, label in chunk_chart.yticks] == ["0", "20 ms", "40 ms", "60 ms"]

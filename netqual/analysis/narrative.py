@@ -7,6 +7,7 @@ from collections.abc import Sequence, Set
 import numpy as np
 
 from netqual.base.units import format_us
+from netqual.model.node import Node
 from netqual.model.path import path_label
 from netqual.model.policy import Waiver
 from netqual.model.verdict import Verdict
@@ -21,6 +22,15 @@ def verdict_sentence(results: Results) -> str:
     if results.incomplete:
         text = f"{incomplete_note(results)}: {text}"
     return text
+
+
+def nodes_text(nodes: Sequence[Node]) -> str:
+    """ "8 nodes", or with endpoints below the node (docs/rails.md) "8 NICs on 4 nodes":
+    terminal and report say the same."""
+    if not any(n.nic is not None for n in nodes):
+        return f"{len(nodes):,} nodes"
+    hosts = len({n.node_name for n in nodes})
+    return f"{len(nodes):,} NICs on {hosts:,} nodes"
 
 
 def incomplete_note(results: Results) -> str:

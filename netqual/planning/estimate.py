@@ -220,7 +220,7 @@ def estimate_phases(
     """(phases, batches, pairs with bulk, bulk waves) of a run of ``sched``."""
     model = model or DurationModel(shared_cores=local_cores(sched.nodes))
     cfg, fabric = cfg or ScheduleConfig(), fabric or Fabric()
-    n = len(sched.nodes)
+    n = len({x.node_name for x in sched.nodes})  # agents: one per node, not per NIC
     # each pass checks its agents in groups of ``t`` at once
     groups = [min(t, n - i) for t in CHECK_THREADS for i in range(0, n, t)]
     checks = sum(model.contention("preflight", k) for k in groups)

@@ -47,7 +47,9 @@ class Fabric:
     sites: Mapping[str, Uplink] = field(default_factory=dict)
 
     def nic(self, node: Node) -> float:
-        return self.nic_gbps.get(node.name, DEFAULT_NIC_GBPS)
+        """The node's stated line rate; an endpoint below the node (``NODE/NIC``,
+        docs/rails.md) has its node's: ``nic_gbps`` is stated per node, for each NIC."""
+        return self.nic_gbps.get(node.name, self.nic_gbps.get(node.node_name, DEFAULT_NIC_GBPS))
 
     def group(self, kind: str, name: str) -> Uplink:
         table = self.racks if kind == "rack" else self.sites

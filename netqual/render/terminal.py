@@ -20,7 +20,7 @@ from netqual.analysis.matrix import (
     rail_groups,
     tier_groups,
 )
-from netqual.analysis.narrative import unmeasured_sentence, verdict_sentence
+from netqual.analysis.narrative import nodes_text, unmeasured_sentence, verdict_sentence
 from netqual.base.names import visible
 from netqual.base.units import format_size, format_us
 from netqual.model.path import PathResult, Tier, path_label
@@ -82,7 +82,7 @@ def print_results(
     console.print(
         f"policy: {pol.metric.value} <= {pol.safe_max_us:g} us safe, > {pol.unsafe_above_us:g} us "
         f"unsafe, min {pol.min_samples} samples | transport {run.transport} | {run.mode.value} | "
-        f"{_nodes_text(results)} | {run.started_at}",
+        f"{nodes_text(results.nodes)} | {run.started_at}",
         style="dim",
     )
     if len(results.nodes) <= MATRIX_MAX_NODES:
@@ -100,14 +100,6 @@ def print_results(
     print_suspects(console, results, None if show_all else SUSPECTS_SHOWN)
     print_fanin(console, results)
     print_multirail(console, results)
-
-
-def _nodes_text(results: Results) -> str:
-    """ "8 nodes", or with endpoints below the node (docs/rails.md) "8 NICs on 4 nodes"."""
-    if not any(n.nic is not None for n in results.nodes):
-        return f"{len(results.nodes):,} nodes"
-    hosts = len({n.node_name for n in results.nodes})
-    return f"{len(results.nodes):,} NICs on {hosts:,} nodes"
 
 
 SUSPECTS_SHOWN = 6

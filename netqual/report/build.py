@@ -11,7 +11,7 @@ import numpy as np
 
 from netqual.analysis.interference import headline
 from netqual.analysis.matrix import group_paths, rail_groups
-from netqual.analysis.narrative import unmeasured_sentence, verdict_sentence
+from netqual.analysis.narrative import nodes_text, unmeasured_sentence, verdict_sentence
 from netqual.files.rundir import RESULTS_JSON
 from netqual.model.path import PathResult
 from netqual.model.policy import Waiver
@@ -302,6 +302,7 @@ def build_view(
         transport=results.run.transport,
         mode=results.run.mode.value,
         n_nodes=len(nodes),
+        cluster_text=nodes_text(nodes),
         n_racks=len([s for s in spans if s.name != "(no rack)"]),
         metric=metric,
         nodes=nodes,

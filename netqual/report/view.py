@@ -104,6 +104,7 @@ class ReportView:
     transport: str
     mode: str
     n_nodes: int
+    cluster_text: str  # "8 nodes", "8 NICs on 4 nodes" (as the terminal says it)
     n_racks: int
     metric: str
     nodes: Sequence[Node]

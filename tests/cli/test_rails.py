@@ -149,6 +149,8 @@ def test_dry_run_shows_endpoints_and_pairs_per_rail(
         in r.stdout
     )
     assert "  rail 1: 3 pairs; h1/eth1 198.18.11.1" in r.stdout
+    # one agent per node, as `check` finds them: not one per NIC (issue 36: "8 agents")
+    assert "one pass over 3 agents" in r.stdout, r.stdout
     r = run_in_process(
         ["run", str(inv), "--dry-run", "--json", "--rails", "all"], tmp_path, monkeypatch, capsys
     )
@@ -159,6 +161,35 @@ def test_dry_run_shows_endpoints_and_pairs_per_rail(
         ["run", str(inv), "--dry-run", "--json", "--rails", "none"], tmp_path, monkeypatch, capsys
     )
     assert json.loads(r.stdout)["per_rail"] == [] and json.loads(r.stdout)["pairs"] == 3
+
+
+def test_dry_run_uses_the_nic_rate_the_inventory_states_for_every_nic(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 36: a rails run with nic_gbps = 0.5 was estimated at 100 Gbit/s."""
+    text = "\n".join(_node(i).replace("\nnics =", "\nnic_gbps = 0.5\nnics =") for i in range(1, 5))
+    inv = tmp_path / "inv.toml"
+    inv.write_text(text)
+    r = run_in_process(["run", str(inv), "--dry-run"], tmp_path, monkeypatch, capsys)
+    assert r.returncode == 0, r.stderr
+    said = " ".join(r.stdout.split())
+    assert "bulk request at <= 0.5 Gbit/s" in said, r.stdout
+    slow = json.loads(
+        run_in_process(
+            ["run", str(inv), "--dry-run", "--json"], tmp_path, monkeypatch, capsys
+        ).stdout
+    )
+    inv.write_text(text.replace("nic_gbps = 0.5\n", ""))
+    fast = json.loads(
+        run_in_process(
+            ["run", str(inv), "--dry-run", "--json"], tmp_path, monkeypatch, capsys
+        ).stdout
+    )
+    # 1 MiB x depth 8 at 10 Gbit/s (the TCP model) vs at 0.5: the bulk phase takes far longer
+    assert (
+        slow["estimate"]["phases"]["bulk"]["unit_s"]
+        > 10 * fast["estimate"]["phases"]["bulk"]["unit_s"]
+    )
 
 
 def test_bad_rails_value_is_a_usage_error(
@@ -245,6 +276,12 @@ def test_terminal_reads_per_rail_and_names_the_nic(
     r = run_in_process(["report", "results.json"], tmp_path, monkeypatch, capsys)
     assert r.returncode == 0, r.stderr
     assert "| 8 NICs on 4 nodes |" in " ".join(r.stdout.split())
+    # the report says the same (it said "8 nodes in 1 rack")
+    h = run_in_process(
+        ["report", "results.json", "--html", "r.html"], tmp_path, monkeypatch, capsys
+    )
+    assert h.returncode == 0, h.stderr
+    assert "Cluster: <b>8 NICs on 4 nodes in 1 rack," in (tmp_path / "r.html").read_text()
     assert "by rail (us)" in r.stdout
     rows = {
         " ".join(cells[:2]): cells[2:]

@@ -47,11 +47,23 @@ class PcieLink:
         return self.speed_gts >= self.max_speed_gts and self.width >= self.max_width
 
     def text(self) -> str:
-        def one(speed: float | None, width: int | None) -> str:
-            s = UNKNOWN if speed is None else f"{speed:g} GT/s"
-            return f"{s} x{UNKNOWN if width is None else width}"
+        """'16 GT/s x16 of 32 GT/s x16'; 'unknown' when sysfs gave none of it (a virtual
+        NIC); a part sysfs did not give is named: '32 GT/s, width unknown (max: speed
+        unknown, x16)'."""
+        if self == PcieLink():
+            return UNKNOWN
+        now, top = (self.speed_gts, self.width), (self.max_speed_gts, self.max_width)
+        if None not in (*now, *top):
+            return f"{_link(*now)} of {_link(*top)}"
+        return f"{_link(*now)} (max: {_link(*top)})"
 
-        return f"{one(self.speed_gts, self.width)} of {one(self.max_speed_gts, self.max_width)}"
+
+def _link(speed: float | None, width: int | None) -> str:
+    if speed is None and width is None:
+        return UNKNOWN
+    s = "speed unknown" if speed is None else f"{speed:g} GT/s"
+    w = "width unknown" if width is None else f"x{width}"
+    return f"{s} {w}" if None not in (speed, width) else f"{s}, {w}"
 
 
 @dataclass(frozen=True)

@@ -37,6 +37,9 @@ class RunMeta:
     pairs_planned: int | None = None  # the pairs the schedule had (None in older files)
     # per node, what the pre-flight saw of its agent: {"version", "clock_offset_s"}
     agents: Mapping[str, Mapping[str, object]] = field(default_factory=dict)
+    # False: the results file recorded no probe plan (``plan`` is then the default, which
+    # no output may present as what was measured)
+    plan_recorded: bool = True
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from netqual.analysis.hostpath import GATED, HostFinding, all_findings
-from netqual.model.hostpath import NEAR_CLASSES, UNKNOWN, HostAudit, HostDevice, gpu_rail_table
+from netqual.model.hostpath import (
+    NEAR_CLASSES,
+    UNKNOWN,
+    HostAudit,
+    HostDevice,
+    PcieLink,
+    gpu_rail_table,
+)
 from netqual.model.node import Nic, node_nics
 from netqual.table.run import Results
 
@@ -30,6 +37,7 @@ class NodeHosts:
 class HostsView:
     findings: tuple[HostFinding, ...]
     nodes: tuple[NodeHosts, ...]
+    checked: str = ""  # what "no findings" rests on: what was judged, what could not be
 
     @property
     def headline(self) -> str | None:
@@ -91,4 +99,27 @@ def hosts_view(results: Results) -> HostsView | None:
         return None
     nics = node_nics(results.nodes)  # with rails the nodes are endpoints (docs/rails.md)
     nodes = tuple(_node(audit, nics.get(audit.node, ())) for audit in results.hosts)
-    return HostsView(tuple(all_findings(results.hosts, nics)), nodes)
+    return HostsView(tuple(all_findings(results.hosts, nics)), nodes, _checked(results.hosts))
+
+
+def _checked(audits: tuple[HostAudit, ...]) -> str:
+    """What "no findings" means for these audits, claiming nothing that was not judged: no
+    affinity without GPUs, no link speed where sysfs gave no PCIe link (a virtual NIC)."""
+    ok = [a for a in audits if a.error is None]
+    gpus = sum(len(a.gpus) for a in ok)
+    devices = [d for a in ok for d in (*a.gpus, *a.nics)]
+    judged = sum(d.link.full is not None for d in devices)
+    no_link = sum(d.link == PcieLink() for d in devices)
+    parts = []
+    if gpus:
+        parts.append(f"every GPU ({gpus:,}) has a PIX or PXB NIC on its rail")
+    else:
+        parts.append("no GPU found, so no GPU-NIC affinity to judge")
+    if judged:
+        parts.append(f"every PCIe link read ({judged:,}) runs at its maximum")
+    if no_link:
+        parts.append(
+            f"{no_link:,} device(s) report no PCIe link (a virtual NIC, e.g. virtio): "
+            "link speed not judged"
+        )
+    return "; ".join(parts)

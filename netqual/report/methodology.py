@@ -19,6 +19,19 @@ def methodology(results: Results) -> list[tuple[str, str]]:
         if plan.bulk
         else "not measured (--no-bulk)"
     )
+    not_recorded = "not recorded in the results file"
+    measured = [
+        (
+            "Ping-pong",
+            f"{plan.size_bytes} B messages; {plan.iterations:,} kept iterations after "
+            f"{plan.warmup:,} "
+            "warm-up iterations (measured and discarded)",
+        ),
+        ("Bulk read", bulk),
+    ]
+    if not run.plan_recorded:  # never present the default plan as what was measured
+        measured = [("Ping-pong", not_recorded), ("Bulk read", not_recorded)]
+    timeout = f"{plan.timeout_s:g} s per path" if run.plan_recorded else not_recorded
     return [
         (
             "Run",
@@ -33,15 +46,9 @@ def methodology(results: Results) -> list[tuple[str, str]]:
             "samples "
             "to be offload-safe; unreachable or erroring paths are unsafe",
         ),
-        (
-            "Ping-pong",
-            f"{plan.size_bytes} B messages; {plan.iterations:,} kept iterations after "
-            f"{plan.warmup:,} "
-            "warm-up iterations (measured and discarded)",
-        ),
-        ("Bulk read", bulk),
+        *measured,
         *_schedule_rows(results),
-        ("Timeout", f"{plan.timeout_s:g} s per path"),
+        ("Timeout", timeout),
         (
             "RTT",
             "full round trip measured at the initiator with time.perf_counter_ns (perftest "

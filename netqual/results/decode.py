@@ -186,6 +186,7 @@ def results_from_dict(
         pairs_planned=run.get("pairs_planned")
         if isinstance(run.get("pairs_planned"), int)
         else None,
+        plan_recorded=bool(run.get("plan")),
     )
     nodes = []
     for i, n in enumerate(rd.get(d, "nodes", "")):

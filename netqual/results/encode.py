@@ -172,7 +172,7 @@ def results_to_dict(r: Results, *, paths: bool = True) -> dict[str, Any]:
             "transport": r.run.transport,
             "mode": r.run.mode.value,
             "policy": policy_to_dict(r.run.policy),
-            "plan": plan_to_dict(r.run.plan),
+            **({"plan": plan_to_dict(r.run.plan)} if r.run.plan_recorded else {}),
             "clock": dict(r.run.clock),
             "host": dict(r.run.host),
             "inventory": r.run.inventory,

@@ -128,6 +128,25 @@ def test_worst_paths_reasons_and_methodology() -> None:
         assert text in meth
 
 
+def test_a_results_file_without_a_plan_does_not_claim_the_default_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 36: the methodology of a file that records no plan showed the default plan."""
+    f = write_results(tmp_path / "r.json", make_results(4, samples=5000))
+    doc = json.loads(f.read_text())
+    del doc["run"]["plan"]
+    f.write_text(json.dumps(doc))
+    r = run_in_process(["report", str(f), "--html", "r.html"], tmp_path, monkeypatch, capsys)
+    assert r.returncode == 0, r.stderr
+    meth = grab(r'<dl class="meth">.*?</dl>', (tmp_path / "r.html").read_text(), 0)
+    assert "10,000 kept iterations" not in meth and "chunks 64KiB" not in meth
+    assert meth.count("not recorded in the results file") == 3  # ping-pong, bulk, timeout
+    # and a re-written document does not gain the default plan either
+    r = run_in_process(["report", str(f), "--json"], tmp_path, monkeypatch, capsys)
+    assert r.returncode == 0, r.stderr
+    assert "plan" not in json.loads(r.stdout)["run"]
+
+
 def test_waivers_appear_in_the_report() -> None:
     res = make_results(4, slow_paths=[("gpu03", "stor01", 812.0)])
     waivers = [

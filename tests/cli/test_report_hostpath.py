@@ -13,7 +13,7 @@ from factories import make_results, write_results
 from sysfs_trees import far_nic, hgx8
 
 from netqual.agent import pcisysfs
-from netqual.model.hostpath import HostAudit
+from netqual.model.hostpath import HostAudit, HostDevice
 
 
 def _write(tmp_path: Path, extra: tuple[HostAudit, ...] = ()) -> None:
@@ -69,7 +69,33 @@ def test_clean_hosts_say_so(tmp_path: Path) -> None:
     assert "host path: 16 GPUs, 16 NICs on 2 nodes, no findings" in r.stdout
     html = (tmp_path / "out.html").read_text()
     assert 'id="hosts-alert"' not in html
-    assert "No findings: every GPU has a PIX or PXB NIC on its rail" in html
+    assert (
+        "No findings: every GPU (16) has a PIX or PXB NIC on its rail; every PCIe link read"
+        " (32) runs at its maximum." in html
+    )
+
+
+def test_virtual_nics_without_pcie_links_are_not_claimed_at_their_maximum(
+    tmp_path: Path,
+) -> None:
+    """Issue 36: virtio NICs (no PCIe link in sysfs) showed `unknown xunknown of unknown
+    xunknown` under "every PCIe link runs at its maximum"."""
+    hosts = tuple(
+        HostAudit(n, nics=(HostDevice("eth0", "0000:00:03.0", netdevs=("eth0",)),))
+        for n in ("gpu01", "gpu02", "gpu03")
+    )
+    write_results(
+        tmp_path / "r.json", dataclasses.replace(make_results(4, all_safe=True), hosts=hosts)
+    )
+    r = netqual("report", "r.json", "--html", "out.html", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    text = _text((tmp_path / "out.html").read_text())
+    assert "xunknown" not in text and "runs at its maximum" not in text
+    assert (
+        "No findings: no GPU found, so no GPU-NIC affinity to judge; 3 device(s) report no"
+        " PCIe link (a virtual NIC, e.g. virtio): link speed not judged." in text
+    )
+    assert "eth0 0000:00:03.0 unknown unknown eth0" in text
 
 
 def test_a_nodes_error_text_is_escaped(tmp_path: Path) -> None:

@@ -180,7 +180,7 @@ def test_unreadable_fields_are_unknown_never_an_error(tmp_path: Path) -> None:
     }
     assert from_dict("gpu01", doc) == audit
     assert [f.text for f in hostpath.link_findings(audit)][:1] == [
-        "0000:05:00.0: link unknown: 32 GT/s xunknown of unknown x16"
+        "0000:05:00.0: link unknown: 32 GT/s, width unknown (max: speed unknown, x16)"
     ]
 
 

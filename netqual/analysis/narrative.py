@@ -38,7 +38,10 @@ def incomplete_note(results: Results) -> str:
     planned = results.run.pairs_planned
     of = f" of {planned:,}" if planned else ""
     parts = ["run interrupted"] if not results.run.complete else []
-    parts.append(f"{len(results.paths):,}{of} pairs measured")
+    partial = results.pingpong_only  # bulk phase never ran: not measured
+    parts.append(f"{len(results.paths) - partial:,}{of} pairs measured")
+    if partial:
+        parts.append(f"{partial:,} more with ping-pong only")
     if results.not_measured:
         parts.append(f"{len(results.not_measured):,} not measured (configuration)")
     return f"INCOMPLETE ({', '.join(parts)})"

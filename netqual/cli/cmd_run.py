@@ -13,7 +13,7 @@ from netqual.analysis.fleet import load_fleet_policy
 from netqual.analysis.interference import TOLERANCE
 from netqual.analysis.policy import load_policy
 from netqual.base.auth import load_token
-from netqual.base.errors import UsageError
+from netqual.base.errors import NoAgentsError, UsageError
 from netqual.cli import rundir
 from netqual.cli.app import (
     ChunkOpt,
@@ -311,7 +311,12 @@ def run(
             raise
         except KeyboardInterrupt:
             return finalise_interrupted(cfg, out, previous, Stage.PREFLIGHT)
-        return run_coordinator(measured, out, shown, previous, checked)
+        try:
+            return run_coordinator(measured, out, shown, previous, checked)
+        except NoAgentsError:  # every agent failed (--keep-going): nothing to resume
+            if previous is None:
+                resume_mod.abandon(out, created)
+            raise
 
     measure_into(
         out, as_json, progress, pol.metric, measure, lambda r: gate_banner(r, prof, baseline)

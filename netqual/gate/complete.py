@@ -22,6 +22,8 @@ def missing_sentence(ctx: GateContext, measured: int) -> str | None:
     why = []
     if ctx.interrupted:
         why.append("run interrupted")
+    if ctx.pingpong_only:
+        why.append(f"{ctx.pingpong_only:,} with ping-pong only: their bulk phase never ran")
     if ctx.not_measured:
         why.append(f"{len(ctx.not_measured)} by a configuration failure")
     because = f" ({', '.join(why)})" if why else ""
@@ -44,7 +46,7 @@ class Complete(Rule):
         return "complete"
 
     def check(self, table: PathTable, rows: IntArray, ctx: GateContext) -> Outcome:
-        measured = len(table)
+        measured = len(table) - ctx.pingpong_only
         failing = tuple(
             Finding(m.src, m.dst, f"not measured ({m.kind}): {m.reason}") for m in ctx.not_measured
         )

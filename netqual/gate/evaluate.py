@@ -45,6 +45,7 @@ def evaluate(
         pairs_planned=results.run.pairs_planned,
         unmeasured=results.unmeasured,
         interrupted=not results.run.complete,
+        pingpong_only=results.pingpong_only,
         not_measured=results.not_measured,
         resume_command=resume_command(results, results_source),
         fleet=results.fleet,

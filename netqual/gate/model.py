@@ -137,6 +137,7 @@ class GateContext:
     pairs_planned: int | None = None  # None: an older file that does not say
     unmeasured: int | None = 0  # scheduled pairs without a path row; None: unknown
     interrupted: bool = False
+    pingpong_only: int = 0  # interrupted run's pairs whose bulk phase never ran (unmeasured)
     not_measured: tuple[NotMeasured, ...] = ()  # configuration failures, with reasons
     resume_command: str = "netqual run INVENTORY --out DIR --resume"
     fleet: FleetResult | None = None  # the run's configuration check (netqual.analysis.fleet)

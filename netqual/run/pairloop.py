@@ -45,7 +45,10 @@ def measure_pairs(
     if len(down) == len({n.node_name for n in cfg.nodes}):
         # Each problem already names its node ("gpu01 unreachable: ..."); don't repeat it.
         detail = "; ".join(v if v.startswith(k) else f"{k}: {v}" for k, v in down.items())
-        raise NoAgentsError(detail)
+        raise NoAgentsError(
+            f"every agent failed the pre-flight check, so nothing was measured ({detail}):"
+            " fix them (netqual check INVENTORY shows each), then run again"
+        )
     by_name = {n.name: n for n in cfg.endpoints}
     skip = prior.done.keys() | prior.pending.keys()
 

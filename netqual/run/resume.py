@@ -175,7 +175,10 @@ def prepare(out_dir: Path, ident: Mapping[str, Any], force: bool) -> Resume:
     With ``force`` a different identity is accepted: finished pairs the new plan also has
     are kept, the others dropped from results.jsonl."""
     jsonl = out_dir / JSONL
-    if not jsonl.is_file():
+    # Killed after run.json and before its first record: nothing was measured, so the run
+    # starts from nothing under run.json's identity (checked below, as always).
+    fresh = not jsonl.is_file()
+    if fresh and not (out_dir / IDENTITY_FILE).is_file():
         raise UsageError("--resume", f"{jsonl} does not exist: nothing to resume")
     started_at = ""
     same = False
@@ -194,6 +197,9 @@ def prepare(out_dir: Path, ident: Mapping[str, Any], force: bool) -> Resume:
     except ResumeMismatchError:
         if not force:
             raise
+    if fresh:
+        with open_append(jsonl, new=True):
+            pass
     _cut_torn_tail(jsonl)
     held = journal.read(jsonl)
     wanted: set[tuple[str, str]] | None = None

@@ -254,6 +254,16 @@ class DetailsColumn(Sequence[Mapping[str, object] | None]):
         items = self._items
         return DetailsColumn([items[i] for i in rows])
 
+    def count_key(self, key: str) -> int:
+        """How many paths' details have ``key`` at the top level: the raw JSON is searched
+        first, and only a row that holds the text is decoded."""
+        token = msgspec.json.encode(key) + b":"
+        return sum(
+            1
+            for raw in self._items
+            if raw is not None and token in raw and key in msgspec.json.decode(raw)
+        )
+
 
 class Shared:
     """One object per distinct text and per distinct tuple of texts, while a table is built:

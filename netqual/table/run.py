@@ -53,13 +53,22 @@ class Results:
     hosts: tuple[HostAudit, ...] = ()  # each node's host path audit (netqual.model.hostpath)
 
     @property
+    def pingpong_only(self) -> int:
+        """Pairs of an interrupted run whose bulk phase never ran (``details.pending``,
+        results.journal.as_pending): in the file with their RTT, but not measured."""
+        if self.run.complete:
+            return 0
+        return self.paths.details.count_key("pending")
+
+    @property
     def unmeasured(self) -> int | None:
-        """Scheduled pairs without a path row; None when the file does not say how many
-        were scheduled (an older results file of a run that completed)."""
+        """Scheduled pairs not measured: without a path row, or with ping-pong only (a
+        pair whose bulk phase never ran is not measured); None when the file does not say
+        how many were scheduled (an older results file of a run that completed)."""
         planned = self.run.pairs_planned
         if planned is None:
             return len(self.not_measured) if self.not_measured or self.run.complete else None
-        return max(0, planned - len(self.paths))
+        return max(0, planned - len(self.paths) + self.pingpong_only)
 
     @property
     def incomplete(self) -> bool:

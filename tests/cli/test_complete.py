@@ -14,7 +14,7 @@ from cli_helpers import ROOT, Run, run_in_process
 from factories import make_results, write_results
 
 from netqual.model.path import NotMeasured
-from netqual.results import summarize
+from netqual.results import journal, summarize
 from netqual.table.paths import PathTable
 from netqual.table.run import Results
 
@@ -65,6 +65,34 @@ def test_interrupted_run_fails_the_gate_with_a_failing_junit_testcase(
     assert failure is not None and "23 of 28" in failure.get("message", "")
     suite = ET.parse(tmp_path / "gate.xml").getroot().find("testsuite")
     assert suite is not None and suite.get("failures") == "1"
+
+
+def test_pairs_whose_bulk_phase_never_ran_are_not_measured(
+    tmp_path: Path, cli: Callable[..., Run]
+) -> None:
+    """Issue 36: a run stopped in its bulk phase (11 of 28 pairs with ping-pong only) said
+    "INCOMPLETE (run interrupted, 28 of 28 pairs measured)" and passed `complete`."""
+    res = interrupted(28)
+    rows = [res.paths.row(i) for i in range(len(res.paths))]
+    rows = rows[:17] + [journal.as_pending(p) for p in rows[17:]]
+    paths = PathTable.from_paths(rows, res.paths.names)
+    res = dataclasses.replace(res, paths=paths, summary=summarize(paths, res.run.policy.metric))
+    write_results(tmp_path / "results.json", res)
+    r = cli("gate", "results.json", "--junit", "gate.xml", cwd=tmp_path)
+    assert r.returncode == 1, r.stdout + r.stderr
+    said = " ".join(r.stdout.split())
+    assert (
+        "INCOMPLETE (run interrupted, 17 of 28 pairs measured, 11 more with ping-pong only)" in said
+    ), said
+    doc = json.loads(cli("gate", "results.json", "--json", cwd=tmp_path).stdout)
+    (rule,) = [x for x in doc["rules"] if x["name"] == "complete"]
+    assert rule["status"] == "fail" and rule["message"].startswith(
+        "11 of 28 scheduled pairs were not measured (run interrupted, 11 with ping-pong only:"
+        " their bulk phase never ran)"
+    ), rule
+    assert junit_case(tmp_path / "gate.xml", "complete").find("failure") is not None
+    r = cli("report", "results.json", cwd=tmp_path)
+    assert "11 of 28 pairs not measured: finish the run" in " ".join(r.stdout.split())
 
 
 @pytest.mark.parametrize("profile", ["preflight.toml", "requalify.toml", "signoff.toml"])

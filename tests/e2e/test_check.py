@@ -90,6 +90,30 @@ def test_run_stops_on_a_typod_port_and_writes_nothing(agents: AgentPool, tmp_pat
     assert not out.exists(), "no report may be written from a configuration error"
 
 
+def test_run_keep_going_when_every_agent_fails_says_so_and_leaves_nothing_to_resume(
+    agents: AgentPool, tmp_path: Path
+) -> None:
+    """Issue 36: the run left a directory whose report read "INCOMPLETE (run interrupted,
+    0 of 3 pairs measured) ... finish the run with --resume"; nothing was interrupted and
+    resuming failed the same way."""
+    started = agents.start_many([("gpu01",), ("gpu02",), ("gpu03",)])
+    inventory = tmp_path / "inventory.toml"
+    write_inventory(inventory, started, agents.token_file)
+    other = tmp_path / "other.token"
+    other.write_text("9f2c7e1d5b3a8064" * 3 + "e4f1a7c0b9d2386e")  # strong, not the agents' token
+    other.chmod(0o600)
+    out = tmp_path / "out"
+    args = ["run", str(inventory), "--out", str(out), "--token-file", str(other)]
+    r = netqual_cli(*args, "--keep-going", *SMALL_PLAN)
+    assert r.returncode == 3, r.stdout + r.stderr
+    text = " ".join(r.stderr.split())
+    assert "every agent failed the pre-flight check, so nothing was measured" in text, text
+    assert "gpu01: token rejected" in text and "netqual check INVENTORY" in text
+    assert "--resume" not in text
+    assert not out.exists(), "nothing was measured: no run to report or resume"
+    assert netqual_cli("report", str(out)).returncode == 2
+
+
 def test_run_keep_going_measures_the_rest_and_keeps_agent_versions_and_clocks(
     agents: AgentPool, tmp_path: Path
 ) -> None:

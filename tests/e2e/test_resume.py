@@ -108,3 +108,17 @@ def test_resume_refuses_another_plan_unless_forced(agents: AgentPool, tmp_path: 
 
     r = netqual_cli("run", str(inv), "--out", str(tmp_path / "empty"), "--resume", *small)
     assert r.returncode == 2 and "nothing to resume" in r.stderr
+
+    # Killed after run.json and before the first record (issue 36: exit 2 "results.jsonl
+    # does not exist: nothing to resume"): --resume starts from nothing under run.json's
+    # identity, and still refuses another plan without touching the directory.
+    for name in ("results.jsonl", "results.json", "report.html"):
+        (out / name).unlink()
+    started_at = json.loads((out / "run.json").read_text())["started_at"]
+    r = netqual_cli("run", str(inv), "--out", str(out), "--resume", *small)
+    assert r.returncode == 2 and "plan.iterations 600 -> 500" in r.stderr, r.stderr
+    assert not jsonl.exists()
+    r = netqual_cli("run", str(inv), "--out", str(out), "--resume", *other)
+    assert r.returncode == 0, r.stderr
+    assert len(set(_pairs_of_lines(jsonl))) == len(_lines(jsonl)) == 3
+    assert json.loads((out / "results.json").read_text())["run"]["started_at"] == started_at

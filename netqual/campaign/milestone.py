@@ -101,7 +101,7 @@ def stored_baseline(store: Store, base: RunRow, results: Results) -> Results:
     """The baseline run as the store keeps it (``stored.stored_paths``): the baseline rules
     read its paths' names, verdicts and p99; its nodes are the campaign's (every run of a
     campaign has them, ``campaign add`` refuses others), taken from the judged run."""
-    return dataclasses.replace(results, paths=stored_paths(store, base.seq), interference=None)
+    return dataclasses.replace(results, paths=stored_paths(store.con, base.seq), interference=None)
 
 
 def judge(

@@ -18,18 +18,17 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import duckdb
-import numpy as np
 
 from netqual.base.errors import CampaignError
+from netqual.campaign.stored import insert_paths
 from netqual.model.policy import Waiver
 from netqual.results import policy_to_dict
-from netqual.table.paths import TIERS, verdict_counts
+from netqual.table.paths import verdict_counts
 from netqual.table.run import Results
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 # The state of a path in a week: its last measurement that week (a retest overrides the
 # run it re-measured). ``a``/``b`` is the pair in name order: a re-run that measured the
@@ -47,6 +46,20 @@ _LATEST_OF_WEEKS = """
 MIGRATIONS: dict[int, tuple[str, ...]] = {
     # 1 -> 2: the week view became a table, built here from the runs already stored
     1: (f"CREATE TABLE week_paths AS {_LATEST_OF_WEEKS.format(where='')} ORDER BY week",),
+    # 2 -> 3: paths keep their transport and their 95% intervals (the gate's noise note on
+    # a stored baseline). A stored path's transport is its run's (the only one a run of
+    # these versions measured with); older paths have no intervals (NULL, as before).
+    2: (
+        "ALTER TABLE paths ADD COLUMN transport VARCHAR",
+        "UPDATE paths SET transport = runs.transport FROM runs WHERE runs.seq = paths.seq",
+        *(
+            f"ALTER TABLE paths ADD COLUMN ci95_{m}_{end}_us DOUBLE"
+            for m in ("p50", "p90", "p99", "p999")
+            for end in ("low", "high")
+        ),
+        "DROP TABLE week_paths",
+        f"CREATE TABLE week_paths AS {_LATEST_OF_WEEKS.format(where='')} ORDER BY week",
+    ),
 }
 
 _SCHEMA = (
@@ -167,7 +180,7 @@ class Store:
                     retest_of, force, (added_at or dt.datetime.now(dt.timezone.utc)).isoformat(),
                 ],
             )  # fmt: skip
-            self._insert_paths(seq, results)
+            insert_paths(self.con, seq, results.paths, {n.name: n.rack for n in results.nodes})
             self._refresh_week(seq, week)
             if results.suspects:
                 self.con.executemany(
@@ -221,60 +234,6 @@ class Store:
                 "nodes",
             )
 
-    def _insert_paths(self, seq: int, results: Results) -> None:
-        """The run's columns go in as integer codes and numbers; node names, racks and
-        tiers are joined in from two small tables (strings made per path in numpy would
-        be millions of Python objects)."""
-        t = results.paths
-        n = len(t)
-        racks = {node.name: node.rack for node in results.nodes}
-        order = np.empty(len(t.names), dtype=np.int64)  # each name's place in name order
-        order[np.argsort(np.array(t.names, dtype=str), kind="stable")] = np.arange(len(t.names))
-        swap = order[t.src] > order[t.dst]
-        wl = t.workload
-        cols: dict[str, Any] = {
-            "s": t.src.astype(np.int32),
-            "d": t.dst.astype(np.int32),
-            "a": np.where(swap, t.dst, t.src).astype(np.int32),
-            "b": np.where(swap, t.src, t.dst).astype(np.int32),
-            "tier": t.tier.astype(np.int8),
-            "verdict": t.verdict.astype(np.int8),
-            "workload_verdict": (wl.verdict if wl is not None else np.full(n, -1)).astype(np.int8),
-            "samples": t.samples,
-            "p50_us": t.rtt["p50"],
-            "p99_us": t.rtt["p99"],
-            "p999_us": t.rtt["p999"],
-            "goodput_gbps": _best_goodput(t.bulk.offsets, t.bulk.goodput_gbps, n),
-            "error": np.array([e is not None for e in t.error], dtype=np.bool_),
-        }
-        nodes = {
-            "code": np.arange(len(t.names), dtype=np.int32),
-            "name": np.array(t.names, dtype=object),
-            "rack": np.array([racks.get(name) for name in t.names], dtype=object),
-        }
-        tiers = {
-            "code": np.arange(len(TIERS), dtype=np.int8),
-            "name": np.array([x.value for x in TIERS], dtype=object),
-        }
-        self.con.register("_new_paths", cols)
-        self.con.register("_nodes", nodes)
-        self.con.register("_tiers", tiers)
-        try:
-            # NaN is the columns' "absent" (netqual.table.paths); the store says NULL
-            self.con.execute(
-                "INSERT INTO paths SELECT ?, na.name, nb.name, ns.name, nd.name, ns.rack, nd.rack,"
-                " tr.name, p.verdict, nullif(p.workload_verdict, -1), p.samples,"
-                " nullif(p.p50_us, 'NaN'), nullif(p.p99_us, 'NaN'), nullif(p.p999_us, 'NaN'),"
-                " nullif(p.goodput_gbps, 'NaN'), p.error"
-                " FROM _new_paths p JOIN _nodes ns ON ns.code = p.s JOIN _nodes nd ON nd.code = p.d"
-                " JOIN _nodes na ON na.code = p.a JOIN _nodes nb ON nb.code = p.b"
-                " JOIN _tiers tr ON tr.code = p.tier",
-                [seq],
-            )
-        finally:
-            for name in ("_new_paths", "_nodes", "_tiers"):
-                self.con.unregister(name)
-
     # -- gate outcomes and waivers ----------------------------------------------------
 
     def record_gate(
@@ -321,16 +280,6 @@ class Store:
 def _few(names: Sequence[str], limit: int = 5) -> str:
     shown = ", ".join(names[:limit])
     return shown + (f", ... ({len(names) - limit} more)" if len(names) > limit else "")
-
-
-def _best_goodput(offsets: Any, goodput: Any, n: int) -> Any:
-    """Per path, its best bulk goodput over all chunk/depth cells (NaN: no bulk cell)."""
-    out = np.full(n, np.nan)
-    has = offsets[1:] > offsets[:-1]
-    if has.any():
-        starts = offsets[:-1][has]
-        out[has] = np.maximum.reduceat(goodput, starts)
-    return out
 
 
 def open_store(path: Path, *, create: bool = False, read_only: bool = False) -> Store:

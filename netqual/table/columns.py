@@ -1,11 +1,8 @@
-"""The parts of ``PathTable`` (netqual.table.paths) that are not the table: the array types,
-the shapes a row source must have, the column groups of a path's variable parts (bulk
-cells, workload verdicts, NICs, confidence intervals) with their CSR helpers, and the
-array helpers every columnar rule shares (``worst_per_group``, ``union_names``).
-
-Conventions (as ``PathTable``'s): a float column holds NaN for "absent", an integer column
--1 where -1 cannot be a value; variable-length parts are CSR, path i owning
-``offsets[i]:offsets[i + 1]``.
+"""The parts of ``PathTable`` (netqual.table.paths) that are not the table: the shape a row
+source must have, the column groups of a path's parts (RTT statistics, confidence
+intervals, histograms, bulk cells, workload verdicts, NICs), each declared once
+(``netqual.table.schema``), and the array helpers every columnar rule shares
+(``worst_first``, ``worst_per_group``, ``union_names``).
 """
 
 from __future__ import annotations
@@ -13,96 +10,54 @@ from __future__ import annotations
 import math
 import operator
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any, Protocol, overload
+from dataclasses import dataclass, field
+from itertools import chain
+from typing import Any, Protocol
 
-import msgspec
 import numpy as np
-import numpy.typing as npt
 
 from netqual.model.path import Tier, WorkloadResult
-from netqual.model.stats import Metric
+from netqual.model.stats import BulkStats, Ci95, RttStats
 from netqual.model.verdict import Verdict
-
-IntArray = npt.NDArray[np.int64]
-FloatArray = npt.NDArray[np.float64]
-BoolArray = npt.NDArray[np.bool_]
+from netqual.table.kinds import (
+    EACH,
+    BoolArray,
+    Bools,
+    Build,
+    Concat,
+    Enum,
+    FloatArray,
+    Floats,
+    IntArray,
+    Interval,
+    Ints,
+    Kind,
+    NotStored,
+    Offsets,
+    Present,
+    Stored,
+    Text,
+    Texts,
+    csr_concat,
+    csr_offsets,
+    csr_rows,
+    floats_column,
+    lengths_offsets,
+)
+from netqual.table.schema import (
+    Columns,
+    Group,
+    column,
+)
 
 VERDICTS: tuple[Verdict, ...] = (Verdict.SAFE, Verdict.MARGINAL, Verdict.UNSAFE)
 TIERS: tuple[Tier, ...] = tuple(Tier)
 _get = operator.attrgetter
 NO_HOPS = -1
-_EMPTY: tuple[str, ...] = ()
 _NAN = math.nan
 
 
-def opt_float(x: float) -> float | None:
-    return None if math.isnan(x) else x
-
-
-def floats_column(values: Iterable[float | None]) -> FloatArray:
-    """A float column, None -> NaN; the common all-None and no-None cases at C speed."""
-    items = list(values)
-    nones = items.count(None)
-    if nones == len(items):
-        return np.full(len(items), _NAN)
-    if not nones:
-        return np.array(items, dtype=np.float64)
-    return np.fromiter((_NAN if v is None else v for v in items), np.float64, len(items))
-
-
 # -- the shapes a row source must have (PathResult, or the decoder's typed wire records) --
-
-
-class RttLike(Protocol):
-    @property
-    def samples(self) -> int: ...
-    @property
-    def untrusted(self) -> Sequence[str]: ...
-    @property
-    def ci95(self) -> Any: ...  # Ci95, or a record with its fields (p50, ...: (low, high))
-    @property
-    def histogram_bins(self) -> tuple[float, float] | None: ...
-    @property
-    def histogram_counts(self) -> Sequence[int]: ...
-
-
-class BulkLike(Protocol):
-    @property
-    def chunk_bytes(self) -> int: ...
-    @property
-    def depth(self) -> int: ...
-    @property
-    def reads(self) -> int: ...
-    @property
-    def goodput_gbps(self) -> float: ...
-    @property
-    def completion_p50_us(self) -> float: ...
-    @property
-    def completion_p99_us(self) -> float: ...
-    @property
-    def completion_max_us(self) -> float: ...
-    @property
-    def error(self) -> str | None: ...
-
-
-class WorkloadLike(Protocol):
-    @property
-    def verdict(self) -> Verdict: ...
-    @property
-    def reasons(self) -> Sequence[str]: ...
-    @property
-    def budget_us(self) -> float: ...
-    @property
-    def fetch_p50_us(self) -> float | None: ...
-    @property
-    def fetch_p99_us(self) -> float | None: ...
-    @property
-    def speedup(self) -> float | None: ...
-    @property
-    def break_even_rtt_us(self) -> float | None: ...
-    @property
-    def interpolated(self) -> bool: ...
 
 
 class PathLike(Protocol):
@@ -117,9 +72,9 @@ class PathLike(Protocol):
     @property
     def reasons(self) -> Sequence[str]: ...
     @property
-    def rtt(self) -> Any: ...  # RttLike | None, plus the statistics by f"{name}_us"
+    def rtt(self) -> Any: ...  # RttStats-like | None
     @property
-    def bulk(self) -> Sequence[Any]: ...  # BulkLike
+    def bulk(self) -> Sequence[Any]: ...  # BulkStats-like
     @property
     def hops(self) -> int | None: ...
     @property
@@ -133,229 +88,184 @@ class PathLike(Protocol):
     @property
     def details(self) -> Mapping[str, object] | None: ...
     @property
-    def workload(self) -> Any: ...  # WorkloadLike | None
+    def workload(self) -> Any: ...  # WorkloadResult-like | None
+    @property
+    def src_nic(self) -> str | None: ...
+    @property
+    def dst_nic(self) -> str | None: ...
+    @property
+    def rail(self) -> int | None: ...
 
 
 @dataclass(frozen=True, eq=False)
-class BulkColumns:
+class Ci95Columns(Columns):
+    """Each percentile's 95% confidence interval (``Ci95``), an (n, 2) array per metric."""
+
+    RECORD = Ci95
+
+    p50: FloatArray = field(metadata=column(Interval(campaign=Stored("ci95_p50"))))
+    p90: FloatArray = field(metadata=column(Interval(campaign=Stored("ci95_p90"))))
+    p99: FloatArray = field(metadata=column(Interval(campaign=Stored("ci95_p99"))))
+    p999: FloatArray = field(metadata=column(Interval(campaign=Stored("ci95_p999"))))
+
+
+@dataclass(frozen=True, eq=False)
+class Histograms:
+    """Each path's log-spaced RTT histogram: first bin and bins per decade (NaN: none), the
+    counts as CSR (path i owns ``counts[offsets[i]:offsets[i + 1]]``)."""
+
+    first_bin: FloatArray
+    bins_per_decade: FloatArray
+    offsets: IntArray
+    counts: IntArray
+
+
+class Histogram(Kind):
+    """``RttStats.histogram_edges_us``/``histogram_counts`` as ``Histograms``: the edges are
+    10 ** ((first_bin + k) / bins_per_decade), so two numbers hold them."""
+
+    def build(self, b: Build) -> Histograms:
+        bins = b.values("histogram_bins")
+        counts = b.values("histogram_counts")
+        return Histograms(
+            floats_column(None if x is None else x[0] for x in bins),
+            floats_column(None if x is None else x[1] for x in bins),
+            lengths_offsets(map(len, counts), b.n),
+            np.fromiter(chain.from_iterable(counts), np.int64),
+        )
+
+    def record(self, group: Any, i: int) -> dict[str, Any]:
+        h: Histograms = getattr(group, self.name)
+        lo, hi = int(h.offsets[i]), int(h.offsets[i + 1])
+        edges: tuple[float, ...] = ()
+        if hi > lo:
+            first, per_decade = float(h.first_bin[i]), float(h.bins_per_decade[i])
+            edges = tuple(10 ** ((first + k) / per_decade) for k in range(hi - lo + 1))
+        return {"histogram_edges_us": edges, "histogram_counts": tuple(h.counts[lo:hi].tolist())}
+
+    def take(self, col: Any, idx: IntArray, py: list[int]) -> Histograms:
+        h: Histograms = col
+        return Histograms(
+            h.first_bin[idx],
+            h.bins_per_decade[idx],
+            csr_offsets(h.offsets, idx),
+            h.counts[csr_rows(h.offsets, idx)],
+        )
+
+    def concat(self, c: Concat) -> Histograms:
+        hs: list[Histograms] = c.columns(self.name)
+        return Histograms(
+            np.concatenate([h.first_bin for h in hs]),
+            np.concatenate([h.bins_per_decade for h in hs]),
+            csr_concat([h.offsets for h in hs]),
+            np.concatenate([h.counts for h in hs]),
+        )
+
+    def absent(self, n: int) -> Histograms:
+        return Histograms(
+            np.full(n, _NAN), np.full(n, _NAN), np.zeros(n + 1, np.int64), np.zeros(0, np.int64)
+        )
+
+
+_RTT_KEPT = "the trend, the exporter and the gate's baseline rules read p50, p99 and p999"
+
+
+@dataclass(frozen=True, eq=False)
+class RttColumns(Columns):
+    """Each path's small-message RTT (``RttStats``); ``present`` False where a path has
+    none (its statistics NaN, no samples)."""
+
+    RECORD = RttStats
+
+    present: BoolArray = field(metadata=column(Present()))
+    samples: IntArray = field(metadata=column(Ints(fill=0, campaign=Stored("samples"))))
+    min_us: FloatArray = field(metadata=column(Floats(campaign=NotStored(_RTT_KEPT))))
+    p50_us: FloatArray = field(metadata=column(Floats(campaign=Stored("p50_us"))))
+    p90_us: FloatArray = field(metadata=column(Floats(campaign=NotStored(_RTT_KEPT))))
+    p99_us: FloatArray = field(metadata=column(Floats(campaign=Stored("p99_us"))))
+    p999_us: FloatArray = field(metadata=column(Floats(campaign=Stored("p999_us"))))
+    max_us: FloatArray = field(metadata=column(Floats(campaign=NotStored(_RTT_KEPT))))
+    mean_us: FloatArray = field(metadata=column(Floats(campaign=NotStored(_RTT_KEPT))))
+    stdev_us: FloatArray = field(metadata=column(Floats(campaign=NotStored(_RTT_KEPT))))
+    untrusted: tuple[tuple[str, ...], ...] = field(
+        metadata=column(Texts(campaign=NotStored("derived from the sample count, which is kept")))
+    )
+    ci95: Ci95Columns = field(metadata=column(Group(Ci95Columns, campaign=EACH)))
+    histogram: Histograms = field(
+        metadata=column(
+            Histogram(campaign=NotStored("the report draws it from the run's results file"))
+        )
+    )
+
+    def present_at(self, i: int) -> bool:
+        return bool(self.present[i])
+
+
+@dataclass(frozen=True, eq=False)
+class BulkColumns(Columns):
     """Bulk cells of all paths, flat; path i owns rows ``offsets[i]:offsets[i + 1]``."""
 
-    offsets: IntArray
-    chunk_bytes: IntArray
-    depth: IntArray
-    reads: IntArray
-    goodput_gbps: FloatArray
-    p50_us: FloatArray
-    p99_us: FloatArray
-    max_us: FloatArray
-    error: tuple[str | None, ...]
+    RECORD = BulkStats
 
-    def take(self, rows: IntArray) -> BulkColumns:
-        cells = csr_rows(self.offsets, rows)
-        return BulkColumns(
-            offsets=csr_offsets(self.offsets, rows),
-            chunk_bytes=self.chunk_bytes[cells],
-            depth=self.depth[cells],
-            reads=self.reads[cells],
-            goodput_gbps=self.goodput_gbps[cells],
-            p50_us=self.p50_us[cells],
-            p99_us=self.p99_us[cells],
-            max_us=self.max_us[cells],
-            error=tuple(self.error[k] for k in cells.tolist()),
-        )
+    offsets: IntArray = field(metadata=column(Offsets()))
+    chunk_bytes: IntArray = field(metadata=column(Ints()))
+    depth: IntArray = field(metadata=column(Ints()))
+    reads: IntArray = field(metadata=column(Ints()))
+    goodput_gbps: FloatArray = field(metadata=column(Floats()))
+    p50_us: FloatArray = field(metadata=column(Floats(attr="completion_p50_us")))
+    p99_us: FloatArray = field(metadata=column(Floats(attr="completion_p99_us")))
+    max_us: FloatArray = field(metadata=column(Floats(attr="completion_max_us")))
+    error: tuple[str | None, ...] = field(metadata=column(Text()))
+
+
+_WORKLOAD_KEPT = "the campaign keeps each path's workload verdict only"
 
 
 @dataclass(frozen=True, eq=False)
-class WorkloadColumns:
+class WorkloadColumns(Columns):
     """Per-path workload verdicts (docs/workload.md); ``verdict`` -1 where a path has none."""
 
-    verdict: IntArray
-    reasons: tuple[tuple[str, ...], ...]
-    budget_us: FloatArray
-    fetch_p50_us: FloatArray
-    fetch_p99_us: FloatArray
-    speedup: FloatArray
-    break_even_rtt_us: FloatArray
-    interpolated: BoolArray
+    RECORD = WorkloadResult
 
-    def take(self, rows: IntArray) -> WorkloadColumns:
-        idx = rows.tolist()
-        return WorkloadColumns(
-            verdict=self.verdict[rows],
-            reasons=tuple(self.reasons[i] for i in idx),
-            budget_us=self.budget_us[rows],
-            fetch_p50_us=self.fetch_p50_us[rows],
-            fetch_p99_us=self.fetch_p99_us[rows],
-            speedup=self.speedup[rows],
-            break_even_rtt_us=self.break_even_rtt_us[rows],
-            interpolated=self.interpolated[rows],
-        )
+    verdict: IntArray = field(
+        metadata=column(Enum(VERDICTS, fill=-1, campaign=Stored("workload_verdict", back=False)))
+    )
+    reasons: tuple[tuple[str, ...], ...] = field(
+        metadata=column(Texts(campaign=NotStored(_WORKLOAD_KEPT)))
+    )
+    budget_us: FloatArray = field(metadata=column(Floats(campaign=NotStored(_WORKLOAD_KEPT))))
+    fetch_p50_us: FloatArray = field(
+        metadata=column(Floats(optional=True, campaign=NotStored(_WORKLOAD_KEPT)))
+    )
+    fetch_p99_us: FloatArray = field(
+        metadata=column(Floats(optional=True, campaign=NotStored(_WORKLOAD_KEPT)))
+    )
+    speedup: FloatArray = field(
+        metadata=column(Floats(optional=True, campaign=NotStored(_WORKLOAD_KEPT)))
+    )
+    break_even_rtt_us: FloatArray = field(
+        metadata=column(Floats(optional=True, campaign=NotStored(_WORKLOAD_KEPT)))
+    )
+    interpolated: BoolArray = field(metadata=column(Bools(campaign=NotStored(_WORKLOAD_KEPT))))
+
+    def present_at(self, i: int) -> bool:
+        return bool(self.verdict[i] >= 0)
 
 
 @dataclass(frozen=True, eq=False)
-class NicColumns:
+class NicColumns(Columns):
     """The NICs each path ran between and their rail (docs/rails.md); ``rail`` -1 where a
-    path has none."""
+    path has none. Its fields are the path record's own (``src_nic``, ``dst_nic``, ``rail``)."""
 
-    src_nic: tuple[str | None, ...]
-    dst_nic: tuple[str | None, ...]
-    rail: IntArray
+    RECORD = dict
 
-    def take(self, rows: IntArray) -> NicColumns:
-        idx = rows.tolist()
-        return NicColumns(
-            src_nic=tuple(self.src_nic[i] for i in idx),
-            dst_nic=tuple(self.dst_nic[i] for i in idx),
-            rail=self.rail[rows],
-        )
+    src_nic: tuple[str | None, ...] = field(metadata=column(Text()))
+    dst_nic: tuple[str | None, ...] = field(metadata=column(Text()))
+    rail: IntArray = field(metadata=column(Ints(none=-1)))
 
     def rails(self) -> list[int]:
         """The rails present, in order."""
         return sorted(set(self.rail[self.rail >= 0].tolist()))
-
-
-class DetailsColumn(Sequence[Mapping[str, object] | None]):
-    """Per-path ``details`` (free-form, read one path at a time: a report's path, a CSV line,
-    counter evidence) kept as compact JSON. Half a million small dicts take ~800 bytes
-    each, their JSON ~300; a path's dict is decoded when it is read."""
-
-    __slots__ = ("_items",)
-
-    def __init__(self, items: Sequence[bytes | None]) -> None:
-        self._items = tuple(items)
-
-    @classmethod
-    def of(cls, values: Iterable[Mapping[str, object] | None]) -> DetailsColumn:
-        """An empty or absent dict is None."""
-        enc = msgspec.json.encode
-        return cls([enc(d) if d else None for d in values])
-
-    @classmethod
-    def concat(cls, columns: Iterable[DetailsColumn]) -> DetailsColumn:
-        return cls([x for c in columns for x in c._items])
-
-    def __len__(self) -> int:
-        return len(self._items)
-
-    @overload
-    def __getitem__(self, i: int) -> Mapping[str, object] | None: ...
-    @overload
-    def __getitem__(self, i: slice) -> DetailsColumn: ...
-    def __getitem__(self, i: int | slice) -> Mapping[str, object] | DetailsColumn | None:
-        if isinstance(i, slice):
-            return DetailsColumn(self._items[i])
-        raw = self._items[i]
-        if raw is None:
-            return None
-        got: dict[str, object] = msgspec.json.decode(raw)
-        return got
-
-    def take(self, rows: Sequence[int]) -> DetailsColumn:
-        items = self._items
-        return DetailsColumn([items[i] for i in rows])
-
-    def count_key(self, key: str) -> int:
-        """How many paths' details have ``key`` at the top level: the raw JSON is searched
-        first, and only a row that holds the text is decoded."""
-        token = msgspec.json.encode(key) + b":"
-        return sum(
-            1
-            for raw in self._items
-            if raw is not None and token in raw and key in msgspec.json.decode(raw)
-        )
-
-
-class Shared:
-    """One object per distinct text and per distinct tuple of texts, while a table is built:
-    half a million paths repeat a few thousand reasons, and each decoded record holds its
-    own copy of every string."""
-
-    def __init__(self) -> None:
-        self._seen: dict[Any, Any] = {}
-
-    def text(self, value: str | None) -> str | None:
-        return self._seen.setdefault(value, value)
-
-    def texts(self, items: Iterable[Sequence[str]]) -> tuple[tuple[str, ...], ...]:
-        keep = self._seen.setdefault
-        return tuple(keep(t, t) for t in (tuple(map(keep, r, r)) for r in items))
-
-
-def nic_columns(rows: Sequence[PathLike]) -> NicColumns | None:
-    rails = [getattr(r, "rail", None) for r in rows]
-    src = tuple(getattr(r, "src_nic", None) for r in rows)
-    dst = tuple(getattr(r, "dst_nic", None) for r in rows)
-    if all(x is None for x in rails) and not any(src) and not any(dst):
-        return None
-    return NicColumns(src, dst, np.array([-1 if x is None else x for x in rails], np.int64))
-
-
-def csr_rows(offsets: IntArray, rows: IntArray) -> IntArray:
-    """The flat indexes owned by ``rows`` (in that order)."""
-    starts, ends = offsets[rows], offsets[rows + 1]
-    lengths = ends - starts
-    if not len(rows) or not int(lengths.sum()):
-        return np.zeros(0, dtype=np.int64)
-    # position k of row r -> starts[r] + k, without a Python loop over rows
-    before = np.repeat(np.cumsum(lengths) - lengths, lengths)
-    flat: IntArray = np.repeat(starts, lengths) + (np.arange(int(lengths.sum())) - before)
-    return flat
-
-
-def csr_offsets(offsets: IntArray, rows: IntArray) -> IntArray:
-    lengths = offsets[rows + 1] - offsets[rows]
-    return np.concatenate(([0], np.cumsum(lengths))).astype(np.int64)
-
-
-def ci95_columns(
-    n: int, has_rtt: BoolArray, ci95: Sequence[Any]
-) -> dict[Metric, tuple[FloatArray, FloatArray]]:
-    """Per Metric, the low and high columns of the intervals (``ci95``: one record per path
-    with an RTT, its fields named by the metrics); NaN where a path has no interval."""
-    out = {}
-    for m in Metric:
-        got = list(map(_get(m.value), ci95))
-        pairs = np.full((n, 2), _NAN)
-        rows = np.flatnonzero(has_rtt)
-        if got.count(None):  # older files kept one metric's interval, or none
-            rows = rows[np.fromiter((g is not None for g in got), np.bool_, len(got))]
-            got = [g for g in got if g is not None]
-        pairs[rows] = np.array(got, dtype=np.float64).reshape(len(got), 2)
-        out[m] = (pairs[:, 0].copy(), pairs[:, 1].copy())
-    return out
-
-
-def workload_columns(work: Sequence[WorkloadLike | None]) -> WorkloadColumns:
-    def col(get: Any) -> FloatArray:
-        return floats_column(None if w is None else get(w) for w in work)
-
-    return WorkloadColumns(
-        verdict=np.fromiter(
-            (-1 if w is None else w.verdict.rank for w in work), np.int64, len(work)
-        ),
-        reasons=tuple(_EMPTY if w is None else tuple(w.reasons) for w in work),
-        budget_us=col(lambda w: w.budget_us),
-        fetch_p50_us=col(lambda w: w.fetch_p50_us),
-        fetch_p99_us=col(lambda w: w.fetch_p99_us),
-        speedup=col(lambda w: w.speedup),
-        break_even_rtt_us=col(lambda w: w.break_even_rtt_us),
-        interpolated=np.fromiter(
-            (w is not None and w.interpolated for w in work), np.bool_, len(work)
-        ),
-    )
-
-
-def workload_row(wl: WorkloadColumns, i: int) -> WorkloadResult:
-    return WorkloadResult(
-        verdict=VERDICTS[wl.verdict[i]],
-        reasons=wl.reasons[i],
-        budget_us=float(wl.budget_us[i]),
-        fetch_p50_us=opt_float(float(wl.fetch_p50_us[i])),
-        fetch_p99_us=opt_float(float(wl.fetch_p99_us[i])),
-        speedup=opt_float(float(wl.speedup[i])),
-        break_even_rtt_us=opt_float(float(wl.break_even_rtt_us[i])),
-        interpolated=bool(wl.interpolated[i]),
-    )
 
 
 def worst_first(verdict: IntArray, value_us: FloatArray) -> IntArray:

@@ -11,82 +11,15 @@ from __future__ import annotations
 
 import bisect
 from collections.abc import Iterator, MutableMapping, Sequence
-from itertools import chain
-from typing import Any
 
 import numpy as np
 
 from netqual.model.path import PathResult
-from netqual.table.columns import (
-    BulkColumns,
-    DetailsColumn,
-    IntArray,
-    NicColumns,
-    PathLike,
-    WorkloadColumns,
-    union_names,
-    workload_columns,
-)
+from netqual.table.columns import PathLike
 from netqual.table.paths import PathTable
 
 Key = tuple[str, str]
 CHUNK = 4096  # records per packed table: small next to the run, large next to numpy's overhead
-
-
-def _csr(offsets: Sequence[IntArray]) -> IntArray:
-    """Per-table CSR offsets as one: each table's shifted by the cells before it."""
-    out, base = [np.zeros(1, dtype=np.int64)], 0
-    for o in offsets:
-        out.append(o[1:] + base)
-        base += int(o[-1])
-    return np.concatenate(out).astype(np.int64)
-
-
-def _workload(tables: Sequence[PathTable]) -> WorkloadColumns | None:
-    if all(t.workload is None for t in tables):
-        return None
-    parts = [t.workload or workload_columns([None] * len(t)) for t in tables]
-    return WorkloadColumns(
-        verdict=np.concatenate([p.verdict for p in parts]),
-        reasons=tuple(chain.from_iterable(p.reasons for p in parts)),
-        budget_us=np.concatenate([p.budget_us for p in parts]),
-        fetch_p50_us=np.concatenate([p.fetch_p50_us for p in parts]),
-        fetch_p99_us=np.concatenate([p.fetch_p99_us for p in parts]),
-        speedup=np.concatenate([p.speedup for p in parts]),
-        break_even_rtt_us=np.concatenate([p.break_even_rtt_us for p in parts]),
-        interpolated=np.concatenate([p.interpolated for p in parts]),
-    )
-
-
-def _nics(tables: Sequence[PathTable]) -> NicColumns | None:
-    if all(t.nics is None for t in tables):
-        return None
-    parts = [
-        t.nics or NicColumns((None,) * len(t), (None,) * len(t), np.full(len(t), -1, np.int64))
-        for t in tables
-    ]
-    return NicColumns(
-        src_nic=tuple(chain.from_iterable(p.src_nic for p in parts)),
-        dst_nic=tuple(chain.from_iterable(p.dst_nic for p in parts)),
-        rail=np.concatenate([p.rail for p in parts]),
-    )
-
-
-def _bulk(parts: Sequence[BulkColumns]) -> BulkColumns:
-    def cat(attr: str) -> Any:
-        return np.concatenate([getattr(p, attr) for p in parts])
-
-    return BulkColumns(
-        offsets=_csr([p.offsets for p in parts]),
-        chunk_bytes=cat("chunk_bytes"),
-        depth=cat("depth"),
-        reads=cat("reads"),
-        goodput_gbps=cat("goodput_gbps"),
-        p50_us=cat("p50_us"),
-        p99_us=cat("p99_us"),
-        max_us=cat("max_us"),
-        error=tuple(chain.from_iterable(p.error for p in parts)),
-    )
 
 
 def concat(tables: Sequence[PathTable], names: Sequence[str] = ()) -> PathTable:
@@ -97,54 +30,7 @@ def concat(tables: Sequence[PathTable], names: Sequence[str] = ()) -> PathTable:
         return PathTable.empty(names)
     if len(tables) == 1 and tables[0].names[: len(names)] == tuple(names):
         return tables[0]
-    all_names = union_names(names, chain.from_iterable(t.names for t in tables))
-    code = {n: i for i, n in enumerate(all_names)}
-    transports = tuple(dict.fromkeys(chain.from_iterable(t.transports for t in tables)))
-    t_code = {t: i for i, t in enumerate(transports)}
-
-    def recode(values: IntArray, old: Sequence[str], new: dict[str, int]) -> IntArray:
-        lookup = np.array([new[x] for x in old] or [0], dtype=np.int64)
-        return lookup[values] if len(values) else values.astype(np.int64)
-
-    def cat(attr: str) -> Any:
-        return np.concatenate([getattr(t, attr) for t in tables])
-
-    def chained(attr: str) -> tuple[object, ...]:
-        return tuple(chain.from_iterable(getattr(t, attr) for t in tables))
-
-    first = tables[0]
-    return PathTable(
-        names=all_names,
-        src=np.concatenate([recode(t.src, t.names, code) for t in tables]),
-        dst=np.concatenate([recode(t.dst, t.names, code) for t in tables]),
-        transports=transports,
-        transport=np.concatenate([recode(t.transport, t.transports, t_code) for t in tables]),
-        verdict=cat("verdict"),
-        tier=cat("tier"),
-        hops=cat("hops"),
-        reasons=chained("reasons"),  # type: ignore[arg-type]
-        error=chained("error"),  # type: ignore[arg-type]
-        has_rtt=cat("has_rtt"),
-        samples=cat("samples"),
-        rtt={k: np.concatenate([t.rtt[k] for t in tables]) for k in first.rtt},
-        untrusted=chained("untrusted"),  # type: ignore[arg-type]
-        ci95_low_us={
-            m: np.concatenate([t.ci95_low_us[m] for t in tables]) for m in first.ci95_low_us
-        },
-        ci95_high_us={
-            m: np.concatenate([t.ci95_high_us[m] for t in tables]) for m in first.ci95_high_us
-        },
-        hist_first_bin=cat("hist_first_bin"),
-        hist_bins_per_decade=cat("hist_bins_per_decade"),
-        hist_offsets=_csr([t.hist_offsets for t in tables]),
-        hist_counts=cat("hist_counts"),
-        bulk=_bulk([t.bulk for t in tables]),
-        started_at=chained("started_at"),  # type: ignore[arg-type]
-        duration_s=cat("duration_s"),
-        details=DetailsColumn.concat(t.details for t in tables),
-        workload=_workload(tables),
-        nics=_nics(tables),
-    )
+    return PathTable.concat(tables, {"names": names})
 
 
 class PathChunks:

@@ -255,6 +255,57 @@ def test_a_milestone_before_its_week_is_not_due_never_passed(
     assert "not due" not in r.stdout and "GATE PASSED" in r.stdout, r.stdout
 
 
+# The columns of `paths` each version added (version 1's are the rest)
+_ADDED_IN_3 = ("transport", *(f"ci95_{m}_{e}_us" for m in ("p50", "p90", "p99", "p999")
+                              for e in ("low", "high")))  # fmt: skip
+
+
+def _as_version(path: Path, version: int) -> None:
+    """The store as that version of netqual left it: version 1 had no week_paths table,
+    version 2 no transport or intervals per path."""
+    store = open_store(path)
+    con = store.con
+    for name in _ADDED_IN_3:
+        con.execute(f"ALTER TABLE paths DROP COLUMN {name}")
+    con.execute("DROP TABLE week_paths")
+    if version == 2:
+        con.execute(
+            "CREATE TABLE week_paths AS SELECT * EXCLUDE (rn) FROM (SELECT p.*, r.week,"
+            " row_number() OVER (PARTITION BY r.week, p.a, p.b ORDER BY p.seq DESC) AS rn"
+            " FROM paths p JOIN runs r USING (seq)) WHERE rn = 1"
+        )
+    con.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", [str(version)])
+    store.close()
+
+
+def test_a_version_2_store_is_upgraded_and_read(
+    cli: Callable[..., Run], tmp_path: Path, weeks: dict[str, Path]
+) -> None:
+    """A store as version 2 left it (paths without transport or intervals) is upgraded:
+    each path's transport is its run's, its intervals NULL; the report reads as before,
+    and a run added after the upgrade keeps its transport (intervals kept: the schema's
+    round trip, tests/unit/core/test_path_schema.py)."""
+    cli("campaign", "init", "joint", "--start", "2027-01-04")
+    cli("campaign", "add", "joint", str(weeks["w1"]))
+    before = json.loads(cli("campaign", "report", "joint", "--json").stdout)
+    _as_version(tmp_path / "joint" / "history.duckdb", 2)
+    assert json.loads(cli("campaign", "report", "joint", "--json").stdout) == before
+    assert cli("campaign", "add", "joint", str(weeks["w2"])).returncode == 0
+    store = open_store(tmp_path / "joint" / "history.duckdb", read_only=True)
+    try:
+        got = store.con.execute(
+            "SELECT seq, transport, count(*) FROM paths GROUP BY seq, transport ORDER BY seq"
+        ).fetchall()
+        q = "SELECT count(ci95_p99_low_us) FROM paths WHERE seq = 1"
+        intervals = store.con.execute(q).fetchone()
+        week = store.con.execute("SELECT count(DISTINCT transport) FROM week_paths").fetchone()
+    finally:
+        store.close()
+    assert intervals == (0,)
+    assert got == [(1, "tcp", 28), (2, "tcp", 28)]
+    assert week == (1,)
+
+
 def test_a_version_1_store_is_upgraded_and_read(
     cli: Callable[..., Run], tmp_path: Path, weeks: dict[str, Path]
 ) -> None:
@@ -263,10 +314,7 @@ def test_a_version_1_store_is_upgraded_and_read(
     cli("campaign", "add", "joint", str(weeks["w1"]))
     cli("campaign", "add", "joint", str(weeks["w2"]))
     before = json.loads(cli("campaign", "report", "joint", "--json").stdout)
-    store = open_store(tmp_path / "joint" / "history.duckdb")
-    store.con.execute("DROP TABLE week_paths")
-    store.con.execute("UPDATE meta SET value = '1' WHERE key = 'schema_version'")
-    store.close()
+    _as_version(tmp_path / "joint" / "history.duckdb", 1)
     after = cli("campaign", "report", "joint", "--json")
     assert after.returncode == 0, after.stderr
     assert json.loads(after.stdout) == before

@@ -14,7 +14,9 @@ from netqual.model.path import PathResult, Tier, WorkloadResult
 from netqual.model.verdict import Verdict
 from netqual.planning.sampling import choose_sample, sample_size
 from netqual.results import path_to_dict
-from netqual.table.columns import DetailsColumn
+from netqual.table.kinds import (
+    DetailsColumn,
+)
 from netqual.table.paths import PathTable
 from netqual.table.store import KeyedPaths, PathChunks, concat
 

@@ -30,17 +30,21 @@ def load_policy(path: Path) -> Policy:
     top = Fields(source, data, "", _error)
     top.check_keys({"policy", "fleet"})
     parse_fleet(top)  # checked here too, so a run stops on it before measuring
-    keys = {"metric", "safe_max_us", "unsafe_above_us", "min_samples", "fanin_knee_factor"}
+    keys = {
+        "metric", "safe_max_us", "unsafe_above_us", "min_samples", "fanin_knee_factor",
+        "max_loss_pct",
+    }  # fmt: skip
     f = top.sub("policy", keys, missing="missing [policy] table")
     metric = f.choice(Metric, "metric", DEFAULT_POLICY.metric)
     safe = f.number("safe_max_us", DEFAULT_POLICY.safe_max_us)
     unsafe = f.number("unsafe_above_us", DEFAULT_POLICY.unsafe_above_us)
     min_samples = f.integer("min_samples", DEFAULT_POLICY.min_samples, low=1)
     knee = f.number("fanin_knee_factor", DEFAULT_POLICY.fanin_knee_factor)
+    loss = f.number("max_loss_pct", DEFAULT_POLICY.max_loss_pct, positive=False)
     try:
         return Policy(
             metric=metric, safe_max_us=safe, unsafe_above_us=unsafe, min_samples=min_samples,
-            fanin_knee_factor=knee,
+            fanin_knee_factor=knee, max_loss_pct=loss,
         )  # fmt: skip
     except PolicyFieldError as err:
         raise f.fail(err.field, err.problem) from None

@@ -100,3 +100,11 @@ class LiteralFormatter(logging.Formatter):
     def formatMessage(self, record: logging.LogRecord) -> str:
         record.message = visible(record.message)
         return super().formatMessage(record)
+
+
+def is_loopback(address: str) -> bool:
+    """An address on this host's loopback (127.0.0.0/8, ::1, "localhost")."""
+    try:
+        return ipaddress.ip_address(address).is_loopback
+    except ValueError:
+        return address == "localhost"

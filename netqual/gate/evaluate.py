@@ -9,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
+from netqual.analysis.decision import decide, undecided
 from netqual.analysis.narrative import incomplete_note, is_demo, preliminary_note, waiver_problems
 from netqual.analysis.plausible import rejudge
 from netqual.base.errors import UsageError
@@ -53,8 +54,12 @@ def evaluate(
         fanin=results.fanin,
     )
     # A stored verdict is a claim; the gate judges the values (an edited "offload-safe" with
-    # a 1 s p99 fails), keeping the worse of the two.
-    paths = rejudge(results.paths, results.run.policy)
+    # a 1 s p99 fails), keeping the worse of the two, then decides the run again from all
+    # its evidence (netqual.analysis.decision).
+    results = decide(
+        dataclasses.replace(results, paths=rejudge(undecided(results.paths), results.run.policy))
+    )
+    paths = results.paths
     scoped: dict[Scope, IntArray] = {}  # a profile has a few scopes and many rules
     outcomes: list[Outcome] = []
     rules = [

@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from netqual.model.decision import Evidence
 from netqual.model.stats import BulkStats, RttStats
 from netqual.model.verdict import Verdict
 
@@ -65,6 +66,11 @@ class PathResult:
     src_nic: str | None = None
     dst_nic: str | None = None
     rail: int | None = None
+    # The decision (netqual.analysis.decision): ``verdict`` is the worst class of
+    # ``evidence``; ``rtt_verdict`` the RTT policy's class alone. None: not decided yet (a
+    # path as a probe returns it, whose verdict is the RTT policy's).
+    rtt_verdict: Verdict | None = None
+    evidence: tuple[Evidence, ...] = ()
 
     @property
     def key(self) -> tuple[str, str]:

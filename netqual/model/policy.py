@@ -35,6 +35,11 @@ class Policy:
     # --fanin: the knee is the first level whose chunk p99 exceeds level 1's by more
     # than this factor (docs/fanin.md)
     fanin_knee_factor: float = 2.0
+    # Loss that makes a path unsafe (docs/policy.md "Loss"): retransmitted segments, RDMA
+    # retries / NAKs / sequence errors, per 100 packets sent. RoCE is built for no loss at
+    # all; 0.1% is well above what a healthy host's own tail-loss probes retransmit (0.03%
+    # on a loaded loopback) and a fifth of the 0.5% that took a field path out.
+    max_loss_pct: float = 0.1
 
     def __post_init__(self) -> None:
         if not isinstance(self.metric, Metric):
@@ -53,6 +58,9 @@ class Policy:
                 f"must be >= safe_max_us ({self.safe_max_us:g}), got {self.unsafe_above_us:g}",
             )
         _check_policy_int("min_samples", self.min_samples)
+        loss = self.max_loss_pct
+        if isinstance(loss, bool) or not isinstance(loss, (int, float)) or not 0 <= loss <= 100:
+            raise PolicyFieldError("max_loss_pct", f"must be a number from 0 to 100, got {loss!r}")
         k = self.fanin_knee_factor
         if isinstance(k, bool) or not isinstance(k, (int, float)) or not 1 < k < math.inf:
             raise PolicyFieldError("fanin_knee_factor", f"must be a number > 1, got {k!r}")

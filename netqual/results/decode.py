@@ -20,6 +20,7 @@ from typing import Any
 import msgspec
 import numpy as np
 
+from netqual.analysis.decision import decide, undecided
 from netqual.analysis.fleet import from_dict as fleet_from_dict
 from netqual.analysis.interference import from_dict as interference_from_dict
 from netqual.analysis.matrix import fill_tiers
@@ -157,6 +158,7 @@ def results_from_dict(
             fanin_knee_factor=float(
                 pol.get("fanin_knee_factor", _DEFAULT_POLICY.fanin_knee_factor)
             ),
+            max_loss_pct=float(pol.get("max_loss_pct", _DEFAULT_POLICY.max_loss_pct)),
         )
     except PolicyFieldError as err:
         raise rd.fail(f"run.policy.{err.field}", err.problem) from err
@@ -223,7 +225,10 @@ def results_from_dict(
         del wire
     # A file without per-path tiers (older, or written by another tool) is judged by its
     # node list's racks and sites, never as one tier that blames every node for distance.
-    table = fill_tiers(concat([decoded], names), nodes)
+    # A decided file (rtt_verdict per path) is read back as its RTT classes and decided
+    # again at the end, from everything the file holds: a file of any version is judged
+    # by today's rule, and an edited verdict decides nothing.
+    table = undecided(fill_tiers(concat([decoded], names), nodes))
     del decoded
     _check_intervals(table, rd)
     paths = mark_impossible(table)
@@ -256,27 +261,29 @@ def results_from_dict(
                 kind=str(entry.get("kind") or "configuration"),
             )
         )
-    return Results(
-        run=meta,
-        nodes=tuple(nodes),
-        paths=paths,
-        summary=summarize(paths, policy.metric),
-        interference=(
-            interference_from_dict(d["interference"], source)
-            if d.get("interference") is not None
-            else None
-        ),
-        tool_name=str(tool.get("name", "netqual")),
-        tool_version=str(tool.get("version", "0")),
-        schema_version=version,
-        workload=workload,
-        suspects=None if stored is None else tuple(suspects),
-        retest_of=retest_of,
-        not_measured=tuple(not_measured),
-        fanin=fanin_from_list(d["fanin"], source) if d.get("fanin") is not None else (),
-        fleet=fleet_from_dict(d["fleet"], source) if d.get("fleet") is not None else None,
-        hosts=tuple(hosts_from_dict(node, doc) for node, doc in (d.get("hosts") or {}).items()),
-        multirail=multirail_from_list(d["multirail"], source) if d.get("multirail") else (),
+    return decide(
+        Results(
+            run=meta,
+            nodes=tuple(nodes),
+            paths=paths,
+            summary=summarize(paths, policy.metric),
+            interference=(
+                interference_from_dict(d["interference"], source)
+                if d.get("interference") is not None
+                else None
+            ),
+            tool_name=str(tool.get("name", "netqual")),
+            tool_version=str(tool.get("version", "0")),
+            schema_version=version,
+            workload=workload,
+            suspects=None if stored is None else tuple(suspects),
+            retest_of=retest_of,
+            not_measured=tuple(not_measured),
+            fanin=fanin_from_list(d["fanin"], source) if d.get("fanin") is not None else (),
+            fleet=fleet_from_dict(d["fleet"], source) if d.get("fleet") is not None else None,
+            hosts=tuple(hosts_from_dict(node, doc) for node, doc in (d.get("hosts") or {}).items()),
+            multirail=multirail_from_list(d["multirail"], source) if d.get("multirail") else (),
+        )
     )
 
 
@@ -299,6 +306,7 @@ class _Document(msgspec.Struct):
     fleet: Any = msgspec.UNSET
     hosts: Any = msgspec.UNSET
     multirail: Any = msgspec.UNSET
+    decision: Any = msgspec.UNSET  # derived: checked by the schema, decided again on load
 
 
 def _json_error(source: str, text: str) -> ResultsFileError:

@@ -17,6 +17,7 @@ from netqual.analysis.stats import BINS_PER_DECADE, bin_index
 from netqual.codec.hostpath import hosts_to_dict
 from netqual.codec.plan import plan_to_dict
 from netqual.files.outfiles import write_atomic
+from netqual.model.decision import Decision, Evidence, SubjectKind
 from netqual.model.node import Nic, Node, node_nics
 from netqual.model.path import PathResult, WorkloadResult
 from netqual.model.policy import Policy
@@ -97,6 +98,25 @@ def path_to_dict(p: PathResult) -> dict[str, Any]:
         "dst_nic": p.dst_nic,
         "rail": p.rail,
         **({"workload": workload_result_to_dict(p.workload)} if p.workload else {}),
+        **(
+            {
+                "rtt_verdict": p.rtt_verdict.value,
+                "evidence": [evidence_to_dict(e) for e in p.evidence],
+            }
+            if p.rtt_verdict is not None
+            else {}
+        ),
+    }
+
+
+def evidence_to_dict(e: Evidence) -> dict[str, Any]:
+    """One piece of evidence; ``subject_kind`` only where the subject is not the path."""
+    return {
+        "kind": e.kind.value,
+        "class": None if e.verdict is None else e.verdict.value,
+        "subject": e.subject.name,
+        **({} if e.subject.kind is SubjectKind.PATH else {"subject_kind": e.subject.kind.value}),
+        "detail": e.detail,
     }
 
 
@@ -142,6 +162,7 @@ def policy_to_dict(p: Policy) -> dict[str, Any]:
         # written when not the default, so files and run identities of runs without a
         # fan-in sweep stay as they were
         **({"fanin_knee_factor": p.fanin_knee_factor} if p.fanin_knee_factor != 2.0 else {}),
+        **({"max_loss_pct": p.max_loss_pct} if p.max_loss_pct != Policy().max_loss_pct else {}),
     }
 
 
@@ -213,7 +234,33 @@ def results_to_dict(r: Results, *, paths: bool = True) -> dict[str, Any]:
         doc["hosts"] = hosts_to_dict(r.hosts, node_nics(r.nodes))
     if r.multirail:
         doc["multirail"] = multirail_to_list(r.multirail)
+    if r.decision is not None:
+        doc["decision"] = decision_to_dict(r.decision)
     return doc
+
+
+def decision_to_dict(d: Decision) -> dict[str, Any]:
+    """The run's answer (docs/results.md "decision"); blocking is ranked, worst first."""
+    return {
+        "answer": d.answer.value,
+        "governs": d.governs,
+        "blocking": [
+            {
+                "subject": b.subject.name,
+                "subject_kind": b.subject.kind.value,
+                "kind": b.kind.value,
+                "class": None if b.verdict is None else b.verdict.value,
+                "detail": b.detail,
+                "action": b.action,
+                "paths": b.paths,
+            }
+            for b in d.blocking
+        ],
+        "counts": {v.value: d.counts.get(v, 0) for v in Verdict},
+        "evidence": [evidence_to_dict(e) for e in d.evidence],
+        "cautions": list(d.cautions),
+        "conditions": list(d.conditions),
+    }
 
 
 _COMPACT: dict[str, Any] = {"separators": (",", ":")}

@@ -1,29 +1,16 @@
-"""Summarising paths: counts per verdict and the worst paths, worst first
-(``table.columns.worst_first``).
-
-Used when a run finishes, when a results file is loaded, and live while a run progresses.
-"""
+"""Summarising paths: counts per verdict and the worst paths (``summarize``, whose home is
+``netqual.table.summary``), and the running worst path while a run progresses."""
 
 from __future__ import annotations
-
-from collections.abc import Iterable
 
 import numpy as np
 
 from netqual.model.path import PathResult
-from netqual.model.run import Summary
 from netqual.model.stats import Metric
-from netqual.table.paths import PathTable, worst_first
+from netqual.table.paths import worst_first
+from netqual.table.summary import WORST_PATHS, summarize
 
-WORST_PATHS = 10
-
-
-def summarize(paths: PathTable | Iterable[PathResult], metric: Metric) -> Summary:
-    """Counts per verdict and the worst paths: unsafe first, then by the policy metric
-    (``PathTable.ranked``: one sort over columns, no per-path objects)."""
-    table = paths if isinstance(paths, PathTable) else PathTable.from_paths(paths)
-    worst = table.ranked(metric)[:WORST_PATHS]
-    return Summary(counts=table.counts(), worst=tuple(table.key(i) for i in worst))
+__all__ = ["WORST_PATHS", "RunningWorst", "summarize"]
 
 
 class RunningWorst:

@@ -15,6 +15,7 @@ import msgspec
 
 from netqual.base.errors import ResultsFileError
 from netqual.files.filedata import MAX_FLOAT, MAX_INT
+from netqual.model.decision import Evidence, EvidenceKind, Subject, SubjectKind
 from netqual.model.path import Tier
 from netqual.model.stats import Metric
 from netqual.model.verdict import Verdict
@@ -154,6 +155,21 @@ class _WireWorkload(msgspec.Struct, kw_only=True, gc=False):
         return self.fetch_us.p99
 
 
+class _WireEvidence(msgspec.Struct, kw_only=True, gc=False):
+    """One ``evidence`` entry of a path (the decision's, docs/results.md)."""
+
+    kind: EvidenceKind
+    verdict: Verdict | None = msgspec.field(name="class")
+    subject: str
+    subject_kind: SubjectKind = SubjectKind.PATH
+    detail: str
+
+    def record(self) -> Evidence:
+        return Evidence(
+            self.kind, self.verdict, Subject(self.subject_kind, self.subject), self.detail
+        )
+
+
 class WirePath(msgspec.Struct, kw_only=True, gc=False):
     """One path object (docs/results.md); attribute names as ``PathResult`` has them."""
 
@@ -174,10 +190,16 @@ class WirePath(msgspec.Struct, kw_only=True, gc=False):
     src_nic: Annotated[str, msgspec.Meta(min_length=1, max_length=64)] | None = None
     dst_nic: Annotated[str, msgspec.Meta(min_length=1, max_length=64)] | None = None
     rail: Annotated[int, msgspec.Meta(ge=0, le=1 << 20)] | None = None
+    rtt_verdict: Verdict | None = None
+    evidence_entries: list[_WireEvidence] = msgspec.field(name="evidence", default_factory=list)
 
     @property
     def bulk(self) -> Sequence[_WireBulk]:
         return self.bulk_cells
+
+    @property
+    def evidence(self) -> tuple[Evidence, ...]:
+        return tuple(e.record() for e in self.evidence_entries)
 
 
 PATH_DECODER = msgspec.json.Decoder(WirePath)

@@ -13,6 +13,7 @@ import numpy as np
 
 from netqual import __version__
 from netqual.analysis import fleet, localise
+from netqual.analysis.decision import decide
 from netqual.files.outfiles import make_out_dir, open_append
 from netqual.files.rundir import RunDir
 from netqual.model.fleet import FleetResult
@@ -160,5 +161,6 @@ def finalise(
         ),
         multirail=spent.multirail,
     )
+    results = decide(results)
     write_json(RunDir(out_dir).results_json, results)
     return results

@@ -16,6 +16,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from netqual.model.decision import Evidence, EvidenceKind
 from netqual.model.path import Tier, WorkloadResult
 from netqual.model.stats import BulkStats, Ci95, RttStats
 from netqual.model.verdict import Verdict
@@ -266,6 +267,84 @@ class NicColumns(Columns):
     def rails(self) -> list[int]:
         """The rails present, in order."""
         return sorted(set(self.rail[self.rail >= 0].tolist()))
+
+
+# -- the decision (netqual.analysis.decision) ------------------------------------------
+
+# Kinds a decided row rebuilds from its own columns (rtt_verdict, the workload columns).
+ROW_KINDS = frozenset({EvidenceKind.RTT, EvidenceKind.WORKLOAD})
+_NO_EVIDENCE: tuple[Evidence, ...] = ()
+
+
+class _Verdicts(Enum):
+    """A verdict or None per row (-1)."""
+
+    def value(self, col: Any, i: int) -> Any:
+        code = col.item(i)
+        return None if code < 0 else self.members[code]
+
+
+class _RttReasons(Texts):
+    """The RTT policy's reasons of a decided record: its reasons without the lines its
+    evidence put first (each exactly an ``Evidence.reason``); () for an undecided record.
+    A row's record takes its reasons from the table's own column."""
+
+    def build(self, b: Build) -> Any:
+        out: list[Sequence[str]] = []
+        for reasons, evidence, rtt in zip(
+            b.values("reasons"), b.values("evidence"), b.values("rtt_verdict"), strict=True
+        ):
+            lines = {e.reason for e in evidence if e.kind is not EvidenceKind.RTT}
+            out.append(() if rtt is None else [x for x in reasons if x not in lines])
+        return b.shared.texts(out)
+
+    def record(self, group: Any, i: int) -> dict[str, Any]:
+        return {}
+
+
+class _StoredEvidence(Kind):
+    """Per row, the evidence beyond the RTT and the workload (one shared tuple per distinct
+    one: half a million paths repeat a few subjects); the table's row adds those two."""
+
+    fill: Any = _NO_EVIDENCE
+
+    def build(self, b: Build) -> Any:
+        keep = b.shared.remember
+        return tuple(
+            keep(tuple(e for e in ev if e.kind not in ROW_KINDS)) for ev in b.values(self.attr)
+        )
+
+    def record(self, group: Any, i: int) -> dict[str, Any]:
+        return {}
+
+    def value(self, col: Any, i: int) -> Any:
+        return col[i]
+
+    def take(self, col: Any, idx: IntArray, py: list[int]) -> Any:
+        return tuple([col[i] for i in py])
+
+    def concat(self, c: Concat) -> Any:
+        return tuple(chain.from_iterable(c.columns(self.name)))
+
+    def absent(self, n: int) -> Any:
+        return (self.fill,) * n
+
+
+@dataclass(frozen=True, eq=False)
+class DecisionColumns(Columns):
+    """What a decided table keeps beside its decided ``verdict`` and ``reasons``
+    (``netqual.analysis.decision``): the RTT policy's class and reasons, and per path the
+    evidence beyond the RTT and the workload. ``rtt_verdict`` -1: a row never decided (its
+    verdict is the RTT's). Its fields are the path record's own (``rtt_verdict``,
+    ``evidence``)."""
+
+    RECORD = dict
+
+    rtt_verdict: IntArray = field(metadata=column(_Verdicts(VERDICTS, none=-1, fill=-1)))
+    rtt_reasons: tuple[tuple[str, ...], ...] = field(metadata=column(_RttReasons()))
+    evidence: tuple[tuple[Evidence, ...], ...] = field(
+        metadata=column(_StoredEvidence(attr="evidence"))
+    )
 
 
 def worst_first(verdict: IntArray, value_us: FloatArray) -> IntArray:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 import operator
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import chain
@@ -79,6 +80,10 @@ class Shared:
     def texts(self, items: Iterable[Sequence[str]]) -> tuple[tuple[str, ...], ...]:
         keep = self._seen.setdefault
         return tuple(keep(t, t) for t in (tuple(map(keep, r, r)) for r in items))
+
+    def remember(self, value: Any) -> Any:
+        """One object per distinct hashable value (a tuple of evidence records)."""
+        return self._seen.setdefault(value, value)
 
 
 class Build:
@@ -464,6 +469,16 @@ class DetailsColumn(Sequence[Mapping[str, object] | None]):
     def take(self, rows: Sequence[int]) -> DetailsColumn:
         items = self._items
         return DetailsColumn([items[i] for i in rows])
+
+    def rows_matching(self, pattern: bytes | re.Pattern[bytes]) -> IntArray:
+        """Rows whose details' JSON holds ``pattern`` (a byte string, or a compiled regular
+        expression): a cheap first pass before decoding the few that may matter."""
+        if isinstance(pattern, bytes):
+            hit = [raw is not None and pattern in raw for raw in self._items]
+        else:
+            search = pattern.search
+            hit = [raw is not None and search(raw) is not None for raw in self._items]
+        return np.flatnonzero(np.array(hit, dtype=np.bool_)).astype(np.int64)
 
     def count_key(self, key: str) -> int:
         """How many paths' details have ``key`` at the top level: the raw JSON is searched

@@ -17,11 +17,12 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import overload
+from typing import Any, overload
 
 import numpy as np
 
-from netqual.model.path import PathResult, Tier
+from netqual.model.decision import Evidence, EvidenceKind, Subject, SubjectKind
+from netqual.model.path import PathResult, Tier, path_label
 from netqual.model.stats import RTT_STATISTICS, Ci95, Metric
 from netqual.model.verdict import Verdict
 from netqual.table.columns import (
@@ -29,6 +30,7 @@ from netqual.table.columns import (
     TIERS,
     VERDICTS,
     BulkColumns,
+    DecisionColumns,
     NicColumns,
     PathLike,
     RttColumns,
@@ -69,6 +71,7 @@ _ERROR = Stored("error", flag=True)  # whether the path failed, not why
 _BY_PAIR = NotStored("the campaign compares paths by node pair, verdict and RTT")
 _IN_FILE = NotStored("the report reads them from the run's results file")
 _BEST_GOODPUT = NotStored("the store keeps each path's best goodput (goodput_gbps) only")
+_DECIDED = NotStored("derived: a run's decision is made again from its results file")
 
 
 @dataclass(frozen=True, eq=False)
@@ -110,6 +113,10 @@ class PathTable(_Columns):
     # None: no path ran between listed NICs
     nics: NicColumns | None = field(
         metadata=column(Group(NicColumns, flat=True, none_when_empty=True, campaign=_BY_PAIR))
+    )
+    # None: not decided, ``verdict`` is the RTT policy's class (netqual.analysis.decision)
+    decision: DecisionColumns | None = field(
+        metadata=column(Group(DecisionColumns, flat=True, none_when_empty=True, campaign=_DECIDED))
     )
 
     # -- construction -------------------------------------------------------------------
@@ -163,6 +170,26 @@ class PathTable(_Columns):
             raise IndexError(f"path {i} of {len(self)}")
         row: PathResult = super().row(i % len(self))
         return row
+
+    def record_fields(self, i: int) -> dict[str, Any]:
+        """A decided row's evidence: the RTT's and the workload's, rebuilt from their
+        columns, then what the decision stored."""
+        out = super().record_fields(i)
+        dc = self.decision
+        if dc is not None and dc.rtt_verdict[i] >= 0:
+            label = path_label(self.names[self.src[i]], self.names[self.dst[i]])
+            subject = Subject(SubjectKind.PATH, label)
+            rtt = VERDICTS[dc.rtt_verdict[i]]
+            first = dc.rtt_reasons[i][0] if dc.rtt_reasons[i] else rtt.value
+            found = [Evidence(EvidenceKind.RTT, rtt, subject, first)]
+            wl = self.workload
+            if wl is not None:
+                v = int(wl.verdict[i])
+                said = wl.reasons[i][0] if wl.reasons[i] else "no workload verdict for this path"
+                verdict = None if v < 0 else VERDICTS[v]
+                found.append(Evidence(EvidenceKind.WORKLOAD, verdict, subject, said))
+            out["evidence"] = (*found, *dc.evidence[i])
+        return out
 
     # -- the RTT columns by their old names (``rtt_stats`` holds them) -------------------
 

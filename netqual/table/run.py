@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from netqual.model.decision import Decision
 from netqual.model.fanin import FaninResult
 from netqual.model.fleet import FleetResult
 from netqual.model.hostpath import HostAudit
@@ -51,6 +52,9 @@ class Results:
         None  # configuration snapshots and outliers (netqual.analysis.fleet)
     )
     hosts: tuple[HostAudit, ...] = ()  # each node's host path audit (netqual.model.hostpath)
+    # the one answer from all the evidence (netqual.analysis.decision); None: not decided
+    # (a run in progress), and then ``paths.verdict`` is the RTT policy's class
+    decision: Decision | None = None
 
     @property
     def pingpong_only(self) -> int:

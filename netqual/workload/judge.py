@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 
+from netqual.analysis.decision import decide, undecided
 from netqual.base.errors import UsageError, WorkloadError
 from netqual.base.units import format_bytes
 from netqual.model.limits import AgentLimits
@@ -64,11 +65,14 @@ def judged(path: PathResult, w: Workload | None) -> PathResult:
 
 
 def apply(results: Results, w: Workload) -> Results:
-    """Re-judge every path of a run by a workload (the RTT verdicts stay as they are), on the
-    columns: a 1,024-node full mesh is half a million paths."""
-    table = results.paths
-    return dataclasses.replace(
-        results,
-        paths=dataclasses.replace(table, workload=judge_columns(table, w)),
-        workload=w,
+    """Re-judge every path of a run by a workload, on the columns (a 1,024-node full mesh is
+    half a million paths), and decide the run again: the workload is evidence of every
+    path's verdict (``netqual.analysis.decision``), the RTT classes stay as they are."""
+    table = undecided(results.paths)
+    return decide(
+        dataclasses.replace(
+            results,
+            paths=dataclasses.replace(table, workload=judge_columns(table, w)),
+            workload=w,
+        )
     )

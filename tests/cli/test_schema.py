@@ -10,6 +10,7 @@ import pytest
 from cli_helpers import run_in_process
 from factories import make_results, write_results
 
+from netqual.analysis.decision import decide
 from netqual.base.errors import EXIT_USAGE, ResultsFileError
 from netqual.files import schema
 from netqual.model.policy import Policy, PolicyFieldError
@@ -29,7 +30,8 @@ def _load_doc(tmp_path: Path, doc: dict[str, Any]) -> None:
 
 
 def test_valid_file_round_trips(tmp_path: Path) -> None:
-    original = make_results(6, slow_nodes=["gpu02"], error_paths=1)
+    # a run writes its decision (netqual.analysis.decision); loading decides again
+    original = decide(make_results(6, slow_nodes=["gpu02"], error_paths=1))
     loaded = load(write_results(tmp_path / "r.json", original))
     # times are stored to the nanosecond: writing what was loaded changes nothing
     assert results_to_dict(loaded) == results_to_dict(original)

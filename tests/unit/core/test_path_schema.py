@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 from factories import make_results, write_results
 
+from netqual.analysis.decision import decide
 from netqual.analysis.stats import BINS_PER_DECADE
 from netqual.campaign.store import open_store
 from netqual.campaign.stored import path_columns, stored_paths
@@ -99,7 +100,14 @@ def _path(k: int, src: str, dst: str) -> PathResult:
         error=f"error {k}",
         started_at=f"2027-01-0{k + 5}T10:00:00+00:00",
         duration_s=2.5 + k,
-        details={"retries": k + 1},
+        # counters that lose packets: the decision's loss evidence, made again on load
+        details={
+            "retries": k + 1,
+            "counters": {
+                "src": {"interfaces": {"eth0": {"tx_packets": 1_000 + k}}, "tcp_retrans": 10 + k},
+                "dst": {"interfaces": {"eth0": {"tx_packets": 1_000 + k}}, "tcp_retrans": 0},
+            },
+        },
         workload=workload,
         src_nic=f"eth{k}",
         dst_nic=f"eth{k + 1}",
@@ -108,9 +116,11 @@ def _path(k: int, src: str, dst: str) -> PathResult:
 
 
 def _sample() -> PathTable:
-    """Three paths in (src, dst) name order: the order the store reads a run back in."""
+    """Three paths in (src, dst) name order: the order the store reads a run back in;
+    decided, as a run writes them (netqual.analysis.decision: the decision columns)."""
     pairs = [("gpu01", "gpu02"), ("gpu01", "gpu03"), ("gpu02", "gpu03")]
-    return PathTable.from_paths([_path(k, s, d) for k, (s, d) in enumerate(pairs)], NODES)
+    raw = PathTable.from_paths([_path(k, s, d) for k, (s, d) in enumerate(pairs)], NODES)
+    return decide(_results(raw)).paths
 
 
 def _results(table: PathTable) -> Results:

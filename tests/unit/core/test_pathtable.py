@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 from factories import make_results, rank_key, write_results
 
+from netqual.analysis.decision import decide
 from netqual.model.path import PathResult, Tier, WorkloadResult
 from netqual.model.stats import BulkStats, Ci95, Metric, RttStats
 from netqual.model.verdict import Verdict
@@ -93,7 +94,7 @@ def test_values_are_nan_where_no_rtt_and_codes_map_into_another_name_list() -> N
 
 
 def test_a_results_file_loads_into_the_same_rows(tmp_path: Path) -> None:
-    res = make_results(10, slow_nodes=["gpu02"], error_paths=2)
+    res = decide(make_results(10, slow_nodes=["gpu02"], error_paths=2))
     write_results(tmp_path / "r.json", res)
     back = load(tmp_path / "r.json")
     assert len(back.paths) == len(res.paths) == 45

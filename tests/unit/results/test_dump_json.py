@@ -13,6 +13,7 @@ import pytest
 from cli_helpers import run_in_process
 from factories import make_results, write_results
 
+from netqual.analysis.decision import decide
 from netqual.model.stats import Metric
 from netqual.results import dump_json, results_to_dict, summarize
 from netqual.table.paths import PathTable
@@ -33,7 +34,7 @@ def test_streamed_document_is_byte_for_byte_json_dumps(indent: int | None, n_pat
 def test_report_json_prints_the_streamed_document(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    res = make_results(5, slow_nodes=["gpu02"])
+    res = decide(make_results(5, slow_nodes=["gpu02"]))
     f = write_results(tmp_path / "results.json", res)
     done = run_in_process(["report", str(f), "--json"], tmp_path, monkeypatch, capsys)
     assert done.returncode == 0, done.stderr

@@ -10,10 +10,12 @@ import random
 from collections import Counter
 from pathlib import Path
 
+import numpy as np
 import pytest
 from factories import make_results
 from workload_oracle import judge
 
+from netqual.analysis.decision import undecided
 from netqual.base.units import MIB
 from netqual.model.path import PathResult
 from netqual.model.stats import BulkStats, RttStats
@@ -181,8 +183,13 @@ def test_apply_replaces_only_the_workload_columns(tmp_path: Path) -> None:
     before = run_of(crafted())
     after = apply(apply(before, workload(tmp_path, 1024)), w)  # a second workload replaces
     assert after.paths.names == before.paths.names
-    assert (after.paths.verdict == before.paths.verdict).all()
-    assert after.paths.reasons == before.paths.reasons
+    # the RTT classes stay; each path's verdict is the worse of its RTT and its workload
+    rtt = undecided(after.paths)
+    assert (rtt.verdict == before.paths.verdict).all()
+    assert rtt.reasons == before.paths.reasons
+    assert after.paths.workload is not None
+    both = np.maximum(before.paths.verdict, after.paths.workload.verdict)
+    assert (after.paths.verdict == both).all()
     assert after.paths.workload is not None
     assert after.paths.row(4).workload == judge(before.paths.row(4), w)
     assert (after.paths.workload.budget_us == w.budget_us).all()

@@ -1,0 +1,106 @@
+"""Fan-in evidence: what each swept storage node holds against the readers that would share
+it (docs/fanin.md). The readers it must hold are the run's compute nodes (every node not a
+storage node when no role says so). A sweep that stopped below them, or whose p99 rests on
+too few chunks, cannot judge: its storage node's paths are never offload-safe on it."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from netqual.analysis.evidence import Endpoints, Found, Hit, cannot, plural, touching, worst
+from netqual.analysis.fanin import no_projection, pays_up_to, project
+from netqual.model.decision import RUN_SUBJECT, Blocking, Evidence, EvidenceKind, Subject
+from netqual.model.decision import SubjectKind as SK
+from netqual.model.fanin import FaninResult
+from netqual.model.node import Role
+from netqual.model.verdict import Verdict
+from netqual.model.workload import Workload
+from netqual.table.run import Results
+
+KIND = EvidenceKind.FANIN
+
+
+def readers_of(results: Results, storage: str) -> int:
+    """Compute nodes that would read ``storage`` at once."""
+    nodes = {n.agent or n.name: n.role for n in results.nodes}
+    compute = [n for n, role in nodes.items() if role is Role.COMPUTE]
+    if not compute:
+        compute = [n for n, role in nodes.items() if role is not Role.STORAGE and n != storage]
+    return len(compute)
+
+
+def judge_sweep(
+    r: FaninResult, readers: int, w: Workload | None
+) -> tuple[Verdict | None, str, str]:
+    """(class, what was seen, what to do) of one storage node's sweep."""
+    measured = [lv for lv in r.levels if lv.chunk is not None]
+    top = max((lv.readers for lv in measured), default=0)
+    few = [lv.readers for lv in measured if lv.chunk is not None and "p99" in lv.chunk.untrusted]
+    rerun = "sweep again with more chunks a level (p99 needs 1,000)"
+    if len(measured) < 2:
+        return None, r.verdict, f"sweep at least two levels (run --fanin 1,{max(2, readers)})"
+    if few:
+        return (
+            None,
+            f"preliminary: p99 from fewer than 1,000 chunks at {', '.join(map(str, few))} "
+            f"readers ({r.verdict})",
+            rerun,
+        )
+    if w is not None and no_projection(r, w) is None:
+        pays = pays_up_to(project(r, w))
+        need = min(readers, top)
+        if pays is None or pays < need:
+            at = "not even at 1 reader" if pays is None else f"only up to {plural(pays, 'reader')}"
+            return (
+                Verdict.UNSAFE,
+                f"offload of {w.model.name} pays {at}, {readers} compute nodes would read "
+                f"{r.storage} ({r.verdict})",
+                f"add storage bandwidth or storage nodes so each holds at most {pays or 1} "
+                "readers, then sweep again",
+            )
+    if r.knee is not None and (r.safe_up_to or 0) < readers:
+        return (
+            Verdict.MARGINAL,
+            f"{r.verdict}; {readers} compute nodes would read it",
+            f"give {r.storage} more bandwidth or fewer readers (at most {r.safe_up_to or 1}), "
+            "then sweep again",
+        )
+    if top < readers:
+        return (
+            None,
+            f"measured up to {plural(top, 'reader')} of the {readers} that would share it",
+            f"sweep up to {readers} readers (run --fanin ...,{readers})",
+        )
+    return Verdict.SAFE, r.verdict, ""
+
+
+def fanin(results: Results, ends: Endpoints) -> Found:
+    if not results.fanin:
+        return cannot(KIND, "no fan-in sweep (run --fanin 1,4,8,16)")
+    table = results.paths
+    hits: list[Hit] = []
+    blocking: list[Blocking] = []
+    for r in results.fanin:
+        readers = readers_of(results, r.storage)
+        verdict, detail, action = judge_sweep(r, readers, results.workload)
+        if verdict is Verdict.SAFE:
+            continue
+        subject = Subject(SK.STORAGE, r.storage)
+        rows = np.flatnonzero(touching(table, ends.codes_of(r.storage)))
+        hits.append(Hit(rows, Evidence(KIND, verdict, subject, detail)))
+        blocking.append(Blocking(subject, KIND, verdict, detail, action, len(rows)))
+    n = len(results.fanin)
+    if not hits:
+        return Found(
+            KIND,
+            Evidence(
+                KIND, Verdict.SAFE, RUN_SUBJECT, f"{plural(n, 'storage node')} hold their readers"
+            ),
+        )
+    summary = Evidence(
+        KIND,
+        worst(hits),
+        RUN_SUBJECT,
+        f"{len(hits)} of {plural(n, 'storage node')} swept do not hold their readers",
+    )
+    return Found(KIND, summary, tuple(hits), tuple(blocking))

@@ -14,8 +14,11 @@ from netqual.analysis.narrative import incomplete_note, is_demo, preliminary_not
 from netqual.analysis.plausible import rejudge
 from netqual.base.errors import UsageError
 from netqual.gate.complete import Complete
-from netqual.gate.model import GateContext, GateReport, Outcome, Scope, WaiverState
+from netqual.gate.model import GateContext, GateReport, Outcome, Scope, Status, WaiverState
 from netqual.gate.profile import Profile
+from netqual.gate.registry import judges_paths
+from netqual.gate.rules import MinWorkloadVerdict, Rule
+from netqual.model.verdict import Verdict
 from netqual.table.paths import IntArray
 from netqual.table.run import Results
 
@@ -37,6 +40,13 @@ def evaluate(
     nodes = {n.name: n for n in results.nodes}
     if baseline is not None:
         nodes = {n.name: n for n in baseline.nodes} | nodes
+    # A stored verdict is a claim; the gate judges the values (an edited "offload-safe" with
+    # a 1 s p99 fails), keeping the worse of the two, then decides the run again from all
+    # its evidence (netqual.analysis.decision).
+    results = decide(
+        dataclasses.replace(results, paths=rejudge(undecided(results.paths), results.run.policy))
+    )
+    paths = results.paths
     ctx = GateContext(
         nodes=nodes,
         metric=profile.metric,
@@ -52,14 +62,8 @@ def evaluate(
         fleet=results.fleet,
         hosts=results.hosts,
         fanin=results.fanin,
+        decision=results.decision,
     )
-    # A stored verdict is a claim; the gate judges the values (an edited "offload-safe" with
-    # a 1 s p99 fails), keeping the worse of the two, then decides the run again from all
-    # its evidence (netqual.analysis.decision).
-    results = decide(
-        dataclasses.replace(results, paths=rejudge(undecided(results.paths), results.run.policy))
-    )
-    paths = results.paths
     scoped: dict[Scope, IntArray] = {}  # a profile has a few scopes and many rules
     outcomes: list[Outcome] = []
     rules = [
@@ -68,10 +72,17 @@ def evaluate(
         else r
         for r in profile.rules
     ]
+    rules += implied_rules(results, rules)
     for rule in rules:
         if rule.scope not in scoped:
             scoped[rule.scope] = np.flatnonzero(rule.scope.mask(paths, nodes))
-        outcomes.append(rule.check(paths, scoped[rule.scope], ctx))
+        rows = scoped[rule.scope]
+        if not len(rows) and judges_paths(rule):
+            # nothing in scope to judge: said, never a silent pass
+            why = "no path in scope" if len(paths) else "no path was measured"
+            outcomes.append(Outcome(rule.name, Status.SKIP, f"{why}: nothing to judge"))
+            continue
+        outcomes.append(rule.check(paths, rows, ctx))
     # Which rules each waiver excused a path in: one pass over the waived findings, then
     # a lookup per waiver (a million waivers stay linear).
     used: dict[frozenset[str], list[str]] = {}
@@ -97,6 +108,18 @@ def evaluate(
         n_paths=len(results.paths),
         notes=_notes(results, profile),
     )
+
+
+IMPLIED_WORKLOAD = "workload (--workload)"
+
+
+def implied_rules(results: Results, rules: list[Rule]) -> list[Rule]:
+    """A workload always applies (``gate --workload``, a milestone's ``workload``, a run
+    judged by one): a profile without ``min_workload_verdict`` gets it at ``marginal``
+    (every path's fetch pays at least 1x), named for where it came from."""
+    if results.workload is None or any(isinstance(r, MinWorkloadVerdict) for r in rules):
+        return []
+    return [MinWorkloadVerdict(Scope(name=IMPLIED_WORKLOAD), Verdict.MARGINAL, implied=True)]
 
 
 def resume_command(results: Results, source: str) -> str:

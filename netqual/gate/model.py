@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from netqual.model.decision import Decision
 from netqual.model.fanin import FaninResult
 from netqual.model.fleet import FleetResult
 from netqual.model.hostpath import HostAudit
@@ -143,6 +144,11 @@ class GateContext:
     fleet: FleetResult | None = None  # the run's configuration check (netqual.analysis.fleet)
     hosts: tuple[HostAudit, ...] = ()  # each node's host path audit (netqual.model.hostpath)
     fanin: tuple[FaninResult, ...] = ()  # run --fanin: one sweep per storage node
+    decision: Decision | None = None  # the run's answer from all its evidence
+
+    def waived_keys(self, keys: Sequence[tuple[str, str]]) -> list[bool]:
+        """Which of a few (src, dst) keys an active waiver excuses (either direction)."""
+        return [any(w.covers(k) for w in self.waivers) for k in keys]
 
     def waived(self, table: PathTable, rows: IntArray) -> BoolArray:
         """Which of ``rows`` an active waiver excuses (``Waiver.covers``: either

@@ -15,51 +15,17 @@ from netqual.analysis.policy import DEFAULT_POLICY
 from netqual.base.errors import ProfileError
 from netqual.files.tomlfile import Fields, loads_toml
 from netqual.gate.complete import Complete
-from netqual.gate.fanin import MinFaninReaders
-from netqual.gate.fleet import FleetConsistent, FleetExpected
-from netqual.gate.hostpath import NicAffinity, PcieLinkFull
-from netqual.gate.interference import InterferenceClean, MaxInterferenceRatio
 from netqual.gate.model import Scope
-from netqual.gate.regression import MaxP99IncreasePct, NoClassDrop, NoMissingPaths
-from netqual.gate.rules import (
-    MaxMetric,
-    MaxVerdictCount,
-    MinSafeFraction,
-    MinSamples,
-    MinWorkloadVerdict,
-    NoErrors,
-    Rule,
-)
+from netqual.gate.registry import keys, rules_of
+from netqual.gate.rules import Rule
 from netqual.model.node import Role
 from netqual.model.path import Tier
 from netqual.model.policy import Waiver
 from netqual.model.stats import Metric
-from netqual.model.verdict import Verdict
 
-LIMIT_KEYS = (
-    "max_unsafe",
-    "max_marginal",
-    "min_safe_fraction",
-    "max_metric_us",
-    "min_samples",
-    "no_errors",
-    "min_workload_verdict",
-    "interference_clean",
-    "max_interference_p99_ratio",
-    "fleet_consistent",
-    "fleet_expected",
-    "nic_affinity",
-    "pcie_link_full",
-    "min_fanin_readers",
-)
+LIMIT_KEYS = keys("limits")
 SCOPE_KEYS = ("name", "racks", "roles", "nodes", "tiers", "rails")
-BASELINE_KEYS = (
-    "required",
-    "max_p99_increase_pct",
-    "min_delta_us",
-    "no_class_drop",
-    "no_missing_paths",
-)
+BASELINE_KEYS = keys("baseline")
 WAIVER_KEYS = ("src", "dst", "until", "reason", "owner")
 
 
@@ -72,46 +38,6 @@ class Profile:
     rules: tuple[Rule, ...]
     waivers: tuple[Waiver, ...] = ()
     baseline_required: bool = False
-
-
-def _limit_rules(f: Fields, scope: Scope, metric: Metric) -> list[Rule]:
-    t = f.table
-    rules: list[Rule] = []
-    if "max_unsafe" in t:
-        rules.append(MaxVerdictCount(scope, Verdict.UNSAFE, f.count("max_unsafe")))
-    if "max_marginal" in t:
-        rules.append(MaxVerdictCount(scope, Verdict.MARGINAL, f.count("max_marginal")))
-    if "min_safe_fraction" in t:
-        frac = f.number("min_safe_fraction", 0.0, positive=False, low=0.0, high=1.0)
-        rules.append(MinSafeFraction(scope, frac))
-    if "max_metric_us" in t:
-        rules.append(
-            MaxMetric(scope, metric, f.number("max_metric_us", 0.0, positive=False, low=0.0))
-        )
-    if "min_samples" in t:
-        rules.append(MinSamples(scope, f.count("min_samples")))
-    if f.flag("no_errors"):
-        rules.append(NoErrors(scope))
-    if "min_workload_verdict" in t:
-        rules.append(
-            MinWorkloadVerdict(scope, f.choice(Verdict, "min_workload_verdict", Verdict.SAFE))
-        )
-    if f.flag("interference_clean"):
-        rules.append(InterferenceClean(scope))
-    if "max_interference_p99_ratio" in t:
-        ratio = f.number("max_interference_p99_ratio", 1.0, positive=False, low=1.0)
-        rules.append(MaxInterferenceRatio(scope, ratio))
-    if f.flag("fleet_consistent"):
-        rules.append(FleetConsistent(scope))
-    if f.flag("fleet_expected"):
-        rules.append(FleetExpected(scope))
-    if f.flag("nic_affinity"):
-        rules.append(NicAffinity(scope))
-    if f.flag("pcie_link_full"):
-        rules.append(PcieLinkFull(scope))
-    if "min_fanin_readers" in t:
-        rules.append(MinFaninReaders(scope, f.count("min_fanin_readers")))
-    return rules
 
 
 def _scope(f: Fields) -> Scope:
@@ -155,19 +81,12 @@ def parse_profile(data: Mapping[str, Any], source: str) -> Profile:
     head = f.sub("profile", ("name", "description", "metric"))
     name = head.text("name", Path(source).stem)
     metric = head.choice(Metric, "metric", DEFAULT_POLICY.metric)
-    limits = f.sub("limits", (*LIMIT_KEYS, "complete"))
-    rules = _limit_rules(limits, Scope(), metric)
-    for s in f.tables("scope", SCOPE_KEYS + LIMIT_KEYS):
-        rules += _limit_rules(s, _scope(s), metric)
+    limits = f.sub("limits", LIMIT_KEYS)
+    rules = rules_of(limits, Scope(), metric, "limits")
+    for s in f.tables("scope", SCOPE_KEYS + tuple(k for k in LIMIT_KEYS if k != "complete")):
+        rules += rules_of(s, _scope(s), metric, "limits")
     base = f.sub("baseline", BASELINE_KEYS)
-    if "max_p99_increase_pct" in base.table:
-        pct = base.number("max_p99_increase_pct", 0.0, positive=False, low=0.0)
-        floor = base.number("min_delta_us", 0.0, positive=False, low=0.0)
-        rules.append(MaxP99IncreasePct(Scope(), pct, floor))
-    if base.flag("no_class_drop"):
-        rules.append(NoClassDrop(Scope()))
-    if base.flag("no_missing_paths"):
-        rules.append(NoMissingPaths(Scope()))
+    rules += rules_of(base, Scope(), metric, "baseline")
     waivers = f.tables("waiver", WAIVER_KEYS)
     if not rules:
         raise f.fail("limits", "the profile has no rules")

@@ -144,11 +144,23 @@ class MaxMetric(Rule):
         return "max_metric_us"  # the profile key; the message names the metric
 
     def check(self, table: PathTable, rows: IntArray, ctx: GateContext) -> Outcome:
-        # a path without RTT offends: nothing shows it is under the limit
-        offends = ~table.has_rtt[rows] | (table.values(self.metric)[rows] > self.limit_us)
-        failing, waived = _split(
-            table, rows, offends, ctx, lambda i: finding_detail(table, i, self.metric)
+        # a path without RTT offends: nothing shows it is under the limit; nor does a
+        # metric from too few samples to trust (a preliminary measurement never passes)
+        name = self.metric.value
+        untrusted = np.fromiter(
+            (name in table.untrusted[i] for i in rows.tolist()), np.bool_, len(rows)
         )
+        offends = (
+            ~table.has_rtt[rows] | (table.values(self.metric)[rows] > self.limit_us) | untrusted
+        )
+
+        def detail(i: int) -> str:
+            text = finding_detail(table, i, self.metric)
+            if name in table.untrusted[i]:
+                text += f" (untrusted: {int(table.samples[i]):,} samples are too few for {name})"
+            return text
+
+        failing, waived = _split(table, rows, offends, ctx, detail)
         msg = f"{_plural(len(failing), 'path')} above {self.limit_us:g} us {self.metric.value}"
         return self._outcome(not failing, msg, failing, waived)
 
@@ -193,10 +205,15 @@ class MinWorkloadVerdict(Rule):
     no workload verdict (a run without --workload) fails: the gate asked for it."""
 
     verdict: Verdict
+    implied: bool = False  # not asked by the profile: a workload always applies
 
     @property
     def key(self) -> str:
         return "min_workload_verdict"
+
+    @property
+    def name(self) -> str:
+        return self.scope.name if self.implied else super().name
 
     def check(self, table: PathTable, rows: IntArray, ctx: GateContext) -> Outcome:
         wl = table.workload

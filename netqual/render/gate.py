@@ -36,7 +36,12 @@ def print_gate(console: Console, report: GateReport) -> None:
         table.add_row(o.rule, Text(o.status.value.upper(), style=_STYLE[o.status]), o.message)
     console.print(table)
     for o in report.failed:
-        console.print(Text(f"{o.rule}: failing paths", style="bold"))
+        what = (
+            "what blocks, most paths held first"
+            if o.rule.endswith("no_blocking")
+            else "failing paths"
+        )
+        console.print(Text(f"{o.rule}: {what}", style="bold"))
         for f in o.failing[:MAX_PATHS_SHOWN]:
             console.print(f"  {f.label}  {f.detail}", soft_wrap=True)
         if len(o.failing) > MAX_PATHS_SHOWN:

@@ -33,14 +33,16 @@ def test_mixed_results_fail_and_name_rules_and_paths_end_to_end(tmp_path: Path) 
     assert r.returncode == 1
     assert "max_unsafe   │ FAIL" in r.stdout
     assert "gpu03 -> stor01  unsafe, p99 812.0 us" in r.stdout
-    assert "GATE FAILED: 1 of 4 rules failed (max_unsafe)" in r.stdout
+    # the decision names the same path as what blocks, with what to do
+    assert "gpu03 -> stor01  RTT: p99 RTT 812.0 us > 500.0 us" in r.stdout
+    assert "GATE FAILED: 2 of 5 rules failed (no_blocking, max_unsafe)" in r.stdout
 
 
 def test_all_safe_passes_end_to_end(tmp_path: Path) -> None:
     write_results(tmp_path / "r.json", make_results(8, all_safe=True))
     r = netqual("gate", "r.json", cwd=tmp_path)
     assert r.returncode == 0, r.stdout + r.stderr
-    assert "GATE PASSED: all 4 rules hold" in r.stdout
+    assert "GATE PASSED: all 5 rules hold" in r.stdout
 
 
 def test_truncated_file_exits_2_end_to_end(tmp_path: Path) -> None:
@@ -281,4 +283,10 @@ def test_documented_example_profiles_load(name: str) -> None:
 
 def test_default_profile_is_every_path_safe() -> None:
     p = default_profile()
-    assert [r.name for r in p.rules] == ["complete", "max_unsafe", "max_marginal", "no_errors"]
+    assert [r.name for r in p.rules] == [
+        "complete",
+        "no_blocking",
+        "max_unsafe",
+        "max_marginal",
+        "no_errors",
+    ]

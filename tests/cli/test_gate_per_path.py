@@ -193,7 +193,8 @@ def test_thousands_of_failing_paths_print_a_bounded_report(
     r = cli("gate", "r.json", "--junit", "j.xml", cwd=tmp_path)
     assert r.returncode == 1
     listed = [line for line in r.stdout.splitlines() if line.startswith("  ") and " -> " in line]
-    assert len(listed) == 2 * MAX_PATHS_SHOWN + 3  # max_unsafe, max_marginal; 3 errors
+    # no_blocking (what blocks names paths too), max_unsafe, max_marginal; 3 errors
+    assert len(listed) == 3 * MAX_PATHS_SHOWN + 3
     more = failing["marginal"] - MAX_PATHS_SHOWN
     assert f"  ... and {more} more (see --json or --junit)" in r.stdout
     junit = ET.parse(tmp_path / "j.xml").getroot()

@@ -3,6 +3,7 @@ twins carry, and node pairs whose added rails add nothing (docs/policy.md, "Band
 
 from __future__ import annotations
 
+import operator
 from collections import Counter
 from collections.abc import Sequence
 
@@ -36,25 +37,34 @@ from netqual.table.run import Results
 TWIN_SHARE = 0.5  # every path of a NIC below this share of its twins' median
 MIN_TWINS = 2  # other endpoints of the same rail (or role) to compare with
 MIN_PATHS = 2  # paths of the NIC itself
+BIG_GROUP = 64  # endpoints of one rail (or role) beyond which one median stands for all
 
 
-def _cell(table: PathTable) -> tuple[int, int] | None:
+def _good(table: PathTable) -> np.ndarray:
+    """Cells that read without an error and moved something."""
+    b = table.bulk
+    ok: np.ndarray = np.fromiter(map(operator.not_, b.error), np.bool_, len(b.error))
+    return ok & (b.goodput_gbps > 0)
+
+
+def _cell(table: PathTable, good: np.ndarray) -> tuple[int, int] | None:
     """The (chunk, depth) cell most paths have, the most bytes in flight on a tie."""
     b = table.bulk
-    good = np.fromiter((e is None for e in b.error), np.bool_, len(b.error)) & (b.goodput_gbps > 0)
     if not good.any():
         return None
-    pairs = Counter(zip(b.chunk_bytes[good].tolist(), b.depth[good].tolist(), strict=True))
-    return max(pairs, key=lambda cd: (pairs[cd], cd[0] * cd[1], cd[0]))
+    # one int64 per cell: depths stay far below 2**20 (the agents' limit is 64)
+    keys, counts = np.unique(b.chunk_bytes[good] * (1 << 20) + b.depth[good], return_counts=True)
+    chunk, depth = keys >> 20, keys & ((1 << 20) - 1)
+    best = max(range(len(keys)), key=lambda k: (counts[k], chunk[k] * depth[k], chunk[k]))
+    return int(chunk[best]), int(depth[best])
 
 
-def _goodput(table: PathTable, chunk: int, depth: int) -> np.ndarray:
+def _goodput(table: PathTable, good: np.ndarray, chunk: int, depth: int) -> np.ndarray:
     """Per path, its goodput at the cell (NaN without it)."""
     b = table.bulk
     out = np.full(len(table), np.nan)
     owner = np.repeat(np.arange(len(table)), np.diff(b.offsets))
-    ok = (b.chunk_bytes == chunk) & (b.depth == depth) & (b.goodput_gbps > 0)
-    ok &= np.fromiter((e is None for e in b.error), np.bool_, len(b.error))
+    ok = good & (b.chunk_bytes == chunk) & (b.depth == depth)
     out[owner[ok]] = b.goodput_gbps[ok]
     return out
 
@@ -92,12 +102,13 @@ def _per_endpoint(table: PathTable, g: np.ndarray) -> dict[int, np.ndarray]:
 def bandwidth(results: Results, ends: Endpoints) -> Found:
     kind = EvidenceKind.BANDWIDTH
     table = results.paths
-    cell = _cell(table)
+    good = _good(table)
+    cell = _cell(table, good)
     if cell is None:
         return cannot(kind, "no bulk cells (--no-bulk): NICs not compared")
     if results.nodes and all(is_loopback(n.address) for n in results.nodes):
         return cannot(kind, "every agent on this host (loopback): no NIC to compare")
-    g = _goodput(table, *cell)
+    g = _goodput(table, good, *cell)
     stats = _per_endpoint(table, g)
     groups: dict[tuple[int, Role], list[int]] = {}
     for code in stats:
@@ -107,11 +118,16 @@ def bandwidth(results: Results, ends: Endpoints) -> Found:
     at = f"{format_size(cell[0])} x depth {cell[1]}"
     for (rail, _), codes in sorted(groups.items(), key=lambda kv: (kv[0][0], kv[0][1].value)):
         medians = {c: float(np.median(stats[c])) for c in codes}
+        # in a large group one endpoint moves the median by nothing: one median for all
+        whole = float(np.median(list(medians.values()))) if len(codes) > BIG_GROUP else None
         for c in codes:
-            twins = [medians[t] for t in codes if ends.node[t] != ends.node[c]]
-            if len(twins) < MIN_TWINS:
+            if whole is not None:
+                twins_n, twin = len(codes) - 1, whole
+            else:
+                twins = [medians[t] for t in codes if ends.node[t] != ends.node[c]]
+                twins_n, twin = len(twins), float(np.median(twins)) if twins else 0.0
+            if twins_n < MIN_TWINS:
                 continue
-            twin = float(np.median(twins))
             top = float(stats[c].max())
             if not top < TWIN_SHARE * twin:
                 continue
@@ -123,7 +139,7 @@ def bandwidth(results: Results, ends: Endpoints) -> Found:
             detail = (
                 f"every one of its {len(stats[c])} paths reads at most {top:.2f} Gbit/s at "
                 f"{at}, under {TWIN_SHARE:.0%} of the {twin:.2f} Gbit/s median of "
-                f"{len(twins)} twins ({twins_of}): a KV chunk takes over twice as long"
+                f"{twins_n} twins ({twins_of}): a KV chunk takes over twice as long"
             )
             ev = Evidence(kind, Verdict.UNSAFE, subject, detail)
             hits.append(Hit(rows, ev))

@@ -35,15 +35,21 @@ def judge_sweep(
     """(class, what was seen, what to do) of one storage node's sweep."""
     measured = [lv for lv in r.levels if lv.chunk is not None]
     top = max((lv.readers for lv in measured), default=0)
-    few = [lv.readers for lv in measured if lv.chunk is not None and "p99" in lv.chunk.untrusted]
-    rerun = "sweep again with more chunks a level (p99 needs 1,000)"
+    # preliminary: a level the knee rule could not call (docs/fanin.md); a file written
+    # before the rule made calls: a level whose p99 rests on too few chunks
+    few = list(r.undecided) or [
+        lv.readers
+        for lv in measured
+        if lv.call is None and lv.chunk is not None and "p99" in lv.chunk.untrusted
+    ]
+    rerun = "sweep again with more chunks a level (--fanin-chunks)"
     if len(measured) < 2:
         return None, r.verdict, f"sweep at least two levels (run --fanin 1,{max(2, readers)})"
     if few:
         return (
             None,
-            f"preliminary: p99 from fewer than 1,000 chunks at {', '.join(map(str, few))} "
-            f"readers ({r.verdict})",
+            f"preliminary at {', '.join(map(str, few))} readers: the knee rule could not call "
+            f"the level ({r.verdict})",
             rerun,
         )
     if w is not None and no_projection(r, w) is None:

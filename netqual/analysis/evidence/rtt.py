@@ -23,7 +23,7 @@ from netqual.model.suspects import (
     SuspectKind,
 )
 from netqual.model.verdict import Verdict
-from netqual.table.paths import TIERS, VERDICTS, BoolArray
+from netqual.table.paths import TIERS, VERDICTS, BoolArray, worst_first
 from netqual.table.run import Results
 
 KIND = EvidenceKind.RTT
@@ -75,11 +75,10 @@ def _covers(s: Suspect, results: Results, ends: Endpoints) -> tuple[Subject, Boo
 
 
 def _worst_text(results: Results, rows: np.ndarray) -> str:
-    """'worst a -> b, p99 812.0 us' (or its error) of some rows."""
+    """'worst a -> b, p99 812.0 us' (or its error) of some rows: ``worst_first`` over them."""
     table = results.paths
     metric = results.run.policy.metric
-    order = table.ranked(metric)
-    i = int(order[np.isin(order, rows)][0])
+    i = int(rows[worst_first(table.verdict[rows], table.values(metric)[rows])[0]])
     label = path_label(table.names[table.src[i]], table.names[table.dst[i]])
     if table.error[i] or not table.has_rtt[i]:
         return f"worst {label}: {table.error[i] or 'no samples'}"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import enum
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 
@@ -25,14 +26,16 @@ class Metric(str, enum.Enum):
     @property
     def field(self) -> str:
         """The RttStats attribute holding this percentile."""
-        return f"{self.value}_us"
+        return RTT_FIELDS[self.value]
 
 
 _QUANTILE = {Metric.P50: 0.50, Metric.P90: 0.90, Metric.P99: 0.99, Metric.P999: 0.999}
 
 
-# Every RTT statistic a path carries, in the order tables, exports and the results file use.
+# Every RTT statistic a path carries, in the order tables, exports and the results file use,
+# and the RttStats attribute (and PathTable column, CSV header) holding each.
 RTT_STATISTICS = ("min", "p50", "p90", "p99", "p999", "max", "mean", "stdev")
+RTT_FIELDS: Mapping[str, str] = {name: f"{name}_us" for name in RTT_STATISTICS}
 
 
 @dataclass(frozen=True)
@@ -75,11 +78,12 @@ class RttStats:
     histogram_counts: tuple[int, ...] = ()
 
     def value(self, metric: Metric) -> float:
-        return self.statistic(metric.value)
+        value: float = getattr(self, metric.field)
+        return value
 
     def statistic(self, name: str) -> float:
         """One of RTT_STATISTICS by name ("p99", "stdev", ...), in microseconds."""
-        value: float = getattr(self, f"{name}_us")
+        value: float = getattr(self, RTT_FIELDS[name])
         return value
 
     @property

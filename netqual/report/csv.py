@@ -11,7 +11,7 @@ import numpy as np
 
 from netqual.base.units import format_size
 from netqual.files.outfiles import write_atomic
-from netqual.model.stats import RTT_STATISTICS
+from netqual.model.stats import RTT_FIELDS, RTT_STATISTICS
 from netqual.table.paths import NO_HOPS, TIERS, VERDICTS
 from netqual.table.run import Results
 
@@ -19,7 +19,7 @@ BASE_COLUMNS = [
     "src", "dst", "src_rack", "dst_rack", "src_role", "dst_role", "tier", "hops", "transport",
     "verdict",
     # RttStats.summary_values() fills these, in this order
-    "samples", *(f"{n}_us" for n in RTT_STATISTICS),
+    "samples", *RTT_FIELDS.values(),
     "error", "reasons",
 ]  # fmt: skip
 

@@ -23,7 +23,7 @@ import numpy as np
 
 from netqual.model.decision import Evidence, EvidenceKind, Subject, SubjectKind
 from netqual.model.path import PathResult, Tier, path_label
-from netqual.model.stats import RTT_STATISTICS, Ci95, Metric
+from netqual.model.stats import RTT_FIELDS, Ci95, Metric
 from netqual.model.verdict import Verdict
 from netqual.table.columns import (
     NO_HOPS,
@@ -206,7 +206,7 @@ class PathTable(_Columns):
     def rtt(self) -> Mapping[str, FloatArray]:
         """RTT_STATISTICS -> column (microseconds), NaN = no RTT."""
         s = self.rtt_stats
-        return {name: getattr(s, f"{name}_us") for name in RTT_STATISTICS}
+        return {name: getattr(s, field) for name, field in RTT_FIELDS.items()}
 
     @property
     def untrusted(self) -> tuple[tuple[str, ...], ...]:

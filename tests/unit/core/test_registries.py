@@ -20,10 +20,12 @@ from netqual.model.limits import AgentLimits
 from netqual.model.node import Node, Role
 from netqual.model.path import PathResult
 from netqual.model.plan import ProbePlan
-from netqual.model.stats import RTT_STATISTICS, Metric, RttStats
+from netqual.model.stats import RTT_FIELDS, RTT_STATISTICS, Metric, RttStats
 from netqual.model.verdict import Verdict
 from netqual.report.fmt import us
 from netqual.report.grid import report_nodes
+from netqual.table.columns import RttColumns
+from netqual.table.paths import PathTable
 from netqual.transports import TransportKind, TransportOptions, get_transport
 from netqual.transports.rdma import RdmaOptions, RdmaTransport
 from netqual.transports.tcp import TcpTransport
@@ -38,6 +40,20 @@ def test_every_metric_names_its_quantile_and_field() -> None:
         assert rtt.value(m) == pytest.approx(1 + m.quantile * 19_999)
     assert [m.value for m in Metric] == [n for n in RTT_STATISTICS if n.startswith("p")]
     assert set(STATISTICS) >= set(RTT_STATISTICS)
+
+
+def test_every_rtt_statistic_names_its_field_once() -> None:
+    """RTT_FIELDS is the one name -> field rule: RttStats, the path table's RTT columns and
+    the percentiles (Metric.field) all hold it."""
+    assert list(RTT_FIELDS) == list(RTT_STATISTICS)
+    record = {f.name for f in dataclasses.fields(RttStats)}
+    columns = {f.name for f in dataclasses.fields(RttColumns)}
+    assert set(RTT_FIELDS.values()) <= record & columns
+    assert all(m.field == RTT_FIELDS[m.value] for m in Metric)
+    rtt = rtt_stats(np.arange(1, 1001, dtype=np.int64) * 1000)
+    table = PathTable.from_paths([PathResult("a", "b", "tcp", Verdict.SAFE, (), rtt)])
+    for name, field in RTT_FIELDS.items():
+        assert table.rtt[name][0] == rtt.statistic(name) == getattr(rtt, field)
 
 
 def test_rank_key_puts_class_before_speed_and_no_samples_last_in_its_class() -> None:

@@ -10,6 +10,7 @@ from netqual.base.units import format_us
 from netqual.model.node import Node
 from netqual.model.path import path_label
 from netqual.model.policy import Waiver
+from netqual.model.run import RunKind
 from netqual.model.verdict import Verdict
 from netqual.table.run import Results
 
@@ -47,13 +48,10 @@ def incomplete_note(results: Results) -> str:
     return f"INCOMPLETE ({', '.join(parts)})"
 
 
-DEMO_INVENTORY = "(demo "  # how netqual demo names its inventory: "(demo loopback)"
-
-
 def is_demo(results: Results) -> bool:
     """A ``netqual demo`` run: its agents are new each time, so it starts again, it never
     resumes."""
-    return (results.run.inventory or "").startswith(DEMO_INVENTORY)
+    return results.run.kind is RunKind.DEMO
 
 
 def unmeasured_sentence(results: Results) -> str | None:

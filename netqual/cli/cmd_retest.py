@@ -13,6 +13,7 @@ from netqual.base.errors import UsageError
 from netqual.cli import rundir
 from netqual.cli.app import JsonOpt, TokenFileOpt, app, console, err_console
 from netqual.cli.measuring import InsecureOpt, measure_into
+from netqual.model.run import RunKind
 from netqual.planning.inventory import load_inventory
 from netqual.planning.limits import DEFAULT_LIMITS, check_limits
 from netqual.render.diff import print_diff
@@ -119,6 +120,7 @@ def retest(
         plan=plan,
         token=token,
         inventory=before.run.inventory,
+        kind=RunKind.RETEST,
         workload=before.workload,
         pairs=pairs,
         retest_of=str(run_dir.resolve()),
@@ -136,7 +138,7 @@ def retest(
             style="yellow",
         )
     previous = resume_mod.prepare(new_dir, run_identity(cfg), force) if resume else None
-    resume_mod.begin(new_dir, run_identity(cfg), previous)
+    resume_mod.begin(new_dir, run_identity(cfg), previous, cfg.kind)
     after = measure_into(
         new_dir,
         as_json,

@@ -269,6 +269,7 @@ def run(
         parallel=parallel,
         sample_k=sample_k,
         inventory=str(inventory),
+        kind=inv.kind,
         transport_options=TransportOptions.from_flags(
             rdma_device, rdma_port, gid_index, qp_timeout
         ),
@@ -290,7 +291,7 @@ def run(
     rundir.check_out(out, force, resume)
     previous = resume_mod.prepare(out, run_identity(cfg), force) if resume else None
     created = not out.exists()
-    resume_mod.begin(out, run_identity(cfg), previous)
+    resume_mod.begin(out, run_identity(cfg), previous, cfg.kind)
     # Progress and notes go to stderr when stdout carries JSON.
     c = err_console() if as_json else console()
 

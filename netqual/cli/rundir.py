@@ -16,11 +16,13 @@ from typing import Annotated, NoReturn
 
 import typer
 
-from netqual.analysis.narrative import DEMO_INVENTORY
 from netqual.base.errors import NetqualError, UsageError
 from netqual.base.interrupts import deliver
 from netqual.files.outfiles import check_out_dir, check_own_file, new_run_dir
 from netqual.files.rundir import RESULT_FILES, RunDir
+from netqual.model.run import RunKind
+from netqual.results import load
+from netqual.run.resume import recorded_kind
 from netqual.table.run import Results
 
 ProgressOpt = Annotated[
@@ -85,19 +87,25 @@ def check_file_out(path: Path, force: bool, option: str) -> None:
     _writable(path, option)
 
 
-DEMO_MARK = f'"inventory":"{DEMO_INVENTORY}'  # how a demo's results.json names it
-_DEMO_READ_BYTES = 1 << 16  # the run block is at the start; a demo's file is small
+_OLDER_DEMO_BYTES = 1 << 20  # a demo's results.json is small; a cluster run's may be 500 MB
 
 
 def holds_demo(out: Path) -> bool:
     """``out`` holds a finished ``netqual demo`` (which the next demo may replace) and no
-    other run: its results.json names a demo inventory and there is nothing to resume."""
-    try:
-        with RunDir(out).results_json.open("rb") as f:
-            head = f.read(_DEMO_READ_BYTES).decode("utf-8", "replace")
-    except OSError:
+    other run: its run.json says it is a demo and its results.json exists. A directory of
+    an older netqual (run.json without a kind): its results.json says, if demo-sized."""
+    results_json = RunDir(out).results_json
+    if not results_json.is_file():
         return False
-    return DEMO_MARK in head
+    kind = recorded_kind(out)
+    if kind is None:
+        try:
+            if results_json.stat().st_size > _OLDER_DEMO_BYTES:
+                return False
+            kind = load(results_json).run.kind
+        except (OSError, NetqualError):
+            return False
+    return kind is RunKind.DEMO
 
 
 @dataclass

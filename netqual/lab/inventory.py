@@ -24,6 +24,7 @@ def render_inventory(plan: LabPlan, token_file: Path) -> str:
         "",
         "[run]",
         'mode = "full-mesh"',
+        'kind = "lab"',
     ]
     for node in plan.nodes:
         if node.kind is not Kind.HOST:

@@ -20,6 +20,19 @@ class Mode(str, enum.Enum):
     SAMPLED = "sampled"
 
 
+class RunKind(str, enum.Enum):
+    """What a run was, recorded as it runs (results.json ``run.kind``)."""
+
+    CLUSTER = "cluster"  # netqual run over an inventory
+    LAB = "lab"  # netqual run over the inventory `netqual lab up` wrote (emulated fabric)
+    DEMO = "demo"  # netqual demo: its own agents (loopback or the lab), new each time
+    RETEST = "retest"  # netqual retest: an earlier run's paths again (``retest_of``)
+
+
+# The kinds an inventory may state ([run] kind); demo and retest are their commands' own.
+INVENTORY_KINDS = (RunKind.CLUSTER, RunKind.LAB)
+
+
 @dataclass(frozen=True)
 class RunMeta:
     started_at: str
@@ -40,6 +53,7 @@ class RunMeta:
     # False: the results file recorded no probe plan (``plan`` is then the default, which
     # no output may present as what was measured)
     plan_recorded: bool = True
+    kind: RunKind = RunKind.CLUSTER
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ from netqual.base.names import address_problem, name_problem, nic_name_problem
 from netqual.files.tomlfile import Fields, read_toml
 from netqual.model.node import DEFAULT_PORT, Nic, Node, Role
 from netqual.model.plan import ProbePlan
-from netqual.model.run import Mode
+from netqual.model.run import INVENTORY_KINDS, Mode, RunKind
 from netqual.planning import options as plan_mod
 from netqual.planning.fabric import Fabric, Uplink, group_names
 
@@ -29,6 +29,7 @@ class Inventory:
     mode: Mode | None  # from an optional [run] table; the CLI may override
     plan: ProbePlan
     fabric: Fabric = field(default_factory=Fabric)
+    kind: RunKind = RunKind.CLUSTER  # [run] kind: "lab" where `netqual lab up` wrote it
 
     def node(self, name: str) -> Node:
         for n in self.nodes:
@@ -99,8 +100,12 @@ def load_inventory(path: Path, base_plan: ProbePlan | None = None) -> Inventory:
             )
         )
 
-    run = top.sub("run", {"mode"})
+    run = top.sub("run", {"mode", "kind"})
     mode = run.choice(Mode, "mode", Mode.FULL_MESH) if "mode" in run.table else None
+    kind = run.choice(RunKind, "kind", RunKind.CLUSTER)
+    if kind not in INVENTORY_KINDS:
+        allowed = " or ".join(repr(k.value) for k in INVENTORY_KINDS)
+        raise run.fail("kind", f"an inventory's run is {allowed}; {kind.value!r} is its command's")
     probe = top.sub("probe").table
     plan = plan_mod.from_table(base_plan or ProbePlan(), probe, source, _error)
     racks, sites = group_names(nodes)
@@ -111,7 +116,7 @@ def load_inventory(path: Path, base_plan: ProbePlan | None = None) -> Inventory:
     )
     return Inventory(
         source=source, nodes=tuple(nodes), token_file=token_file, mode=mode, plan=plan,
-        fabric=fabric,
+        fabric=fabric, kind=kind,
     )  # fmt: skip
 
 

@@ -34,7 +34,7 @@ from netqual.files.schema import validate
 from netqual.model.node import DEFAULT_PORT, Nic, Node, Role
 from netqual.model.path import NotMeasured
 from netqual.model.policy import Policy, PolicyFieldError
-from netqual.model.run import SCHEMA_VERSION, Mode, RunMeta
+from netqual.model.run import SCHEMA_VERSION, Mode, RunKind, RunMeta
 from netqual.model.stats import Metric
 from netqual.model.suspects import Suspect
 from netqual.model.workload import Workload
@@ -100,6 +100,21 @@ class _Reader:
 
 
 _DEFAULT_POLICY = Policy()  # what a file written without a policy was judged by
+_OLDER_DEMO = "(demo "  # how netqual demo named its inventory before run.kind existed
+
+
+def _kind(run: Mapping[str, Any], retest_of: Any, rd: _Reader) -> RunKind:
+    """``run.kind``; a file from before it was recorded is judged the one way it was: a
+    demo by its inventory's name, a retest by ``retest_of``, else a cluster run."""
+    if run.get("kind") is not None:
+        try:
+            return parse_choice(RunKind, rd.string(run, "kind", "run"), "run.kind")
+        except ChoiceError as err:
+            raise rd.fail(err.where, err.problem) from err
+    inventory = run.get("inventory")
+    if isinstance(inventory, str) and inventory.startswith(_OLDER_DEMO):
+        return RunKind.DEMO
+    return RunKind.RETEST if retest_of is not None else RunKind.CLUSTER
 
 
 def _agents(raw: Any, rd: _Reader) -> dict[str, dict[str, object]]:
@@ -183,6 +198,7 @@ def results_from_dict(
         host=dict(run.get("host") or {}),
         agents=_agents(run.get("agents"), rd),
         inventory=run.get("inventory"),
+        kind=_kind(run, d.get("retest_of"), rd),
         schedule=dict(run.get("schedule") or {}),
         complete=run.get("complete", True) is not False,
         pairs_planned=run.get("pairs_planned")

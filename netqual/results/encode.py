@@ -197,6 +197,7 @@ def results_to_dict(r: Results, *, paths: bool = True) -> dict[str, Any]:
             "clock": dict(r.run.clock),
             "host": dict(r.run.host),
             "inventory": r.run.inventory,
+            "kind": r.run.kind.value,
             # Derived (plan.iterations < policy.min_samples); written for readers of the file.
             "preliminary": r.preliminary,
             **({} if r.run.complete else {"complete": False}),

@@ -13,7 +13,7 @@ from netqual.model.multirail import DEFAULT_MIN_SHARE
 from netqual.model.node import Node
 from netqual.model.plan import ProbePlan
 from netqual.model.policy import Policy
-from netqual.model.run import Mode
+from netqual.model.run import Mode, RunKind
 from netqual.model.workload import Workload
 from netqual.planning import rails as rails_mod
 from netqual.planning import sampling, schedule
@@ -35,6 +35,7 @@ class RunConfig:
     sample_k: int = 2  # sampled mode: pairs between every two racks
     transport_options: TransportOptions = field(default_factory=TransportOptions)
     inventory: str | None = None
+    kind: RunKind = RunKind.CLUSTER  # what the run is (results.json run.kind)
     workload: Workload | None = None  # also judge each path by this workload's chunk
     # netqual retest: measure exactly these (src, dst) pairs instead of the mode's plan
     pairs: tuple[tuple[str, str], ...] | None = None

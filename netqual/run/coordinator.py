@@ -72,7 +72,7 @@ def run(
     started = (resume.started_at if resume else "") or now_iso()
     pairing = pair_schedule(cfg)
     make_out_dir(out_dir)
-    resume_mod.write_identity(out_dir, run_identity(cfg), started)
+    resume_mod.write_identity(out_dir, run_identity(cfg), started, cfg.kind)
     budget = phases.resolve(cfg.schedule, cfg.plan, cfg.endpoints, cfg.fabric)
     spent = Spent(preflight_s=cfg.preflight_s)
     spent.agents = preflight.agents() if preflight is not None else {}

@@ -14,6 +14,7 @@ from netqual.base.auth import load_token
 from netqual.base.units import KIB, MIB
 from netqual.model.plan import ProbePlan
 from netqual.model.policy import Policy
+from netqual.model.run import RunKind
 from netqual.model.workload import Workload
 from netqual.planning.inventory import load_inventory
 from netqual.run.coordinator import RunConfig, RunObserver, run
@@ -87,6 +88,7 @@ def run_on_lab(
             token=load_token(info.token_file),
             parallel=1,
             inventory=f"(demo lab: {info.topology_name})",
+            kind=RunKind.DEMO,
             workload=workload,
         )
         results = run(cfg, out, observer)
@@ -114,6 +116,7 @@ def run_on_loopback(
             token=load_token(token_file),
             policy=policy,
             inventory="(demo loopback)",
+            kind=RunKind.DEMO,
             workload=workload,
         )
         return run(cfg, out, observer)

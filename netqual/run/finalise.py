@@ -69,7 +69,7 @@ def finalise_interrupted(
     prior = resume.journal if resume else journal.Journal()
     started = (resume.started_at if resume else "") or now_iso()
     make_out_dir(out_dir)
-    resume_mod.write_identity(out_dir, run_identity(cfg), started)
+    resume_mod.write_identity(out_dir, run_identity(cfg), started, cfg.kind)
     if not (out_dir / resume_mod.JSONL).exists():
         with open_append(out_dir / resume_mod.JSONL, new=True):
             pass
@@ -131,6 +131,7 @@ def finalise(
         clock=clock_info(),
         host=host_info(),
         inventory=cfg.inventory,
+        kind=cfg.kind,
         schedule=sched,
         complete=stopped is None,
         pairs_planned=pairing.pair_count,

@@ -31,7 +31,7 @@ from netqual.model.node import Node
 from netqual.model.path import PathResult
 from netqual.model.plan import ProbePlan
 from netqual.model.policy import Policy
-from netqual.model.run import Mode
+from netqual.model.run import Mode, RunKind
 from netqual.planning.schedule import build
 from netqual.results import journal, node_to_dict, policy_to_dict
 from netqual.results.journal import Journal
@@ -78,19 +78,26 @@ def fingerprint(ident: Mapping[str, Any]) -> str:
     return hashlib.sha256(json.dumps(ident, sort_keys=True).encode()).hexdigest()
 
 
-def write_identity(out_dir: Path, ident: Mapping[str, Any], started_at: str) -> None:
-    doc = {"started_at": started_at, "fingerprint": fingerprint(ident), "identity": ident}
+def write_identity(out_dir: Path, ident: Mapping[str, Any], started_at: str, kind: RunKind) -> None:
+    """run.json: when the run started, what it measures (``ident``, which --resume checks)
+    and what it is (``kind``: beside the identity, so runs of older versions resume)."""
+    doc = {
+        "started_at": started_at,
+        "kind": kind.value,
+        "fingerprint": fingerprint(ident),
+        "identity": ident,
+    }
     write_text_atomic(out_dir / IDENTITY_FILE, json.dumps(doc, indent=1) + "\n", sync=True)
 
 
-def begin(out_dir: Path, ident: Mapping[str, Any], resume: Resume | None) -> None:
+def begin(out_dir: Path, ident: Mapping[str, Any], resume: Resume | None, kind: RunKind) -> None:
     """Before the pre-flight check: the run's identity and its (empty, unless resumed)
     results.jsonl exist, so a run killed at any moment from here on can be resumed."""
     make_out_dir(out_dir)
     started = (resume.started_at if resume else "") or dt.datetime.now(dt.timezone.utc).isoformat(
         timespec="milliseconds"
     )
-    write_identity(out_dir, ident, started)
+    write_identity(out_dir, ident, started, kind)
     with open_append(out_dir / JSONL, new=resume is None):
         pass
 
@@ -129,6 +136,16 @@ def _differences(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:
             if o.get(k) != n[k]:
                 out.append(f"{key}.{k} {o.get(k)} -> {n[k]}")
     return out
+
+
+def recorded_kind(out_dir: Path) -> RunKind | None:
+    """The kind run.json records; None where it records none (an older netqual) or cannot
+    be read."""
+    try:
+        doc = load_json((out_dir / IDENTITY_FILE).read_bytes(), "run.json", ResumeMismatchError)
+        return RunKind(doc["kind"])
+    except (OSError, ResumeMismatchError, TypeError, KeyError, ValueError):
+        return None
 
 
 def _read_identity(out_dir: Path) -> dict[str, Any]:

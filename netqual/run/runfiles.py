@@ -62,6 +62,7 @@ def load_partial(jsonl: Path) -> Results:
             "plan": ident.get("plan") or {},
             "complete": False,
             "pairs_planned": _planned(ident),
+            **({"kind": ident["kind"]} if ident.get("kind") else {}),
         },
         "nodes": nodes,
         "paths": [],
@@ -84,7 +85,7 @@ def _identity(path: Path) -> dict[str, Any]:
         return {}
     if not isinstance(doc, dict) or not isinstance(doc.get("identity"), dict):
         return {}
-    return {**doc["identity"], "started_at": doc.get("started_at", "")}
+    return {**doc["identity"], "started_at": doc.get("started_at", ""), "kind": doc.get("kind")}
 
 
 def _planned(ident: dict[str, Any]) -> int | None:

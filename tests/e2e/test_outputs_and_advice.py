@@ -18,6 +18,7 @@ from e2e_cli import write_inventory
 from factories import make_results, write_results
 
 from netqual.model.plan import ProbePlan
+from netqual.model.run import RunKind
 from netqual.report.recommend import recommend
 from netqual.results import load
 from netqual.run.retest import larger_plan
@@ -211,12 +212,21 @@ def test_a_demo_may_replace_an_earlier_demo_but_nothing_else(tmp_path: Path) -> 
     from netqual.cli import rundir
 
     res = make_results(4, all_safe=True)
-    demo = dataclasses.replace(res, run=dataclasses.replace(res.run, inventory="(demo loopback)"))
+    run = dataclasses.replace(res.run, inventory="(demo loopback)", kind=RunKind.DEMO)
+    demo = dataclasses.replace(res, run=run)
     write_results(_mkdir(tmp_path / "demo") / "results.json", demo)
+    (tmp_path / "demo" / "run.json").write_text('{"kind": "demo"}')
     rundir.check_out(tmp_path / "demo", force=False, resume=False, demo_ok=True)
     with pytest.raises(UsageError, match="already holds a run"):
         rundir.check_out(tmp_path / "demo", force=False, resume=False)  # `run` never does
-    real = dataclasses.replace(res, run=dataclasses.replace(res.run, inventory="inv.toml"))
+    # a demo of an older netqual: no kind in run.json or results.json, its inventory's name
+    older = _mkdir(tmp_path / "older")
+    doc = json.loads(write_results(older / "results.json", demo).read_text())
+    del doc["run"]["kind"]
+    (older / "results.json").write_text(json.dumps(doc))
+    rundir.check_out(older, force=False, resume=False, demo_ok=True)
+    # named like a demo, recorded as a cluster run: the recorded kind decides
+    real = dataclasses.replace(res, run=dataclasses.replace(res.run, inventory="(demo loopback)"))
     write_results(_mkdir(tmp_path / "real") / "results.json", real)
     with pytest.raises(UsageError, match="already holds a run"):
         rundir.check_out(tmp_path / "real", force=False, resume=False, demo_ok=True)

@@ -79,6 +79,7 @@ def test_sigterm_stops_a_retest_that_then_resumes(agents: AgentPool, tmp_path: P
     assert r.returncode == 0, r.stderr
     doc = json.loads((out / "results.json").read_text())
     assert doc["run"].get("complete", True) is True and doc["retest_of"] == str(run1.resolve())
+    assert doc["run"]["kind"] == "retest"
     assert sorted((p["src"], p["dst"]) for p in doc["paths"]) == [
         ("n0", "n1"),
         ("n0", "n2"),
@@ -99,6 +100,8 @@ def test_ctrl_c_stops_a_loopback_demo_that_says_start_again(tmp_path: Path) -> N
     assert f"{saved} of 3 pairs saved in {out / 'results.jsonl'}" in err
     assert f"a demo does not resume: start it again with netqual {' '.join(args)}" in err
     assert "--resume" not in err
+    assert json.loads((out / "results.json").read_text())["run"]["kind"] == "demo"
+    assert json.loads((out / "run.json").read_text())["kind"] == "demo"
     # Report and gate agree: a stopped demo is started again, never resumed.
     report = netqual_cli("report", str(out))
     assert report.returncode == 0, report.stderr

@@ -12,6 +12,7 @@ from netqual.lab.inventory import render_inventory
 from netqual.lab.layout import Kind, build_plan, prefix_for
 from netqual.lab.topology import load, load_default
 from netqual.model.node import Role
+from netqual.model.run import RunKind
 from netqual.planning.inventory import load_inventory
 
 LAB_NET = ipaddress.ip_network("198.18.0.0/15")
@@ -115,6 +116,7 @@ def test_lab_inventory_loads_with_the_run_loader(tmp_path: Path) -> None:
     path = tmp_path / "inventory.toml"
     path.write_text(render_inventory(plan, tmp_path / "token"))
     inv = load_inventory(path)
+    assert inv.kind is RunKind.LAB  # its runs say so (results.json run.kind)
     nodes = {n.name: n for n in inv.nodes}
     assert set(nodes) == {"r1h1", "r1h2", "r1h3", "r2h1", "r2h2", "r2h3", "st1", "st2"}
     assert nodes["st1"].role is Role.STORAGE and nodes["st1"].rack == "remote"

@@ -20,6 +20,19 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent / "support"))
 
 from agentpool import AgentPool, new_token_file
+from paths import KINDS, TESTS
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Each test carries the marker of its folder's kind, wherever it is collected from:
+    ``pytest -m unit``, ``-m "e2e or security"``, ``-m "not env"``."""
+    for item in items:
+        try:
+            kind = item.path.resolve().relative_to(TESTS).parts[0]
+        except ValueError:
+            continue
+        if kind in KINDS:
+            item.add_marker(getattr(pytest.mark, kind))
 
 
 @pytest.fixture

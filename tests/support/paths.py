@@ -9,3 +9,6 @@ TESTS = SUPPORT.parent
 REPO = TESTS.parent
 DATA = TESTS / "data"
 GOLDEN = TESTS / "golden"
+# The folders of tests by kind, each its own pytest marker (set in tests/conftest.py): the
+# fast lane first, then the lanes with real processes, then the environment's.
+KINDS = ("unit", "cli", "e2e", "security", "bench", "env")

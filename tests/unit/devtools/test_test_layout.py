@@ -9,9 +9,8 @@ import ast
 from collections import Counter
 from pathlib import Path
 
-from paths import TESTS
-
-KINDS = {"unit", "cli", "e2e", "security", "env", "bench"}
+import pytest
+from paths import KINDS, TESTS
 
 
 def _test_files() -> list[Path]:
@@ -49,3 +48,10 @@ def test_no_test_imports_another_test_module_or_a_conftest() -> None:
                 if n.split(".")[0].startswith("test_") or n.split(".")[0] == "conftest"
             ]
     assert bad == [], bad
+
+
+def test_each_test_carries_the_marker_of_its_folder(request: pytest.FixtureRequest) -> None:
+    """One hook (tests/conftest.py) marks every folder's tests: ``pytest -m unit`` is the
+    folder tests/unit, the lanes of .ci/run select by it."""
+    assert request.node.get_closest_marker("unit") is not None
+    assert [k for k in KINDS if k != "unit" and request.node.get_closest_marker(k)] == []

@@ -16,6 +16,7 @@ from typing import Any
 from agentpool import AgentPool, AgentProc, cli_env
 from cli_helpers import finished_paths
 from e2e_cli import netqual_cli, write_inventory
+from eventually import eventually
 
 from netqual.files import schema
 from netqual.model.node import Node
@@ -111,15 +112,20 @@ def test_agent_killed_mid_run_cli(agents: AgentPool, tmp_path: Path) -> None:
         cmd, env=cli_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
     )
     try:
-        end = time.monotonic() + 60
-        before: list[str] = []
-        while time.monotonic() < end and proc.poll() is None:
-            if jsonl.exists():
-                before = [ln for ln in jsonl.read_text().splitlines(keepends=True) if ln.strip()]
-                if before and before[-1].endswith("\n"):
-                    break
-            time.sleep(0.01)
-        assert before, "no pair finished"
+
+        def finished() -> list[str]:
+            if not jsonl.exists():
+                return []
+            lines = [ln for ln in jsonl.read_text().splitlines(keepends=True) if ln.strip()]
+            return lines if lines and lines[-1].endswith("\n") else []
+
+        before = eventually(
+            finished,
+            within_s=60,
+            every_s=0.01,
+            unless=lambda: proc.poll() is not None,
+            what="a pair finished while the run runs",
+        )
         first = json.loads(before[0])["path"]  # a ping-pong: on disk before its bulk phase
         victim = next(a for a in started if a.name not in (first["src"], first["dst"]))
         victim.proc.send_signal(signal.SIGKILL)

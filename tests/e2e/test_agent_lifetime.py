@@ -13,10 +13,12 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 from agentpool import AgentPool, cli_env
+from eventually import eventually
 from peers import node, serving, write_inventory
 
 from netqual.agent.probe_request import PeerRef, ProbeRequest
@@ -40,14 +42,11 @@ def measuring(agent: Node, token: bytes) -> int:
         return int(ch.request("info", reply="info")["measuring"])
 
 
-def wait_until(check: object, within_s: float) -> float:
+def wait_until(check: Callable[[], object], within_s: float) -> float:
     """Seconds until ``check()`` held (polled every 20 ms); fails after ``within_s``."""
     start = time.monotonic()
-    while time.monotonic() - start < within_s:
-        if check():  # type: ignore[operator]
-            return time.monotonic() - start
-        time.sleep(0.02)
-    raise AssertionError(f"not within {within_s} s")
+    eventually(check, within_s=within_s, every_s=0.02, what="the agents' probes to change")
+    return time.monotonic() - start
 
 
 def test_a_probe_stops_within_a_second_when_its_coordinator_leaves(

@@ -14,7 +14,6 @@ import json
 import signal
 import subprocess
 import sys
-import time
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
@@ -22,6 +21,7 @@ from typing import Any
 
 from agentpool import AgentPool, cli_env
 from e2e_cli import write_inventory
+from eventually import eventually
 
 AGENTS = 8
 PAIRS = AGENTS * (AGENTS - 1) // 2
@@ -77,11 +77,13 @@ def _run_until(
     with stdout.open("wb") as so, stderr.open("wb") as se:
         proc = subprocess.Popen(cmd, env=cli_env(), stdout=so, stderr=se)
         try:
-            end = time.monotonic() + 150
-            while time.monotonic() < end and proc.poll() is None:
-                if when(_records(out / "results.jsonl")):
-                    break
-                time.sleep(0.02)
+            eventually(
+                lambda: when(_records(out / "results.jsonl")),
+                within_s=150,
+                every_s=0.02,
+                unless=lambda: proc.poll() is not None,
+                what=lambda: f"the records to signal on, while the run runs: {stderr.read_text()}",
+            )
             assert proc.poll() is None, f"the run ended before the signal: {stderr.read_text()}"
             proc.send_signal(sig)
             proc.wait(timeout=60)

@@ -7,11 +7,11 @@ import json
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 from agentpool import AgentPool, cli_env
 from e2e_cli import netqual_cli, write_inventory
+from eventually import eventually
 
 # Slow enough per pair (0.15-0.4 s here: 25-75 us a round trip, the idle host the slower)
 # that the kill, within 20 ms of the third line, lands mid-run with pairs to go. Short of
@@ -39,11 +39,13 @@ def _kill_mid_run(inv: Path, out: Path, after_lines: int) -> int:
     )
     jsonl = out / "results.jsonl"
     try:
-        end = time.monotonic() + 90
-        while time.monotonic() < end and proc.poll() is None:
-            if jsonl.exists() and len(_lines(jsonl)) >= after_lines:
-                break
-            time.sleep(0.02)
+        eventually(
+            lambda: jsonl.exists() and len(_lines(jsonl)) >= after_lines,
+            within_s=90,
+            every_s=0.02,
+            unless=lambda: proc.poll() is not None,
+            what=f"{after_lines} records while the run runs",
+        )
         proc.send_signal(signal.SIGKILL)
     finally:
         proc.wait(timeout=10)

@@ -9,11 +9,11 @@ import json
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 from agentpool import AgentPool, cli_env
 from e2e_cli import netqual_cli, write_inventory
+from eventually import eventually
 
 SHORT = ["--iterations", "400", "--warmup", "20", "--no-bulk", "--allow-short-plan"]
 
@@ -24,11 +24,13 @@ def _stop_after_first_record(cmd: list[str], jsonl: Path, sig: int) -> tuple[int
         cmd, env=cli_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
     )
     try:
-        end = time.monotonic() + 120
-        while time.monotonic() < end and proc.poll() is None:
-            if jsonl.is_file() and jsonl.read_text().count("\n") >= 1:
-                break
-            time.sleep(0.1)
+        eventually(
+            lambda: jsonl.is_file() and jsonl.read_text().count("\n") >= 1,
+            within_s=120,
+            every_s=0.1,
+            unless=lambda: proc.poll() is not None,
+            what="a record in results.jsonl while the command runs",
+        )
         assert proc.poll() is None, "the command finished before it could be stopped"
         proc.send_signal(sig)
         _, stderr = proc.communicate(timeout=60)

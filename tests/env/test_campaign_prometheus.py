@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 from cli_helpers import ROOT
+from eventually import eventually
 from factories import make_results, write_results
 
 from netqual.analysis import localise
@@ -94,14 +95,18 @@ def test_prometheus_scrapes_the_campaign_exporter(tmp_path: Path) -> None:
         cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )  # fmt: skip
     try:
-        unsafe: list[dict[str, object]] = []
-        while time.monotonic() - started < DEADLINE_S:
+
+        def stored() -> list[dict[str, object]]:
             with contextlib.suppress(OSError):
-                unsafe = _query(prom_port, 'netqual_paths{verdict="unsafe",job="netqual"}')
-                if unsafe:
-                    break
-            time.sleep(0.5)
-        assert unsafe, "Prometheus never stored a scrape of the exporter"
+                return _query(prom_port, 'netqual_paths{verdict="unsafe",job="netqual"}')
+            return []
+
+        unsafe = eventually(
+            stored,
+            within_s=DEADLINE_S - (time.monotonic() - started),
+            every_s=0.5,
+            what="Prometheus stores a scrape of the exporter",
+        )
         assert unsafe[0]["value"][1] == "7"  # type: ignore[index]
         path = _query(prom_port, 'netqual_path_rtt_p99_us{src="gpu03",dst="stor01"}')
         assert len(path) == 1

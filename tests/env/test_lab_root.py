@@ -8,10 +8,10 @@ import signal
 import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
+from eventually import eventually
 
 from netqual import lab
 from netqual.lab import system
@@ -158,14 +158,21 @@ def test_down_cleans_up_after_sigkill_of_up(tmp_path: Path, request: pytest.Fixt
         stderr=subprocess.DEVNULL,
     )
     state = state_dir / "state.json"
-    deadline = time.monotonic() + 60
     # kill it once the relay and some agents exist: the worst moment, half built
-    while time.monotonic() < deadline:
-        if state.exists() and len(json.loads(state.read_text() or "{}").get("processes", [])) >= 3:
-            break
-        time.sleep(0.01)
-    proc.send_signal(signal.SIGKILL)
-    proc.wait()
+    try:
+        eventually(
+            lambda: (
+                state.exists()
+                and len(json.loads(state.read_text() or "{}").get("processes", [])) >= 3
+            ),
+            within_s=60,
+            every_s=0.01,
+            unless=lambda: proc.poll() is not None,
+            what="lab up records three processes",
+        )
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
     pids = recorded_pids(state_dir)
     assert len(pids) >= 3
     down = netqual("lab", "down", "--state-dir", str(state_dir))

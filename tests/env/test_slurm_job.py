@@ -14,12 +14,12 @@ import socket
 import stat
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from agentpool import cli_env
+from eventually import eventually
 from paths import REPO
 
 sys.path.insert(0, str(REPO / "examples" / "slurm"))
@@ -95,15 +95,16 @@ def _job(cluster: SlurmCluster, job_id: str) -> dict[str, str]:
 
 
 def _wait(cluster: SlurmCluster, job_id: str, job_dir: Path, timeout_s: float) -> dict[str, str]:
-    end = time.monotonic() + timeout_s
-    while time.monotonic() < end:
+    def ended() -> dict[str, str] | None:
         job = _job(cluster, job_id)
-        if job.get("JobState") in FINAL_STATES:
-            return job
-        time.sleep(0.2)  # one scontrol call a poll; a job's end is what the test waits on
-    subprocess.run(["scancel", job_id], env=cluster.env(), check=False, timeout=30)
-    out = "".join(p.read_text(errors="replace") for p in job_dir.glob("netqual-*.out"))
-    pytest.fail(f"job {job_id} still running after {timeout_s:g} s\n{out}")
+        return job if job.get("JobState") in FINAL_STATES else None
+
+    try:  # one scontrol call a poll; a job's end is what the test waits on
+        return eventually(ended, within_s=timeout_s, every_s=0.2, what=f"job {job_id} ends")
+    except AssertionError:
+        subprocess.run(["scancel", job_id], env=cluster.env(), check=False, timeout=30)
+        out = "".join(p.read_text(errors="replace") for p in job_dir.glob("netqual-*.out"))
+        pytest.fail(f"job {job_id} still running after {timeout_s:g} s\n{out}")
 
 
 def _agents_of(out_dir: Path) -> list[str]:
@@ -123,11 +124,14 @@ def _agents_of(out_dir: Path) -> list[str]:
     return found
 
 
-def _gone(out_dir: Path, timeout_s: float) -> list[str]:
-    end = time.monotonic() + timeout_s
-    while (left := _agents_of(out_dir)) and time.monotonic() < end:
-        time.sleep(0.2)
-    return left
+def _gone(out_dir: Path, timeout_s: float) -> None:
+    """Until no agent of this job is left; fails naming the ones still running."""
+    eventually(
+        lambda: not _agents_of(out_dir),
+        within_s=timeout_s,
+        every_s=0.2,
+        what=lambda: f"every agent of the job ends; left: {_agents_of(out_dir)}",
+    )
 
 
 POLICY = """\
@@ -175,7 +179,7 @@ def test_sbatch_qualifies_the_job_nodes(slurm: SlurmCluster, tmp_path: Path) -> 
     assert job["ExitCode"] == f"{gate.returncode}:0", job
     assert ("GATE FAILED" in log) == (gate.returncode == 1), log
     assert (out / "gate.xml").read_text().startswith("<?xml")
-    assert _gone(out, timeout_s=10) == []
+    _gone(out, timeout_s=10)
 
 
 @pytest.mark.parametrize("how", ["scancel", "kill-batch-step"])
@@ -185,14 +189,16 @@ def test_no_agent_survives_a_cancelled_job(slurm: SlurmCluster, tmp_path: Path, 
     # A run far longer than the test: the job is ended from outside while it measures.
     job_id = _submit(slurm, job_dir, port, "--iterations 100000000 --no-bulk")
     out = job_dir / "out"
-    end = time.monotonic() + 90
-    while len(_agents_of(out)) < TASKS or not (out / "inventory.toml").exists():
-        assert time.monotonic() < end, _job(slurm, job_id)
-        time.sleep(0.2)
+    eventually(
+        lambda: len(_agents_of(out)) >= TASKS and (out / "inventory.toml").exists(),
+        within_s=90,
+        every_s=0.2,
+        what=lambda: f"the job's {TASKS} agents and inventory: {_job(slurm, job_id)}",
+    )
     if how == "scancel":
         cmd = ["scancel", job_id]
     else:  # SIGKILL to the batch shell only: its trap cannot run, Slurm must clean up
         cmd = ["scancel", "--batch", "--signal=KILL", job_id]
     subprocess.run(cmd, env=slurm.env(), check=True, timeout=30)
-    assert _gone(out, timeout_s=30) == []
+    _gone(out, timeout_s=30)
     assert _wait(slurm, job_id, job_dir, timeout_s=60)["JobState"] in ("CANCELLED", "FAILED")

@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 from agentpool import AgentPool
 from cli_helpers import netqual, run_in_process
+from eventually import eventually
 from factories import make_results, write_results
 from hostile import HOSTILE, assert_literal, hostile_results
 from peers import frame, serving, write_inventory
@@ -208,9 +209,7 @@ def test_agent_log_shows_a_peers_request_kind_literally(agents: AgentPool, token
         ch.send(kind, {})
         with contextlib.suppress(NetqualError):
             ch.recv()
-    deadline = time.monotonic() + 10
-    while "dropped" not in agent.stderr() and time.monotonic() < deadline:
-        time.sleep(0.1)
+    eventually(lambda: "dropped" in agent.stderr(), within_s=30, what=agent.stderr)
     log = agent.stderr()
     assert "dropped: message.kind: holds a control character" in log, log
     assert_literal(log)

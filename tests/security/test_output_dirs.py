@@ -14,7 +14,6 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TextIO
@@ -22,6 +21,7 @@ from typing import TextIO
 import pytest
 from agentpool import AgentPool, cli_env
 from cli_helpers import finished_paths
+from eventually import eventually
 from factories import make_results, write_results
 from peers import SHORT, write_inventory
 
@@ -214,12 +214,14 @@ def test_a_run_that_loses_write_permission_keeps_every_pair_and_resumes(
         args[args.index("--iterations") + 1] = "5000"
         proc = _as_nobody(*args, cwd=base, wait=False)
         jsonl = out / "results.jsonl"
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline and proc.poll() is None:
-            if jsonl.is_file() and jsonl.stat().st_size > 0:
-                out.chmod(0o555)
-                break
-            time.sleep(0.005)
+        eventually(
+            lambda: jsonl.is_file() and jsonl.stat().st_size > 0,
+            within_s=120,
+            every_s=0.005,
+            unless=lambda: proc.poll() is not None,
+            what="a record in results.jsonl while the run runs",
+        )
+        out.chmod(0o555)
         _, err = proc.communicate(timeout=180)
         assert out.stat().st_mode & 0o777 == 0o555, f"the run ended first: {err}"
         assert proc.returncode == 2, err

@@ -8,11 +8,11 @@ import json
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 from agentpool import AgentPool, cli_env
 from e2e_cli import netqual_cli, write_inventory
+from eventually import eventually
 
 SHORT = ["--iterations", "300", "--warmup", "20", "--no-bulk", "--allow-short-plan"]
 
@@ -73,11 +73,12 @@ def test_ctrl_c_saves_finalises_and_says_how_to_resume(agents: AgentPool, tmp_pa
         cmd, env=cli_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
     )
     try:
-        end = time.monotonic() + 240
-        while time.monotonic() < end and proc.poll() is None:
-            if jsonl.is_file() and jsonl.read_text().count("\n") >= 1:
-                break
-            time.sleep(0.05)
+        eventually(
+            lambda: jsonl.is_file() and jsonl.read_text().count("\n") >= 1,
+            within_s=240,
+            unless=lambda: proc.poll() is not None,
+            what="a record in results.jsonl while the run runs",
+        )
         assert proc.poll() is None, "the run finished before it could be interrupted"
         proc.send_signal(signal.SIGINT)
         _, stderr = proc.communicate(timeout=60)

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 from agentpool import AgentPool, cli_env
+from eventually import eventually
 from peers import (
     SMALL,
     SMALL_CLI,
@@ -26,7 +27,6 @@ from peers import (
     node,
     run_cli,
     serving,
-    wait_for_log,
     write_inventory,
 )
 
@@ -123,7 +123,8 @@ def test_relay_under_another_name_is_unsafe_and_refused_by_the_agent(
             assert "dialled as 'gpu03' but this agent is 'gpu02'" in p["error"], p["error"]
         else:
             assert p["error"] is None, p["error"]
-    assert wait_for_log(gpu02, "dialled as 'gpu03' but this agent is 'gpu02'")
+    said = "dialled as 'gpu03' but this agent is 'gpu02'"
+    eventually(lambda: said in gpu02.stderr(), within_s=30, what=gpu02.stderr)
     assert "refused 127.0.0.1:" in gpu02.stderr()
     # No session was opened through the relay: every session the agent ran was gpu01's.
     assert "session" not in gpu02.stderr().replace("session 127.0.0.1", "")
@@ -138,7 +139,9 @@ def test_a_frame_injected_into_a_live_session_ends_it(agents: AgentPool, token: 
         with pytest.raises(PeerError, match="integrity check") as info:
             ch.expect("info")
         assert info.value.code == "protocol"
-    assert wait_for_log(victim, "failed its integrity check")
+    eventually(
+        lambda: "failed its integrity check" in victim.stderr(), within_s=30, what=victim.stderr
+    )
     # And the other way: an agent's frame altered on the way is caught by the client.
     ch, _ = connect("127.0.0.1", victim.port, token, "victim", 5, expect_name="victim")
     with ch:

@@ -7,7 +7,6 @@ import socket
 import subprocess
 import sys
 import threading
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -29,15 +28,6 @@ SMALL_CLI = ["--iterations", "300", "--warmup", "30", "--chunk", "64KiB", "--dep
 
 def node(a: AgentProc) -> Node:
     return Node(name=a.name, address="127.0.0.1", port=a.port)
-
-
-def wait_for_log(agent: AgentProc, text: str, within_s: float = 5.0) -> bool:
-    end = time.monotonic() + within_s
-    while time.monotonic() < end:
-        if text in agent.stderr():
-            return True
-        time.sleep(0.05)
-    return False
 
 
 class Server:

@@ -221,12 +221,48 @@ max_unsafe = 0
     }
 
 
-def test_baseline_regression_floor_ignores_tiny_changes() -> None:
-    text = "[baseline]\nmax_p99_increase_pct = 10\nmin_delta_us = 1000\n"
+def _regressions(floor_us: float) -> list[tuple[str, Status, str, list[str]]]:
+    """The outcomes of a 10% p99 rule with a ``floor_us`` floor, current() on baseline():
+    p99 there rose by 8.9 us (gpu02 -> stor01, +30%), 224 us (gpu01 -> gpu03), 230 us
+    (gpu02 -> gpu04) and 777 us (gpu03 -> stor01): every one more than 10%."""
+    text = f"[baseline]\nmax_p99_increase_pct = 10\nmin_delta_us = {floor_us}\n"
     report = evaluate(
         current(), parse_profile_text(text, "p.toml"), today=TODAY, baseline=baseline()
     )
-    assert report.passed
+    return [(o.rule, o.status, o.message, [f.label for f in o.failing]) for o in report.outcomes]
+
+
+def test_baseline_regression_floor_ignores_tiny_changes() -> None:
+    assert _regressions(1000) == [
+        ("complete", Status.PASS, "every scheduled pair measured (15)", []),
+        ("max_p99_increase_pct", Status.PASS, "0 paths with p99 up more than 10%", []),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("floor_us", "failing"),
+    [
+        (0, ["gpu01 -> gpu03", "gpu02 -> stor01", "gpu02 -> gpu04", "gpu03 -> stor01"]),
+        (10, ["gpu01 -> gpu03", "gpu02 -> gpu04", "gpu03 -> stor01"]),
+        (300, ["gpu03 -> stor01"]),
+        (800, []),
+    ],
+)
+def test_baseline_regression_floor_is_the_least_rise_that_counts(
+    floor_us: float, failing: list[str]
+) -> None:
+    """The companion of the test above: the floor, not the percentage, is what excused
+    those paths; each floor lets through exactly the rises below it."""
+    (complete, rule) = _regressions(floor_us)
+    assert complete == ("complete", Status.PASS, "every scheduled pair measured (15)", [])
+    paths = "path" if len(failing) == 1 else "paths"
+    status = Status.FAIL if failing else Status.PASS
+    assert rule == (
+        "max_p99_increase_pct",
+        status,
+        f"{len(failing)} {paths} with p99 up more than 10%",
+        failing,
+    )
 
 
 def test_required_baseline_missing_is_usage_error(tmp_path: Path, cli: Callable[..., Run]) -> None:

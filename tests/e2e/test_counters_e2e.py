@@ -25,7 +25,7 @@ def test_real_agents_record_which_interface_carried_each_phase(
     write_inventory(inventory, started, agents.token_file)
     out = tmp_path / "out"
     done = netqual_cli("run", str(inventory), "--out", str(out), *SMALL_PLAN, "--allow-short-plan")
-    assert done.returncode in (0, 1), done.stderr
+    assert done.returncode == 0, done.stderr  # a completed run, whatever its verdicts
     doc = json.loads((out / "results.json").read_text())
     schema.validate(doc, "results.json")
     plan = ProbePlan(iterations=2000, warmup=200, chunks_bytes=(65536,), depths=(1,))

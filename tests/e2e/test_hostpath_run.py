@@ -46,7 +46,7 @@ def run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
         write_inventory(inventory, started, tmp / "token")
         out = tmp / "out"
         done = netqual_cli("run", str(inventory), "--out", str(out), *PLAN, timeout_s=120)
-        assert done.returncode in (0, 1), done.stderr
+        assert done.returncode == 0, done.stderr  # a completed run, whatever its verdicts
         (out / "stdout.txt").write_text(done.stdout)
     finally:
         pool.close()

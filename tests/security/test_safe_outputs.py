@@ -107,5 +107,5 @@ def test_ctrl_c_saves_finalises_and_says_how_to_resume(agents: AgentPool, tmp_pa
         r = netqual_cli(*args)
         assert r.returncode == 0, (args, r.stderr)
     g = netqual_cli("gate", str(jsonl))
-    assert g.returncode in (0, 1), g.stderr
+    assert g.returncode == 1, g.stderr  # an interrupted run fails the gate's complete rule
     assert "INCOMPLETE" in g.stdout

@@ -10,6 +10,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+import tomllib
 from paths import KINDS, TESTS
 
 
@@ -55,3 +56,14 @@ def test_each_test_carries_the_marker_of_its_folder(request: pytest.FixtureReque
     folder tests/unit, the lanes of .ci/run select by it."""
     assert request.node.get_closest_marker("unit") is not None
     assert [k for k in KINDS if k != "unit" and request.node.get_closest_marker(k)] == []
+
+
+def test_pytest_collects_every_kind_the_fast_lane_first() -> None:
+    """``pytest -q`` (README's command) collects testpaths in order: unit and cli first, so
+    a unit regression shows in minutes, not after the environment's tests."""
+    config = tomllib.loads((TESTS.parent / "pyproject.toml").read_text(encoding="utf-8"))
+    testpaths = config["tool"]["pytest"]["ini_options"]["testpaths"]
+    assert testpaths == [f"tests/{kind}" for kind in KINDS]
+    assert KINDS[:2] == ("unit", "cli")
+    on_disk = {p.name for p in TESTS.iterdir() if p.is_dir() and any(p.rglob("test_*.py"))}
+    assert on_disk == set(KINDS)

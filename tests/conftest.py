@@ -54,18 +54,28 @@ def agents(tmp_path: Path, token_file: Path) -> Iterator[AgentPool]:
         pool.close()
 
 
-_ARTEFACTS = pytest.StashKey[list[str]]()
-
-
-@pytest.fixture(scope="session")
+@pytest.fixture
 def artefact(request: pytest.FixtureRequest) -> Callable[[str], None]:
-    """``artefact(line)``: a line printed in the run's summary (CI logs), passed or not."""
-    lines = request.config.stash.setdefault(_ARTEFACTS, [])
-    return lines.append
+    """``artefact(line)``: a line printed in the run's summary (CI logs), passed or not.
+
+    Carried in the test's report (``user_properties``), so that a line written on an
+    xdist worker reaches the summary the controller prints."""
+
+    def add(line: str) -> None:
+        request.node.user_properties.append(("artefact", line))
+
+    return add
 
 
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
-    lines = config.stash.get(_ARTEFACTS, [])
+    lines = [
+        value
+        for reports in terminalreporter.stats.values()
+        for report in reports
+        if getattr(report, "when", None) == "call"
+        for key, value in getattr(report, "user_properties", ())
+        if key == "artefact"
+    ]
     if lines:
         terminalreporter.section("artefacts")
         for line in lines:

@@ -190,8 +190,13 @@ def test_killed_in_the_preflight_check_resumes(agents: AgentPool, tmp_path: Path
     plan = ["--iterations", "500", "--warmup", "10", "--no-bulk", "--allow-short-plan"]
     plan += ["--interference-sample", "0", "--progress", "plain"]
     cmd = [sys.executable, "-m", "netqual", "run", str(inv), "--out", str(out), *plan]
-    # run.json and results.jsonl exist before the pre-flight check starts.
-    stop = _run_until(cmd, out, tmp_path, lambda rs: (out / "run.json").exists(), signal.SIGKILL)
+
+    # run.json and results.jsonl exist before the pre-flight check starts (run.json first:
+    # killed between the two, there is no results.jsonl to resume from).
+    def started(_: Records) -> bool:
+        return (out / "run.json").exists() and (out / "results.jsonl").exists()
+
+    stop = _run_until(cmd, out, tmp_path, started, signal.SIGKILL)
     assert stop.returncode == -signal.SIGKILL
     assert (out / "results.jsonl").exists()
     r = subprocess.run(

@@ -35,6 +35,7 @@ from netqual.model.suspects import (
     Suspect,
 )
 from netqual.model.verdict import Verdict
+from netqual.render.decision import print_decision
 from netqual.render.fanin import print_fanin
 from netqual.render.fleet import fleet_line
 from netqual.render.hosts import hosts_line
@@ -61,20 +62,25 @@ def print_results(
     whole fits a screen or two (at most about 60 lines); ``show_all`` prints every one."""
     run = results.run
     pol = run.policy
+    unmeasured = unmeasured_sentence(results)
+    if unmeasured is None:  # the answer first; an incomplete run says so before anything
+        print_decision(console, results.decision)
     console.print(Text(verdict_sentence(results), style="bold"))
-    if (unmeasured := unmeasured_sentence(results)) is not None:
+    if unmeasured is not None:
         console.print(Text(unmeasured, style="bold red"), soft_wrap=True)
+        print_decision(console, results.decision)
     if (both := two_verdicts_sentence(results)) is not None:
         console.print(Text(both, style="bold"))
     if results.interference is not None and (
         warning := headline(results.interference, str(results.run.schedule.get("name")))
     ):
         console.print(Text(warning, style="bold red"))
-    counts = Text("  ").join(
-        Text.assemble((v.value, STYLE[v]), f" {results.summary.counts.get(v, 0):,}")
-        for v in Verdict
-    )
-    console.print(counts)
+    if results.decision is None:  # else the decision's line has the counts
+        counts = Text("  ").join(
+            Text.assemble((v.value, STYLE[v]), f" {results.summary.counts.get(v, 0):,}")
+            for v in Verdict
+        )
+        console.print(counts)
     if results.fleet is not None:
         console.print(fleet_line(results.fleet), soft_wrap=True)
     if (hosts := hosts_line(results)) is not None:

@@ -17,6 +17,7 @@ from netqual.model.path import PathResult
 from netqual.model.policy import Waiver
 from netqual.model.verdict import Verdict
 from netqual.report import fmt
+from netqual.report.decision import decision_view
 from netqual.report.dist import distribution
 from netqual.report.fanin import fanin_panels
 from netqual.report.fleet import fleet_view
@@ -326,6 +327,7 @@ def build_view(
         summarised=_summary_note(total, len(rows), source) if len(rows) < total else None,
         incomplete=unmeasured_sentence(results),
         two_verdicts=two_verdicts_sentence(results),
+        decision=decision_view(results),
         fleet=fleet_view(results),
         hosts=hosts_view(results),
         fanin=fanin_panels(results),

@@ -20,6 +20,7 @@ from netqual.analysis.matrix import GroupRow
 from netqual.model.node import Node
 from netqual.model.path import PathResult, path_label
 from netqual.report import fmt
+from netqual.report.decision import DecisionView
 from netqual.report.fleet import FleetView
 from netqual.report.grid import NODE_MATRIX_MAX, pair_rows, report_nodes
 from netqual.report.hosts import HostsView
@@ -126,6 +127,7 @@ class ReportView:
     summarised: str | None = None  # the note of a page that embeds only some paths
     incomplete: str | None = None  # first-screen alert: pairs not measured, how to finish
     two_verdicts: str | None = None  # with a workload: both counts, which one the gate uses
+    decision: DecisionView | None = None  # the one answer and the fixes, first on the page
     fleet: FleetView | None = None  # the "Configuration" section (report/fleet.py)
     hosts: HostsView | None = None  # the "Host path" section (report/hosts.py)
     fanin: Sequence[FaninPanel] = ()  # run --fanin: per storage node, on the first screen

@@ -124,20 +124,24 @@ def workload_counts(results: Results) -> dict[Verdict, int]:
 
 
 def two_verdicts_sentence(results: Results) -> str | None:
-    """With a workload, the first screen's answer to "which verdict counts?": both counts
-    side by side and which one the gate judges. None without a workload."""
+    """With a workload, the first screen's answer to "which verdict counts?": the RTT lines'
+    count, the workload's, and the verdict, which is the worse of the two and of the rest of
+    the evidence (docs/policy.md, "One decision"). None without a workload."""
     w = results.workload
     if w is None:
         return None
     total = len(results.paths)
-    rtt_safe = results.summary.counts.get(Verdict.SAFE, 0)
+    dc = results.paths.decision
+    rtt = dc.rtt_verdict if dc is not None else results.paths.verdict
+    rtt_safe = int((rtt == Verdict.SAFE.rank).sum())
     wl_safe = workload_counts(results)[Verdict.SAFE]
+    safe = results.summary.counts.get(Verdict.SAFE, 0)
     metric = results.run.policy.metric.value
     return (
-        f"Two verdicts: RTT ({metric}) {rtt_safe} of {total} paths offload-safe; workload "
-        f"({w.model.name}, TP{w.tp}) {wl_safe} of {total}. `netqual gate` judges the RTT "
-        "verdict; a profile with min_workload_verdict also judges the workload verdict "
-        "(docs/gates.md)."
+        f"RTT lines ({metric}): {rtt_safe} of {total} paths offload-safe; workload "
+        f"({w.model.name}, TP{w.tp}): {wl_safe} of {total}. A path's verdict is the worse of "
+        f"the two and of the rest of the evidence: {safe} of {total} offload-safe, and "
+        "`netqual gate` judges it (docs/policy.md)."
     )
 
 

@@ -189,3 +189,48 @@ def test_gate_json_carries_the_decision(tmp_path: Path, cli: Callable[..., Run])
     blocking = doc["decision"]["blocking"]
     assert {b["subject"] for b in blocking} == {"gpu02", "gpu03", "gpu05"}
     assert [b["paths"] for b in blocking] == [7, 7, 7]  # each holds its node's 7 paths
+
+
+def test_the_first_screen_gives_one_answer_then_the_fixes_ranked(
+    tmp_path: Path, cli: Callable[..., Run]
+) -> None:
+    faulty(tmp_path)
+    r = cli("report", "r.json", "--html", "r.html", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert lines[0].startswith(
+        "Decision: GO WITH CONDITIONS (10 offload-safe, 0 marginal, 18 unsafe); judged by the "
+        "RTT lines"
+    ), lines[0]
+    assert "with loss, configuration, bandwidth" in lines[0]
+    assert lines[1] == "Fix first (what blocks, most paths held first):"
+    fixes = [ln.split()[1] for ln in lines[2:5]]
+    assert sorted(fixes) == ["gpu02", "gpu03", "gpu05"] and all("(" in ln for ln in lines[2:5])
+    html = (tmp_path / "r.html").read_text(encoding="utf-8")
+    header = html.split("<header")[1].split("</header>")[0]
+    section = header.split('id="decision"')[1].split("</section>")[0]
+    assert "Decision: <b>GO WITH CONDITIONS</b>" in section
+    assert section.count("<li>") == 3 and "(loss, 7 paths)" in section
+    assert "Not judged: workload: no workload given" in section
+    assert header.index('id="decision"') < header.index('class="chips"')
+
+
+def test_noisy_paths_are_a_caution_and_the_go_live_sentence_does_not_wait_on_them(
+    tmp_path: Path, cli: Callable[..., Run]
+) -> None:
+    res = make_results(6, all_safe=True)
+
+    def noisy(p: PathResult) -> PathResult:
+        assert p.rtt is not None
+        return dataclasses.replace(p, rtt=dataclasses.replace(p.rtt, stdev_us=p.rtt.mean_us))
+
+    names = [n.name for n in res.nodes]
+    res = dataclasses.replace(res, paths=PathTable.from_paths(map(noisy, res.paths), names))
+    write_results(tmp_path / "r.json", res)
+    r = cli("report", "r.json", "--html", "r.html", cwd=tmp_path)
+    assert r.stdout.startswith("Decision: GO (15 offload-safe, 0 marginal, 0 unsafe)")
+    assert "caution: 15 paths have an RTT standard deviation of 10% of the mean or more" in r.stdout
+    todo = (tmp_path / "r.html").read_text().split('id="recommendations"')[1]
+    assert "Offload can go live on every measured path" in todo
+    assert "pass a re-test" not in todo and "a caution, not a blocker" in todo
+    assert cli("gate", "r.json", cwd=tmp_path).returncode == 0

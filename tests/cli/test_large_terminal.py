@@ -30,8 +30,13 @@ def test_default_report_fits_60_lines_and_names_the_worst(
     assert r.returncode == 0, r.stderr
     lines = r.stdout.splitlines()
     assert len(lines) <= 60, r.stdout
-    assert lines[0].startswith("39,921 of 41,328 paths offload-safe; 289 unsafe")
-    assert "1,118 marginal" in lines[0]
+    # the answer first, the fixes ranked by the paths they hold, then the counts sentence
+    assert lines[0].startswith(
+        "Decision: GO WITH CONDITIONS (39,921 offload-safe, 1,118 marginal, 289 unsafe)"
+    )
+    assert lines[2].startswith("  1. racks r001<->r002 (RTT, 1,024 paths)")
+    sentence = next(ln for ln in lines if ln.startswith("39,921 of 41,328 paths offload-safe"))
+    assert "289 unsafe" in sentence and "1,118 marginal" in sentence
     assert "by rack pair (us): the 8 worst of 45" in r.stdout
     assert "r001 <-> r002" in r.stdout  # the all-marginal rack pair is among the shown
     assert "... 37 more rack pairs" in r.stdout and "--all shows every one" in r.stdout

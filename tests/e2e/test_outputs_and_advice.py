@@ -200,11 +200,13 @@ def test_with_a_workload_the_first_screen_shows_both_verdicts(
     write_results(tmp_path / "r.json", make_results(4, all_safe=True))
     r = cli("report", "r.json", "--workload", "llama-3.1-70b-tp8", "--html", "r.html", cwd=tmp_path)
     assert r.returncode == 0, r.stderr
-    head = " ".join(" ".join(r.stdout.splitlines()[:4]).split())
-    assert "Two verdicts: RTT (p99) 6 of 6 paths offload-safe; workload (" in head
-    assert "`netqual gate` judges the RTT verdict" in head
+    head = " ".join(" ".join(r.stdout.splitlines()[:12]).split())
+    assert head.startswith("Decision: ")
+    assert "RTT lines (p99): 6 of 6 paths offload-safe; workload (" in head
+    assert "A path's verdict is the worse of the two" in head
     header = (tmp_path / "r.html").read_text().split("<header")[1].split("</header>")[0]
-    assert 'id="two-verdicts"' in header and "Two verdicts: RTT (p99) 6 of 6" in header
+    assert 'id="two-verdicts"' in header and "RTT lines (p99): 6 of 6" in header
+    assert header.index('id="decision"') < header.index('id="two-verdicts"')
 
 
 def test_a_demo_may_replace_an_earlier_demo_but_nothing_else(tmp_path: Path) -> None:

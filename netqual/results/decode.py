@@ -27,6 +27,7 @@ from netqual.analysis.matrix import fill_tiers
 from netqual.analysis.plausible import mark_impossible
 from netqual.base.choices import ChoiceError, parse_choice
 from netqual.base.errors import ResultsFileError
+from netqual.base.names import address_problem, name_problem, nic_name_problem
 from netqual.codec.hostpath import from_dict as hosts_from_dict
 from netqual.codec.plan import plan_from_dict
 from netqual.files.filedata import checked
@@ -38,6 +39,7 @@ from netqual.model.run import SCHEMA_VERSION, Mode, RunKind, RunMeta
 from netqual.model.stats import Metric
 from netqual.model.suspects import Suspect
 from netqual.model.workload import Workload
+from netqual.planning.rails import split_endpoint
 from netqual.results.fanin_codec import from_list as fanin_from_list
 from netqual.results.multirail_codec import from_list as multirail_from_list
 from netqual.results.summary import summarize
@@ -48,16 +50,68 @@ from netqual.table.run import Results
 from netqual.table.store import CHUNK, concat
 
 
+def _checked(rd: _Reader, where: str, value: str, problem: str | None) -> str:
+    """``value`` where ``problem`` (a base.names rule) is None, else the file's error."""
+    if problem is not None:
+        raise rd.fail(where, problem)
+    return value
+
+
 def _nic(rd: _Reader, obj: Any, where: str) -> Nic:
+    """A NIC as an inventory's ``nics`` have it (base.names: the inventory's rules)."""
     rail = rd.num(obj, "rail", where)
     if rail != int(rail) or rail < 0:
         raise rd.fail(f"{where}.rail", f"expected a rail number >= 0, got {rail:g}")
-    device = obj.get("device")
+    name = rd.string(obj, "name", where)
+    address = rd.string(obj, "address", where)
+    device = None if obj.get("device") is None else rd.string(obj, "device", where)
     return Nic(
-        name=rd.string(obj, "name", where),
-        address=rd.string(obj, "address", where),
+        name=_checked(rd, f"{where}.name", name, nic_name_problem(name)),
+        address=_checked(rd, f"{where}.address", address, address_problem(address)),
         rail=int(rail),
-        device=None if device is None else rd.string(obj, "device", where),
+        device=None
+        if device is None
+        else _checked(rd, f"{where}.device", device, nic_name_problem(device, device=True)),
+    )
+
+
+def _endpoint_problem(name: str, agent: str | None) -> str | None:
+    """Why ``name`` is not a node name or, below node ``agent``, not its "NODE/NIC"."""
+    if agent is None:
+        return name_problem(name)
+    node, nic = split_endpoint(name)
+    if node != agent or nic is None:
+        return f"{name!r:.80} is not an endpoint of node {agent!r:.80} (NODE/NIC)"
+    return nic_name_problem(nic)
+
+
+def _node(rd: _Reader, n: Any, w: str) -> Node:
+    """A node as the inventory has it, held to the inventory's rules (base.names); an
+    address may be empty (a run read from results.jsonl whose run.json lists no nodes)."""
+    try:
+        role = parse_choice(Role, n.get("role") or Role.ANY.value, f"{w}.role")
+    except ChoiceError as err:
+        raise rd.fail(err.where, err.problem) from err
+    agent = None if n.get("agent") is None else rd.string(n, "agent", w)
+    if agent is not None:
+        _checked(rd, f"{w}.agent", agent, name_problem(agent))
+    name = rd.string(n, "name", w)
+    address = rd.string(n, "address", w)
+    agent_address = None if n.get("agent_address") is None else rd.string(n, "agent_address", w)
+    for key, value in (("address", address), ("agent_address", agent_address)):
+        if value:
+            _checked(rd, f"{w}.{key}", value, address_problem(value))
+    return Node(
+        name=_checked(rd, f"{w}.name", name, _endpoint_problem(name, agent)),
+        address=address,
+        port=int(n.get("port") or DEFAULT_PORT),
+        role=role,
+        rack=rd.get(n, "rack", w),
+        labels=dict(rd.get(n, "labels", w) or {}),
+        nics=tuple(_nic(rd, x, f"{w}.nics[{j}]") for j, x in enumerate(n.get("nics") or [])),
+        agent=agent,
+        agent_address=agent_address,
+        nic=None if n.get("nic") is None else _nic(rd, n["nic"], f"{w}.nic"),
     )
 
 
@@ -138,6 +192,18 @@ def _agents(raw: Any, rd: _Reader) -> dict[str, dict[str, object]]:
     return out
 
 
+def _check_path_ends(table: PathTable, listed: int, rd: _Reader) -> None:
+    """A path to a node the node list lacks names it by the same rules (each distinct
+    name once: the listed ones were checked as nodes)."""
+    for code, name in enumerate(table.names[listed:], listed):
+        node, nic = split_endpoint(name)
+        problem = name_problem(node) or (None if nic is None else nic_name_problem(nic))
+        if problem is not None:
+            i = int(np.flatnonzero((table.src == code) | (table.dst == code))[0])
+            end = "src" if table.src[i] == code else "dst"
+            raise rd.fail(f"paths[{i}].{end}", problem)
+
+
 def _check_intervals(table: PathTable, rd: _Reader) -> None:
     """No interval with its low bound above its high one (columns: one comparison each)."""
     for m in Metric:
@@ -206,31 +272,17 @@ def results_from_dict(
         else None,
         plan_recorded=bool(run.get("plan")),
     )
-    nodes = []
+    nodes: list[Node] = []
+    seen: dict[str, int] = {}
     for i, n in enumerate(rd.get(d, "nodes", "")):
-        w = f"nodes[{i}]"
-        try:
-            role = parse_choice(Role, n.get("role") or Role.ANY.value, f"{w}.role")
-        except ChoiceError as err:
-            raise rd.fail(err.where, err.problem) from err
-        nodes.append(
-            Node(
-                name=rd.string(n, "name", w),
-                address=rd.string(n, "address", w),
-                port=int(n.get("port") or DEFAULT_PORT),
-                role=role,
-                rack=rd.get(n, "rack", w),
-                labels=dict(rd.get(n, "labels", w) or {}),
-                nics=tuple(
-                    _nic(rd, x, f"{w}.nics[{j}]") for j, x in enumerate(n.get("nics") or [])
-                ),
-                agent=None if n.get("agent") is None else rd.string(n, "agent", w),
-                agent_address=None
-                if n.get("agent_address") is None
-                else rd.string(n, "agent_address", w),
-                nic=None if n.get("nic") is None else _nic(rd, n["nic"], f"{w}.nic"),
+        node = _node(rd, n, f"nodes[{i}]")
+        if node.name in seen:
+            raise rd.fail(
+                f"nodes[{i}].name",
+                f"duplicate node name {node.name!r} (also nodes[{seen[node.name]}])",
             )
-        )
+        seen[node.name] = i
+        nodes.append(node)
     names = [n.name for n in nodes]
     if decoded is None:
         items = rd.get(d, "paths", "")
@@ -246,6 +298,7 @@ def results_from_dict(
     # by today's rule, and an edited verdict decides nothing.
     table = undecided(fill_tiers(concat([decoded], names), nodes))
     del decoded
+    _check_path_ends(table, len(names), rd)
     _check_intervals(table, rd)
     paths = mark_impossible(table)
     rd.get(d, "summary", "")

@@ -15,6 +15,7 @@ APT_PACKAGES=(
   slurmd slurmctld slurm-client munge  # tests/env/test_slurm_job.py: a single-host Slurm cluster
   prometheus      # tests/env/test_campaign_prometheus.py: a real server scrapes `campaign serve`
   strace          # tests/e2e/test_campaign_walkthrough.py: slows one agent for week 2 (syscall delay injection)
+  libibverbs1 libnuma1 libcurl4  # the Mooncake Transfer Engine wheel links them (--engine mooncake)
 )
 
 if [[ "${NETQUAL_SKIP_APT:-0}" != 1 && $(id -u) == 0 ]] && command -v apt-get >/dev/null; then
@@ -34,7 +35,10 @@ if [[ ! -x .venv/bin/python ]]; then
   "$PY" -m venv .venv
 fi
 .venv/bin/python -m pip install -q --upgrade pip >/dev/null
-.venv/bin/python -m pip install -q -e '.[dev]'
+.venv/bin/python -m pip install -q -e '.[dev,mooncake]'
+# NIXL without the CUDA torch its wheel declares (docs/engines.md): --engine nixl moves
+# host memory. Both engines are installed so that CI runs their tests for real.
+.venv/bin/python -m pip install -q --no-deps 'nixl-cu12>=1.5.1'
 # The Soft-RoCE guest's kernel: Debian's linux-image-amd64, downloaded and unpacked into
 # ~/.cache/netqual/vm (never installed). The rxe test fetches it itself when missing.
 # The guest runs this venv's Python with Debian's python3-pyverbs: both must be the

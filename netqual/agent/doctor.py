@@ -15,11 +15,12 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from netqual.agent import pcisysfs
+from netqual.agent import engine_serve, pcisysfs
 from netqual.agent.wire import hostpeer
 from netqual.analysis import hostpath as host_findings
 from netqual.base.errors import BadRequestError, NetqualError, TransportUnavailableError
 from netqual.codec import hostpath as hostpath_codec
+from netqual.model.engine import EngineName, EngineTransport
 from netqual.transports.rdma import devices, hotloop, verbs
 from netqual.transports.rdma.gid import GidType, LinkLayer
 
@@ -50,6 +51,7 @@ def local_report(node: str | None = None, sysfs_root: Path = Path("/")) -> dict[
             problem(WARNING, f"host path: {f.subject}: {f.rule}: {f.text}")
             for f in host_findings.findings(audit)
         ],
+        "engines": engines_report(bool(verbs.rdma_sysfs_devices())),
     }
     try:
         pv = verbs.load()
@@ -81,6 +83,26 @@ def local_report(node: str | None = None, sysfs_root: Path = Path("/")) -> dict[
     report["devices"] = [_device_json(d) for d in found]
     report["problems"] += check_devices(report["devices"])
     return report
+
+
+def engines_report(rdma_devices: bool) -> list[dict[str, Any]]:
+    """Each fetch engine (``--engine``): installed or not, its version, the transport it
+    would use here. From package metadata alone: no engine's native code loads here (the
+    pre-flight's ``netqual check --engine`` imports it, in a worker)."""
+    out = []
+    for engine in EngineName:
+        problem_text = engine_serve.installed(engine)
+        would = EngineTransport.RDMA if rdma_devices else EngineTransport.TCP
+        out.append(
+            {
+                "engine": engine.value,
+                "installed": problem_text is None,
+                "version": engine_serve.version(engine),
+                "would_use": None if problem_text else would.value,
+                "problem": problem_text,
+            }
+        )
+    return out
 
 
 def _device_json(dev: devices.DeviceInfo) -> dict[str, Any]:

@@ -25,7 +25,7 @@ from types import FrameType
 from typing import Any
 
 from netqual import __version__
-from netqual.agent import counters, fleet_snapshot, nicreport, pcisysfs
+from netqual.agent import counters, engine_serve, fleet_snapshot, nicreport, pcisysfs
 from netqual.agent.admission import Admission
 from netqual.agent.probe_request import serve_probe
 from netqual.agent.wire import hops as hops_mod
@@ -267,6 +267,8 @@ class Agent:
         elif kind == "probe":
             with self._measurement(counting):
                 serve_probe(ch, body, self.name, self.token, self.limits, self.transport, counting)
+        elif kind in engine_serve.KINDS:  # fetch engines in worker processes (docs/engines.md)
+            self._engine(ch, kind, body, counting)
         elif kind.startswith("counters."):  # before/after a probe phase (netqual.agent.counters)
             counters.serve(ch, kind, body, counting)
         elif "." in kind and kind.split(".", 1)[0] in TRANSPORT_NAMES:
@@ -275,6 +277,19 @@ class Agent:
                 transport.respond(ch, kind, body, self.limits, self.buffers)
         else:
             raise BadRequestError(ch.peer, "kind", f"unknown request {kind[:40]!r}")
+
+    def _engine(
+        self, ch: Channel, kind: str, body: dict[str, Any], counting: counters.Counting
+    ) -> None:
+        if kind == "engines":
+            engine_serve.serve_engines(ch, body)
+            return
+        serve = (
+            engine_serve.serve_target if kind == "engine.target" else engine_serve.serve_initiate
+        )
+        own = self.transport_options.rdma.device if self.transport_options else None
+        with self._measurement(counting):
+            serve(ch, body, self.name, self.limits, own)
 
     def transport(self, name: str, run: TransportOptions | None = None) -> Transport:
         """The transport for one request: this agent's name and options, and the run's

@@ -33,6 +33,7 @@ def load_policy(path: Path) -> Policy:
     keys = {
         "metric", "safe_max_us", "unsafe_above_us", "min_samples", "fanin_knee_factor",
         "max_loss_pct",
+        "max_engine_vs_probe",
     }  # fmt: skip
     f = top.sub("policy", keys, missing="missing [policy] table")
     metric = f.choice(Metric, "metric", DEFAULT_POLICY.metric)
@@ -41,10 +42,11 @@ def load_policy(path: Path) -> Policy:
     min_samples = f.integer("min_samples", DEFAULT_POLICY.min_samples, low=1)
     knee = f.number("fanin_knee_factor", DEFAULT_POLICY.fanin_knee_factor)
     loss = f.number("max_loss_pct", DEFAULT_POLICY.max_loss_pct, positive=False)
+    engine = f.number("max_engine_vs_probe", DEFAULT_POLICY.max_engine_vs_probe)
     try:
         return Policy(
             metric=metric, safe_max_us=safe, unsafe_above_us=unsafe, min_samples=min_samples,
-            fanin_knee_factor=knee, max_loss_pct=loss,
+            fanin_knee_factor=knee, max_loss_pct=loss, max_engine_vs_probe=engine,
         )  # fmt: skip
     except PolicyFieldError as err:
         raise f.fail(err.field, err.problem) from None

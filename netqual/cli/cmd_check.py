@@ -25,12 +25,14 @@ from netqual.cli.app import (
     console,
     err_console,
 )
+from netqual.cli.engine_opts import engine_names
+from netqual.model.engine import EngineName
 from netqual.model.fleet import FleetPolicy, FleetResult
 from netqual.model.node import Node
 from netqual.model.plan import ProbePlan
 from netqual.model.preflight import PreflightReport
 from netqual.planning.inventory import load_inventory
-from netqual.render.check import print_check, print_nics
+from netqual.render.check import engines_lines, print_check, print_nics
 from netqual.render.fleet import print_fleet
 from netqual.run import preflight
 from netqual.transports import TransportKind
@@ -78,6 +80,15 @@ def check(
         ),
     ] = False,
     as_json: JsonOpt = False,
+    engine: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--engine",
+            metavar="mooncake|nixl",
+            help="Also check this fetch engine on every node (repeatable): installed, its "
+            "version, the transport it would use (docs/engines.md).",
+        ),
+    ] = None,
 ) -> int:
     """Check every agent of an inventory before a run.
 
@@ -96,10 +107,11 @@ def check(
     token = load_token(token_file or inv.token_file, insecure=insecure)
     kind = TransportKind.parse(transport).value
     deadline = time.monotonic() + wait
-    report = preflight.check(inv.nodes, token, kind, timeout)
+    engines = tuple(dict.fromkeys(engine_names(engine or [])))
+    report = preflight.check(inv.nodes, token, kind, timeout, engines=engines)
     while not report.ok and time.monotonic() + 1.0 < deadline:
         time.sleep(1.0)
-        report = preflight.check(inv.nodes, token, kind, timeout)
+        report = preflight.check(inv.nodes, token, kind, timeout, engines=engines)
     found = None
     if fleet:
         roles = {n.name: n.role.value for n in inv.nodes}
@@ -145,18 +157,21 @@ def preflight_or_stop(
     keep_going: bool,
     timeout_s: float = 5.0,
     plan: ProbePlan | None = None,
+    engines: tuple[EngineName, ...] = (),
 ) -> PreflightReport:
     """``run``'s first step: the check table, then stop (exit 3) on any configuration error
     unless ``keep_going``, in which case the run measures the other nodes and lists the
     pairs of these as not measured (configuration). The report, with each agent's host path
     audit and running probes, goes to the coordinator, which asks no agent again."""
-    report = preflight.check(nodes, token, transport, timeout_s, plan, for_run=True)
+    report = preflight.check(nodes, token, transport, timeout_s, plan, True, engines)
     if report.ok:
         out.print(
             f"pre-flight: all {len(nodes)} agents ready for {transport} probes "
             f"({report.duration_s:.1f} s)",
             style="dim",
         )
+        for line in engines_lines(report):
+            out.print(f"pre-flight: {line}", style="dim", soft_wrap=True)
         return report
     print_check(err_console(), report)
     if not keep_going:

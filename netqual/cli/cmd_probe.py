@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from typing import Annotated
 
@@ -31,13 +32,16 @@ from netqual.cli.app import (
     console,
     probe_node,
 )
+from netqual.cli.engine_opts import EngineOpt, EngineRequireOpt, engine_plan
 from netqual.cli.measuring import InsecureOpt, plan_from, workload_plan
 from netqual.model.plan import ProbePlan
 from netqual.model.policy import Policy
 from netqual.planning.limits import check_limits
+from netqual.render.engine import print_engine_path
 from netqual.render.terminal import print_probe
 from netqual.render.workload import print_workload_path
 from netqual.results import path_to_dict
+from netqual.run import engine_cells
 from netqual.run.config import RunConfig
 from netqual.run.pairprobe import is_configuration, measure_pair
 from netqual.transports import TransportKind, TransportOptions
@@ -68,6 +72,8 @@ def probe(
     qp_timeout: QpTimeoutOpt = None,
     workload: WorkloadOpt = None,
     as_json: JsonOpt = False,
+    engine: EngineOpt = None,
+    engine_require: EngineRequireOpt = None,
 ) -> None:
     """Measure one pair and print a perftest-style table.
 
@@ -81,6 +87,7 @@ def probe(
         workload, plan_from(ProbePlan(), iterations, warmup, size, chunk, depth, no_bulk, timeout)
     )
     check_limits(plan)
+    eplan = engine_plan(engine, engine_require, transport, plan, wl)
     nodes = [probe_node(text, option) for text, option in ((src, "SRC"), (dst, "DST"))]
     cfg = RunConfig(
         nodes=tuple(nodes),
@@ -96,10 +103,18 @@ def probe(
     path = measure_pair(nodes[0], nodes[1], cfg)
     if is_configuration(path):  # the set-up refused it: no measurement, no verdict
         raise NotMeasuredError(path.error or "configuration failure")
+    if eplan is not None and path.error is None:
+        got = engine_cells.measure(
+            nodes[0], nodes[1], eplan, cfg.token, path.bulk, cfg.transport_options.rdma.device
+        )
+        if got.configuration is not None:
+            raise NotMeasuredError(got.configuration)
+        path = dataclasses.replace(path, engine=got.cells)
     if as_json:
         print(json.dumps(path_to_dict(path), indent=1))
     else:
         print_probe(console(), path)
         print_workload_path(console(), path)
+        print_engine_path(console(), path, cfg.policy)
     if path.error is not None:
         raise typer.Exit(EXIT_RUNTIME)

@@ -12,6 +12,7 @@ from netqual.base.auth import load_token
 from netqual.base.errors import UsageError
 from netqual.cli import rundir
 from netqual.cli.app import JsonOpt, TokenFileOpt, app, console, err_console
+from netqual.cli.engine_opts import EngineOpt, EngineRequireOpt, engine_plan
 from netqual.cli.measuring import InsecureOpt, measure_into
 from netqual.model.run import RunKind
 from netqual.planning.inventory import load_inventory
@@ -82,6 +83,8 @@ def retest(
     token_file: TokenFileOpt = None,
     insecure: InsecureOpt = False,
     as_json: JsonOpt = False,
+    engine: EngineOpt = None,
+    engine_require: EngineRequireOpt = None,
 ) -> None:
     """Re-measure a run's unsafe and marginal paths (or --path ones) with a larger plan.
 
@@ -124,7 +127,11 @@ def retest(
         workload=before.workload,
         pairs=pairs,
         retest_of=str(run_dir.resolve()),
-    )
+        engine=engine_plan(
+            engine, engine_require, before.run.transport, plan, before.workload,
+            any(n.nic is not None for n in before.nodes),
+        ),
+    )  # fmt: skip
     c = err_console() if as_json else console()
     c.print(
         f"re-testing {plural(len(pairs), 'path')} of {run_dir} with "

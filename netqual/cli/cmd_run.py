@@ -38,6 +38,7 @@ from netqual.cli.app import (
 )
 from netqual.cli.cmd_check import CheckTimeoutOpt, preflight_or_stop
 from netqual.cli.cmd_report import BaselineOpt, check_gate_options, gate_banner
+from netqual.cli.engine_opts import EngineOpt, EngineRequireOpt, engine_plan
 from netqual.cli.fanin_opts import (
     DEFAULT_FANIN_CHUNKS,
     FaninChunkOpt,
@@ -216,6 +217,8 @@ def run(
     fetch_profile: FetchProfileOpt = PLAIN,
     fanin_chunk: FaninChunkOpt = None,
     fanin_chunks: FaninChunksOpt = DEFAULT_FANIN_CHUNKS,
+    engine: EngineOpt = None,
+    engine_require: EngineRequireOpt = None,
 ) -> None:
     """Qualify every path of an inventory.
 
@@ -245,6 +248,9 @@ def run(
     )  # fmt: skip
     # Nothing to measure, or a plan every agent refuses: usage errors, before any agent.
     run_rails = Rails.parse(rails) if rails else default_rails(inv.nodes)
+    engine_cells = engine_plan(
+        engine, engine_require, transport, plan, wl, run_rails is not Rails.NONE
+    )
     schedule_mod.require_pairs(rails_build(inv.nodes, run_mode, run_rails, sample_k), inv.nodes)
     check_limits(plan)
     if dry_run:
@@ -284,6 +290,7 @@ def run(
         multirail=multirail_count(multirail, run_rails),
         multirail_share=rail_share(multirail_share),
         fleet_policy=load_fleet_policy(policy) if policy else FleetPolicy(),
+        engine=engine_cells,
     )
     if resume and out is None:
         raise UsageError("--resume", "needs --out DIR: the directory of the run to continue")
@@ -300,8 +307,9 @@ def run(
             shown.phase(Stage.PREFLIGHT, 0, len(cfg.nodes))
             checked_at = time.monotonic()
             checked = preflight_or_stop(
-                c, cfg.nodes, token, cfg.transport.value, keep_going, check_timeout, plan
-            )
+                c, cfg.nodes, token, cfg.transport.value, keep_going, check_timeout, plan,
+                (cfg.engine.name,) if cfg.engine is not None else (),
+            )  # fmt: skip
             if cfg.fanin is not None:  # a level the agents' sessions cannot serve: exit 2
                 done = previous.journal.fanin if previous else {}
                 fanin_run.check_sessions(cfg.nodes, cfg.fanin, cfg.transport, checked, done)

@@ -18,6 +18,7 @@ from netqual.model.plan import ProbePlan
 from netqual.model.progress import RunObserver
 from netqual.model.stats import Metric
 from netqual.planning import options as plan_mod
+from netqual.render.engine import print_engine_results
 from netqual.render.progress import observer
 from netqual.render.terminal import print_results
 from netqual.render.workload import print_workload_results
@@ -71,6 +72,7 @@ def finish(results: Results, out: Path, as_json: bool, gate: GateBanner | None =
         return
     print_results(console(), results)
     print_workload_results(console(), results)
+    print_engine_results(console(), results)
     console().print(f"results: {out / 'results.json'}  report: {out / 'report.html'}", style="dim")
 
 

@@ -83,6 +83,7 @@ MODULE_LAYERS: Mapping[str, str] = {
     "netqual.agent.wire": "wire",
     "netqual.agent": "measure",
     "netqual.transports": "measure",
+    "netqual.engines": "measure",  # fetch engines (Mooncake, NIXL) in worker processes
     "netqual.analysis": "analysis",
     "netqual.results": "analysis",
     "netqual.workload": "analysis",

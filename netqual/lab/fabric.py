@@ -225,12 +225,17 @@ def _start_relay(
 def _configure(plan: LabPlan) -> None:
     mtu = str(plan.topology.mtu)
     for node in plan.nodes:
+        on_link = _on_link(plan, node)
+        placed = {a for addresses in on_link.values() for a in addresses}
         lines = []
-        if node.address:
+        if node.address and node.address not in placed:
             lines.append(f"address add {node.address}/32 dev lo")
-        lines += [f"address add {nic.address}/32 dev lo" for nic in node.nics]
+        lines += [
+            f"address add {nic.address}/32 dev lo" for nic in node.nics if nic.address not in placed
+        ]
         for i in plan.interfaces:
             if i.node == node.name:
+                lines += [f"address add {a}/32 dev {i.ifname}" for a in on_link.get(i.ifname, ())]
                 lines.append(f"address add {i.address}/32 peer {i.peer_address}/32 dev {i.ifname}")
                 lines.append(f"link set dev {i.ifname} mtu {mtu} up")
         system.ip_batch(node.netns, lines)
@@ -241,6 +246,21 @@ def _configure(plan: LabPlan) -> None:
             if r.node == node.name
         ]
         system.ip_batch(node.netns, lines)
+
+
+def _on_link(plan: LabPlan, node: LabNode) -> dict[str, tuple[str, ...]]:
+    """The host addresses that sit on a link's interface, first (so that the interface's
+    primary address is the host's): each rail NIC's on its rail link, the main address on
+    the host's one other link. Software that advertises an interface's address (UCX, so
+    NIXL) then offers an address the fabric routes; a host with several main links keeps
+    its main address on the loopback. Routers and the control namespace: none."""
+    if node.kind is not Kind.HOST:
+        return {}
+    out: dict[str, tuple[str, ...]] = {nic.name: (nic.address,) for nic in node.nics}
+    main = [i.ifname for i in plan.interfaces if i.node == node.name and i.ifname not in out]
+    if node.address and len(main) == 1:
+        out[main[0]] = (node.address,)
+    return out
 
 
 def _shape(plan: LabPlan) -> None:

@@ -11,6 +11,7 @@ import numpy as np
 import numpy.typing as npt
 
 from netqual.model.decision import Evidence
+from netqual.model.engine import EngineCell
 from netqual.model.stats import BulkStats, RttStats
 from netqual.model.verdict import Verdict
 
@@ -71,6 +72,8 @@ class PathResult:
     # path as a probe returns it, whose verdict is the RTT policy's).
     rtt_verdict: Verdict | None = None
     evidence: tuple[Evidence, ...] = ()
+    # A fetch engine's cells on this path, one per operation (--engine, docs/engines.md).
+    engine: tuple[EngineCell, ...] = ()
 
     @property
     def key(self) -> tuple[str, str]:

@@ -40,6 +40,11 @@ class Policy:
     # all; 0.1% is well above what a healthy host's own tail-loss probes retransmit (0.03%
     # on a loaded loopback) and a fifth of the 0.5% that took a field path out.
     max_loss_pct: float = 0.1
+    # --engine: a fetch engine whose completion p50 is more than this many times netqual's
+    # own bulk cell's (same path, chunk, depth) is a finding (docs/engines.md: a healthy
+    # engine on the transport the probe measured costs 1-2x the probe; 3x means it took
+    # another transport or NIC, or split the chunk)
+    max_engine_vs_probe: float = 3.0
 
     def __post_init__(self) -> None:
         if not isinstance(self.metric, Metric):
@@ -64,6 +69,9 @@ class Policy:
         k = self.fanin_knee_factor
         if isinstance(k, bool) or not isinstance(k, (int, float)) or not 1 < k < math.inf:
             raise PolicyFieldError("fanin_knee_factor", f"must be a number > 1, got {k!r}")
+        r = self.max_engine_vs_probe
+        if isinstance(r, bool) or not isinstance(r, (int, float)) or not 1 <= r < math.inf:
+            raise PolicyFieldError("max_engine_vs_probe", f"must be a number >= 1, got {r!r}")
 
 
 @dataclass(frozen=True)

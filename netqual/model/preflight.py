@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from netqual.model.engine import EngineAvailability
 from netqual.model.fleet import ConfigSnapshot
 from netqual.model.hostpath import HostAudit
 from netqual.model.node import HostNics
@@ -37,6 +38,8 @@ class AgentCheck:
     # the probes it was running (--resume waits for a killed coordinator's to end).
     host: HostAudit | None = None
     measuring: int = 0
+    # the fetch engines the run asks for (--engine): installed, version, what they would use
+    engines: tuple[EngineAvailability, ...] = ()
 
     @property
     def ok(self) -> bool:

@@ -23,6 +23,7 @@ class Stage(str, enum.Enum):
     PROBE = "probe"  # ping-pong and bulk per pair or per round (unaligned, per-round)
     INTERFERENCE = "interference"
     FANIN = "fan-in"  # run --fanin: the sweep after the pairs (docs/fanin.md)
+    ENGINE = "engine"  # run --engine: each path's fetch engine cells (docs/engines.md)
 
 
 # (what a step is, what an item is) per stage; a stage without steps has None
@@ -33,6 +34,7 @@ UNITS: dict[Stage, tuple[str | None, str]] = {
     Stage.PROBE: ("round", "pairs"),
     Stage.INTERFERENCE: (None, "paths re-measured alone"),
     Stage.FANIN: (None, "levels"),
+    Stage.ENGINE: (None, "paths"),
 }
 
 

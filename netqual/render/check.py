@@ -28,6 +28,8 @@ def print_check(console: Console, report: PreflightReport) -> None:
             _status(n),
         )
     console.print(table)
+    for line in engines_lines(report):
+        console.print(line, soft_wrap=True)
     for n in report.nodes:
         for text, style in [(p, "red") for p in n.problems] + [(w, "yellow") for w in n.warnings]:
             console.print(Text.assemble(f"  {n.node}: ", (text, style)))
@@ -47,6 +49,32 @@ def print_check(console: Console, report: PreflightReport) -> None:
                 style="bold green",
             )
         )
+
+
+def engines_lines(report: PreflightReport) -> list[str]:
+    """One line per engine checked: its version and the transport it would use, grouped
+    by nodes that agree ("mooncake-... 0.3.13.post1 would use tcp (no RDMA device): h1, h2")."""
+    groups: dict[tuple[str, str], list[str]] = {}
+    for n in report.nodes:
+        for e in n.engines:
+            if e.problem is not None or not e.installed:
+                what = f"{e.engine.value}: {e.problem or 'not installed'}"
+            else:
+                would = e.would_install
+                why = (
+                    f"RDMA devices {', '.join(e.rdma_devices)}"
+                    if e.rdma_devices
+                    else "no RDMA device"
+                )
+                ucx = f", UCX {e.ucx}" if e.ucx else ""
+                what = (
+                    f"{e.engine.value}: {e.version}{ucx} would use "
+                    f"{would.value if would else '?'} ({why})"
+                )
+            groups.setdefault((e.engine.value, what), []).append(n.node)
+    return [
+        f"{what} on {', '.join(visible(x) for x in nodes)}" for (_, what), nodes in groups.items()
+    ]
 
 
 def _match(got: str | None, want: str) -> str:

@@ -70,6 +70,8 @@ def _node(console: Console, name: str, report: Mapping[str, Any]) -> None:
     if (audit := report.get("hostpath")) is not None:
         for line in host_lines(name, audit):
             console.print(line, soft_wrap=False, markup=False, highlight=False)
+    for line in engine_lines(report.get("engines")):
+        console.print(line, soft_wrap=False, markup=False, highlight=False)
     sysfs = report.get("sysfs_devices", [])
     console.print(
         f"  sysfs       {', '.join(sysfs) if sysfs else 'no /sys/class/infiniband devices'}"
@@ -95,6 +97,25 @@ def _node(console: Console, name: str, report: Mapping[str, Any]) -> None:
                 gids,
             )
     console.print(Padding(table, (0, 0, 0, 2), expand=False))
+
+
+def engine_lines(engines: object) -> list[str]:
+    """``  engines     mooncake-transfer-engine-non-cuda 0.3.13.post1 (would use tcp)``; a
+    peer's values shown as printable text whatever they hold."""
+    if not isinstance(engines, list):
+        return []
+    out = []
+    for e in engines[:8]:
+        if not isinstance(e, Mapping):
+            continue
+        name = visible(str(e.get("engine", "?")))[:20]
+        if e.get("installed"):
+            would = visible(str(e.get("would_use")))[:8]
+            text = f"{visible(str(e.get('version')))[:80]} (would use {would})"
+        else:
+            text = visible(str(e.get("problem") or "not installed"))[:200]
+        out.append(f"  {name:<11} {text}")
+    return out
 
 
 def host_lines(node: str, doc: Mapping[str, Any]) -> list[str]:

@@ -19,6 +19,7 @@ from netqual.model.verdict import Verdict
 from netqual.report import fmt
 from netqual.report.decision import decision_view
 from netqual.report.dist import distribution
+from netqual.report.engine import engine_view
 from netqual.report.fanin import fanin_panels
 from netqual.report.fleet import fleet_view
 from netqual.report.grid import NODE_MATRIX_MAX, pair_rows, report_nodes
@@ -331,6 +332,7 @@ def build_view(
         fleet=fleet_view(results),
         hosts=hosts_view(results),
         fanin=fanin_panels(results),
+        engine=engine_view(results),
         **_rails(results),
     )
 

@@ -30,6 +30,7 @@ from netqual.table.paths import FloatArray, IntArray, worst_per_group
 from netqual.table.run import Results
 
 if TYPE_CHECKING:
+    from netqual.report.engine import EngineView
     from netqual.report.fanin import FaninPanel
     from netqual.report.workload import WorkloadView
 
@@ -131,6 +132,7 @@ class ReportView:
     fleet: FleetView | None = None  # the "Configuration" section (report/fleet.py)
     hosts: HostsView | None = None  # the "Host path" section (report/hosts.py)
     fanin: Sequence[FaninPanel] = ()  # run --fanin: per storage node, on the first screen
+    engine: EngineView | None = None  # run --engine: each path's engine cell (report/engine.py)
     # Paths between NICs (docs/rails.md): the rails for the matrix's selector, and per rail
     # (label, paths, p50 median, p99 worst, safe, marginal, unsafe) for the "by rail" table.
     rails: tuple[int, ...] = ()

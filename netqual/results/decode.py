@@ -240,6 +240,9 @@ def results_from_dict(
                 pol.get("fanin_knee_factor", _DEFAULT_POLICY.fanin_knee_factor)
             ),
             max_loss_pct=float(pol.get("max_loss_pct", _DEFAULT_POLICY.max_loss_pct)),
+            max_engine_vs_probe=float(
+                pol.get("max_engine_vs_probe", _DEFAULT_POLICY.max_engine_vs_probe)
+            ),
         )
     except PolicyFieldError as err:
         raise rd.fail(f"run.policy.{err.field}", err.problem) from err

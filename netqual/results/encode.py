@@ -23,6 +23,7 @@ from netqual.model.path import PathResult, WorkloadResult
 from netqual.model.policy import Policy
 from netqual.model.stats import BulkStats, Metric, RttStats
 from netqual.model.verdict import Verdict
+from netqual.results.engine_codec import cell_to_dict
 from netqual.results.fanin_codec import to_list as fanin_to_list
 from netqual.results.multirail_codec import to_list as multirail_to_list
 from netqual.results.suspects_codec import suspect_to_dict
@@ -106,6 +107,7 @@ def path_to_dict(p: PathResult) -> dict[str, Any]:
             if p.rtt_verdict is not None
             else {}
         ),
+        **({"engine": [cell_to_dict(c) for c in p.engine]} if p.engine else {}),
     }
 
 
@@ -163,6 +165,11 @@ def policy_to_dict(p: Policy) -> dict[str, Any]:
         # fan-in sweep stay as they were
         **({"fanin_knee_factor": p.fanin_knee_factor} if p.fanin_knee_factor != 2.0 else {}),
         **({"max_loss_pct": p.max_loss_pct} if p.max_loss_pct != Policy().max_loss_pct else {}),
+        **(
+            {"max_engine_vs_probe": p.max_engine_vs_probe}
+            if p.max_engine_vs_probe != Policy.max_engine_vs_probe
+            else {}
+        ),
     }
 
 

@@ -12,6 +12,9 @@ Record kinds (docs/results.md):
 - ``{"record": "alone", "path": {...}}``: one of them, re-measured alone (ping-pong only).
 - ``{"record": "fanin-level", "storage": NAME, "level": {...}}``: one level of the fan-in
   sweep (``run --fanin``), as in results.json's ``fanin[].levels``; ``--resume`` keeps it.
+- ``{"record": "engine", "src": A, "dst": B, "cells": [...]}``: the fetch engine's cells of
+  a finished pair (``run --engine``), as in results.json's path ``engine``; ``--resume``
+  keeps them (a pair whose engine was refused for its configuration has none: redone).
 
 Readers take the first finished record of a pair (``--resume`` rewrites a file that has a
 pair twice) and skip a torn last line (a crash mid-write): that measurement is redone.
@@ -22,7 +25,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
@@ -33,10 +36,12 @@ from netqual.analysis.plausible import mark_impossible
 from netqual.base.errors import OutputError, ResultsFileError
 from netqual.files.filedata import load_json
 from netqual.files.outfiles import write_atomic
+from netqual.model.engine import EngineCell
 from netqual.model.fanin import FaninLevel
 from netqual.model.path import PathResult
 from netqual.model.verdict import Verdict
 from netqual.results.encode import path_to_dict
+from netqual.results.engine_codec import WireEngineCell, cell_to_dict
 from netqual.results.fanin_codec import fanin_level, level_to_dict
 from netqual.results.wirepath import decode_path
 from netqual.table.paths import PathTable
@@ -48,6 +53,7 @@ PINGPONG = "pingpong"
 SAMPLE = "interference-sample"
 ALONE = "alone"
 FANIN = "fanin-level"
+ENGINE = "engine"
 _WRAPPED = (PINGPONG, ALONE)
 # How the writer lays out a wrapped record, so a reader can cut the path out of the line
 # without parsing it twice (a 1,024-node run has half a million of them).
@@ -87,6 +93,12 @@ def append_fanin(f: TextIO, storage: str, level: FaninLevel) -> None:
     _line(f, _compact({"record": FANIN, "storage": storage, "level": level_to_dict(level)}))
 
 
+def append_engine(f: TextIO, key: Key, cells: Sequence[EngineCell]) -> None:
+    """A finished pair's fetch engine cells (after the pair's own record)."""
+    record = {"record": ENGINE, "src": key[0], "dst": key[1]}
+    _line(f, _compact({**record, "cells": [cell_to_dict(c) for c in cells]}))
+
+
 def append_alone(f: TextIO, path: PathResult) -> None:
     _line(f, f'{{"record":"{ALONE}","path":{_compact(path_to_dict(path))}}}')
 
@@ -103,6 +115,7 @@ class Journal:
     alone: dict[Key, PathResult] = field(default_factory=dict)
     # fan-in levels measured, by (storage node, readers)
     fanin: dict[tuple[str, int], FaninLevel] = field(default_factory=dict)
+    engine: dict[Key, tuple[EngineCell, ...]] = field(default_factory=dict)  # --engine
     records: int = 0  # lines read (torn tail excluded)
     duplicates: int = 0  # records of something already recorded (a rewrite drops them)
 
@@ -135,6 +148,15 @@ def _wrapped(line: bytes, source: str, where: str) -> tuple[str, Any] | None:
             return kind, (storage, fanin_level(level))
         except (KeyError, TypeError, ValueError, AttributeError) as err:
             raise ResultsFileError(source, f"malformed level: {err!r}", f"{where}.level") from err
+    if kind == ENGINE:
+        src, dst, cells = doc.get("src"), doc.get("dst"), doc.get("cells")
+        if not isinstance(src, str) or not isinstance(dst, str) or not isinstance(cells, list):
+            raise ResultsFileError(source, "expected src, dst and cells", where)
+        try:
+            wire = msgspec.convert(cells, list[WireEngineCell])
+        except msgspec.ValidationError as err:
+            raise ResultsFileError(source, f"malformed cell: {err}", f"{where}.cells") from err
+        return kind, ((src, dst), tuple(c.cell() for c in wire))
     if kind in _WRAPPED and isinstance(doc.get("path"), dict):
         return str(kind), decode_path(json.dumps(doc["path"]), source, f"{where}.path")
     raise ResultsFileError(source, f"unknown record kind {kind!r}", f"{where}.record")
@@ -151,6 +173,7 @@ def read(path: Path) -> Journal:
     wire = PathChunks()
     sample: tuple[Key, ...] | None = None
     levels: dict[tuple[str, int], FaninLevel] = {}
+    engine: dict[Key, tuple[EngineCell, ...]] = {}
     for i, line in enumerate(lines):
         if not line.strip():
             continue
@@ -166,6 +189,9 @@ def read(path: Path) -> Journal:
             elif got[0] == FANIN:
                 storage, level = got[1]
                 levels.setdefault((storage, level.readers), level)
+            elif got[0] == ENGINE:
+                key, cells = got[1]
+                engine.setdefault(key, cells)
             else:
                 kinds.append(got[0])
                 wire.append(got[1])
@@ -208,7 +234,8 @@ def read(path: Path) -> Journal:
         sample,
         {k: table.row(r) for k, r in alone.items()},
         levels,
-        len(kinds) + len(levels),
+        engine,
+        len(kinds) + len(levels) + len(engine),
         dupes,
     )
 
@@ -227,6 +254,8 @@ def rewrite(path: Path, journal: Journal) -> None:
                 append_alone(f, p)
         for (storage, _), level in journal.fanin.items():
             append_fanin(f, storage, level)
+        for key, cells in journal.engine.items():
+            append_engine(f, key, cells)
 
     write_atomic(path, write, sync=True)
 
@@ -242,8 +271,12 @@ def as_pending(path: PathResult) -> PathResult:
 
 
 def measured_paths(
-    done: KeyedPaths | PathChunks, pending: KeyedPaths, names: Sequence[str] = ()
+    done: KeyedPaths | PathChunks,
+    pending: KeyedPaths,
+    names: Sequence[str] = (),
+    engine: Mapping[Key, tuple[EngineCell, ...]] | None = None,
 ) -> PathTable:
-    """Finished pairs, then those with ping-pong only (``as_pending``), each pair once."""
+    """Finished pairs, then those with ping-pong only (``as_pending``), each pair once;
+    with ``engine``, each finished pair's fetch engine cells."""
     waiting = PathTable.from_paths(list(map(as_pending, pending.values())), names)
-    return concat([done.table(), waiting], names)
+    return concat([done.table(), waiting], names).with_engine(engine or {})

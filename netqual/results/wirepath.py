@@ -16,9 +16,11 @@ import msgspec
 from netqual.base.errors import ResultsFileError
 from netqual.files.filedata import MAX_FLOAT, MAX_INT
 from netqual.model.decision import Evidence, EvidenceKind, Subject, SubjectKind
+from netqual.model.engine import EngineCell
 from netqual.model.path import Tier
 from netqual.model.stats import Metric
 from netqual.model.verdict import Verdict
+from netqual.results.engine_codec import WireEngineCell
 
 # Every number is bounded (netqual.files.filedata): 2**70 samples or a 1e308 time would overflow
 # the int64/float64 columns and the arithmetic on them.
@@ -192,6 +194,7 @@ class WirePath(msgspec.Struct, kw_only=True, gc=False):
     rail: Annotated[int, msgspec.Meta(ge=0, le=1 << 20)] | None = None
     rtt_verdict: Verdict | None = None
     evidence_entries: list[_WireEvidence] = msgspec.field(name="evidence", default_factory=list)
+    engine_cells: list[WireEngineCell] = msgspec.field(name="engine", default=[])
 
     @property
     def bulk(self) -> Sequence[_WireBulk]:
@@ -200,6 +203,10 @@ class WirePath(msgspec.Struct, kw_only=True, gc=False):
     @property
     def evidence(self) -> tuple[Evidence, ...]:
         return tuple(e.record() for e in self.evidence_entries)
+
+    @property
+    def engine(self) -> tuple[EngineCell, ...]:
+        return tuple(c.cell() for c in self.engine_cells)
 
 
 PATH_DECODER = msgspec.json.Decoder(WirePath)

@@ -19,12 +19,41 @@ from netqual.model.run import Interference
 from netqual.planning import sampling
 from netqual.planning.phases import Phase
 from netqual.results import journal
+from netqual.run import engine_cells
 from netqual.run import fanin as fanin_run
 from netqual.run import multirail as multirail_run
 from netqual.run.config import RunConfig
 from netqual.run.pairprobe import measure_pair
-from netqual.run.runstate import Spent
+from netqual.run.runstate import RunJournal, Spent
 from netqual.table.paths import PathTable
+
+
+def measure_engines(cfg: RunConfig, rec: RunJournal, observer: RunObserver) -> None:
+    """Each measured path's fetch engine cells (``run --engine``), one path at a time,
+    never beside a probe: an engine start costs seconds of both hosts' CPU. Each path's
+    cells are journalled as they end; a resumed run keeps those it holds. A path refused
+    for its configuration (an engine a node lacks, a fallback from --engine-require) is
+    not journalled: --resume tries it again."""
+    assert cfg.engine is not None
+    by_name = {n.name: n for n in cfg.endpoints}
+    table = rec.paths.table()
+    todo = [
+        i for i, key in enumerate(table.keys())
+        if key not in rec.engine and table.error[i] is None
+        and key[0] in by_name and key[1] in by_name
+    ]  # fmt: skip
+    observer.phase(Stage.ENGINE, 0, len(todo) + len(rec.engine), len(rec.engine))
+    device = cfg.transport_options.rdma.device
+    for i in todo:
+        path = table.row(i)
+        outcome = engine_cells.measure(
+            by_name[path.src], by_name[path.dst], cfg.engine, cfg.token, path.bulk, device
+        )
+        if outcome.configuration is not None:
+            rec.engine_refused[path.key] = outcome.configuration
+        else:
+            rec.engine_cells(path.key, outcome.cells)
+        observer.item(None)
 
 
 def measure_multirail(cfg: RunConfig) -> tuple[MultiRail, ...]:

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from netqual.analysis import interference
+from netqual.model.engine import EnginePlan
 from netqual.model.fanin import FaninConfig
 from netqual.model.fleet import FleetPolicy
 from netqual.model.multirail import DEFAULT_MIN_SHARE
@@ -59,6 +60,7 @@ class RunConfig:
         return rails_mod.endpoint_nodes(self.nodes, self.rails)
 
     fleet_policy: FleetPolicy = field(default_factory=FleetPolicy)  # [fleet] of the policy
+    engine: EnginePlan | None = None  # run --engine: each path's engine cells (docs/engines.md)
 
 
 def pair_schedule(cfg: RunConfig) -> schedule.Schedule:
@@ -76,6 +78,13 @@ def run_identity(cfg: RunConfig) -> dict[str, Any]:
         ident["pairs"] = [list(p) for p in cfg.pairs]
     if cfg.rails is not rails_mod.Rails.NONE:
         ident["rails"] = cfg.rails.value
+    if cfg.engine is not None:  # a resumed run keeps the cells of the same engine plan
+        ident["engine"] = {
+            "name": cfg.engine.name.value,
+            "chunk_bytes": cfg.engine.chunk_bytes,
+            "depths": list(cfg.engine.depths),
+            "require": None if cfg.engine.require is None else cfg.engine.require.value,
+        }
     if cfg.fanin is not None:  # a resumed sweep keeps its levels: the same sweep only
         ident["fanin"] = dataclasses.asdict(cfg.fanin) | {"levels": list(cfg.fanin.levels)}
     return ident

@@ -22,7 +22,12 @@ from netqual.model.verdict import Verdict
 from netqual.planning import phases
 from netqual.results import journal
 from netqual.run import resume as resume_mod
-from netqual.run.afterpairs import check_interference, measure_multirail, sweep_fanin
+from netqual.run.afterpairs import (
+    check_interference,
+    measure_engines,
+    measure_multirail,
+    sweep_fanin,
+)
 from netqual.run.config import RunConfig, pair_schedule, run_identity
 from netqual.run.finalise import finalise, fleet_of
 from netqual.run.pairloop import measure_pairs
@@ -84,6 +89,12 @@ def run(
             measure_pairs(
                 cfg, pairing, budget, prior, rec, stages, spent, resume is not None, preflight
             )
+            if cfg.engine is not None:
+                engine_at = time.monotonic()
+                try:
+                    measure_engines(cfg, rec, stages)
+                finally:
+                    spent.engine_s = time.monotonic() - engine_at
             if cfg.fanin is not None:
                 sweep_fanin(cfg, spent, prior, f, stages)
             if cfg.multirail > 0:

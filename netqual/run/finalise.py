@@ -120,6 +120,7 @@ def finalise(
         **spent.tally.to_dict(),
         "interference_s": round(spent.interference_s, 3),
         **({"fanin_s": round(spent.fanin_s, 3)} if cfg.fanin is not None else {}),
+        **({"engine_s": round(spent.engine_s, 3)} if cfg.engine is not None else {}),
     }
     meta = RunMeta(
         started_at=started,
@@ -140,9 +141,7 @@ def finalise(
     results = Results(
         run=meta,
         nodes=cfg.endpoints,
-        paths=(
-            table := journal.measured_paths(rec.paths, rec.pending, [n.name for n in cfg.endpoints])
-        ),
+        paths=(table := rec.measured([n.name for n in cfg.endpoints])),
         summary=summarize(table, cfg.policy.metric),
         interference=inter if stopped is None else None,
         tool_version=__version__,
@@ -152,7 +151,7 @@ def finalise(
         results,
         suspects=localise.suspects(results),
         retest_of=cfg.retest_of,
-        not_measured=tuple(rec.skipped),
+        not_measured=rec.not_measured(),
         fanin=spent.fanin,
         fleet=fleet_found,
         hosts=tuple(

@@ -18,6 +18,7 @@ from typing import Any
 
 from netqual import __version__
 from netqual.agent import fleet_snapshot, nicreport
+from netqual.agent.engine_request import check_engines
 from netqual.agent.wire import hostpeer
 from netqual.agent.wire.messages import Fields
 from netqual.agent.wire.protocol import Channel, connect
@@ -28,6 +29,7 @@ from netqual.base.errors import (
     NetqualError,
     PeerUnreachableError,
 )
+from netqual.model.engine import EngineAvailability, EngineName
 from netqual.model.fleet import ConfigSnapshot
 from netqual.model.hostpath import HostAudit
 from netqual.model.node import HostNics, Node
@@ -36,6 +38,7 @@ from netqual.model.preflight import AgentCheck, PreflightReport
 from netqual.planning.limits import limit_problem, limits_differ, reported_limits
 
 CLOCK_WARN_S = 1.0  # wall clocks further apart than this make timestamps misleading
+ENGINE_CHECK_S = 30.0  # an agent imports each engine in a worker to answer ``engines``
 
 
 def check(
@@ -45,6 +48,7 @@ def check(
     timeout_s: float = 5.0,
     plan: ProbePlan | None = None,
     for_run: bool = False,
+    engines: tuple[EngineName, ...] = (),
 ) -> PreflightReport:
     """Ask every node's agent in parallel; never raises for a node's failure. With
     ``plan``: an agent whose reported limits refuse it fails the check. ``for_run``: also
@@ -53,7 +57,10 @@ def check(
     t0 = time.monotonic()
     with ThreadPoolExecutor(max_workers=min(64, max(1, len(nodes)))) as pool:
         found = tuple(
-            pool.map(lambda n: check_node(n, token, transport, timeout_s, plan, for_run), nodes)
+            pool.map(
+                lambda n: check_node(n, token, transport, timeout_s, plan, for_run, engines),
+                nodes,
+            )
         )
     return PreflightReport(
         transport=transport,
@@ -70,6 +77,7 @@ def check_node(
     timeout_s: float,
     plan: ProbePlan | None = None,
     for_run: bool = False,
+    engines: tuple[EngineName, ...] = (),
 ) -> AgentCheck:
     base = AgentCheck(node=node.name, endpoint=node.endpoint, transport=transport)
     t0 = time.monotonic()
@@ -102,6 +110,7 @@ def check_node(
     max_sessions: int | None = None
     host: HostAudit | None = None
     measuring = 0
+    found: tuple[EngineAvailability, ...] = ()
     try:
         with ch:
             ch.set_timeout(timeout_s)
@@ -123,6 +132,10 @@ def check_node(
             warnings += [why] if why else []
             nics, why = _nics(ch, node.name)
             warnings += [why] if why else []
+            if engines:
+                found, why = _engines(ch, engines, timeout_s)
+                problems += [why] if why else []
+                problems += [f"{e.engine.value}: {e.problem}" for e in found if e.problem]
             if for_run and not problems:  # a failed agent is not measured: no audit needed
                 host = host_audit(ch, node.name)
             if host is None or host.error is None:  # else the agent may have ended the session
@@ -147,6 +160,7 @@ def check_node(
         max_sessions=max_sessions,
         host=host,
         measuring=measuring,
+        engines=found,
     )
 
 
@@ -176,6 +190,20 @@ def _nics(ch: Any, node: str) -> tuple[HostNics | None, str | None]:
         return nicreport.from_peer(ch.request("nics", {}, reply="nics"), node, ch.peer), None
     except NetqualError as err:
         return None, f"no NIC report: {err}"
+
+
+def _engines(
+    ch: Channel, engines: tuple[EngineName, ...], timeout_s: float
+) -> tuple[tuple[EngineAvailability, ...], str | None]:
+    """What the agent has of ``engines`` (each imported in a worker there: a second or so);
+    an agent that cannot say is a problem: the run would fail every path of it."""
+    try:
+        ch.set_timeout(timeout_s + ENGINE_CHECK_S)
+        return check_engines(ch, engines), None
+    except NetqualError as err:
+        return (), f"cannot check its engines: {err}"
+    finally:
+        ch.set_timeout(timeout_s)
 
 
 def _limits(info: dict[str, Any], plan: ProbePlan | None) -> tuple[str | None, str | None]:

@@ -47,7 +47,7 @@ def load_partial(jsonl: Path) -> Results:
     held = journal.read(jsonl)
     ident = _identity(jsonl.parent / IDENTITY_FILE)
     listed = [n["name"] for n in ident.get("nodes") or () if isinstance(n, dict) and "name" in n]
-    paths = journal.measured_paths(held.done, held.pending, listed)
+    paths = journal.measured_paths(held.done, held.pending, listed, held.engine)
     nodes = ident.get("nodes") or _nodes_of(paths)
     doc = {
         "schema_version": SCHEMA_VERSION,

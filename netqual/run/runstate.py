@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import TextIO
 
 from netqual.base import interrupts
+from netqual.model.engine import EngineCell
 from netqual.model.fanin import FaninResult
 from netqual.model.hostpath import HostAudit
 from netqual.model.multirail import MultiRail
@@ -14,6 +15,7 @@ from netqual.model.path import NotMeasured, PathResult
 from netqual.results import journal
 from netqual.run.pairprobe import is_configuration, not_measured
 from netqual.run.phaserun import Tally
+from netqual.table.paths import PathTable
 from netqual.table.store import KeyedPaths, PathChunks
 
 
@@ -26,13 +28,20 @@ class RunJournal:
     pending: KeyedPaths  # ping-pong done, bulk phase not yet
     # configuration failures: not measurements, never journalled (--resume tries again)
     skipped: list[NotMeasured] = field(default_factory=list)
+    # --engine: each finished pair's engine cells (the journal's and this run's), and the
+    # pairs whose engine was refused for a configuration reason (not journalled: redone)
+    engine: dict[tuple[str, str], tuple[EngineCell, ...]] = field(default_factory=dict)
+    engine_refused: dict[tuple[str, str], str] = field(default_factory=dict)
 
     @classmethod
     def of(
         cls, prior: journal.Journal, names: Sequence[str], file: TextIO | None = None
     ) -> RunJournal:
         """``names``: the run's nodes, the tables' node codes."""
-        return cls(file, PathChunks(names, [prior.done.table()]), prior.pending.copy())
+        return cls(
+            file, PathChunks(names, [prior.done.table()]), prior.pending.copy(),
+            engine=dict(prior.engine),
+        )  # fmt: skip
 
     def finished(self, path: PathResult) -> None:
         assert self.file is not None
@@ -44,6 +53,28 @@ class RunJournal:
             journal.append_path(self.file, path)
             self.pending.pop(path.key, None)
             self.paths.append(path)
+
+    def engine_cells(self, key: tuple[str, str], cells: tuple[EngineCell, ...]) -> None:
+        assert self.file is not None
+        with interrupts.atomic():
+            journal.append_engine(self.file, key, cells)
+            self.engine[key] = cells
+
+    def measured(self, names: Sequence[str]) -> PathTable:
+        """Every measured path as columns, with its engine cells; the pairs whose engine
+        was refused (configuration) left out: they are ``not_measured`` instead."""
+        table = journal.measured_paths(self.paths, self.pending, names, self.engine)
+        if not self.engine_refused:
+            return table
+        keep = [i for i, k in enumerate(table.keys()) if k not in self.engine_refused]
+        return table.take(keep)
+
+    def not_measured(self) -> tuple[NotMeasured, ...]:
+        refused = (
+            NotMeasured(src, dst, why, "configuration")
+            for (src, dst), why in self.engine_refused.items()
+        )
+        return (*self.skipped, *refused)
 
     def pingpong(self, path: PathResult) -> None:
         assert self.file is not None
@@ -65,3 +96,4 @@ class Spent:
     agents: dict[str, dict[str, object]] = field(default_factory=dict)  # run.agents
     hosts: dict[str, HostAudit] = field(default_factory=dict)  # each agent's host path audit
     multirail: tuple[MultiRail, ...] = ()  # run --multirail (docs/rails.md)
+    engine_s: float = 0.0  # run --engine: the engine cells of every path

@@ -341,6 +341,17 @@ class Texts(_TupleKind):
         return b.shared.texts(b.values(self.attr))
 
 
+class Records(_TupleKind):
+    """A tuple of records per row, kept as the records themselves: for the few paths that
+    have any (a fetch engine's cells take seconds a path to measure), so records cost
+    nothing next to the rest; an absent row is the empty tuple (one shared object)."""
+
+    fill = ()
+
+    def build(self, b: Build) -> Any:
+        return tuple(tuple(v or ()) for v in b.values(self.attr))
+
+
 class Vocab(Kind):
     """The distinct values of the ``Codes`` fields that index into it, in first-seen order
     after the prefix ``Columns.build`` and ``concat`` are given under its name (the node

@@ -15,13 +15,14 @@ their conventions: ``netqual.table.schema``); building from records, ``row``, ``
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import Any, overload
 
 import numpy as np
 
 from netqual.model.decision import Evidence, EvidenceKind, Subject, SubjectKind
+from netqual.model.engine import EngineCell
 from netqual.model.path import PathResult, Tier, path_label
 from netqual.model.stats import RTT_FIELDS, Ci95, Metric
 from netqual.model.verdict import Verdict
@@ -52,6 +53,7 @@ from netqual.table.kinds import (
     IntArray,
     Ints,
     NotStored,
+    Records,
     Stored,
     Text,
     Texts,
@@ -118,6 +120,8 @@ class PathTable(_Columns):
     decision: DecisionColumns | None = field(
         metadata=column(Group(DecisionColumns, flat=True, none_when_empty=True, campaign=_DECIDED))
     )
+    # each path's fetch engine cells (--engine, docs/engines.md); () for most paths
+    engine: tuple[tuple[EngineCell, ...], ...] = field(metadata=column(Records(campaign=_IN_FILE)))
 
     # -- construction -------------------------------------------------------------------
 
@@ -132,6 +136,21 @@ class PathTable(_Columns):
     @classmethod
     def empty(cls, names: Sequence[str] = ()) -> PathTable:
         return cls.from_paths((), names)
+
+    def with_engine_cells(self) -> list[PathResult]:
+        """The paths that have engine cells, as records (few: the column is read, not every
+        row)."""
+        return [self.row(i) for i, cells in enumerate(self.engine) if cells]
+
+    def with_engine(self, cells: Mapping[tuple[str, str], tuple[EngineCell, ...]]) -> PathTable:
+        """This table with the engine cells of the paths ``cells`` names (by (src, dst))."""
+        if not cells:
+            return self
+        column = list(self.engine)
+        for i, key in enumerate(self.keys()):
+            if key in cells:
+                column[i] = cells[key]
+        return replace(self, engine=tuple(column))
 
     # -- rows -----------------------------------------------------------------------------
 

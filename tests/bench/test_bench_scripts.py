@@ -15,7 +15,9 @@ ROOT = REPO
 BENCH = ROOT / "bench"
 
 
-def _run(script: str, *args: str, env_path: str | None = None) -> subprocess.CompletedProcess[str]:
+def _run(
+    script: str, *args: str, env_path: str | None = None, timeout_s: float = 60
+) -> subprocess.CompletedProcess[str]:
     env = {
         **os.environ,
         "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
@@ -26,7 +28,7 @@ def _run(script: str, *args: str, env_path: str | None = None) -> subprocess.Com
         [sys.executable, str(BENCH / script), *args],
         capture_output=True,
         text=True,
-        timeout=60,
+        timeout=timeout_s,
         env=env,
         cwd=ROOT,
         check=False,
@@ -87,3 +89,19 @@ def test_missing_reference_tool_exits_2(script: str, tool: str, tmp_path: Path) 
     assert proc.returncode == 2
     assert f"{tool} not found" in proc.stderr
     assert proc.stdout == ""
+
+
+def test_engine_vs_probe_prints_the_three_side_by_side() -> None:
+    """Root, the lab, iperf3 and an engine; exit 2 naming what is missing otherwise."""
+    proc = _run("engine_vs_probe", "--quick", timeout_s=240)
+    if proc.returncode == 2:
+        assert proc.stderr.startswith("engine_vs_probe: ")
+        pytest.skip(proc.stderr.strip())
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    header, rows = _table(proc.stdout, "round")
+    assert header[:4] == ["round", "probe_p50_us", "read_p50_us", "write_p50_us"]
+    med = dict(zip(header, rows["median"], strict=True))
+    assert float(med["iperf3_gbps"]) > 0 and float(med["start_init_s"]) > 0
+    assert float(med["read/probe"]) == pytest.approx(
+        float(med["read_p50_us"]) / float(med["probe_p50_us"]), rel=0.05
+    )

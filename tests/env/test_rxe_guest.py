@@ -151,6 +151,26 @@ def test_fanin_sweep_over_real_verbs(guest: GuestResults) -> None:
         assert probe["qp_timeout"] == [18, 18], probe  # the run's, on both ends' QPs
 
 
+def test_mooncake_moves_the_chunk_over_soft_roce(guest: GuestResults) -> None:
+    """The Mooncake wheel loads in the guest and its Transfer Engine installs RDMA over the
+    rxe devices: `probe --engine mooncake --engine-require rdma` gives both cells, no
+    fallback (docs/engines.md, "Soft-RoCE")."""
+    record = guest.case("engine_mooncake")
+    if record["rc"] == 3 and "is not installed" in record["stderr"]:
+        pytest.skip(record["stderr"].strip()[-200:])
+    path = guest.path("engine_mooncake")
+    assert record["rc"] == 0 and path["error"] is None, _shown(record)
+    cells = path["engine"]
+    assert [(c["op"], c["depth"]) for c in cells] == [("read", 1), ("write", 1)]
+    for c in cells:
+        assert c["error"] is None and c["fallback"] is None, c
+        assert c["transport"] == "rdma"
+        assert "installed transport: rdma" in c["evidence"]["claimed"]
+        assert c["completion_us"]["p50"] > 0 and c["vs_probe"] is not None
+        assert c["evidence"]["data_ok"] is True
+        assert any("device filter rxe0" in s for s in c["evidence"]["settings"])
+
+
 def test_doctor_says_ready(guest: GuestResults) -> None:
     record = guest.case("doctor")
     assert record["rc"] == 0, _shown(record)

@@ -355,6 +355,13 @@ def main() -> int:
         # 3b. the fan-in sweep over real verbs (docs/fanin.md), in this process (no Python
         # start): B as storage, A its one reader; plain and mooncake, and nixl's probe.
         cases.save("fanin_rdma", fanin_case(cases.token))
+        # 3b'. Mooncake's Transfer Engine over the same verbs (docs/engines.md): required
+        # to use RDMA, with each agent's own --rdma-device as its device filter.
+        engine = cases.probe(
+            "engine_mooncake", A, B, *small, "--chunk", "64KiB", "--depth", "1",
+            "--timeout", "600", "--engine", "mooncake", "--engine-require", "rdma", "--json",
+        )  # fmt: skip
+        cases.save("engine_mooncake", engine.record(START_S + PROBE_S))
         # 3c. forged and replayed echoes against the session-key check, both loops.
         forged = cases.run(
             "forged_echo", [], script=REPO / "tests" / "support" / "rxe_forged_echo.py"

@@ -19,6 +19,7 @@ from netqual.analysis.decision import decide
 from netqual.analysis.stats import BINS_PER_DECADE
 from netqual.campaign.store import open_store
 from netqual.campaign.stored import path_columns, stored_paths
+from netqual.model.engine import EngineCell, EngineEvidence, EngineName, EngineOp, EngineTransport
 from netqual.model.path import PathResult, Tier, WorkloadResult
 from netqual.model.stats import BulkStats, Ci95, RttStats
 from netqual.model.verdict import Verdict
@@ -112,6 +113,39 @@ def _path(k: int, src: str, dst: str) -> PathResult:
         src_nic=f"eth{k}",
         dst_nic=f"eth{k + 1}",
         rail=k + 1,
+        engine=(
+            EngineCell(
+                EngineName.NIXL,
+                f"nixl-cu12 1.5.{k}",
+                EngineOp.WRITE,
+                1 << 20,
+                2 + k,
+                EngineTransport.TCP,
+                f"eth{k}",
+                100 + k,
+                x + 40.5,
+                x + 90.25,
+                3.5 + k,
+                x + 5000.125,
+                1.25 + k,
+                f"left through eth{k + 2}",
+                f"err {k}",
+                EngineEvidence(
+                    (f"tcp/eth{k}",),
+                    f"eth{k}",
+                    f"eth{k + 1}",
+                    f"eth{k + 2}",
+                    f"eth{k + 3}",
+                    (1 << 20) * (3 + k),
+                    (f"UCX_TLS=tcp{k}",),
+                    0.5 + k,
+                    1.5 + k,
+                    x + 60.75,
+                    k % 2 == 0,
+                    f"killed by SIG{k}",
+                ),
+            ),
+        ),
     )
 
 

@@ -1,0 +1,1 @@
+"""Fetch engines (``--engine mooncake|nixl``): docs/engines.md."""

@@ -22,6 +22,7 @@ import numpy as np
 from netqual.analysis.evidence import Endpoints, Found
 from netqual.analysis.evidence.bandwidth import bandwidth
 from netqual.analysis.evidence.config import config
+from netqual.analysis.evidence.engine import engine
 from netqual.analysis.evidence.fanin import fanin
 from netqual.analysis.evidence.loss import loss
 from netqual.analysis.evidence.rtt import rtt
@@ -151,6 +152,7 @@ def decide(results: Results) -> Results:
         config(base, ends),
         bandwidth(base, ends),
         fanin(base, ends),
+        engine(base, ends),
     ]
     rank, per_row = _verdicts(table, found)
     decided = dataclasses.replace(

@@ -106,8 +106,11 @@ def up(
     state_dir: Path | None = None,
     agents: bool = True,
     relay_options: Mapping[str, int] | None = None,
+    realtime_agents: bool = True,
 ) -> LabInfo:
-    """Build the lab; on any failure, everything made so far is removed again."""
+    """Build the lab; on any failure, everything made so far is removed again.
+    ``realtime_agents``: the agents as real-time tasks (docs/lab.md, "Precision"); False
+    for a comparison with ordinary processes (bench/engine_vs_probe: engines, iperf3)."""
     _require_root()
     topo = topology or load_default()
     state_dir = (state_dir or lab_state.default_state_dir()).resolve()
@@ -143,7 +146,7 @@ def up(
         write_token(files["token"])
         write_inventory(plan, files["inventory"], files["token"])
         if agents:
-            st = _start_agents(plan, state_dir, st, files["token"])
+            st = _start_agents(plan, state_dir, st, files["token"], realtime_agents)
         lab_state.save(state_dir, replace(st, complete=True))
     except BaseException:
         down(state_dir)
@@ -271,7 +274,9 @@ def _shape(plan: LabPlan) -> None:
             system.tc(netns, "qdisc", "add", "dev", ifname, "root", *ln.tc_args())
 
 
-def _start_agents(plan: LabPlan, state_dir: Path, st: LabState, token: Path) -> LabState:
+def _start_agents(
+    plan: LabPlan, state_dir: Path, st: LabState, token: Path, realtime: bool = True
+) -> LabState:
     port = plan.topology.port
     started: list[tuple[LabNode, int, Path]] = []
     for node in plan.nodes:
@@ -283,7 +288,7 @@ def _start_agents(plan: LabPlan, state_dir: Path, st: LabState, token: Path) -> 
             "netns",
             "exec",
             node.netns,
-            *AGENT_PREFIX,
+            *(AGENT_PREFIX if realtime else []),
             sys.executable,
             "-m",
             "netqual",

@@ -21,6 +21,7 @@ from netqual.gate import evaluate, load_profile
 from netqual.gate.profile import Profile
 from netqual.gate.regression import MaxP99IncreasePct
 from netqual.render.diff import print_diff
+from netqual.render.engine import print_engine_results
 from netqual.render.terminal import print_results
 from netqual.render.workload import print_workload_results
 from netqual.report import write_csv, write_html
@@ -115,6 +116,7 @@ def report(
     out = console()
     print_results(out, res, stat, show_all)
     print_workload_results(out, res)
+    print_engine_results(out, res)
     print_retest_before_after(out, res, results)
     prof = load_profile(profile) if profile else None
     banner = gate_banner(res, prof, baseline)

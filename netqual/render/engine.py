@@ -20,6 +20,8 @@ from netqual.model.stats import BulkStats
 from netqual.table.run import Results
 
 MAX_PATHS = 40  # rows of the run's table; the rest are in results.json and report.html
+# the reasons run.engine_cells gives a pair its engine refused (configuration)
+ENGINE_REASONS = ("--engine-require ", "engine ")
 
 
 def probe_cell(cell: EngineCell, bulk: Iterable[BulkStats]) -> BulkStats | None:
@@ -99,7 +101,18 @@ def print_engine_path(console: Console, path: PathResult, policy: Policy) -> Non
 
 
 def print_engine_results(console: Console, results: Results) -> None:
-    """``netqual run --engine``: every path's engine cells (the first ``MAX_PATHS``)."""
+    """``netqual run --engine``: every path's engine cells (the first ``MAX_PATHS``), and the
+    pairs its engine left not measured (configuration), each with its reason."""
+    refused = [m for m in results.not_measured if m.reason.startswith(ENGINE_REASONS)]
+    for m in refused[:MAX_PATHS]:
+        console.print(
+            Text.assemble(
+                (f"not measured (configuration): {path_label(m.src, m.dst)}: ", "bold"), m.reason
+            ),
+            soft_wrap=True,
+        )
+    if len(refused) > MAX_PATHS:
+        console.print(f"... and {len(refused) - MAX_PATHS} more: results.json", style="dim")
     with_engine = results.paths.with_engine_cells()
     if not with_engine:
         return

@@ -130,6 +130,8 @@ def test_engine_require_rdma_without_rdma_makes_each_path_not_measured_never_uns
         assert "RDMA devices found: 0" in m["reason"]
     text = (tmp_path / "run.txt").read_text()
     assert "INCOMPLETE" in text and "unsafe 0" in text
+    assert text.count("not measured (configuration): ") == 6
+    assert "h1 -> h2: --engine-require rdma: mooncake read moved over tcp, not rdma" in text
     gate = netqual("gate", str(tmp_path / "run"))
     assert gate.returncode == 1 and "complete" in gate.stdout
 

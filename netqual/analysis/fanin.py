@@ -36,7 +36,9 @@ from netqual.base.units import format_bytes, format_duration_us
 from netqual.model.fanin import Call, ChunkStats, FaninLevel, FaninResult, RankSpan
 from netqual.model.node import Node
 from netqual.model.path import RawBulk
+from netqual.model.ttft import fetch_from_cell_us
 from netqual.model.workload import Workload
+from netqual.table.run import Results
 
 _QUANTILES = (("p50", 0.5), ("p99", 0.99), ("p999", 0.999))
 # A level whose readers were all reading at once for less than this share of its busy time
@@ -505,6 +507,9 @@ class Projection:
     baseline_us: float  # the same chunks recomputed or read locally
     change_p50_us: float  # fetch - baseline: negative = TTFT shorter with offload
     change_p99_us: float
+    # the relative TTFT change at the level's p50 (netqual.model.ttft); None: the
+    # workload gives no kv_share
+    ttft_change: float | None = None
 
     @property
     def pays(self) -> bool:
@@ -524,20 +529,43 @@ def no_projection(result: FaninResult, w: Workload) -> str | None:
     return None
 
 
-def project(result: FaninResult, w: Workload) -> tuple[Projection, ...]:
-    """Per measured level; () when ``no_projection`` says why not."""
+def storage_rtt_us(results: Results, storage: str) -> tuple[float, float] | None:
+    """The round trip of the paths to ``storage`` (median p50, median p99 over them), as
+    the run measured them; None without any."""
+    table = results.paths
+    code = [i for i, n in enumerate(table.names) if n == storage or n.split("/")[0] == storage]
+    mine = np.isin(table.src, code) | np.isin(table.dst, code)
+    mine &= table.has_rtt
+    if not mine.any():
+        return None
+    return float(np.median(table.rtt["p50"][mine])), float(np.median(table.rtt["p99"][mine]))
+
+
+def project(
+    result: FaninResult, w: Workload, rtt_us: tuple[float, float] | None = None
+) -> tuple[Projection, ...]:
+    """Per measured level; () when ``no_projection`` says why not. A chunk is fetched as the
+    one TTFT model says (``netqual.model.ttft``): the level's chunk completion (its bytes
+    at the level's shared goodput, and one round trip) plus round_trips_per_chunk - 1 more
+    of the reader's own round trip ``rtt_us`` (p50, p99; None: none is known, and only the
+    measured one counts). The bytes count once."""
     chunks = w.prompt_chunks
     if chunks is None or no_projection(result, w) is not None:
         return ()
-    serial = w.round_trips_per_chunk
+    rtt50, rtt99 = rtt_us if rtt_us is not None else (0.0, 0.0)
+    n = w.round_trips_per_chunk
     base = chunks * w.budget_us
     out = []
     for lv in result.levels:
         if lv.chunk is None:
             continue
-        p50 = chunks * serial * lv.chunk.p50_us
-        p99 = chunks * serial * lv.chunk.p99_us
-        out.append(Projection(lv.readers, chunks, p50, p99, base, p50 - base, p99 - base))
+        chunk50 = max(fetch_from_cell_us(lv.chunk.p50_us, rtt50, n), lv.chunk.p50_us - rtt50)
+        chunk99 = max(fetch_from_cell_us(lv.chunk.p99_us, rtt99, n), lv.chunk.p99_us - rtt99)
+        p50, p99 = chunks * chunk50, chunks * chunk99
+        change = None
+        if w.kv_share is not None:
+            change = w.kv_share * (chunk50 / w.budget_us - 1)
+        out.append(Projection(lv.readers, chunks, p50, p99, base, p50 - base, p99 - base, change))
     return tuple(out)
 
 

@@ -1,4 +1,6 @@
-"""Fetch profiles: a KV chunk fetched the way a connector fetches it (docs/fanin.md).
+"""Fetch profiles: a KV chunk fetched the way a connector fetches it (docs/fanin.md); and
+connectors: the serial round trips each costs a chunk, for the one TTFT model
+(docs/workload.md).
 
 A profile is data: how a chunk is cut into slices, how many slices are outstanding, in how
 many sequential round trips, and how many ranks of one compute node fetch at once. The
@@ -12,6 +14,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any
+
+from netqual.model.ttft import Loader
 
 # Whole-chunk reads one at a time: today's bulk probe at depth 1.
 PLAIN = "plain"
@@ -108,3 +112,93 @@ def profile(name: str) -> FetchProfile:
         return PROFILES[name]
     except KeyError:
         raise KeyError(f"unknown fetch profile {name!r} (known: {', '.join(PROFILES)})") from None
+
+
+# -- connectors: the serial round trips each costs a chunk (the one TTFT model) ----------
+
+
+@dataclass(frozen=True)
+class Connector:
+    """How one connector configuration fetches cached KV, for the TTFT model
+    (``netqual.model.ttft``, docs/workload.md "Connectors"): the round trips it makes one
+    after another on a request's critical path, per chunk and per layer of a chunk, and
+    per request and per layer of a request, whether a node's requests queue behind each
+    other's (``loader``), and the fetch profile that measures its access pattern (None:
+    it uses no network). Per chunk it pays ``round_trips_per_chunk(layers, chunks)``."""
+
+    name: str
+    profile: str | None
+    per_chunk: float = 0.0
+    per_chunk_per_layer: float = 0.0
+    per_request: float = 0.0
+    per_request_per_layer: float = 0.0
+    loader: Loader = Loader.SERIAL
+    source: str = ""
+
+    def round_trips_per_chunk(self, layers: int, chunks: int) -> float:
+        """Serial round trips per chunk of a request of ``chunks`` chunks: the per-request
+        ones spread over its chunks."""
+        per_request = self.per_request + self.per_request_per_layer * layers
+        return self.per_chunk + self.per_chunk_per_layer * layers + per_request / max(1, chunks)
+
+
+DEFAULT_CONNECTOR = "lmcache"
+
+CONNECTORS: dict[str, Connector] = {
+    c.name: c
+    for c in (
+        Connector(
+            "lmcache", "lmcache", per_chunk=1,
+            source="LMCache synchronous retrieve, chunk_size 256, use_layerwise false (the "
+            "defaults, lmcache/v1/config.py): one object per chunk with all its layers' K "
+            "and V (cache_engine.py _process_tokens_internal -> batched_get); the lm:// "
+            "connector answers one get at a time on one socket (lm_connector.py "
+            "LMCServerConnector.get): one round trip and the bytes per chunk",
+        ),
+        Connector(
+            "lmcache-layerwise", "lmcache", per_chunk_per_layer=1,
+            source="LMCache use_layerwise over a connector that answers one key at a time "
+            "(lm://): a chunk key is split per layer, K and V in one object per layer "
+            "(cache_engine.py retrieve_layer, key.split_layers), one layerwise_batched_get "
+            "per layer (storage_manager.py): layers round trips per chunk, one after "
+            "another. Measured like lmcache; the model adds the further round trips",
+        ),
+        Connector(
+            "lmcache-mooncake", "mooncake", per_request=2,
+            source="LMCache MooncakestoreConnector._batch_get_into: one batch_get_into for "
+            "all chunks of a request; Mooncake RealClient::batch_get_into_internal = "
+            "BatchQuery (one master RPC) and one BatchGet transfer wave: 2 per request",
+        ),
+        Connector(
+            "vllm-mooncake-store", "mooncake", per_request=2,
+            source="vLLM MooncakeStoreConnector: KVCacheStoreRecvingThread._handle_request "
+            "(mooncake/store/worker.py) one batch_get_into_multi_buffers per request, one "
+            "receiving thread per worker: 2 per request",
+        ),
+        Connector(
+            "vllm-nixl", "nixl", per_request=1, loader=Loader.PARALLEL,
+            source="vLLM NixlConnector start_load_kv / _read_blocks: one prepped READ with "
+            "every block descriptor of a request per remote rank, posted without blocking "
+            "and polled each step: 1 per request, requests overlap",
+        ),
+        Connector(
+            "vllm-offloading-cpu", None, loader=Loader.PARALLEL,
+            source="vLLM OffloadingConnector (offloading/worker.py submit_load): GPU <-> host "
+            "DRAM copies; no network round trip (not a remote offload)",
+        ),
+        Connector(
+            "sglang-hicache-mooncake", "sglang-hicache", per_request=2,
+            source="SGLang HiCache: storage I/O in batches of storage_batch_size = 128 pages "
+            "(managers/cache_controller.py), each a Mooncake batch get (2): 2 per request "
+            "of up to 128 pages",
+        ),
+    )
+}  # fmt: skip
+
+
+def connector(name: str) -> Connector:
+    """The connector called ``name``; KeyError names the known ones."""
+    try:
+        return CONNECTORS[name]
+    except KeyError:
+        raise KeyError(f"unknown connector {name!r} (known: {', '.join(CONNECTORS)})") from None

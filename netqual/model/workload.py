@@ -17,6 +17,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from netqual.model import ttft
+from netqual.model.fetchprofile import CONNECTORS, DEFAULT_CONNECTOR
+from netqual.model.ttft import Loader
+
 
 class Dtype(enum.Enum):
     """KV-cache element type."""
@@ -160,9 +164,21 @@ class Workload:
     baseline: Baseline
     prompt_tokens: int | None = None
     hit_ratio: float = 1.0
-    round_trips_per_chunk: int = 1  # sequential reads per chunk (layers, when layer-wise)
+    # serial round trips per chunk (netqual.model.ttft): the file's value, else its
+    # connector's (layers for LMCache layer-wise); the bytes count once whatever it is
+    round_trips_per_chunk: float = 1.0
     safe_speedup: float = 2.0
     unsafe_speedup: float = 1.0
+    connector: str = DEFAULT_CONNECTOR  # how the engine fetches (model.fetchprofile)
+    # f: the share of a baseline request's prefill path spent getting its cached chunks
+    # (the TTFT change needs it; None: only the per-chunk speedup is judged)
+    kv_share: float | None = None
+
+    @property
+    def loader(self) -> Loader:
+        """Whether a node's requests queue behind each other's round trips."""
+        found = CONNECTORS.get(self.connector)
+        return Loader.SERIAL if found is None else found.loader
 
     @property
     def kv_bytes_per_token(self) -> int:
@@ -222,18 +238,29 @@ class Workload:
 
     def wire_us(self, link_gbps: float) -> float:
         """Serialisation of one node's chunk at a link rate: the floor of any fetch."""
-        return self.node_chunk_bytes * 8 / (link_gbps * 1e3)
+        return ttft.wire_us(self.node_chunk_bytes, link_gbps)
 
     def modelled_fetch_us(self, rtt_us: float, link_gbps: float) -> float:
-        """A node's chunk fetch as round_trips_per_chunk sequential round trips plus
-        serialisation at the link rate (no queueing): the model behind break-even."""
-        return self.round_trips_per_chunk * rtt_us + self.wire_us(link_gbps)
+        """A node's chunk fetch at a link rate (``netqual.model.ttft.fetch_us``)."""
+        return ttft.fetch_us(rtt_us, link_gbps, self.node_chunk_bytes, self.round_trips_per_chunk)
 
     def break_even_rtt_us(self, link_gbps: float, speedup: float = 1.0) -> float | None:
-        """Largest round trip at which the modelled fetch still beats the budget by
-        ``speedup``. None when the wire alone already takes too long."""
-        room = self.budget_us / speedup - self.wire_us(link_gbps)
-        return room / self.round_trips_per_chunk if room > 0 else None
+        """Largest round trip at which the fetch at this link rate still beats the budget
+        by ``speedup`` (``netqual.model.ttft``). None when the wire alone takes too long."""
+        got = ttft.break_even_rtt_us(
+            self.budget_us, self.wire_us(link_gbps), self.round_trips_per_chunk, speedup
+        )
+        return None if got is None or math.isinf(got) else got
+
+    def ttft_change(self, rtt_us: float, wire: float, concurrency: int = 1) -> float | None:
+        """The relative TTFT change at a round trip and a chunk's wire time; None without
+        ``kv_share``."""
+        if self.kv_share is None:
+            return None
+        return ttft.ttft_change(
+            rtt_us, wire, self.round_trips_per_chunk, self.budget_us, self.kv_share,
+            self.loader, concurrency,
+        )  # fmt: skip
 
     def break_even(self) -> tuple[BreakEven, ...]:
         return tuple(
@@ -265,9 +292,11 @@ class Workload:
             ),
             prompt_tokens=None if prompt is None else int(prompt),
             hit_ratio=float(d.get("hit_ratio", 1.0)),
-            round_trips_per_chunk=int(d.get("round_trips_per_chunk", 1)),
+            round_trips_per_chunk=float(d.get("round_trips_per_chunk", 1)),
             safe_speedup=float(d.get("safe_speedup", 2.0)),
             unsafe_speedup=float(d.get("unsafe_speedup", 1.0)),
+            connector=str(d.get("connector", DEFAULT_CONNECTOR)),
+            kv_share=_opt_float(d.get("kv_share")),
         )
 
     def to_json(self) -> dict[str, Any]:
@@ -294,6 +323,8 @@ class Workload:
             "prompt_tokens": self.prompt_tokens,
             "hit_ratio": self.hit_ratio,
             "round_trips_per_chunk": self.round_trips_per_chunk,
+            "connector": self.connector,
+            "kv_share": self.kv_share,
             "safe_speedup": self.safe_speedup,
             "unsafe_speedup": self.unsafe_speedup,
             "break_even": [b.to_json() for b in self.break_even()],

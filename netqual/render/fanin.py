@@ -8,7 +8,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from netqual.analysis.fanin import no_projection, project
+from netqual.analysis.fanin import no_projection, project, storage_rtt_us
 from netqual.analysis.fanin_table import (
     NOTE,
     LevelTable,
@@ -23,7 +23,8 @@ from netqual.table.run import Results
 
 def print_fanin(console: Console, results: Results) -> None:
     for f in results.fanin:
-        proj = project(f, results.workload) if results.workload else ()
+        rtt = storage_rtt_us(results, f.storage)
+        proj = project(f, results.workload, rtt) if results.workload else ()
         console.print(
             Text.assemble(("fan-in ", "bold"), (f.storage, "bold"), f" ({chunk_words(f)})"),
             soft_wrap=True,

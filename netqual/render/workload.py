@@ -3,6 +3,8 @@ the workload section of a run (per tier, a speedup matrix, both verdicts per pat
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 from rich import box
 from rich.console import Console
@@ -11,7 +13,9 @@ from rich.text import Text
 
 from netqual.base.units import format_bytes, format_duration_us, format_us
 from netqual.model.path import PathResult, path_label
+from netqual.model.ttft import HEALTHY_RDMA_RTT_US, Loader, ttft_break_even_rtt_us
 from netqual.model.verdict import Verdict
+from netqual.model.workload import LINK_RATES_GBPS
 from netqual.render.terminal import MATRIX_MAX_NODES, STYLE, verdict_text
 from netqual.table.run import Results
 from netqual.workload import Attention, BaselineKind, Workload
@@ -85,11 +89,9 @@ def print_workload(console: Console, w: Workload) -> None:
         f"offload-safe, < {w.unsafe_speedup:g}x unsafe, marginal in between. A node's fetch "
         f"must finish within {format_duration_us(w.budget_us / w.safe_speedup)} to be safe."
     )
-    trips = "one RTT" if w.round_trips_per_chunk == 1 else f"{w.round_trips_per_chunk} RTTs"
-    table = Table(
-        title=f"Break-even RTT (a fetch = {trips} + the node's chunk at link rate)",
-        title_justify="left",
-    )
+    serial = w.round_trips_per_chunk
+    trips = f"{serial:g} serial round trip{'' if serial == 1 else 's'}"
+    table = Table(title=f"Break-even RTT ({trips} a chunk)", title_justify="left")
     table.add_column("link", justify="right")
     table.add_column("wire time", justify="right")
     table.add_column(f"RTT for {w.safe_speedup:g}x", justify="right")
@@ -102,6 +104,13 @@ def print_workload(console: Console, w: Workload) -> None:
             "never" if b.rtt_us is None else format_duration_us(b.rtt_us),
         )
     console.print(table)
+    console.print(
+        f"A fetch = {trips} ({w.connector}) + the node's chunk once at the link rate "
+        "(docs/workload.md, The TTFT model).",
+        style="dim",
+    )
+    if (ttft := ttft_sentence(w)) is not None:
+        console.print(ttft)
     chunks = w.prompt_chunks
     if chunks is not None and w.prompt_tokens is not None:
         console.print(
@@ -164,7 +173,7 @@ def _print_tiers(console: Console, results: Results, w: Workload) -> None:
             f"{_speedup_text(r.speedup)}/{_speedup_text(r.worst_speedup)}",
         ]
         if per_request:
-            cells.append(_saved_text(r.request_saved_us))
+            cells.append(_saved_text(r.request_saved_us, r.ttft_change))
         cells.append("/".join(_speedup_text(s) for _, s in r.speedup_at_lines))
         cells.append(
             Text("/").join(
@@ -178,16 +187,53 @@ def _print_tiers(console: Console, results: Results, w: Workload) -> None:
         notes.append(
             f"per request: {w.prompt_tokens:,} tokens x {w.hit_ratio:.0%} hits = "
             f"{w.prompt_chunks:,} chunks, each saving the budget minus its fetch p50"
+            + (
+                f"; TTFT change = {w.kv_share:g} x (fetch p50 / budget - 1) (docs/workload.md)"
+                if w.kv_share is not None
+                else ""
+            )
         )
     notes.append(f"{lines} us: the speedup had the tier's p99 RTT sat on the field report's lines")
     console.print("; ".join(notes), style="dim")
 
 
-def _saved_text(saved_us: float | None) -> str:
+def ttft_sentence(w: Workload) -> str | None:
+    """With ``kv_share``: the TTFT change at the first link rate, on a healthy RDMA path and
+    at the 2x line, and where the gain is gone (netqual.model.ttft)."""
+    if w.kv_share is None:
+        return None
+    link = LINK_RATES_GBPS[0]
+    wire = w.wire_us(link)
+    gone = ttft_break_even_rtt_us(wire, w.round_trips_per_chunk, w.budget_us, w.loader)
+    safe = w.break_even_rtt_us(link, w.safe_speedup)
+    healthy = w.ttft_change(HEALTHY_RDMA_RTT_US, wire)
+    at_safe = None if safe is None else w.ttft_change(safe, wire)
+    where = (
+        "not even at zero RTT"
+        if gone is None
+        else "at no RTT"
+        if math.isinf(gone)
+        else f"at {format_duration_us(gone)} of RTT"
+    )
+    loader = (
+        "at any concurrency (serial loader)"
+        if w.loader is Loader.SERIAL
+        else "for one request (parallel loaders share the round trips)"
+    )
+    text = f"TTFT with offload at {link:g} Gbit/s (kv_share {w.kv_share:g}): "
+    if healthy is not None:
+        text += f"{healthy:+.0%} at {HEALTHY_RDMA_RTT_US:g} us of RTT"
+    if at_safe is not None:
+        text += f", {at_safe:+.0%} at the {w.safe_speedup:g}x line"
+    return f"{text}; the gain is gone {where}, {loader}."
+
+
+def _saved_text(saved_us: float | None, ttft_change: float | None = None) -> str:
     if saved_us is None:
         return "-"
     verb = "saves" if saved_us >= 0 else "loses"
-    return f"{verb} {format_duration_us(abs(saved_us))}"
+    change = "" if ttft_change is None else f" (TTFT {ttft_change:+.0%})"
+    return f"{verb} {format_duration_us(abs(saved_us))}{change}"
 
 
 def _print_speedup_matrix(console: Console, results: Results) -> None:

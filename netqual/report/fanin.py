@@ -14,6 +14,7 @@ from netqual.analysis.fanin import (
     no_projection,
     project,
     storage_findings,
+    storage_rtt_us,
     storage_sent,
 )
 from netqual.analysis.fanin_table import (
@@ -160,15 +161,16 @@ def fanin_panels(results: Results) -> tuple[FaninPanel, ...]:
     out = []
     w = results.workload
     for f in results.fanin:
-        proj = project(f, w) if w is not None else ()
+        proj = project(f, w, storage_rtt_us(results, f.storage)) if w is not None else ()
         detail = ""
         if w is not None and not proj:
             detail = no_projection(f, w) or ""
         if proj:
             detail = (
-                "Projected per request: every cached chunk fetched one after another "
-                f"({_reads(w.round_trips_per_chunk if w else 1)} each) at the level's "
-                "chunk p50 (line) to p99 (band), against the same chunks without offload; "
+                "Projected per request (the one TTFT model, docs/workload.md): every cached "
+                "chunk fetched one after another at the level's chunk p50 (line) to p99 "
+                f"(band) plus {_reads(w.round_trips_per_chunk if w else 1)} of its reader's "
+                "own round trip, against the same chunks without offload; "
                 "it pays where even the p99 end is below the baseline. TTFT change at each "
                 "level, chunks at p50 / at p99: "
                 + ", ".join(
@@ -192,8 +194,10 @@ def fanin_panels(results: Results) -> tuple[FaninPanel, ...]:
     return tuple(out)
 
 
-def _reads(n: int) -> str:
-    return f"{n} serial read{'' if n == 1 else 's'}"
+def _reads(n: float) -> str:
+    """The round trips a chunk adds beyond the one its measured completion holds."""
+    extra = max(0.0, n - 1)
+    return f"{extra:g} further serial round trip{'' if extra == 1 else 's'}"
 
 
 def counter_lines(f: FaninResult) -> tuple[str, ...]:

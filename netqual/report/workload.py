@@ -149,7 +149,8 @@ def workload_view(results: Results) -> WorkloadView | None:
                 worst=_speedup(t.worst_speedup),
                 per_request="-"
                 if saved is None
-                else f"{'saves' if saved >= 0 else 'loses'} {format_duration_us(abs(saved))}",
+                else f"{'saves' if saved >= 0 else 'loses'} {format_duration_us(abs(saved))}"
+                + ("" if t.ttft_change is None else f" (TTFT {t.ttft_change:+.0%})"),
                 per_request_cls="" if saved is None else ("safe" if saved >= 0 else "unsafe"),
                 at_lines=[_speedup(s) for _, s in t.speedup_at_lines],
                 counts=[(CSS[v], t.counts[v]) for v in Verdict],

@@ -16,6 +16,7 @@ from itertools import repeat
 
 import numpy as np
 
+from netqual.model.ttft import break_even_from_cell_us, fetch_from_cell_us
 from netqual.model.verdict import Verdict
 from netqual.model.workload import Workload
 from netqual.table.paths import (
@@ -175,9 +176,12 @@ def judge_columns(table: PathTable, w: Workload) -> WorkloadColumns:
     p50, p99 = fetch.p50, fetch.p99
     has_rtt = fetched & table.has_rtt
     rtt_p99 = table.rtt["p99"]
-    if say.extra_trips:
-        p50[has_rtt] += say.extra_trips * table.rtt["p50"][has_rtt]
-        p99[has_rtt] += say.extra_trips * rtt_p99[has_rtt]
+    if say.extra_trips:  # the one TTFT model: the cell's round trip plus n - 1 more
+        n_trips = w.round_trips_per_chunk
+        for col, rtt in ((p50, table.rtt["p50"]), (p99, rtt_p99)):
+            got = fetch_from_cell_us(col[has_rtt], rtt[has_rtt], n_trips)
+            # fewer than one round trip a chunk (a batched connector): never below the bytes
+            col[has_rtt] = np.maximum(got, col[has_rtt] - rtt[has_rtt])
     speedup = np.full(n, math.nan)
     pays = fetched & (p99 > 0)
     speedup[pays] = w.budget_us / p99[pays]
@@ -187,7 +191,8 @@ def judge_columns(table: PathTable, w: Workload) -> WorkloadColumns:
     verdict[fetched & (speedup < w.safe_speedup) & (speedup >= w.unsafe_speedup)] = (
         Verdict.MARGINAL.rank
     )
-    room = rtt_p99 + (w.budget_us - p99) / w.round_trips_per_chunk
+    room = break_even_from_cell_us(w.budget_us, p99, rtt_p99, w.round_trips_per_chunk)
+    room = np.where(np.isinf(room), math.nan, room)  # no serial round trip: no line
     break_even = np.full(n, math.nan)
     positive = has_rtt & (room > 0)
     break_even[positive] = room[positive]

@@ -42,6 +42,9 @@ class TierImpact:
     request_saved_us: float | None
     # the median path's speedup if its RTT sat on each field-report line
     speedup_at_lines: tuple[tuple[float, float | None], ...]
+    # the relative TTFT change at the median fetch p50 (netqual.model.ttft); None: the
+    # workload gives no kv_share
+    ttft_change: float | None = None
 
 
 def _median(values: FloatArray) -> float | None:
@@ -59,9 +62,12 @@ def _present(values: FloatArray) -> FloatArray:
 
 
 def speedup_at_rtt(w: Workload, fetch_p99_us: float, rtt_p99_us: float, line_us: float) -> float:
-    """The speedup had the path's round trip been ``line_us``: each of the fetch's
-    round_trips_per_chunk round trips moves by the difference."""
-    fetch = fetch_p99_us + w.round_trips_per_chunk * (line_us - rtt_p99_us)
+    """The speedup had the path's round trip been ``line_us``: the fetch's bytes as
+    measured (its wire time, fetch less its round trips) plus round_trips_per_chunk round
+    trips of ``line_us`` (``netqual.model.ttft.fetch_us``)."""
+    n = w.round_trips_per_chunk
+    wire = fetch_p99_us - n * rtt_p99_us
+    fetch = n * line_us + wire
     return w.budget_us / fetch if fetch > 0 else float("inf")
 
 
@@ -90,6 +96,11 @@ def tier_impacts(results: Results, w: Workload) -> tuple[TierImpact, ...]:
         median50 = _median(fetch50)
         if chunks is not None and median50 is not None:
             saved = chunks * (w.budget_us - median50)
+        change = None
+        rtt50 = _median(table.rtt["p50"][members & table.has_rtt])
+        if median50 is not None:
+            trips = w.round_trips_per_chunk * (rtt50 or 0.0)
+            change = w.ttft_change(rtt50 or 0.0, median50 - trips)
         lines: tuple[tuple[float, float | None], ...] = tuple(
             (
                 line,
@@ -109,6 +120,7 @@ def tier_impacts(results: Results, w: Workload) -> tuple[TierImpact, ...]:
                 worst_speedup=float(speedups.min()) if len(speedups) else None,
                 request_saved_us=saved,
                 speedup_at_lines=lines,
+                ttft_change=change,
             )
         )
     return tuple(out)

@@ -6,10 +6,12 @@ Every mistake is a WorkloadError naming the file and the dotted field (exit code
 from __future__ import annotations
 
 import dataclasses
+import math
 from pathlib import Path
 
 from netqual.base.errors import WorkloadError
 from netqual.files.tomlfile import Fields, read_toml
+from netqual.model.fetchprofile import CONNECTORS, DEFAULT_CONNECTOR
 from netqual.model.workload import Attention, Baseline, Dtype, KvModel, Workload, parse_dtype
 from netqual.workload.hfconfig import load_config
 
@@ -30,6 +32,8 @@ KEYS = {
     "prompt_tokens",
     "hit_ratio",
     "round_trips_per_chunk",
+    "connector",
+    "kv_share",
     "safe_speedup",
     "unsafe_speedup",
 } | SHAPE_KEYS
@@ -101,7 +105,17 @@ def load_workload(text: str | Path) -> Workload:
     hit_ratio = f.number("hit_ratio", 1.0, low=1e-6)
     if hit_ratio > 1:
         raise f.fail("hit_ratio", f"must be <= 1, got {hit_ratio:g}")
-    round_trips = f.integer("round_trips_per_chunk", 1, low=1, high=1_000_000)
+    conn = f.string("connector") or DEFAULT_CONNECTOR
+    if conn not in CONNECTORS:
+        raise f.fail("connector", f"unknown connector {conn!r} (known: {', '.join(CONNECTORS)})")
+    chunks = None if prompt_tokens is None else math.ceil(prompt_tokens * hit_ratio / chunk_tokens)
+    # serial round trips per chunk: the file's, else the connector's (docs/workload.md)
+    round_trips = (
+        f.number("round_trips_per_chunk", 1.0, positive=False, low=0.0, high=1e6)
+        if "round_trips_per_chunk" in f.table
+        else CONNECTORS[conn].round_trips_per_chunk(model.layers, chunks or 1)
+    )
+    kv_share = f.maybe_number("kv_share", low=1e-6, high=1.0)
     safe = f.number("safe_speedup", 2.0, low=1e-3, high=1e6)
     unsafe = f.number("unsafe_speedup", 1.0, low=1e-3, high=1e6)
     if safe < unsafe:
@@ -119,6 +133,8 @@ def load_workload(text: str | Path) -> Workload:
         round_trips_per_chunk=round_trips,
         safe_speedup=safe,
         unsafe_speedup=unsafe,
+        connector=conn,
+        kv_share=kv_share,
     )
 
 

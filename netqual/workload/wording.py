@@ -45,12 +45,12 @@ class Wording:
         self._short = f", short of the {w.safe_speedup:g}x needed for offload-safe"
         self._below = f", below the {w.unsafe_speedup:g}x line"
         self._no_rtt = (
-            f"round_trips_per_chunk = {w.round_trips_per_chunk}, but no RTT was measured: "
+            f"round_trips_per_chunk = {w.round_trips_per_chunk:g}, but no RTT was measured: "
             "the fetch counts one round trip"
         )
         self._trips = (
-            f"the fetch counts {w.round_trips_per_chunk} sequential round trips: the "
-            f"measured read plus {self.extra_trips} x p99 RTT "
+            f"the fetch counts {w.round_trips_per_chunk:g} sequential round trips ("
+            f"{w.connector}): the measured read plus {self.extra_trips:g} x p99 RTT "
         )
         self._measure = (
             f"; run with --workload to measure {format_size(w.chunk_bytes)} x depth "

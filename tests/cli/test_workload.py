@@ -210,7 +210,8 @@ def test_break_even_rtt_and_per_request(tmp_path: Path, monkeypatch: MP, capsys:
     assert row["rtt_us"] == pytest.approx((budget - node_bits / 100e3) / 62)
     assert row["safe_rtt_us"] == pytest.approx((budget / 2 - node_bits / 100e3) / 62)
     r = run_in_process(["workload", str(path)], tmp_path, monkeypatch, capsys)
-    assert "62 RTTs" in r.stdout
+    assert "Break-even RTT (62 serial round trips a chunk)" in r.stdout
+    assert "A fetch = 62 serial round trips (lmcache) + the node's chunk once" in r.stdout
     assert "32,000-token prompt with 80% cache hits is 100 chunks" in r.stdout
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from netqual.analysis.evidence import Endpoints, Found, Hit, cannot, plural, touching, worst
-from netqual.analysis.fanin import no_projection, pays_up_to, project
+from netqual.analysis.fanin import no_projection, pays_up_to, project, storage_rtt_us
 from netqual.model.decision import RUN_SUBJECT, Blocking, Evidence, EvidenceKind, Subject
 from netqual.model.decision import SubjectKind as SK
 from netqual.model.fanin import FaninResult
@@ -30,7 +30,7 @@ def readers_of(results: Results, storage: str) -> int:
 
 
 def judge_sweep(
-    r: FaninResult, readers: int, w: Workload | None
+    r: FaninResult, readers: int, w: Workload | None, rtt: tuple[float, float] | None = None
 ) -> tuple[Verdict | None, str, str]:
     """(class, what was seen, what to do) of one storage node's sweep."""
     measured = [lv for lv in r.levels if lv.chunk is not None]
@@ -53,7 +53,7 @@ def judge_sweep(
             rerun,
         )
     if w is not None and no_projection(r, w) is None:
-        pays = pays_up_to(project(r, w))
+        pays = pays_up_to(project(r, w, rtt))
         need = min(readers, top)
         if pays is None or pays < need:
             at = "not even at 1 reader" if pays is None else f"only up to {plural(pays, 'reader')}"
@@ -88,7 +88,8 @@ def fanin(results: Results, ends: Endpoints) -> Found:
     blocking: list[Blocking] = []
     for r in results.fanin:
         readers = readers_of(results, r.storage)
-        verdict, detail, action = judge_sweep(r, readers, results.workload)
+        rtt = storage_rtt_us(results, r.storage)
+        verdict, detail, action = judge_sweep(r, readers, results.workload, rtt)
         if verdict is Verdict.SAFE:
             continue
         subject = Subject(SK.STORAGE, r.storage)

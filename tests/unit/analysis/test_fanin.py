@@ -136,19 +136,26 @@ def test_level_pools_ranks_or_takes_the_slowest_in_step() -> None:
     assert stepped.aggregate_gbps == pytest.approx(6 * (1 << 20) * 8 / (6 * ms))
 
 
-def test_projection_multiplies_chunks_and_serial_reads_against_the_baseline() -> None:
-    w = load_workload("qwen3-coder-480b-tp8")  # 100 chunks per request, 20.8 ms each locally
-    assert w.prompt_chunks == 100
+def test_projection_counts_the_bytes_once_and_each_further_round_trip() -> None:
+    """The one TTFT model (netqual.model.ttft): a chunk is the level's completion (its
+    bytes at the shared goodput and one round trip) plus round_trips_per_chunk - 1 more of
+    the reader's own round trip; never the completion times the round trips."""
+    w = load_workload("qwen3-coder-480b-tp8")  # 100 chunks per request, 36.4 ms each locally
+    assert w.prompt_chunks == 100 and w.round_trips_per_chunk == 62
     levels = [lv(1, 10_000, p50=8_000), lv(8, 30_000, p50=15_000), lv(16, 60_000, p50=25_000)]
     r = fanin.judge("st1", "mooncake", w.chunk_bytes, 2.0, levels)
-    proj = fanin.project(r, w)
+    proj = fanin.project(r, w, (10.0, 20.0))  # the paths' RTT p50, p99
     assert [p.readers for p in proj] == [1, 8, 16]
-    assert proj[0].fetch_p50_us == pytest.approx(100 * 8_000)
-    assert proj[0].change_p50_us == pytest.approx(100 * 8_000 - 100 * w.budget_us)
-    assert [p.pays for p in proj] == [True, False, False]  # 30 ms p99 > 20.8 ms budget
-    assert fanin.pays_up_to(proj) == 1
-    doubled = dataclasses.replace(w, round_trips_per_chunk=2)
-    assert fanin.project(r, doubled)[0].fetch_p99_us == pytest.approx(2 * 100 * 10_000)
+    assert proj[0].fetch_p50_us == pytest.approx(100 * (8_000 + 61 * 10.0))
+    assert proj[0].fetch_p99_us == pytest.approx(100 * (10_000 + 61 * 20.0))
+    assert proj[0].change_p50_us == pytest.approx(proj[0].fetch_p50_us - 100 * w.budget_us)
+    # p99 per chunk 11.2 / 31.2 / 61.2 ms against a 36.4 ms budget
+    assert [p.pays for p in proj] == [True, True, False]
+    assert fanin.pays_up_to(proj) == 8
+    assert w.kv_share is not None
+    assert proj[0].ttft_change == pytest.approx(w.kv_share * ((8_000 + 610) / w.budget_us - 1))
+    one = dataclasses.replace(w, round_trips_per_chunk=1)
+    assert fanin.project(r, one, (10.0, 20.0))[0].fetch_p99_us == pytest.approx(100 * 10_000)
     assert fanin.project(r, dataclasses.replace(w, prompt_tokens=None)) == ()
 
 

@@ -78,7 +78,7 @@ from netqual.model.run import Mode
 from netqual.planning import schedule as schedule_mod
 from netqual.planning.inventory import load_inventory
 from netqual.planning.limits import check_limits
-from netqual.planning.rails import Rails, default_rails
+from netqual.planning.rails import Rails, default_rails, endpoint_nodes
 from netqual.planning.rails import build as rails_build
 from netqual.planning.sampling import DEFAULT_FRACTION, DEFAULT_MINIMUM
 from netqual.run import fanin as fanin_run
@@ -87,7 +87,7 @@ from netqual.run.config import RunConfig, run_identity
 from netqual.run.coordinator import run as run_coordinator
 from netqual.run.finalise import finalise_interrupted
 from netqual.run.preflight import PreflightFailed
-from netqual.run.runfiles import load_run
+from netqual.run.runfiles import calibration_from, load_run
 from netqual.table.run import Results
 from netqual.transports import TransportKind, TransportOptions
 
@@ -182,6 +182,15 @@ def run(
         bool,
         typer.Option("--dry-run", help="Print the plan and its estimated duration; no agent."),
     ] = False,
+    calibrate_from: Annotated[
+        list[Path] | None,
+        typer.Option(
+            "--calibrate-from",
+            metavar="DIR",
+            help="Estimate with the rates measured by an earlier run of this inventory (its "
+            "directory; repeatable), or by a campaign directory's latest runs.",
+        ),
+    ] = None,
     multirail: Annotated[
         int,
         typer.Option(
@@ -253,6 +262,9 @@ def run(
     )
     schedule_mod.require_pairs(rails_build(inv.nodes, run_mode, run_rails, sample_k), inv.nodes)
     check_limits(plan)
+    ends = [n.name for n in endpoint_nodes(inv.nodes, run_rails)]
+    kind = TransportKind.parse(transport).value
+    cal = calibration_from(calibrate_from, kind, ends) if calibrate_from else None
     if dry_run:
         interference = (
             share(interference_fraction),
@@ -260,7 +272,7 @@ def run(
         )
         show_dry_run(
             inv, mode, transport, parallel, sample_k, as_json, plan, sched_cfg, interference,
-            run_rails, sweep,
+            run_rails, sweep, cal,
         )  # fmt: skip
         return
     short_plan(pol, plan, allow_short_plan, err_console() if as_json else console())
@@ -291,6 +303,7 @@ def run(
         multirail_share=rail_share(multirail_share),
         fleet_policy=load_fleet_policy(policy) if policy else FleetPolicy(),
         engine=engine_cells,
+        calibration=cal,
     )
     if resume and out is None:
         raise UsageError("--resume", "needs --out DIR: the directory of the run to continue")

@@ -17,6 +17,7 @@ from netqual.model.plan import ProbePlan
 from netqual.model.policy import Policy
 from netqual.model.run import Mode
 from netqual.planning import estimate
+from netqual.planning.calibration import Calibration
 from netqual.planning.inventory import Inventory
 from netqual.planning.packing import Coverage
 from netqual.planning.phases import ScheduleConfig, Timing
@@ -144,6 +145,7 @@ def show_dry_run(
     interference: tuple[float, int],
     rails: Rails,
     fanin: FaninConfig | None = None,
+    cal: Calibration | None = None,
 ) -> None:
     d = estimate.dry_run(
         inv.source,
@@ -159,6 +161,7 @@ def show_dry_run(
         interference_minimum=interference[1],
         rails=rails,
         fanin=fanin,
+        cal=cal,
     )
     if as_json:
         print(json.dumps(estimate.dry_run_to_dict(d), indent=1))

@@ -27,6 +27,7 @@ one takes up to its timeout), so slow or broken paths make a real run longer.
 
 from __future__ import annotations
 
+import dataclasses
 import ipaddress
 import math
 import os
@@ -42,7 +43,7 @@ from netqual.model.fetchprofile import PROFILES
 from netqual.model.node import Node, Role
 from netqual.model.plan import ProbePlan
 from netqual.model.run import Mode
-from netqual.planning import budget, packing, phases, sampling
+from netqual.planning import budget, calibration, phases, sampling
 from netqual.planning import rails as rails_mod
 from netqual.planning.fabric import DEFAULT_NIC_GBPS, Fabric
 from netqual.planning.phases import ScheduleConfig, Timing
@@ -117,11 +118,15 @@ class DurationModel:
 
 @dataclass(frozen=True)
 class PhaseEstimate:
-    name: str  # preflight | pingpong | bulk | interference
+    name: str  # preflight | pingpong | bulk | interference | fanin
     count: int  # agent checks, batches, waves, sampled paths
     unit_s: float  # seconds of one of them
     seconds: float
     rule: str  # how count x unit_s was reached, in words
+    # calibrated (planning.calibration): the range expected, and by how many earlier runs
+    low_s: float | None = None
+    high_s: float | None = None
+    calibrated_by: int = 0
 
 
 @dataclass(frozen=True)
@@ -144,10 +149,20 @@ class DryRun:
     preview_sizes: tuple[int, ...]  # how many pairs each previewed round has
     rails: str = "none"  # --rails (docs/rails.md)
     rail_plans: tuple[rails_mod.RailPlan, ...] = ()  # per rail: endpoints, pairs
+    calibrated_by: tuple[str, ...] = ()  # --calibrate-from: the earlier runs used
+    agents: int = 0  # one per node (a node's NICs share its agent)
 
     @property
     def estimated_s(self) -> float:
         return sum(p.seconds for p in self.phases)
+
+    @property
+    def range_s(self) -> tuple[float, float] | None:
+        """The duration expected, when calibrated (uncalibrated phases at their estimate)."""
+        if not self.calibrated_by:
+            return None
+        low = sum(p.seconds if p.low_s is None else p.low_s for p in self.phases)
+        return low, sum(p.seconds if p.high_s is None else p.high_s for p in self.phases)
 
 
 def local_cores(nodes: Sequence[Node]) -> int:
@@ -194,16 +209,9 @@ def _bulk_waves(
 ) -> tuple[int, list[int]]:
     """(pairs with bulk, each wave's pairs) as the run would pack them, every ping-pong
     succeeding."""
-    budget = phases.resolve(cfg, plan, sched.nodes, fabric)
     rounds: list[Sequence[Pair]] = list(sched.rounds())
-    groups = [[p for r in rounds for p in r]] if cfg.schedule is Timing.ALIGNED else rounds
-    pairs, sizes = 0, []
-    for group in groups:
-        chosen = packing.select(group, cfg.bulk_pairs)
-        covered = [p for p, c in zip(group, chosen, strict=True) if c]
-        pairs += len(covered)
-        sizes += [len(w) for w in phases.bulk_waves(covered, budget)]
-    return pairs, sizes
+    waves = phases.planned_bulk_waves(rounds, cfg, plan, sched.nodes, fabric)
+    return sum(map(len, waves)), [len(w) for w in waves]
 
 
 def estimate_phases(
@@ -277,6 +285,69 @@ def estimate_phases(
     return tuple(out), batches, bulk_pairs, bulk_waves
 
 
+def shape_of(
+    sched: Schedule,
+    transport: str,
+    plan: ProbePlan,
+    parallel: int | None,
+    cfg: ScheduleConfig | None,
+    fabric: Fabric | None,
+    model: DurationModel,
+    interference_sample: int,
+) -> calibration.Shape:
+    """What ``calibration.work_s`` prices: the run's structure, and the stated model's
+    request time and cell rates for what no earlier run measured."""
+    fabric = fabric or Fabric()
+    link = min([fabric.nic(x) for x in sched.nodes] or [DEFAULT_NIC_GBPS])
+
+    def model_gbps(chunk: int, depth: int) -> float:
+        stream = budget.stream_gbps(chunk, depth, link, budget.REFERENCE_RTT_US)
+        return min(model.goodput_gbps[transport], stream)
+
+    return calibration.Shape(
+        sched, plan, parallel, cfg or ScheduleConfig(), fabric, interference_sample,
+        model.request_s, model_gbps,
+    )  # fmt: skip
+
+
+def sample_of(estimated: Sequence[PhaseEstimate]) -> int:
+    return next((p.count for p in estimated if p.name == "interference"), 0)
+
+
+def calibrated_phases(
+    estimated: Sequence[PhaseEstimate], shape: calibration.Shape, cal: calibration.Calibration
+) -> tuple[PhaseEstimate, ...]:
+    """``estimated`` with every phase an earlier run measured calibrated by it."""
+    got = calibration.calibrate({p.name: p.seconds for p in estimated}, shape, cal)
+    out = []
+    for p in estimated:
+        c = got.get(p.name)
+        if c is None:
+            out.append(
+                dataclasses.replace(p, rule=p.rule + "; uncalibrated (no earlier run of it)")
+            )
+            continue
+        runs = "1 earlier run" if c.runs == 1 else f"{c.runs} earlier runs"
+        out.append(
+            dataclasses.replace(
+                p, seconds=c.seconds, unit_s=c.seconds / max(1, p.count), low_s=c.low_s,
+                high_s=c.high_s, calibrated_by=c.runs,
+                rule=p.rule + f"; calibrated by {runs} (measured rates x its own factor)",
+            )
+        )  # fmt: skip
+    return tuple(out)
+
+
+def work_record(
+    estimated: Sequence[PhaseEstimate], shape: calibration.Shape, rates: calibration.Rates
+) -> dict[str, float]:
+    """``run.schedule.calibration.work_s`` of a finished run: its phases priced at its own
+    rates (pre-flight and fan-in: the stated model), what its actual times are divided by."""
+    work = {p.name: p.seconds for p in estimated if p.name not in calibration.RATED}
+    work |= calibration.work_s(shape, rates)
+    return {k: round(v, 6) for k, v in work.items()}
+
+
 def _sharing(model: DurationModel, phase: str) -> str:
     if model.shared_cores <= 0:
         return ""
@@ -329,6 +400,7 @@ def dry_run(
     interference_minimum: int = sampling.DEFAULT_MINIMUM,
     rails: rails_mod.Rails = rails_mod.Rails.NONE,
     fanin: FaninConfig | None = None,
+    cal: calibration.Calibration | None = None,
 ) -> DryRun:
     model = model or DurationModel(shared_cores=local_cores(nodes))
     fabric = fabric or Fabric()
@@ -340,6 +412,9 @@ def dry_run(
     )  # fmt: skip
     if fanin is not None:
         estimated = (*estimated, fanin_phase(nodes, fanin, transport, fabric, model))
+    if cal is not None and cal.runs:
+        shape = shape_of(sched, transport, plan, parallel, cfg, fabric, model, sample_of(estimated))
+        estimated = calibrated_phases(estimated, shape, cal)
     preview = tuple(
         tuple((ends[a].name, ends[b].name) for a, b in sched.round_positions(r)[:PREVIEW_PAIRS])
         for r in range(min(PREVIEW_ROUNDS, sched.round_count))
@@ -364,14 +439,21 @@ def dry_run(
         preview_sizes=sizes,
         rails=rails.value,
         rail_plans=rails_mod.rail_plans(sched),
+        calibrated_by=cal.sources if cal is not None else (),
+        agents=len({n.node_name for n in nodes}),
     )
 
 
 def phases_to_dict(estimated: Sequence[PhaseEstimate]) -> dict[str, Any]:
-    out: dict[str, Any] = {
-        p.name: {"count": p.count, "unit_s": round(p.unit_s, 6), "seconds": round(p.seconds, 3)}
-        for p in estimated
-    }
+    out: dict[str, Any] = {}
+    for p in estimated:
+        one: dict[str, Any] = {
+            "count": p.count, "unit_s": round(p.unit_s, 6), "seconds": round(p.seconds, 3)
+        }  # fmt: skip
+        if p.low_s is not None and p.high_s is not None:
+            one |= {"low_s": round(p.low_s, 3), "high_s": round(p.high_s, 3)}
+            one["calibrated_by"] = p.calibrated_by
+        out[p.name] = one
     out["total_s"] = round(sum(p.seconds for p in estimated), 3)
     return out
 
@@ -393,9 +475,12 @@ def dry_run_to_dict(d: DryRun) -> dict[str, object]:
         "plan": plan_to_dict(d.plan),
         "estimate": {
             "duration_s": round(d.estimated_s, 3),
+            **({"range_s": [round(x, 3) for x in d.range_s]} if d.range_s else {}),
+            "calibrated_by": list(d.calibrated_by),
             "phases": phases_to_dict(d.phases),
             "model": d.model.to_dict(d.transport),
         },
+        "agents": d.agents,
         "preview": [[list(p) for p in r] for r in d.preview],
         "rails": d.rails,
         "per_rail": [

@@ -24,7 +24,7 @@ phases in time (threads, windows, the tally) is ``netqual.run.phaserun``.
 from __future__ import annotations
 
 import enum
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -113,6 +113,25 @@ def bulk_waves(pairs: Sequence[Pair], budget: BulkBudget) -> list[list[Pair]]:
     return packing.waves(pairs, budget.packing_caps())
 
 
+def planned_bulk_waves(
+    rounds: Sequence[Sequence[Pair]],
+    cfg: ScheduleConfig,
+    plan: ProbePlan,
+    nodes: Sequence[Node],
+    fabric: Fabric,
+) -> list[list[Pair]]:
+    """The bulk waves a run of ``rounds`` makes, every ping-pong succeeding: the pairs
+    ``--bulk-pairs`` covers, packed under the budget, over the whole run (aligned) or round
+    by round (per-round). What the estimate counts; ``run.phaserun`` packs the same way."""
+    budget = resolve(cfg, plan, nodes, fabric)
+    groups = [[p for r in rounds for p in r]] if cfg.schedule is Timing.ALIGNED else rounds
+    waves: list[list[Pair]] = []
+    for group in groups:
+        chosen = packing.select(group, cfg.bulk_pairs)
+        waves += bulk_waves([p for p, c in zip(group, chosen, strict=True) if c], budget)
+    return waves
+
+
 def incast_waves(pairs: Sequence[Pair], readers: int) -> list[list[Pair]]:
     """Deliberate fan-in: groups of up to ``readers`` pairs reading from the same node (the
     responder, ``dst``) with distinct reader hosts; each group is a wave on its own."""
@@ -135,23 +154,36 @@ def incast_waves(pairs: Sequence[Pair], readers: int) -> list[list[Pair]]:
 
 
 def host_batches(pairs: Sequence[Pair], parallel: int | None) -> list[list[Pair]]:
-    """Split a round so pairs that share a host (one CPU, one NIC) never run together.
-
-    Each pair goes into the first batch after the last one holding either of its hosts
-    (skipping batches already at the --parallel cap): O(pairs) even when every node of a
-    round sits on one host, where a first-fit scan over batches would be quadratic.
-    """
+    """Split a round so pairs that share a host (one CPU, one NIC) never run together
+    (``batch_numbers`` on the pairs' addresses)."""
     batches: list[list[Pair]] = []
-    next_free: dict[str, int] = {}
-    for a, b in pairs:
-        i = max(next_free.get(a.address, 0), next_free.get(b.address, 0))
-        while i < len(batches) and parallel is not None and len(batches[i]) >= parallel:
-            i += 1
+    for pair, i in zip(
+        pairs, batch_numbers([(a.address, b.address) for a, b in pairs], parallel), strict=True
+    ):
         if i == len(batches):
             batches.append([])
-        batches[i].append((a, b))
-        next_free[a.address] = next_free[b.address] = i + 1
+        batches[i].append(pair)
     return batches
+
+
+def batch_numbers(hosts: Sequence[tuple[Hashable, Hashable]], parallel: int | None) -> list[int]:
+    """The batch of each pair of a round, given its two hosts: the first batch after the
+    last one holding either host (skipping batches already at the --parallel cap). O(pairs)
+    even when every node of a round sits on one host, where a first-fit scan over batches
+    would be quadratic. Batch numbers start at 0 and grow by at most one per pair."""
+    sizes: list[int] = []
+    next_free: dict[Hashable, int] = {}
+    out = []
+    for a, b in hosts:
+        i = max(next_free.get(a, 0), next_free.get(b, 0))
+        while i < len(sizes) and parallel is not None and sizes[i] >= parallel:
+            i += 1
+        if i == len(sizes):
+            sizes.append(0)
+        sizes[i] += 1
+        out.append(i)
+        next_free[a] = next_free[b] = i + 1
+    return out
 
 
 def layout(cfg: ScheduleConfig, budget: BulkBudget, bulk: bool) -> dict[str, Any]:

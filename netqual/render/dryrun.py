@@ -10,7 +10,9 @@ from netqual.planning.estimate import DryRun
 
 
 def format_hours(seconds: float) -> str:
-    """'42 s', '17 min', '3 h 05 min'."""
+    """'0.7 s', '42 s', '17 min', '3 h 05 min'."""
+    if seconds < 9.95:
+        return f"{seconds:.1f} s"
     if seconds < 60:
         return f"{seconds:.0f} s"
     minutes = round(seconds / 60)
@@ -29,7 +31,8 @@ def print_dry_run(console: Console, d: DryRun) -> None:
     rtt = d.model.rtt_us[d.transport]
     gbps = d.model.goodput_gbps[d.transport]
     console.print(f"dry run, no agent contacted: {d.inventory}", soft_wrap=True)
-    console.print(f"nodes {d.nodes}  mode {d.mode.value}  transport {d.transport}")
+    agents = f" ({d.agents} agents)" if d.agents and d.agents != d.nodes else ""
+    console.print(f"nodes {d.nodes}{agents}  mode {d.mode.value}  transport {d.transport}")
     console.print(
         f"rounds {d.rounds:,}  pairs {d.pairs:,}  "
         f"(up to {d.max_pairs_per_round:,} pairs per round; {d.batches:,} batches in all)"
@@ -40,10 +43,29 @@ def print_dry_run(console: Console, d: DryRun) -> None:
     )
     console.print(f"fabric: {d.fabric}", soft_wrap=True)
     _rails(console, d)
-    console.print(f"estimated duration: {format_hours(d.estimated_s)}")
-    for phase in d.phases:
+    if d.range_s is not None:
+        low, high = d.range_s
+        runs = len(d.calibrated_by)
         console.print(
-            f"  {phase.name:<12} {format_hours(phase.seconds):>10}  {phase.rule}", soft_wrap=True
+            f"estimated duration: {format_hours(d.estimated_s)}, expected "
+            f"{format_hours(low)} to {format_hours(high)} (calibrated by {runs} earlier "
+            f"run{'s' if runs != 1 else ''} of this inventory: {', '.join(d.calibrated_by)})",
+            soft_wrap=True,
+        )
+    else:
+        console.print(
+            f"estimated duration: {format_hours(d.estimated_s)} (uncalibrated: the stated "
+            "model below, which real runs have beaten by 2x and overrun by 8x; "
+            "--calibrate-from DIR of an earlier run of this inventory uses its measured rates)",
+            soft_wrap=True,
+        )
+    for phase in d.phases:
+        span = ""
+        if phase.low_s is not None and phase.high_s is not None:
+            span = f" ({format_hours(phase.low_s)} to {format_hours(phase.high_s)})"
+        console.print(
+            f"  {phase.name:<12} {format_hours(phase.seconds):>10}{span}  {phase.rule}",
+            soft_wrap=True,
         )
     console.print(
         f"  model: {d.model.request_s:g} s per request (connect, authenticate, hop probe); "

@@ -18,6 +18,7 @@ from netqual.model.run import Mode, RunKind
 from netqual.model.workload import Workload
 from netqual.planning import rails as rails_mod
 from netqual.planning import sampling, schedule
+from netqual.planning.calibration import Calibration
 from netqual.planning.fabric import Fabric
 from netqual.planning.phases import ScheduleConfig
 from netqual.run import resume as resume_mod
@@ -61,6 +62,8 @@ class RunConfig:
 
     fleet_policy: FleetPolicy = field(default_factory=FleetPolicy)  # [fleet] of the policy
     engine: EnginePlan | None = None  # run --engine: each path's engine cells (docs/engines.md)
+    # --calibrate-from: earlier runs whose measured rates calibrate the recorded estimate
+    calibration: Calibration | None = None
 
 
 def pair_schedule(cfg: RunConfig) -> schedule.Schedule:

@@ -79,7 +79,7 @@ def run(
     make_out_dir(out_dir)
     resume_mod.write_identity(out_dir, run_identity(cfg), started, cfg.kind)
     budget = phases.resolve(cfg.schedule, cfg.plan, cfg.endpoints, cfg.fabric)
-    spent = Spent(preflight_s=cfg.preflight_s)
+    spent = Spent(preflight_s=cfg.preflight_s, resumed=resume is not None)
     spent.agents = preflight.agents() if preflight is not None else {}
     stopped: Stage | None = None
     inter: Interference | None = None

@@ -8,6 +8,7 @@ import socket
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -20,13 +21,14 @@ from netqual.model.fleet import FleetResult
 from netqual.model.preflight import PreflightReport
 from netqual.model.progress import Stage
 from netqual.model.run import Interference, RunMeta
-from netqual.planning import estimate, phases, schedule
+from netqual.planning import calibration, estimate, phases, schedule
 from netqual.planning.budget import BulkBudget
 from netqual.results import journal, summarize, write_json
 from netqual.run import resume as resume_mod
 from netqual.run.config import RunConfig, pair_schedule, run_identity
 from netqual.run.pairprobe import now_iso
 from netqual.run.runstate import RunJournal, Spent
+from netqual.table.paths import PathTable
 from netqual.table.run import Results
 
 
@@ -105,23 +107,8 @@ def finalise(
     else:
         checked = inter is not None and inter.sample > 0
         sched["interference"] = "checked" if checked else "no measured paths to sample"
-    # the dry run's model, with this host's cores when every agent is on loopback
-    model = estimate.DurationModel(shared_cores=estimate.local_cores(pairing.nodes))
-    estimated, *_ = estimate.estimate_phases(
-        pairing, cfg.transport.value, cfg.plan, cfg.parallel, cfg.schedule, cfg.fabric,
-        cfg.interference_fraction, cfg.interference_minimum, model,
-    )  # fmt: skip
-    sched["estimate"] = {
-        **estimate.phases_to_dict(estimated),
-        "model": model.to_dict(cfg.transport.value),
-    }
-    sched["actual"] = {
-        "preflight_s": round(spent.preflight_s, 3),
-        **spent.tally.to_dict(),
-        "interference_s": round(spent.interference_s, 3),
-        **({"fanin_s": round(spent.fanin_s, 3)} if cfg.fanin is not None else {}),
-        **({"engine_s": round(spent.engine_s, 3)} if cfg.engine is not None else {}),
-    }
+    table = rec.measured([n.name for n in cfg.endpoints])
+    sched |= _estimate_and_actual(cfg, out_dir, pairing, spent, table, inter, stopped)
     meta = RunMeta(
         started_at=started,
         finished_at=now_iso(),
@@ -141,7 +128,7 @@ def finalise(
     results = Results(
         run=meta,
         nodes=cfg.endpoints,
-        paths=(table := rec.measured([n.name for n in cfg.endpoints])),
+        paths=table,
         summary=summarize(table, cfg.policy.metric),
         interference=inter if stopped is None else None,
         tool_version=__version__,
@@ -164,3 +151,68 @@ def finalise(
     results = decide(results)
     write_json(RunDir(out_dir).results_json, results)
     return results
+
+
+def _estimate_and_actual(
+    cfg: RunConfig,
+    out_dir: Path,
+    pairing: schedule.Schedule,
+    spent: Spent,
+    table: PathTable,
+    inter: Interference | None,
+    stopped: Stage | None,
+) -> dict[str, Any]:
+    """``run.schedule`` estimate (the dry run's, calibrated by ``--calibrate-from`` when
+    given), actual and calibration (this run's phases priced at its own rates, what a later
+    ``--calibrate-from`` divides its actual times by); run.json gets estimate_s and
+    actual_s per phase."""
+    # the dry run's model, with this host's cores when every agent is on loopback
+    transport = cfg.transport.value
+    model = estimate.DurationModel(shared_cores=estimate.local_cores(pairing.nodes))
+    estimated, *_ = estimate.estimate_phases(
+        pairing, transport, cfg.plan, cfg.parallel, cfg.schedule, cfg.fabric,
+        cfg.interference_fraction, cfg.interference_minimum, model,
+    )  # fmt: skip
+    if cfg.fanin is not None:
+        fanin = estimate.fanin_phase(cfg.nodes, cfg.fanin, transport, cfg.fabric, model)
+        estimated = (*estimated, fanin)
+
+    def shape(sample: int) -> calibration.Shape:
+        return estimate.shape_of(
+            pairing, transport, cfg.plan, cfg.parallel, cfg.schedule, cfg.fabric, model, sample
+        )
+
+    shown = estimated
+    if cfg.calibration is not None and cfg.calibration.runs:
+        shown = estimate.calibrated_phases(
+            estimated, shape(estimate.sample_of(estimated)), cfg.calibration
+        )
+    actual = {
+        "preflight_s": round(spent.preflight_s, 3),
+        **spent.tally.to_dict(),
+        "interference_s": round(spent.interference_s, 3),
+        **({"fanin_s": round(spent.fanin_s, 3)} if cfg.fanin is not None else {}),
+        **({"engine_s": round(spent.engine_s, 3)} if cfg.engine is not None else {}),
+    }
+    out: dict[str, Any] = {
+        "estimate": {
+            **estimate.phases_to_dict(shown),
+            "model": model.to_dict(transport),
+            "calibrated_by": list(cfg.calibration.sources) if cfg.calibration else [],
+        },
+        "actual": actual,
+    }
+    if stopped is not None or spent.resumed:
+        out["calibration"] = "interrupted" if stopped is not None else "resumed"
+    else:
+        sample = inter.sample if inter is not None else 0
+        rates = calibration.Rates.of(table, cfg.plan)
+        out["calibration"] = {"work_s": estimate.work_record(estimated, shape(sample), rates)}
+    resume_mod.record_phases(
+        out_dir,
+        {
+            p.name: {"estimate_s": round(p.seconds, 3), "actual_s": actual.get(f"{p.name}_s")}
+            for p in shown
+        },
+    )
+    return out

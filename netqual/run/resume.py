@@ -90,6 +90,18 @@ def write_identity(out_dir: Path, ident: Mapping[str, Any], started_at: str, kin
     write_text_atomic(out_dir / IDENTITY_FILE, json.dumps(doc, indent=1) + "\n", sync=True)
 
 
+def record_phases(out_dir: Path, phases: Mapping[str, Mapping[str, Any]]) -> None:
+    """run.json's ``phases``: per phase ``estimate_s`` (what the run expected) and
+    ``actual_s`` (what it took), when the run ends. Nothing else of run.json changes."""
+    path = out_dir / IDENTITY_FILE
+    try:
+        doc = _read_identity(out_dir)
+    except ResumeMismatchError:
+        return  # not ours to write: resume refuses it later with the reason
+    doc["phases"] = {k: dict(v) for k, v in phases.items()}
+    write_text_atomic(path, json.dumps(doc, indent=1) + "\n", sync=True)
+
+
 def begin(out_dir: Path, ident: Mapping[str, Any], resume: Resume | None, kind: RunKind) -> None:
     """Before the pre-flight check: the run's identity and its (empty, unless resumed)
     results.jsonl exist, so a run killed at any moment from here on can be resumed."""

@@ -7,6 +7,7 @@ A run read from results.jsonl is marked incomplete, with the pairs its schedule 
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -14,12 +15,14 @@ import numpy as np
 
 from netqual import __version__
 from netqual.analysis import localise
-from netqual.base.errors import ResultsFileError
+from netqual.base.errors import NetqualError, ResultsFileError, UsageError
+from netqual.campaign.config import CONFIG_FILE, load_campaign
 from netqual.files.filedata import load_json
 from netqual.files.rundir import RESULT_FILES
 from netqual.files.schema import validate
 from netqual.model.node import DEFAULT_PORT, Node, Role
 from netqual.model.run import SCHEMA_VERSION, Mode
+from netqual.planning.calibration import Calibration, EarlierRun
 from netqual.planning.schedule import build
 from netqual.results import journal, load, results_from_dict, summarize
 from netqual.run.resume import IDENTITY_FILE
@@ -111,3 +114,47 @@ def _nodes_of(paths: PathTable) -> list[dict[str, Any]]:
         }
         for n in sorted(names)
     ]
+
+
+CAMPAIGN_RUNS = 3  # a campaign calibrates by its latest runs (that still exist on disk)
+
+
+def calibration_from(
+    sources: Sequence[Path], transport: str, endpoints: Sequence[str]
+) -> Calibration:
+    """``--calibrate-from DIR...``: earlier runs (directories or results files) of this
+    inventory, or a campaign directory (its latest ``CAMPAIGN_RUNS`` finished runs). A run
+    named that cannot calibrate is exit 2 saying why; a campaign's are skipped."""
+    runs: list[EarlierRun] = []
+    for src in sources:
+        if (src / CONFIG_FILE).is_file():
+            runs += _campaign_runs(src, transport, endpoints)
+        else:
+            runs.append(EarlierRun.of(str(src), load_run(src), transport, endpoints))
+    return Calibration(tuple(runs))
+
+
+def _campaign_runs(directory: Path, transport: str, endpoints: Sequence[str]) -> list[EarlierRun]:
+    from netqual.campaign.store import open_store  # duckdb: only for a campaign (run --help)
+
+    store = open_store(load_campaign(directory).store_path, read_only=True)
+    try:
+        rows = [r for r in store.runs() if r.retest_of is None]
+    finally:
+        store.close()
+    out: list[EarlierRun] = []
+    why = []
+    for row in reversed(rows):
+        if len(out) == CAMPAIGN_RUNS:
+            break
+        try:
+            out.append(EarlierRun.of(row.source, load_run(Path(row.source)), transport, endpoints))
+        except NetqualError as err:
+            why.append(str(err))
+    if not out:
+        raise UsageError(
+            "--calibrate-from",
+            f"{directory}: no run of this campaign can calibrate the estimate"
+            + (f" ({'; '.join(why[:3])})" if why else " (it has no runs)"),
+        )
+    return out

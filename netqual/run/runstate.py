@@ -97,3 +97,4 @@ class Spent:
     hosts: dict[str, HostAudit] = field(default_factory=dict)  # each agent's host path audit
     multirail: tuple[MultiRail, ...] = ()  # run --multirail (docs/rails.md)
     engine_s: float = 0.0  # run --engine: the engine cells of every path
+    resumed: bool = False  # --resume: the phase times cover part of the run's pairs

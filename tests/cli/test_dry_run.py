@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 from cli_helpers import run_in_process
+from factories import make_results, write_results
 
 from netqual.model.plan import ProbePlan
 from netqual.planning.estimate import DurationModel
@@ -149,3 +152,68 @@ def test_a_sliced_fetch_profile_over_rdma_is_planned(
     r = run_in_process(argv, tmp_path, monkeypatch, capsys)
     assert r.returncode == 0, r.stderr
     assert json.loads(r.stdout)["estimate"]["phases"]["fanin"]["count"] == 2
+
+
+def _earlier_run(tmp_path: Path, name: str, **run: Any) -> tuple[Path, Path]:
+    """A finished run of 8 nodes (results.json) and the inventory of its nodes; ``run``
+    replaces fields of its RunMeta (schedule: what it took and recorded)."""
+    res = make_results(8, all_safe=True)
+    sched = {
+        "actual": {"preflight_s": 0.3, "pingpong_s": 6.0, "bulk_s": 9.0, "interference_s": 2.0},
+        "calibration": {"work_s": {"preflight": 0.1, "pingpong": 3.0, "bulk": 9.0}},
+    }
+    res = dataclasses.replace(res, run=dataclasses.replace(res.run, **{"schedule": sched, **run}))
+    out = tmp_path / name
+    out.mkdir()
+    write_results(out / "results.json", res)
+    inv = tmp_path / "inv.toml"
+    inv.write_text(
+        "".join(f'[[node]]\nname = "{n.name}"\naddress = "{n.address}"\n' for n in res.nodes)
+    )
+    return out, inv
+
+
+def test_calibrate_from_refuses_a_run_that_cannot_calibrate_and_says_why(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    def dry(run: Path, inv: Path) -> str:
+        args = ["run", str(inv), "--dry-run", "--calibrate-from", str(run)]
+        r = run_in_process(args, tmp_path, monkeypatch, capsys)
+        assert r.returncode == 2, r.stdout + r.stderr
+        return " ".join(r.stderr.split())
+
+    run, inv = _earlier_run(tmp_path, "cut", complete=False)
+    assert "--calibrate-from: " in dry(run, inv) and "an interrupted run" in dry(run, inv)
+    run, inv = _earlier_run(tmp_path, "rdma", transport="rdma")
+    assert "measured over rdma; this run is tcp" in dry(run, inv)
+    run, inv = _earlier_run(tmp_path, "old", schedule={})
+    assert "records no calibration (written by a netqual without it)" in dry(run, inv)
+    run, _ = _earlier_run(tmp_path, "fine")
+    other = tmp_path / "other.toml"
+    other.write_text(
+        "".join(f'[[node]]\nname = "x{i}"\naddress = "198.18.9.{i}"\n' for i in (1, 2))
+    )
+    assert "measured none of this inventory's nodes" in dry(run, other)
+
+
+def test_calibrate_from_a_campaign_uses_its_latest_runs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run, inv = _earlier_run(tmp_path, "week1")
+
+    def cli(*args: str) -> Any:
+        return run_in_process(list(args), tmp_path, monkeypatch, capsys)
+
+    assert cli("campaign", "init", "joint").returncode == 0
+    assert cli("campaign", "add", "joint", str(run), "--week", "1").returncode == 0
+    r = cli("run", str(inv), "--dry-run", "--json", "--calibrate-from", "joint")
+    assert r.returncode == 0, r.stderr
+    est = json.loads(r.stdout)["estimate"]
+    assert est["calibrated_by"] == [str(run.resolve())]
+    # the earlier run's factor (actual / its own work) on this plan's work at its rates
+    assert est["phases"]["preflight"]["calibrated_by"] == 1
+    assert est["phases"]["preflight"]["seconds"] > 0
+    r = cli("run", str(inv), "--dry-run", "--calibrate-from", "joint")
+    assert "expected" in r.stdout and "calibrated by 1 earlier run of this inventory" in " ".join(
+        r.stdout.split()
+    )

@@ -47,4 +47,5 @@ if [[ "${NETQUAL_SKIP_APT:-0}" != 1 ]] && command -v apt-get >/dev/null; then
   .venv/bin/netqual lab rdma-shell --prepare \
     || echo "setup: guest kernel not prepared; tests/env/test_rxe_guest.py will try again"
 fi
-echo "setup: ready (.venv/bin/netqual)"
+echo "setup: ready: .venv/bin/netqual. To call it as plain \`netqual\` (as README.md's"
+echo "  script does), in your shell: source .venv/bin/activate"

@@ -25,18 +25,47 @@ def readme_script() -> str:
     return block.removeprefix("```sh\n").removesuffix("\n```") + "\n"
 
 
+ACTIVATE = "source .venv/bin/activate"  # the README's line between ./setup.sh and the script
+# What a new user's shell has: the system's PATH, no venv, no netqual.
+FRESH_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+
+def fresh_env(home: Path) -> dict[str, str]:
+    """A new login's environment (issue 36: the test used to put the venv on PATH itself,
+    and pasted after ./setup.sh the script printed `netqual: command not found`). Only
+    PYTHONPATH points the venv's netqual at this checkout, and the width is pinned."""
+    return {
+        "PATH": FRESH_PATH, "HOME": str(home), "LANG": "C.UTF-8",
+        "PYTHONPATH": str(ROOT), "NETQUAL_WIDTH": "100",
+    }  # fmt: skip
+
+
+def test_without_the_readmes_activation_netqual_is_not_found(tmp_path: Path) -> None:
+    """The fresh environment really lacks netqual: the activation line is what adds it."""
+    r = subprocess.run(
+        ["bash", "-c", "command -v netqual || echo missing"],
+        env=fresh_env(tmp_path), capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert r.stdout.strip() == "missing", r.stdout
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert f"```sh\n{ACTIVATE}" in text  # pasted as the README shows it
+
+
 @pytest.mark.slow
 def test_readme_qualifying_steps_run_verbatim(tmp_path: Path) -> None:
     script = tmp_path / "qualify.sh"
-    script.write_text(readme_script())
-    bin_dir = str(Path(sys.executable).parent)  # the venv's `netqual` and `python3`
-    env = {k: v for k, v in os.environ.items() if k != "NETQUAL_TOKEN"}
-    env.update(PATH=f"{bin_dir}:{env.get('PATH', '/usr/bin:/bin')}", NETQUAL_WIDTH="100")
-    env["PYTHONPATH"] = str(ROOT)
+    # The README's activation, run in the clone (the venv running these tests is that
+    # clone's .venv), then its script, verbatim, in an empty directory.
+    venv = Path(sys.prefix)
+    activate = ACTIVATE.replace(".venv", str(venv))
+    script.write_text(f"{activate}\ncd {tmp_path / 'work'}\n{readme_script()}")
+    (tmp_path / "work").mkdir()
+    home = tmp_path / "home"
+    home.mkdir()
     proc = subprocess.Popen(
         ["bash", str(script)],
         cwd=tmp_path,
-        env=env,
+        env=fresh_env(home),
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
@@ -50,8 +79,10 @@ def test_readme_qualifying_steps_run_verbatim(tmp_path: Path) -> None:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(proc.pid, signal.SIGTERM)
     assert "Traceback" not in output, output
-    assert "error:" not in output, output
+    assert "error:" not in output and "command not found" not in output, output
     assert "all 4 agents ready for tcp probes" in output, output
+    tmp_path = tmp_path / "work"
+    assert (tmp_path / "netqual.token").stat().st_mode & 0o777 == 0o600
     for name in ("run1", "run2"):
         doc = json.loads((tmp_path / name / "results.json").read_text())
         assert len(doc["paths"]) == 6

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import replace
 from pathlib import Path
 from typing import Annotated
@@ -41,7 +42,12 @@ MaxNodesOpt = Annotated[
 ]
 TokenOpt = Annotated[
     str | None,
-    typer.Option("--token-file", help="Token file path to write into the inventory's defaults."),
+    typer.Option(
+        "--token-file",
+        metavar="FILE",
+        help="The agents' token file (as a path from here): written into the inventory's "
+        "defaults relative to --out's directory, or absolute on stdout.",
+    ),
 ]
 NicsOpt = Annotated[
     bool,
@@ -57,6 +63,8 @@ NicsOpt = Annotated[
 def _emit(draft: Draft, out: Path | None, nics_from_agents: bool = False) -> None:
     if nics_from_agents:
         draft = _with_agent_nics(draft)
+    if draft.token_file:
+        draft = replace(draft, token_file=_token_path(draft.token_file, out))
     text = render_inventory(draft)
     if out is None:
         typer.echo(text, nl=False)
@@ -64,6 +72,16 @@ def _emit(draft: Draft, out: Path | None, nics_from_agents: bool = False) -> Non
     write_text_atomic(out, text)
     storage = f", {draft.storage_count} storage" if draft.storage_count else ""
     err_console().print(f"inventory: {out} ({len(draft.nodes)} nodes{storage})")
+
+
+def _token_path(token_file: str, out: Path | None) -> str:
+    """--token-file as the inventory must say it: a path in an inventory is read relative
+    to the inventory's directory, while the option names one relative to here. Relative to
+    --out's directory (the pair moves together), or absolute when printed to stdout."""
+    given = Path(token_file).expanduser().absolute()
+    if out is None:
+        return str(given)
+    return os.path.relpath(given, out.absolute().parent)
 
 
 def _with_agent_nics(draft: Draft) -> Draft:

@@ -198,6 +198,21 @@ def test_from_hosts_resolves_and_keeps_fields(
     assert inv.node("10.9.0.2").role is Role.STORAGE
 
 
+def test_token_file_is_written_as_the_inventory_will_read_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 36: `--token-file tok --out sub/inv.toml` wrote token_file = "tok", which the
+    inventory reads relative to sub/: check failed to find it."""
+    (tmp_path / "hosts").write_text("127.0.0.1\n")
+    (tmp_path / "sub").mkdir()
+    args = ["from-hosts", "hosts", "--token-file", "tok", "--out", "sub/inv.toml"]
+    rc, _, err = _cli(tmp_path, monkeypatch, capsys, *args)
+    assert rc == 0, err
+    assert 'token_file = "../tok"' in (tmp_path / "sub" / "inv.toml").read_text()
+    token = load_inventory(tmp_path / "sub" / "inv.toml").token_file
+    assert token is not None and token.resolve() == (tmp_path / "tok").resolve()
+
+
 def test_from_hosts_out_file_and_no_resolve(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -98,6 +98,15 @@ def demo(
     timeout: DemoTimeoutOpt = None,
     workload: WorkloadOpt = None,
     as_json: JsonOpt = False,
+    state_dir: Annotated[
+        Path | None,
+        typer.Option(
+            "--state-dir",
+            metavar="DIR",
+            help="As root: where the demo's emulated fabric keeps its state while it runs "
+            "(a lab already up elsewhere is left alone).  [default: /run/netqual-lab]",
+        ),
+    ] = None,
 ) -> None:
     """Try netqual on this machine: agents, a full run, a report.
 
@@ -130,7 +139,7 @@ def demo(
         if fallback:
             say(f"demo: loopback agents ({fallback})")
             return demo_mod.run_on_loopback(out, agents, plan, pol, progress, say, wl)
-        return demo_mod.run_on_lab(out, plan, pol, progress, say, wl)
+        return demo_mod.run_on_lab(out, plan, pol, progress, say, wl, state_dir)
 
     # A demo's agents are new (new ports, new token) each time: it starts again, it
     # cannot resume, and the next demo may replace this one.

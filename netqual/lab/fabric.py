@@ -115,7 +115,11 @@ def up(
     topo = topology or load_default()
     state_dir = (state_dir or lab_state.default_state_dir()).resolve()
     if status(state_dir).anything:
-        raise LabError(f"a lab is already up in {state_dir}; run `netqual lab down` first")
+        raise LabError(
+            f"a lab is already up in {state_dir}, perhaps someone else's: give this one its "
+            f"own --state-dir DIR (labs side by side are fine); if that lab is yours and "
+            f"done, `netqual lab down --state-dir {state_dir}` removes it"
+        )
     down(state_dir)  # sweep leftovers of a crashed lab with this state dir
     state_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
     plan = build_plan(topo, prefix_for(state_dir))

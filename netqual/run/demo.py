@@ -74,12 +74,13 @@ def run_on_lab(
     observer: RunObserver,
     say: Callable[[str], None],
     workload: Workload | None = None,
+    state_dir: Path | None = None,
 ) -> Results:
     say(
         "demo: building the emulated fabric (2 racks x 3 hosts, leaf/spine, remote storage "
         "over a WAN link); one pair at a time"
     )
-    with lab.running() as info:
+    with lab.running(state_dir=state_dir) as info:
         inv = load_inventory(info.inventory_path)
         cfg = RunConfig(
             nodes=inv.nodes,

@@ -52,28 +52,42 @@ def test_demo_rejects_a_single_agent(tmp_path: Path) -> None:
     assert "--agents" in r.stderr
 
 
-def _lab_leftovers() -> list[str]:
-    """Namespaces of the demo's own lab (the default state dir's prefix): another lab on
-    the host, with its own prefix, is not this test's leftover."""
-    from netqual.lab import default_state_dir
+def _lab_leftovers(state_dir: Path) -> list[str]:
+    """Namespaces of the demo's own lab (its state dir's prefix): another lab on the host,
+    with its own prefix, is not this test's leftover."""
     from netqual.lab.layout import prefix_for
 
-    prefix = prefix_for(default_state_dir())
+    prefix = prefix_for(state_dir.resolve())
     names = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True, check=False)
     return [line for line in names.stdout.splitlines() if line.startswith(prefix)]
 
 
 @pytest.mark.root
 @pytest.mark.slow
-def test_root_demo_builds_the_fabric_and_verdicts_follow_the_tiers(tmp_path: Path) -> None:
+def test_root_demo_builds_the_fabric_and_verdicts_follow_the_tiers(
+    tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
     if os.geteuid() != 0 or shutil.which("ip") is None:
         pytest.skip("needs root and iproute2 for network namespaces")
-    from netqual.lab import lab_available
+    from netqual import lab
 
-    if (reason := lab_available()) is not None:
+    if (reason := lab.lab_available()) is not None:
         pytest.skip(f"lab unavailable: {reason}")
-    r = demo(tmp_path, *SMALL, "--no-bulk")
+    # Someone else's lab is up (issue 36: the demo refused while any lab was up and
+    # suggested `lab down`, which would tear that one down).
+    other = tmp_path / "their-lab"
+    lab.up(state_dir=other)
+    request.addfinalizer(lambda: lab.down(other))
+    refused = demo(tmp_path, *SMALL, "--no-bulk", "--state-dir", str(other))
+    assert refused.returncode == 3, refused.stdout + refused.stderr
+    said = " ".join(refused.stderr.split())
+    assert f"a lab is already up in {other.resolve()}, perhaps someone else's" in said
+    assert "its own --state-dir DIR" in said
+    assert f"`netqual lab down --state-dir {other.resolve()}`" in said
+    mine = tmp_path / "my-lab"
+    r = demo(tmp_path, *SMALL, "--no-bulk", "--state-dir", str(mine))
     assert r.returncode == 0, r.stderr
+    assert lab.status(other).up, "the demo must leave the other lab alone"
     assert "building the emulated fabric" in r.stdout and "fabric removed" in r.stdout
     doc = json.loads((tmp_path / "out" / "results.json").read_text())
     paths = doc["paths"]
@@ -119,4 +133,4 @@ def test_root_demo_builds_the_fabric_and_verdicts_follow_the_tiers(tmp_path: Pat
 
     tiers = ("same-rack", "cross-rack", "remote")
     assert [band(median_p90(t)) for t in tiers] == ["offload-safe", "marginal", "unsafe"]
-    assert _lab_leftovers() == []
+    assert _lab_leftovers(mine) == []

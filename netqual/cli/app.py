@@ -81,6 +81,14 @@ TokenFileOpt = Annotated[
         " [default: $NETQUAL_TOKEN, else the inventory's token_file]",
     ),
 ]
+# agent, probe, doctor: no inventory, so no inventory token_file to fall back on
+LoneTokenFileOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--token-file",
+        help="File holding the shared agent token.  [default: $NETQUAL_TOKEN]",
+    ),
+]
 TransportOpt = Annotated[
     str,
     typer.Option("--transport", metavar="|".join(TRANSPORT_NAMES), help="Transport to probe with."),

@@ -15,11 +15,11 @@ from netqual.base.errors import UsageError
 from netqual.base.names import LiteralFormatter, name_problem
 from netqual.cli.app import (
     GidIndexOpt,
+    LoneTokenFileOpt,
     QpTimeoutOpt,
     RdmaDeviceOpt,
     RdmaPortOpt,
     SysfsRootOpt,
-    TokenFileOpt,
     app,
     err_console,
     split_endpoint,
@@ -33,7 +33,7 @@ def agent(
     listen: Annotated[
         str, typer.Option("--listen", metavar="HOST:PORT", help="Address to listen on.")
     ] = f"0.0.0.0:{DEFAULT_PORT}",
-    token_file: TokenFileOpt = None,
+    token_file: LoneTokenFileOpt = None,
     insecure: Annotated[
         bool, typer.Option("--insecure", help="Run without a token (lab use only).")
     ] = False,

@@ -57,10 +57,19 @@ def init(
     ] = None,
     weeks: Annotated[int, typer.Option("--weeks", help="Length of the campaign.")] = 10,
     name: Annotated[
-        str | None, typer.Option("--name", help="[default: the directory name]")
+        str | None,
+        typer.Option(
+            "--name",
+            help="The campaign's name in its reports and metrics.  [default: the directory name]",
+        ),
     ] = None,
     inventory: Annotated[
-        str | None, typer.Option("--inventory", help="The inventory the campaign qualifies.")
+        str | None,
+        typer.Option(
+            "--inventory",
+            metavar="FILE",
+            help="The inventory the campaign qualifies (recorded in campaign.toml).",
+        ),
     ] = None,
 ) -> None:
     """Start a campaign: DIR/campaign.toml with milestones week2, week6, week10.
@@ -82,7 +91,12 @@ def add(
         Path, typer.Argument(metavar="RUN_DIR", help="A run directory or results file.")
     ],
     week: Annotated[
-        int | None, typer.Option("--week", help="[default: from the run's date]")
+        int | None,
+        typer.Option(
+            "--week",
+            help="The campaign week the run belongs to.  [default: the week of its retested "
+            "run, else the week its start date falls in, else the week after the last]",
+        ),
     ] = None,
     force: Annotated[
         bool, typer.Option("--force", help="Add a run of other nodes or another policy.")

@@ -12,6 +12,7 @@ from netqual.campaign.config import CONFIG_FILE, load_campaign
 from netqual.campaign.metrics import CampaignCollector, GateMetric, RunCollector, openmetrics_text
 from netqual.cli.app import app
 from netqual.cli.cmd_gate import _today
+from netqual.cli.rundir import check_file_out
 from netqual.files.outfiles import write_text_atomic
 from netqual.gate import evaluate, load_profile
 from netqual.run.runfiles import load_run
@@ -27,11 +28,20 @@ def export(
         ),
     ],
     openmetrics: Annotated[
-        bool, typer.Option("--openmetrics", help="OpenMetrics text (the only format so far).")
-    ] = False,
+        bool,
+        typer.Option(
+            "--openmetrics", help="OpenMetrics text: the only format, so also the default."
+        ),
+    ] = True,
     out: Annotated[
-        Path | None, typer.Option("--out", help="Write here.  [default: stdout]")
+        Path | None,
+        typer.Option(
+            "--out",
+            metavar="FILE",
+            help="Write to this file, never over one unless --force.  [default: stdout]",
+        ),
     ] = None,
+    force: Annotated[bool, typer.Option("--force", help="Replace --out if it exists.")] = False,
     profile: Annotated[
         Path | None,
         typer.Option("--profile", help="For a run: also export this gate profile's outcome."),
@@ -41,11 +51,12 @@ def export(
 
     \b
     Examples:
-      netqual export run1 --openmetrics > run1.prom
-      netqual export joint --openmetrics --out joint.prom
+      netqual export run1 > run1.prom
+      netqual export joint --out joint.prom
     """
-    if not openmetrics:
-        raise UsageError("--openmetrics", "choose a format: --openmetrics")
+    del openmetrics  # the one format: the flag is accepted, and what happens without it
+    if out is not None:
+        check_file_out(out, force, "--out")  # before reading anything
     if (source / CONFIG_FILE).is_file():
         if profile is not None:
             raise UsageError("--profile", "a campaign exports its milestones' outcomes already")

@@ -148,7 +148,10 @@ def rdma_shell(
     cache_dir: Annotated[
         Path | None,
         typer.Option(
-            "--cache-dir", help="Kernel cache [$NETQUAL_VM_CACHE or ~/.cache/netqual/vm]."
+            "--cache-dir",
+            metavar="DIR",
+            help="Directory of the guest kernel cache.  [default: $NETQUAL_VM_CACHE, else "
+            "~/.cache/netqual/vm]",
         ),
     ] = None,
     cpus: Annotated[int, typer.Option("--cpus", help="Guest vCPUs.")] = 2,

@@ -19,7 +19,7 @@ def _metavar(option: TyperOption) -> str:
     kind = option.bare_type().lower().removeprefix("list[").removesuffix("]")
     name = (option.name or "").lower()
     if kind == "path" or "file" in name:
-        return "DIR" if name in {"out", "state_dir"} else "FILE"
+        return "DIR" if name in {"out", "state_dir"} or name.endswith("_dir") else "FILE"
     if kind == "int":
         return "N"
     if kind == "float":

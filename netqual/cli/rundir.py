@@ -32,6 +32,7 @@ ProgressOpt = Annotated[
         metavar="MODE",
         help="rich (live bar), plain (a line per phase and at most one per 30 s: for logs) "
         "or none.  [default: rich on a terminal, else plain]",
+        show_default=False,
     ),
 ]
 

@@ -255,6 +255,22 @@ def test_a_milestone_before_its_week_is_not_due_never_passed(
     assert "not due" not in r.stdout and "GATE PASSED" in r.stdout, r.stdout
 
 
+def test_export_needs_no_format_flag_and_replaces_a_file_only_when_forced(
+    cli: Callable[..., Run], tmp_path: Path, weeks: dict[str, Path]
+) -> None:
+    """Issue 36: export demanded --openmetrics (its only format) and overwrote --out."""
+    plain = cli("export", str(weeks["w1"]))
+    assert plain.returncode == 0, plain.stderr
+    assert plain.stdout == cli("export", str(weeks["w1"]), "--openmetrics").stdout
+    assert "netqual_paths" in plain.stdout
+    (tmp_path / "m.prom").write_text("keep me\n")
+    r = cli("export", str(weeks["w1"]), "--out", "m.prom")
+    assert r.returncode == 2 and "m.prom already exists" in r.stderr and "--force" in r.stderr
+    assert (tmp_path / "m.prom").read_text() == "keep me\n"
+    assert cli("export", str(weeks["w1"]), "--out", "m.prom", "--force").returncode == 0
+    assert "netqual_paths" in (tmp_path / "m.prom").read_text()
+
+
 # The columns of `paths` each version added (version 1's are the rest)
 _ADDED_IN_3 = ("transport", *(f"ci95_{m}_{e}_us" for m in ("p50", "p90", "p99", "p999")
                               for e in ("low", "high")))  # fmt: skip

@@ -74,6 +74,54 @@ def test_options_that_take_a_value_name_it(
     assert "[default: the inventory's [run] mode, else full-mesh]" in " ".join(mode.split())
 
 
+def _options() -> list[tuple[str, typer.core.TyperOption]]:
+    from netqual.cli import app, register
+    from netqual.cli.helpstyle import polish
+
+    register()
+    out: list[tuple[str, typer.core.TyperOption]] = []
+
+    def walk(cmd: object, prefix: list[str]) -> None:
+        for p in getattr(cmd, "params", []):
+            if isinstance(p, typer.core.TyperOption) and p.name != "help":
+                out.append((" ".join(prefix), p))
+        for name, sub in getattr(cmd, "commands", {}).items():
+            walk(sub, [*prefix, name])
+
+    walk(polish(typer.main.get_command(app)), [])
+    return out
+
+
+def test_every_option_says_what_it_is_and_shows_one_default() -> None:
+    """Issue 36: `campaign init --name`, `campaign add --week` and `campaign gate
+    --milestone` had no help but a default; `run --progress` listed two defaults."""
+    bare, twice = [], []
+    for where, opt in _options():
+        own = re.findall(r"\[default:[^\]]*\]", opt.help or "")
+        if not re.sub(r"\[default:[^\]]*\]", "", opt.help or "").strip():
+            bare.append(f"{where} {opt.opts[0]}")
+        shown = opt.show_default is not False and opt.default not in (None, False, ())
+        if len(own) > 1 or (own and shown and not opt.is_flag):
+            twice.append(f"{where} {opt.opts[0]}")
+    assert bare == [] and twice == []
+
+
+def test_metavars_say_file_or_directory_and_lone_commands_name_no_inventory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    def help_of(*words: str) -> str:
+        return run_in_process([*words, "--help"], tmp_path, monkeypatch, capsys).stdout
+
+    assert "--out FILE" in help_of("export")  # a file (it said DIR)
+    assert "--cache-dir DIR" in help_of("lab", "rdma-shell")  # a directory (it said FILE)
+    for words in (["agent"], ["probe"]):  # no inventory to take a token_file from
+        text = " ".join(help_of(*words).split())
+        assert "inventory's token_file" not in text and "[default: $NETQUAL_TOKEN]" in text
+    progress = help_of("run")
+    block = " ".join(progress[progress.index("--progress") :].split())[:200]
+    assert block.count("[default:") == 1, block
+
+
 def test_version(tmp_path: Path) -> None:
     from netqual import __version__
 

@@ -3,25 +3,20 @@
 from __future__ import annotations
 
 import re
+from fractions import Fraction
 
-_SUFFIXES = {
-    "": 1,
-    "b": 1,
-    "k": 1000,
-    "kb": 1000,
-    "kib": 1 << 10,
-    "m": 1000**2,
-    "mb": 1000**2,
-    "mib": 1 << 20,
-    "g": 1000**3,
-    "gb": 1000**3,
-    "gib": 1 << 30,
-}
-_SIZE_RE = re.compile(r"^\s*(\d+)\s*([a-zA-Z]*)\s*$")
+# IEC binary units in any case ("64KiB", "64kib"), SI decimal units as SI spells them
+# ("64kB", "8MB", "1GB"), bytes ("64", "64B"). A spelling that could mean either ("64kb",
+# "64KB", "64k", "8mb", "8M") is refused with both readings: a chunk 2.4% smaller than
+# the engine's block is a different measurement, and nothing should pick it silently.
+_BINARY = {"kib": 1 << 10, "mib": 1 << 20, "gib": 1 << 30}
+_DECIMAL = {"kB": 1000, "MB": 1000**2, "GB": 1000**3}
+_SIZE_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*$")
 
 
 def parse_size(text: str | int) -> int:
-    """Parse ``64``, ``64KiB``, ``8MiB``, ``1GB`` into bytes. Raises ValueError."""
+    """Parse ``64``, ``64KiB``, ``1.5MiB``, ``64kB`` (SI), ``1GB`` into bytes; a fraction
+    must come to whole bytes. Raises ValueError."""
     if isinstance(text, bool):
         raise ValueError(f"not a size: {text!r}")
     if isinstance(text, int):
@@ -30,12 +25,33 @@ def parse_size(text: str | int) -> int:
         return text
     m = _SIZE_RE.match(text)
     if not m:
-        raise ValueError(f"not a size: {text!r} (examples: 64, 64KiB, 8MiB)")
+        raise ValueError(f"not a size: {text!r} (examples: 64, 64KiB, 1.5MiB, 8MiB)")
     number, suffix = m.groups()
-    factor = _SUFFIXES.get(suffix.lower())
-    if factor is None:
-        raise ValueError(f"unknown size suffix {suffix!r} in {text!r} (use B, KiB, MiB, GiB)")
-    return int(number) * factor
+    if suffix.lower() in ("", "b"):
+        factor = 1
+    elif suffix.lower() in _BINARY:
+        factor = _BINARY[suffix.lower()]
+    elif suffix in _DECIMAL:
+        factor = _DECIMAL[suffix]
+    else:
+        binary = next((k for k in _BINARY if k[0] == suffix[0].lower()), None)
+        if binary is None:
+            raise ValueError(f"unknown size suffix {suffix!r} in {text!r} (use B, KiB, MiB, GiB)")
+        si = next(k for k in _DECIMAL if k[0].lower() == binary[0])
+        exact = Fraction(number)
+        raise ValueError(
+            f"{text!r} is ambiguous: write {number}{binary[0].upper()}iB "
+            f"({_whole(exact * _BINARY[binary]):,} bytes) or {number}{si} "
+            f"({_whole(exact * _DECIMAL[si]):,} bytes)"
+        )
+    n_bytes = Fraction(number) * factor
+    if n_bytes.denominator != 1:
+        raise ValueError(f"{text!r} is not a whole number of bytes ({float(n_bytes):,.1f})")
+    return int(n_bytes)
+
+
+def _whole(x: Fraction) -> float | int:
+    return int(x) if x.denominator == 1 else float(x)
 
 
 def format_size(n_bytes: int) -> str:

@@ -67,8 +67,10 @@ def fanin_config(
         raise UsageError("--fanin", f"levels must be 1 to {MAX_LEVEL}, got {levels!r}")
     if mode is not Mode.BIPARTITE:
         raise UsageError("--fanin", "needs --mode bipartite (readers are compute nodes)")
-    if profile not in PROFILES:
+    known = {name.lower(): name for name in PROFILES}
+    if profile.lower() not in known:
         raise UsageError("--fetch-profile", f"unknown {profile!r} (known: {', '.join(PROFILES)})")
+    profile = known[profile.lower()]  # names in any case
     if not 1 <= chunks <= 1_000_000:
         raise UsageError("--fanin-chunks", f"must be 1 to 1000000, got {chunks}")
     try:

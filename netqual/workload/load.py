@@ -56,13 +56,22 @@ def model_names() -> list[str]:
     return sorted(p.stem for p in MODELS_DIR.glob("*.json"))
 
 
+def _shipped(directory: Path, suffix: str, name: str) -> Path | None:
+    """A shipped file by name, in any case ("Llama-3.1-70B-TP8" is llama-3.1-70b-tp8)."""
+    if "/" in name:
+        return None
+    return next(
+        (p for p in sorted(directory.glob(f"*{suffix}")) if p.stem.lower() == name.lower()), None
+    )
+
+
 def resolve(text: str) -> Path:
     """A workload argument: an existing file, else the name of a shipped preset."""
     path = Path(text)
     if path.is_file():
         return path
-    preset = PRESETS_DIR / f"{text}.toml"
-    if "/" not in text and preset.is_file():
+    preset = _shipped(PRESETS_DIR, ".toml", text)
+    if preset is not None:
         return preset
     raise WorkloadError(
         text, f"no such file, and not a preset (presets: {', '.join(preset_names())})"
@@ -185,8 +194,8 @@ def _model_path(f: Fields, base: Path) -> Path:
     candidate = path if path.is_absolute() else base / path
     if candidate.is_file():
         return candidate
-    shipped = MODELS_DIR / f"{text}.json"
-    if "/" not in text and shipped.is_file():
+    shipped = _shipped(MODELS_DIR, ".json", text)
+    if shipped is not None:
         return shipped
     raise f.fail(
         "model",

@@ -4,6 +4,7 @@ entry point, fast); a few cases run ``python -m netqual`` to cover the process b
 
 from __future__ import annotations
 
+import json
 import socket
 import subprocess
 import sys
@@ -237,3 +238,39 @@ def test_bad_agent_options(capsys: pytest.CaptureFixture[str], option: str, valu
     code, err = run_main(capsys, "agent", "--insecure", option, value)
     assert code == 2
     assert f"error: command line: {option}: " in err
+
+
+def test_sizes_say_which_unit_and_take_whole_fractions(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 36: `--chunk 64kb` silently meant 64,000 bytes; `--chunk 1.5MiB` was refused
+    while netqual itself prints sizes like 7936KiB."""
+    inv = tmp_path / "inv.toml"
+    inv.write_text(GOOD_NODES)
+
+    def dry(*chunk: str) -> tuple[int, str, str]:
+        code = main(["run", str(inv), "--dry-run", "--json", *chunk])
+        out, err = capsys.readouterr()
+        return code, out, " ".join(err.split())
+
+    code, _, err = dry("--chunk", "64kb")
+    assert code == 2 and "--chunk" in err
+    assert "'64kb' is ambiguous: write 64KiB (65,536 bytes) or 64kB (64,000 bytes)" in err
+    assert dry("--chunk", "8M")[0] == 2
+    code, out, _ = dry("--chunk", "1.5MiB", "--chunk", "64kB")
+    assert code == 0 and json.loads(out)["plan"]["chunks_bytes"] == [1_572_864, 64_000]
+    code, _, err = dry("--chunk", "1.3KiB")
+    assert code == 2 and "not a whole number of bytes (1,331.2)" in err
+
+
+def test_presets_and_fetch_profiles_in_any_case(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["workload", "Llama-3.1-70B-TP8", "--json"]) == 0
+    shown = capsys.readouterr().out
+    assert main(["workload", "llama-3.1-70b-tp8", "--json"]) == 0
+    assert capsys.readouterr().out == shown
+    inv = tmp_path / "inv.toml"
+    inv.write_text(GOOD_NODES)
+    args = ["run", str(inv), "--dry-run", "--mode", "bipartite", "--fanin", "1"]
+    assert main([*args, "--fetch-profile", "LMCache"]) == 0, capsys.readouterr().err

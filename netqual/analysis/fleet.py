@@ -128,9 +128,9 @@ def key_rows(result: FleetResult) -> list[tuple[str, list[tuple[str, list[str]]]
 def nodes_text(names: Sequence[str], total: int) -> str:
     """'all 4' or 'a1, a2 +3'."""
     if len(names) == total and total > 1:
-        return f"all {total}"
+        return f"all {total:,}"
     shown = ", ".join(names[:6])
-    return shown + (f" +{len(names) - 6}" if len(names) > 6 else "")
+    return shown + (f" +{len(names) - 6:,}" if len(names) > 6 else "")
 
 
 # -- [fleet] in the policy file --------------------------------------------------------

@@ -162,7 +162,7 @@ def _worse_than_best(
         (waived if excused else failing).append(Finding(src, dst, detail))
     status = Status.FAIL if failing else Status.PASS
     message = (
-        f"{len(failing)} of {len(best)} paths with p99 more than {rules.increase_pct:g}%"
+        f"{len(failing):,} of {len(best):,} paths with p99 more than {rules.increase_pct:g}%"
         f" and {rules.min_delta_us:g} us above their best week"
     )
     return Outcome(name, status, message, tuple(failing), tuple(waived))
@@ -188,5 +188,5 @@ def _suspect_age(campaign: Campaign, store: Store, target: RunRow) -> Outcome:
         if target.week - first > limit
     ]
     status = Status.FAIL if old else Status.PASS
-    message = f"{len(old)} of {len(rows)} open suspects first seen more than {limit} weeks ago"
+    message = f"{len(old):,} of {len(rows):,} open suspects first seen more than {limit} weeks ago"
     return Outcome(name, status, message, tuple(old))

@@ -43,7 +43,7 @@ class MinFaninReaders(Rule):
             return Outcome(
                 self.name,
                 Status.FAIL,
-                f"{len(failing)} of {len(mine)} storage node(s) not safe up to "
+                f"{len(failing):,} of {len(mine):,} storage node(s) not safe up to "
                 f"{self.readers} readers: first {first.src}: {first.detail}",
                 failing,
             )

@@ -128,7 +128,7 @@ class MinSafeFraction(Rule):
         ok_count = total - len(failing)
         share = ok_count / total if total else 1.0
         msg = (
-            f"{ok_count} of {total} paths offload-safe or waived "
+            f"{ok_count:,} of {total:,} paths offload-safe or waived "
             f"({share:.1%}, minimum {self.fraction:.1%})"
         )
         return self._outcome(share >= self.fraction, msg, failing, waived)

@@ -37,7 +37,7 @@ def print_check(console: Console, report: PreflightReport) -> None:
     if bad:
         console.print(
             Text(
-                f"{bad} of {len(report.nodes)} nodes not ready ({report.duration_s:.1f} s)",
+                f"{bad:,} of {len(report.nodes):,} nodes not ready ({report.duration_s:.1f} s)",
                 style="bold red",
             )
         )

@@ -54,7 +54,7 @@ def print_diff(console: Console, d: RunDiff) -> None:
     )
     judged = d.judged
     noise = (
-        f"{len(d.noise)} of {judged} changes lie within the run-to-run noise "
+        f"{len(d.noise):,} of {judged:,} changes lie within the run-to-run noise "
         f"(the two runs' 95% confidence intervals of {m} overlap)"
         if judged
         else "run-to-run noise unknown (no confidence intervals in these results)"

@@ -17,24 +17,46 @@ OUTLIERS_SHOWN = 3  # in the one-line form
 DEVICES_SHOWN = 32  # nodes whose device line check --fleet prints
 
 
+def grouped(result: FleetResult) -> list[str]:
+    """One line per deviation, naming every node that has it: 'gpu01, gpu02: mtu 1500
+    (expected 9000)', 'all 1,000 nodes: ...' (one deviation on 1,000 nodes was 1,000
+    identical lines)."""
+    groups: dict[tuple[str, str, str | None, str], list[str]] = {}
+    for o in result.outliers:
+        groups.setdefault((o.key, o.value, o.nic, o.against), []).append(o.node)
+    total = len(result.snapshot)
+    out = []
+    for o in result.outliers:
+        nodes = groups.pop((o.key, o.value, o.nic, o.against), None)
+        if nodes is None:
+            continue  # its group is written already
+        if len(nodes) == total and total > 2:
+            who = f"all {total:,} nodes"
+        else:
+            who = ", ".join(nodes[:6]) + (f" and {len(nodes) - 6:,} more" if len(nodes) > 6 else "")
+        out.append(f"{who}: {o.finding}")
+    return out
+
+
 def fleet_line(result: FleetResult) -> Text:
     """'configuration: 9 keys alike on 4 nodes' or the first outliers in red."""
     n = len(result.snapshot)
     if not result.outliers:
-        return Text(f"configuration: no outliers among {n} node snapshots", style="dim")
-    first = "; ".join(o.text for o in result.outliers[:OUTLIERS_SHOWN])
-    more = len(result.outliers) - OUTLIERS_SHOWN
+        return Text(f"configuration: no outliers among {n:,} node snapshots", style="dim")
+    lines = grouped(result)
+    first = "; ".join(lines[:OUTLIERS_SHOWN])
+    more = len(lines) - OUTLIERS_SHOWN
     rest = f" (+{more} more: netqual check --fleet)" if more > 0 else ""
     count = len(result.outliers)
     word = "outlier" if count == 1 else "outliers"
-    return Text(f"configuration: {count} {word}: {first}{rest}", style="bold red")
+    return Text(f"configuration: {count:,} {word}: {first}{rest}", style="bold red")
 
 
 def print_fleet(console: Console, result: FleetResult, missing: list[str]) -> None:
     """``missing``: nodes without a snapshot (their agent failed the check)."""
     console.print(Text("Configuration", style="bold"))
-    for o in result.outliers:
-        console.print(Text(f"  outlier {o.text}", style="red"), soft_wrap=True)
+    for line in grouped(result):
+        console.print(Text(f"  outlier {line}", style="red"), soft_wrap=True)
     for name in missing:
         console.print(Text(f"  {name}: no configuration snapshot", style="yellow"))
     snaps = result.snapshot

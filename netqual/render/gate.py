@@ -61,7 +61,7 @@ def print_gate(console: Console, report: GateReport) -> None:
         names = ", ".join(o.rule for o in report.failed)
         console.print(
             Text(
-                f"GATE FAILED: {len(report.failed)} of {len(report.outcomes)} rules failed "
+                f"GATE FAILED: {len(report.failed):,} of {len(report.outcomes):,} rules failed "
                 f"({names})",
                 style="bold red",
             ),

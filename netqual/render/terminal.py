@@ -136,7 +136,7 @@ def _suspect_line(s: Suspect) -> str:
         return f"asymmetry {s.subject}: {path(e.forward)} vs {path(e.reverse)}{times}"
     if isinstance(e, RailEvidence):
         shown = ", ".join(e.bad_nics)
-        head = f"rail {e.rail}: {len(e.bad_nics)} of {e.nics} NICs bad ({shown})"
+        head = f"rail {e.rail}: {len(e.bad_nics):,} of {e.nics:,} NICs bad ({shown})"
         return f"{head}; worst {path(e.worst)}"
     if isinstance(e, LinkEvidence):
         p = e.path
@@ -150,7 +150,7 @@ def _suspect_line(s: Suspect) -> str:
     if mine is not None and overall is not None:
         median = f", median {metric} {format_us(mine)} us vs {format_us(overall)} us over all paths"
     line = (
-        f"{s.kind.value} {s.subject}: {e.bad_paths} of {e.paths} paths not "
+        f"{s.kind.value} {s.subject}: {e.bad_paths:,} of {e.paths:,} paths not "
         f"offload-safe{median}; worst {path(e.worst)}"
     )
     if isinstance(e, NicEvidence):
@@ -163,7 +163,7 @@ def _other_nic(o: OtherNic, metric: str) -> str:
     """Another NIC of a suspect NIC's node: its rail, bad paths and median."""
     m = o.median_us
     shown = f", median {metric} {format_us(m)} us" if m is not None else ""
-    return f"{o.nic} (rail {o.rail}) {o.bad_paths} of {o.paths} bad{shown}"
+    return f"{o.nic} (rail {o.rail}) {o.bad_paths:,} of {o.paths:,} bad{shown}"
 
 
 def print_suspects(console: Console, results: Results, limit: int | None = SUSPECTS_SHOWN) -> None:
@@ -216,9 +216,9 @@ def print_groups(
     grouping: Grouping,
     limit: int | None = None,
 ) -> None:
-    """One row per group; with ``limit``, only the worst groups (largest share of paths
-    not offload-safe, then most unsafe, then worst p99) in their usual order, and a line
-    for the rest."""
+    """One row per group; with ``limit``, only the worst groups, worst first (largest
+    share of paths not offload-safe, then most unsafe, then worst p99), and a line for
+    the rest."""
     rows = group_paths(results.paths, grouping)
     hidden: list[GroupRow] = []
     if limit is not None and len(rows) > limit:
@@ -232,7 +232,7 @@ def print_groups(
         )
         keep = set(ranked[:limit])
         hidden = [r for i, r in enumerate(rows) if i not in keep]
-        rows = [r for i, r in enumerate(rows) if i in keep]
+        rows = [rows[i] for i in ranked[:limit]]
     per_hop = title == "hops"
     # Short headers: the table fits 80 columns without wrapping one (us = microseconds).
     table = Table(title=f"by {title} (us)", title_justify="left")

@@ -135,7 +135,7 @@ def recommend(results: Results, expired_waivers: Sequence[str] = ()) -> list[Rec
             Recommendation(
                 "unsafe",
                 f"Keep {s.subject} on local NVMe",
-                f"{e.bad_paths} of {e.paths} paths of {s.subject} are not offload-safe "
+                f"{e.bad_paths:,} of {e.paths:,} paths of {s.subject} are not offload-safe "
                 f"(worst {_short(e.worst, metric)}). Check its NIC, cable and switch "
                 "port (and NIC firmware and MTU), then re-test it.",
             )
@@ -225,8 +225,8 @@ def _tiers(results: Results, far: set[Tier]) -> list[Recommendation]:
         hop_text = f" ({'/'.join(map(str, hops))} hops)" if hops else ""
         unsafe = bool((table.verdict[bad] == Verdict.UNSAFE.rank).any())
         share = (
-            f"{int(bad.sum())} of {int(paths.sum())} {tier.value} paths{hop_text} are not "
-            f"offload-safe{spread}, while {near_safe} of {int(near.sum())} same-rack paths are "
+            f"{int(bad.sum()):,} of {int(paths.sum()):,} {tier.value} paths{hop_text} are not "
+            f"offload-safe{spread}, while {near_safe:,} of {int(near.sum()):,} same-rack paths are "
             f"within {fmt.us(policy.safe_max_us)}."
         )
         if tier is Tier.CROSS_RACK:
@@ -261,12 +261,12 @@ def _nic(s: Suspect, metric: Metric) -> Recommendation:
     assert isinstance(e, NicEvidence)
     fine = ""
     if e.other_nics:
-        listed = ", ".join(f"{o.nic}: {o.bad_paths} of {o.paths} bad" for o in e.other_nics)
+        listed = ", ".join(f"{o.nic}: {o.bad_paths:,} of {o.paths:,} bad" for o in e.other_nics)
         fine = f" while its other rails are fine ({listed})"
     return Recommendation(
         "unsafe",
         f"Check NIC {e.nic} of {e.node} (rail {e.rail})",
-        f"{e.bad_paths} of {e.paths} paths of {s.subject} are not offload-safe{fine} "
+        f"{e.bad_paths:,} of {e.paths:,} paths of {s.subject} are not offload-safe{fine} "
         f"(worst {_short(e.worst, metric)}). Check that NIC's cable, transceiver and "
         "switch port on its rail (and its firmware and MTU), then re-test it.",
     )
@@ -279,7 +279,7 @@ def _rail(s: Suspect) -> Recommendation:
     return Recommendation(
         "unsafe",
         f"Check the switch plane of {s.subject}",
-        f"{len(e.bad_nics)} of {e.nics} NICs on {s.subject} "
+        f"{len(e.bad_nics):,} of {e.nics:,} NICs on {s.subject} "
         f"are not offload-safe ({listed(list(e.bad_nics))}): the rail's switches or their "
         "uplinks are the common cause. Keep KV traffic off this rail until a re-test passes.",
     )
@@ -297,6 +297,6 @@ def _rack_pair(s: Suspect, metric: Metric) -> Recommendation:
     return Recommendation(
         "unsafe" if e.worst.verdict is Verdict.UNSAFE else "marginal",
         title,
-        f"{e.bad_paths} of {e.paths} paths are not offload-safe "
+        f"{e.bad_paths:,} of {e.paths:,} paths are not offload-safe "
         f"(worst {_short(e.worst, metric)}). {hint}; then re-test.",
     )

@@ -108,7 +108,8 @@ def finalise(
         checked = inter is not None and inter.sample > 0
         sched["interference"] = "checked" if checked else "no measured paths to sample"
     table = rec.measured([n.name for n in cfg.endpoints])
-    sched |= _estimate_and_actual(cfg, out_dir, pairing, spent, table, inter, stopped)
+    timing = _estimate_and_actual(cfg, pairing, spent, table, inter, stopped)
+    sched |= timing
     meta = RunMeta(
         started_at=started,
         finished_at=now_iso(),
@@ -150,12 +151,22 @@ def finalise(
     )
     results = decide(results)
     write_json(RunDir(out_dir).results_json, results)
+    # run.json: what the run expected of each phase and what it took (after results.json:
+    # a directory that refuses writes is reported for the results first)
+    actual = timing["actual"]
+    resume_mod.record_phases(
+        out_dir,
+        {
+            name: {"estimate_s": est["seconds"], "actual_s": actual.get(f"{name}_s")}
+            for name, est in timing["estimate"].items()
+            if isinstance(est, dict) and "seconds" in est
+        },
+    )
     return results
 
 
 def _estimate_and_actual(
     cfg: RunConfig,
-    out_dir: Path,
     pairing: schedule.Schedule,
     spent: Spent,
     table: PathTable,
@@ -164,8 +175,7 @@ def _estimate_and_actual(
 ) -> dict[str, Any]:
     """``run.schedule`` estimate (the dry run's, calibrated by ``--calibrate-from`` when
     given), actual and calibration (this run's phases priced at its own rates, what a later
-    ``--calibrate-from`` divides its actual times by); run.json gets estimate_s and
-    actual_s per phase."""
+    ``--calibrate-from`` divides its actual times by)."""
     # the dry run's model, with this host's cores when every agent is on loopback
     transport = cfg.transport.value
     model = estimate.DurationModel(shared_cores=estimate.local_cores(pairing.nodes))
@@ -208,11 +218,4 @@ def _estimate_and_actual(
         sample = inter.sample if inter is not None else 0
         rates = calibration.Rates.of(table, cfg.plan)
         out["calibration"] = {"work_s": estimate.work_record(estimated, shape(sample), rates)}
-    resume_mod.record_phases(
-        out_dir,
-        {
-            p.name: {"estimate_s": round(p.seconds, 3), "actual_s": actual.get(f"{p.name}_s")}
-            for p in shown
-        },
-    )
     return out

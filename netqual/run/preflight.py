@@ -278,7 +278,7 @@ class PreflightFailed(NetqualError):
         bad = report.failed
         names = ", ".join(n.node for n in bad[:5]) + (" ..." if len(bad) > 5 else "")
         super().__init__(
-            f"pre-flight check failed on {len(bad)} of {len(report.nodes)} nodes ({names}); "
+            f"pre-flight check failed on {len(bad):,} of {len(report.nodes):,} nodes ({names}); "
             "nothing was measured. Fix the inventory or the agents (netqual check), or run "
             "with --keep-going to measure the rest (their pairs: not measured, configuration)"
         )

@@ -150,9 +150,9 @@ def two_verdicts_sentence(results: Results) -> str | None:
     safe = results.summary.counts.get(Verdict.SAFE, 0)
     metric = results.run.policy.metric.value
     return (
-        f"RTT lines ({metric}): {rtt_safe} of {total} paths offload-safe; workload "
-        f"({w.model.name}, TP{w.tp}): {wl_safe} of {total}. A path's verdict is the worse of "
-        f"the two and of the rest of the evidence: {safe} of {total} offload-safe, and "
+        f"RTT lines ({metric}): {rtt_safe:,} of {total:,} paths offload-safe; workload "
+        f"({w.model.name}, TP{w.tp}): {wl_safe:,} of {total:,}. A path's verdict is the worse of "
+        f"the two and of the rest of the evidence: {safe:,} of {total:,} offload-safe, and "
         "`netqual gate` judges it (docs/policy.md)."
     )
 
@@ -165,5 +165,5 @@ def impact_sentence(results: Results, w: Workload) -> str:
     return (
         f"What this means for {w.model.name} (TP{w.tp}, {w.chunk_tokens}-token chunks of "
         f"{format_bytes(w.chunk_bytes)} per rank, {format_duration_us(w.budget_us)} to {kind}): "
-        f"offload-safe on {counts[Verdict.SAFE]} of {total} paths"
+        f"offload-safe on {counts[Verdict.SAFE]:,} of {total:,} paths"
     )

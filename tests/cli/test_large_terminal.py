@@ -3,6 +3,7 @@ suspects by default, every one with --all; counts grouped (15,563)."""
 
 from __future__ import annotations
 
+import re
 import sys
 from pathlib import Path
 
@@ -38,7 +39,17 @@ def test_default_report_fits_60_lines_and_names_the_worst(
     sentence = next(ln for ln in lines if ln.startswith("39,921 of 41,328 paths offload-safe"))
     assert "289 unsafe" in sentence and "1,118 marginal" in sentence
     assert "by rack pair (us): the 8 worst of 45" in r.stdout
-    assert "r001 <-> r002" in r.stdout  # the all-marginal rack pair is among the shown
+    # worst first (issue 36: listed in rack order, the 100%-marginal pair last): the
+    # all-marginal rack pair heads the table, and each row's share of bad paths (marginal
+    # plus unsafe over paths) never rises down the table
+    at = lines.index(next(x for x in lines if x.startswith("by rack pair (us): the 8 worst")))
+    rows = [x.split("│")[1:-1] for x in lines[at + 1 : at + 14] if "<->" in x]
+    cells = [[c.strip().replace(",", "") for c in row] for row in rows]
+    assert len(cells) == 8 and cells[0][0] == "r001 <-> r002", r.stdout
+    share = [(int(c[5]) + int(c[6])) / int(c[1]) for c in cells]
+    assert share == sorted(share, reverse=True), r.stdout
+    # and a suspect's counts are grouped too ("1,023 of 1,023", not "1023 of 1023")
+    assert not [x for x in lines if re.search(r"\d{4} of \d", x)], r.stdout
     assert "... 37 more rack pairs" in r.stdout and "--all shows every one" in r.stdout
     assert "more in results.json (--all shows them)" in r.stdout
     everything = run_in_process(["report", str(big), "--all"], tmp_path, monkeypatch, capsys)

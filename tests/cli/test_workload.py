@@ -373,3 +373,19 @@ def test_ranks_together_hold_at_least_the_model(
         assert per_rank * tp == total
     else:
         assert per_rank * tp == total * (tp // kv_heads)
+
+
+def test_every_workload_the_docs_name_is_a_preset_or_a_file() -> None:
+    """Issue 36: docs/campaign.md showed `workload = "llama3-70b"`, which is no preset."""
+    import re
+
+    named = {
+        (doc.name, m.group(1))
+        for doc in (REPO / "docs").glob("*.md")
+        for m in re.finditer(r'workload = "([^"]+)"', doc.read_text(encoding="utf-8"))
+    }
+    assert named, "the docs show a milestone workload"
+    presets = {p.lower() for p in preset_names()}
+    wrong = [(doc, w) for doc, w in named if "/" not in w and not w.endswith(".toml")
+             and w.lower() not in presets]  # fmt: skip
+    assert wrong == []

@@ -183,6 +183,29 @@ def test_expected_values_come_first_and_unknown_does_not_pass() -> None:
     assert len(found.unexpected) == 2 and len(found.consistency) == 1
 
 
+def test_one_deviation_on_many_nodes_is_one_line() -> None:
+    """Issue 36: `check --fleet` printed one identical line per node for one deviation
+    (1,000 lines at 1,000 nodes)."""
+    import io
+
+    from rich.console import Console
+
+    from netqual.render.fleet import fleet_line, print_fleet
+
+    snaps = [snap(f"n{i:04d}", mtu="1500") for i in range(1000)]
+    found = fleet.evaluate(snaps, policy=FleetPolicy(expected=(("mtu", "9000"),)))
+    assert len(found.outliers) == 1000
+    buf = io.StringIO()
+    print_fleet(Console(file=buf, width=100, color_system=None), found, [])
+    lines = [x.strip() for x in buf.getvalue().splitlines() if "outlier" in x]
+    assert lines == ["outlier all 1,000 nodes: mtu 1500 (expected 9000)"]
+    assert "1,000 outliers: all 1,000 nodes: mtu 1500" in fleet_line(found).plain
+    two = fleet.evaluate([*snaps[:3], snap("x", mtu="9000")], policy=FleetPolicy())
+    buf = io.StringIO()
+    print_fleet(Console(file=buf, width=100, color_system=None), two, [])
+    assert "outlier x: mtu 9000 (majority 1500 on n0000, n0001, n0002)" in buf.getvalue()
+
+
 def test_fleet_policy_section_is_validated_naming_the_field(tmp_path: Path) -> None:
     good = tmp_path / "good.toml"
     good.write_text(

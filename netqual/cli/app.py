@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, TextIO
 
 import typer
 
@@ -61,16 +62,28 @@ def _root(
     """
 
 
+PIPED_WIDTH = 120  # columns of output that goes to a file or pipe (README: NETQUAL_WIDTH)
+
+
+def _width(stream: TextIO) -> int | None:
+    """NETQUAL_WIDTH pins the width (tests, CI logs); else a terminal's own width (rich
+    asks it, or reads COLUMNS); else, piped or redirected, ``PIPED_WIDTH`` rather than
+    rich's 80, which split tables and headlines of a log in two."""
+    width = os.environ.get("NETQUAL_WIDTH", "")
+    if width.isdigit() and int(width) > 0:
+        return int(width)
+    if os.environ.get("COLUMNS") or stream.isatty():
+        return None
+    return PIPED_WIDTH
+
+
 def console() -> LiteralConsole:
-    """Console for human output, text always literal (netqual.render.console).
-    NETQUAL_WIDTH pins the width (tests, CI logs)."""
-    width = os.environ.get("NETQUAL_WIDTH")
-    return LiteralConsole(width=int(width) if width else None)
+    """Console for human output, text always literal (netqual.render.console)."""
+    return LiteralConsole(width=_width(sys.stdout))
 
 
 def err_console() -> LiteralConsole:
-    width = os.environ.get("NETQUAL_WIDTH")
-    return LiteralConsole(stderr=True, width=int(width) if width else None)
+    return LiteralConsole(stderr=True, width=_width(sys.stderr))
 
 
 TokenFileOpt = Annotated[

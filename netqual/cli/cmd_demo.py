@@ -144,4 +144,4 @@ def demo(
     # A demo's agents are new (new ports, new token) each time: it starts again, it
     # cannot resume, and the next demo may replace this one.
     again = f"a demo does not resume: start it again with {rundir.resume_command(out, False)}"
-    measure_into(out, as_json, "auto", pol.metric, measure, again=again)
+    measure_into(out, as_json, "auto", pol.metric, measure, again=again, shown_on=c)

@@ -341,5 +341,6 @@ def run(
             raise
 
     measure_into(
-        out, as_json, progress, pol.metric, measure, lambda r: gate_banner(r, prof, baseline)
-    )
+        out, as_json, progress, pol.metric, measure, lambda r: gate_banner(r, prof, baseline),
+        shown_on=c,
+    )  # fmt: skip

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich.console import Console
 
 from netqual.base.errors import OutputError
 from netqual.cli import rundir
@@ -84,12 +85,16 @@ def measure_into(
     measure: Callable[[RunObserver], Results],
     gate: Callable[[Results], GateBanner | None] = lambda results: None,
     again: str | None = None,
+    shown_on: Console | None = None,
 ) -> Results:
     """The one way run, retest and demo measure into ``out`` and stop. SIGINT and SIGTERM
     stop ``measure`` in any phase; it returns the results finalised so far (incomplete),
     which are written like a finished run's, and the command then exits 130 or 143 with
-    ``again`` (default: resume with the same command plus --resume)."""
-    c = err_console() if as_json else console()
+    ``again`` (default: resume with the same command plus --resume). ``shown_on``: the
+    console ``measure`` prints on (the pre-flight check, the demo's notes): the live bar
+    must be drawn on that same console, or each line printed beside it leaves a stale copy
+    of the bar behind."""
+    c = shown_on or (err_console() if as_json else console())
     again = again or f"resume with {rundir.resume_command(out)}"
     try:
         try:

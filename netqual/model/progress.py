@@ -105,6 +105,14 @@ class PhaseState:
         parts.append(f"{item_unit} {self.items_done}/{self.items}")
         return ", ".join(parts)
 
+    def end_line(self, word: str = "done") -> str:
+        """'ping-pong done: pairs 28/28 in 0:00:12', when the phase ends (logs)."""
+        _, item_unit = UNITS[self.stage]
+        return (
+            f"{self.stage.value} {word}: {item_unit} {self.items_done}/{self.items} in "
+            f"{clock_text(self.elapsed_s())}"
+        )
+
     def line(self) -> str:
         """The whole state in one line, for logs."""
         eta = self.eta_s()

@@ -2,8 +2,9 @@
 rounds, bulk waves, interference sample), its counts, elapsed time, an ETA from the
 phase's measured rate, and the worst path so far.
 
-``--progress``: ``rich`` a live bar on a terminal; ``plain`` one line per phase change and
-at most one line per 30 s in between (logs: Slurm .out files, pipes, pod logs); ``none``;
+``--progress``: ``rich`` a live bar on a terminal; ``plain`` one line when a phase starts,
+one when it ends, and at most one per 30 s in between (logs: Slurm .out files, pipes, pod
+logs); ``none``;
 ``auto`` (default) is rich on a terminal, else plain.
 """
 
@@ -131,8 +132,15 @@ class PlainObserver:
             self.ticker.start()
         return self
 
-    def __exit__(self, *exc: object) -> None:
+    def __exit__(self, kind: object, *exc: object) -> None:
         self.stop.set()
+        with self.shown.lock:
+            self._end("done" if kind is None else "stopped")
+
+    def _end(self, word: str) -> None:
+        """The line a phase ends with: how much it did, and in how long."""
+        if self.shown.state is not None:
+            self.console.print(Text(self.shown.state.end_line(word)), soft_wrap=True)
 
     def _print(self) -> None:
         assert self.shown.state is not None
@@ -154,6 +162,8 @@ class PlainObserver:
 
     def phase(self, stage: Stage, steps: int, items: int, done_before: int = 0) -> None:
         with self.shown.lock:
+            if self.shown.state is not None and self.shown.state.stage is not stage:
+                self._end("done")
             if self.shown.start(stage, steps, items, done_before):
                 self._print()
 

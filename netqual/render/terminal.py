@@ -65,16 +65,17 @@ def print_results(
     unmeasured = unmeasured_sentence(results)
     if unmeasured is None:  # the answer first; an incomplete run says so before anything
         print_decision(console, results.decision)
-    console.print(Text(verdict_sentence(results), style="bold"))
+    # headlines are one line each (soft_wrap: a terminal folds them, a log keeps them whole)
+    console.print(Text(verdict_sentence(results), style="bold"), soft_wrap=True)
     if unmeasured is not None:
         console.print(Text(unmeasured, style="bold red"), soft_wrap=True)
         print_decision(console, results.decision)
     if (both := two_verdicts_sentence(results)) is not None:
-        console.print(Text(both, style="bold"))
+        console.print(Text(both, style="bold"), soft_wrap=True)
     if results.interference is not None and (
         warning := headline(results.interference, str(results.run.schedule.get("name")))
     ):
-        console.print(Text(warning, style="bold red"))
+        console.print(Text(warning, style="bold red"), soft_wrap=True)
     if results.decision is None:  # else the decision's line has the counts
         counts = Text("  ").join(
             Text.assemble((v.value, STYLE[v]), f" {results.summary.counts.get(v, 0):,}")
@@ -87,9 +88,10 @@ def print_results(
         console.print(hosts, soft_wrap=True)
     console.print(
         f"policy: {pol.metric.value} <= {pol.safe_max_us:g} us safe, > {pol.unsafe_above_us:g} us "
-        f"unsafe, min {pol.min_samples} samples | transport {run.transport} | {run.mode.value} | "
+        f"unsafe, min {pol.min_samples:,} samples | transport {run.transport} | {run.mode.value} | "
         f"{nodes_text(results.nodes)} | {run.started_at}",
         style="dim",
+        soft_wrap=True,
     )
     if len(results.nodes) <= MATRIX_MAX_NODES:
         print_matrix(console, results, STATISTICS[stat or results.run.policy.metric.value])

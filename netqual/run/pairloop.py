@@ -42,6 +42,8 @@ def measure_pairs(
     checked_at = time.monotonic()
     down, refused = at_start(cfg.nodes, cfg.token, preflight, resumed, spent.busy, spent.hosts)
     spent.preflight_s += time.monotonic() - checked_at
+    for _ in cfg.nodes:  # every agent checked: the phase ends at agents N/N, not 0/N
+        observer.item()
     if len(down) == len({n.node_name for n in cfg.nodes}):
         # Each problem already names its node ("gpu01 unreachable: ..."); don't repeat it.
         detail = "; ".join(v if v.startswith(k) else f"{k}: {v}" for k, v in down.items())

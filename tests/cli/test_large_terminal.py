@@ -56,3 +56,31 @@ def test_default_report_fits_60_lines_and_names_the_worst(
     assert everything.returncode == 0, everything.stderr
     assert everything.stdout.count(" <-> r0") >= 45 and "more rack pairs" not in everything.stdout
     assert "more in results.json" not in everything.stdout
+
+
+def test_piped_output_keeps_headlines_whole_and_tables_at_120_columns(
+    big: Path, tmp_path: Path
+) -> None:
+    """Issue 36: piped output wrapped at rich's 80 columns, splitting the headline; the
+    width is NETQUAL_WIDTH, else the terminal's, else 120 when piped (README)."""
+    import os
+    import subprocess
+
+    env = {k: v for k, v in os.environ.items() if k not in ("NETQUAL_WIDTH", "COLUMNS")}
+    env["PYTHONPATH"] = str(REPO)
+    cmd = [sys.executable, "-m", "netqual", "report", str(big)]
+    r = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=120, check=False)
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert lines[0].startswith("39,921 of 41,328 paths offload-safe; 289 unsafe")
+    # one line, whole: it would have been split at 80 columns
+    assert lines[0].endswith("1,118 marginal") and len(lines[0]) > 80, lines[0]
+    policy = next(x for x in lines if x.startswith("policy: "))
+    assert policy.endswith("+00:00") and len(policy) > 80, policy
+    tables = [x for x in lines if x[:1] in "┏┃│┡└"]
+    assert tables and max(map(len, tables)) <= 120
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    assert "`NETQUAL_WIDTH=N` sets the width" in readme and "120 columns" in readme
+    env["NETQUAL_WIDTH"] = "60"
+    narrow = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=120, check=False)
+    assert max(len(x) for x in narrow.stdout.splitlines() if x[:1] in "┏┃│┡└") <= 60

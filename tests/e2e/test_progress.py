@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import io
+from pathlib import Path
+from typing import Any
 
 import pytest
 from eventually import eventually
@@ -75,14 +77,18 @@ def test_plain_progress_prints_each_phase_and_at_most_one_line_per_30_s() -> Non
         shown.phase(Stage.BULK, 5, 24)
     lines = buf.getvalue().splitlines()
     assert lines[0] == "pre-flight: agents 0/8, 0:00:00 elapsed, ETA unknown until one finishes"
-    assert lines[1].startswith("ping-pong: round 1/7, pairs 4/28, 0:00:00 elapsed")
+    # every phase ends with a line of what it did (issue 36: plain progress had none)
+    assert lines[1] == "pre-flight done: agents 0/8 in 0:00:00"
+    assert lines[2].startswith("ping-pong: round 1/7, pairs 4/28, 0:00:00 elapsed")
     # 10 pairs in 31 s: 14 left at that rate is 43 s
-    assert lines[2] == (
+    assert lines[3] == (
         "ping-pong: round 2/7, pairs 14/28, 0:00:31 elapsed, ETA 0:00:43; "
         "worst: a -> d9 offload-safe (p50 29.0 us)"
     )
-    assert lines[3].startswith("bulk: wave 1/5, pairs 0/24, 0:00:00 elapsed")
-    assert len(lines) == 4
+    assert lines[4] == "ping-pong done: pairs 15/28 in 0:00:31"
+    assert lines[5].startswith("bulk: wave 1/5, pairs 0/24, 0:00:00 elapsed")
+    assert lines[6] == "bulk done: pairs 0/24 in 0:00:00"  # when the display closes
+    assert len(lines) == 7
 
 
 def test_plain_progress_ticks_when_nothing_finishes() -> None:
@@ -112,3 +118,84 @@ def test_rich_progress_shows_the_phase_and_its_counts_at_once() -> None:
     assert "pairs 1/28" in buf.getvalue() and "worst: a -> b unsafe" in buf.getvalue()
     with pytest.raises(UsageError, match="--progress"), observer(console, "fancy", Metric.P99):
         pass
+
+
+def _screen(raw: str) -> list[str]:
+    """What a terminal shows after ``raw``: text, CR/LF, cursor up/down/column and erase
+    in line (the sequences rich's live display writes); colours ignored."""
+    import re
+
+    rows: list[str] = [""]
+    row = col = 0
+    i = 0
+    while i < len(raw):
+        ch = raw[i]
+        if ch == "\x1b":
+            m = re.match(r"\x1b\[\??(\d*)(?:;\d*)*([A-Za-z])", raw[i:])
+            if m is None:
+                i += 2
+                continue
+            n, cmd = int(m.group(1) or 1), m.group(2)
+            if cmd == "A":
+                row = max(0, row - n)
+            elif cmd == "B":
+                row += n
+            elif cmd == "G":
+                col = n - 1
+            elif cmd == "K":
+                rows[row] = "" if m.group(1) == "2" else rows[row][:col]
+            i += m.end()
+        else:
+            if ch == "\r":
+                col = 0
+            elif ch == "\n":
+                row, col = row + 1, 0
+            elif ch.isprintable():
+                line = rows[row].ljust(col)
+                rows[row] = line[:col] + ch + line[col + 1 :]
+                col += 1
+            i += 1
+        while len(rows) <= row:
+            rows.append("")
+    return rows
+
+
+def test_rich_progress_leaves_no_stale_bar_beside_what_the_run_prints(
+    agents: Any, tmp_path: Path
+) -> None:
+    """Issue 36: the pre-flight check printed on another console than the live bar, so a
+    dead 'pre-flight ━━━ agents 0/3' line stayed beside 'all 3 agents ready'."""
+    import os
+    import pty
+    import subprocess
+    import sys
+
+    from agentpool import cli_env
+    from e2e_cli import write_inventory
+
+    procs = agents.start_many([(f"n{i}",) for i in range(3)], timeout_s=90)
+    inv = tmp_path / "inv.toml"
+    write_inventory(inv, procs, agents.token_file)
+    plan = ["--iterations", "300", "--warmup", "10", "--no-bulk", "--allow-short-plan"]
+    cmd = [sys.executable, "-m", "netqual", "run", str(inv), "--out", str(tmp_path / "r")]
+    master, slave = pty.openpty()
+    env = cli_env(TERM="xterm-256color")
+    proc = subprocess.Popen(
+        [*cmd, *plan, "--interference-sample", "0", "--progress", "rich"],
+        stdin=slave, stdout=slave, stderr=slave, env=env, close_fds=True,
+    )  # fmt: skip
+    os.close(slave)
+    chunks = []
+    while True:
+        try:
+            data = os.read(master, 65536)
+        except OSError:  # the child closed the terminal
+            break
+        if not data:
+            break
+        chunks.append(data)
+    os.close(master)
+    assert proc.wait(timeout=120) == 0
+    shown = _screen(b"".join(chunks).decode(errors="replace"))
+    assert any("all 3 agents ready" in x for x in shown), shown
+    assert not [x for x in shown if "pre-flight" in x and "agents 0/3" in x], shown

@@ -178,6 +178,8 @@ def work_s(shape: Shape, rates: Rates) -> dict[str, float]:
     """Seconds of the rated phases (``RATED``) of a run of ``shape`` at ``rates``; a phase
     the rates cannot price (bulk cells no earlier run measured) is left out."""
     sched, plan = shape.sched, shape.plan
+    if not len(rates.rtt_us):  # the run measured no round trip: nothing to price with
+        return {}
     code = rates.codes([n.name for n in sched.nodes])
     host: dict[str, int] = {}
     hosts = [host.setdefault(n.address, len(host)) for n in sched.nodes]
@@ -225,7 +227,7 @@ def work_s(shape: Shape, rates: Rates) -> dict[str, float]:
             b = code[[named[y.name] for _, y in wave]]
             seconds += bulk_request + float(np.max(bulk_s(rates.pair_keys(a, b))))
         out["bulk"] = seconds
-    if shape.interference_sample > 0 and len(rates.rtt_us):
+    if shape.interference_sample > 0:
         alone = pp_request + per_iteration * rates.mean_rtt_us
         out["interference"] = shape.interference_sample * alone
     return out

@@ -127,3 +127,11 @@ def test_a_factor_times_the_work_is_the_estimate_with_its_range() -> None:
     assert both.seconds == pytest.approx(2.0 * work["pingpong"]) and both.runs == 2
     assert both.low_s == pytest.approx(0.65 * 1.5 * work["pingpong"])
     assert both.high_s == pytest.approx(1.35 * 2.5 * work["pingpong"])
+
+
+def test_a_run_without_a_round_trip_prices_nothing() -> None:
+    """Every path failed: no rate to price a phase with (never NaN in results.json)."""
+    failed = PathResult("n0", "n1", "tcp", Verdict.UNSAFE, ("unreachable",), error="refused")
+    rates = Rates.of(PathTable.from_paths([failed], [n.name for n in NODES]), PLAN)
+    assert work_s(_shape(sample=3), rates) == {}
+    assert rates.pingpong_request_s is None and rates.bulk_request_s is None

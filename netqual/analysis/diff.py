@@ -28,6 +28,7 @@ from typing import overload
 
 import numpy as np
 
+from netqual.analysis.comparable import Difference, note
 from netqual.analysis.rise import overlapping, p99_rises
 from netqual.model.path import PathResult, path_label
 from netqual.model.stats import Metric
@@ -275,6 +276,13 @@ class RunDiff:
     worse_p99: Changes  # same class, but p99 up beyond the thresholds; p99's values
     increase_pct: float = DEFAULT_INCREASE_PCT
     min_delta_us: float = DEFAULT_MIN_DELTA_US
+    # compared anyway (--allow-incomparable): what the two runs do not share
+    incomparable: tuple[Difference, ...] = ()
+
+    @property
+    def incomparable_note(self) -> str | None:
+        """What every output says when the runs were compared anyway; None otherwise."""
+        return note(self.incomparable, "the old run") if self.incomparable else None
 
     @property
     def worse(self) -> Changes:
@@ -338,6 +346,7 @@ def diff_runs(
     new_source: str = "new",
     increase_pct: float = DEFAULT_INCREASE_PCT,
     min_delta_us: float = DEFAULT_MIN_DELTA_US,
+    incomparable: tuple[Difference, ...] = (),
 ) -> RunDiff:
     """Judge with the new run's policy metric (the one its verdicts came from)."""
     metric = new.run.policy.metric
@@ -369,6 +378,7 @@ def diff_runs(
         worse_p99=_p99_rises(m, increase_pct, min_delta_us),
         increase_pct=increase_pct,
         min_delta_us=min_delta_us,
+        incomparable=incomparable,
     )
 
 

@@ -97,7 +97,8 @@ def diff_json(d: RunDiff) -> Iterator[str]:
 
     {"metric", "old", "new", "counts": {verdict: [old, new]}, "worse": [change],
      "worse_rule", "changed_class": [change], "deltas": [change], "new_paths": [path],
-     "missing_paths": [path]}; a change is {src, dst, old_verdict, new_verdict, old_us,
+     "missing_paths": [path]}, and "incomparable": [{field, new, old}] when the runs were
+    compared anyway (--allow-incomparable); a change is {src, dst, old_verdict, new_verdict, old_us,
     new_us, delta_us, within_noise} in "metric", a path {src, dst, verdict}; "worse_rule"
     {"metric": "p99", max_p99_increase_pct, min_delta_us} is the rise test (p99 always)."""
     counts = {v.value: [d.old_counts.get(v, 0), d.new_counts.get(v, 0)] for v in Verdict}
@@ -118,6 +119,9 @@ def diff_json(d: RunDiff) -> Iterator[str]:
         ("new_paths", _list(_path_items(d.new_paths))),
         ("missing_paths", _list(_path_items(d.missing_paths))),
     ]
+    if d.incomparable:
+        found = [x.to_dict() for x in d.incomparable]
+        members.append(("incomparable", iter([_small(found)])))
     for k, (name, pieces) in enumerate(members):
         yield ("{\n" if k == 0 else ",\n") + f" {json.dumps(name)}: "
         yield from pieces

@@ -91,6 +91,16 @@ class CampaignError(InputError):
     does not belong to it."""
 
 
+class IncomparableError(InputError):
+    """Two runs that differ in how they measured (transport, ping-pong size, policy metric,
+    chunk set) asked to be compared (netqual.analysis.comparable). Exit code 2."""
+
+    def __init__(self, new_source: str, old_source: str, problem: str) -> None:
+        super().__init__(new_source, problem)
+        self.old_source = old_source
+        Exception.__init__(self, f"{new_source} and {old_source} {problem}")
+
+
 class UsageError(InputError):
     """A command-line value is invalid."""
 

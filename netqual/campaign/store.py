@@ -21,14 +21,18 @@ from pathlib import Path
 
 import duckdb
 
+from netqual.analysis import comparable
+from netqual.analysis.comparable import Difference, Setup
 from netqual.base.errors import CampaignError
 from netqual.campaign.stored import insert_paths
+from netqual.codec.plan import plan_from_dict, plan_to_dict
 from netqual.model.policy import Waiver
+from netqual.model.stats import Metric
 from netqual.results import policy_to_dict
 from netqual.table.paths import verdict_counts
 from netqual.table.run import Results
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 # The state of a path in a week: its last measurement that week (a retest overrides the
 # run it re-measured). ``a``/``b`` is the pair in name order: a re-run that measured the
@@ -60,6 +64,10 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
         "DROP TABLE week_paths",
         f"CREATE TABLE week_paths AS {_LATEST_OF_WEEKS.format(where='')} ORDER BY week",
     ),
+    # 3 -> 4: each run's probe plan (JSON, as results.json has it), so that a later run can
+    # be held to the same ping-pong size and chunk set; NULL for runs added before (or a
+    # file that recorded no plan): not judged on those two.
+    3: ("ALTER TABLE runs ADD COLUMN plan VARCHAR",),
 }
 
 _SCHEMA = (
@@ -107,6 +115,8 @@ class RunRow:
 class Added:
     run: RunRow
     new: bool  # False: the store already had this run (nothing changed)
+    # added anyway (--allow-incomparable): what it does not share with the campaign's first run
+    incomparable: tuple[Difference, ...] = ()
 
 
 def run_id_of(results: Results) -> str:
@@ -152,11 +162,13 @@ class Store:
         week: int,
         retest_of: str | None = None,
         force: bool = False,
+        allow_incomparable: bool = False,
         added_at: dt.datetime | None = None,
     ) -> Added:
         """Ingest one run. Adding the same run again changes nothing (``Added.new`` False);
         a run of other nodes or another policy than the campaign's first run is refused
-        unless ``force``."""
+        unless ``force``, one that differs from it in transport, ping-pong size, policy
+        metric or chunk set (``netqual.analysis.comparable``) unless ``allow_incomparable``."""
         run_id = run_id_of(results)
         known = next((r for r in self.runs() if r.run_id == run_id), None)
         if known is not None:
@@ -165,12 +177,13 @@ class Store:
         nodes = sorted(n.name for n in results.nodes)
         if not force:
             self._check_belongs(str(source), policy, nodes, retest=retest_of is not None)
+        found = self._check_comparable(results, source, allow_incomparable)
         seq = int(self.con.execute("SELECT coalesce(max(seq), 0) + 1 FROM runs").fetchone()[0])  # type: ignore[index]
         counts = list(verdict_counts(results.paths.verdict).values())  # in VERDICTS order
         inter = results.interference
         with self._transaction():
             self.con.execute(
-                f"INSERT INTO runs VALUES ({', '.join('?' * 22)})",
+                f"INSERT INTO runs VALUES ({', '.join('?' * 23)})",
                 [
                     run_id, seq, week, str(source), results.run.started_at,
                     results.run.finished_at, results.run.complete, results.preliminary,
@@ -178,6 +191,8 @@ class Store:
                     json.dumps(nodes), len(results.nodes), len(results.paths), *counts,
                     inter.p99_ratio if inter else None, inter.exceeds if inter else None,
                     retest_of, force, (added_at or dt.datetime.now(dt.timezone.utc)).isoformat(),
+                    json.dumps(plan_to_dict(results.run.plan), sort_keys=True)
+                    if results.run.plan_recorded else None,
                 ],
             )  # fmt: skip
             insert_paths(self.con, seq, results.paths, {n.name: n.rack for n in results.nodes})
@@ -187,7 +202,24 @@ class Store:
                     "INSERT INTO suspects VALUES (?, ?, ?)",
                     [[seq, s.kind.value, s.subject] for s in results.suspects],
                 )
-        return Added(next(r for r in self.runs() if r.seq == seq), new=True)
+        return Added(next(r for r in self.runs() if r.seq == seq), new=True, incomparable=found)
+
+    def _check_comparable(
+        self, results: Results, source: Path, allow: bool
+    ) -> tuple[Difference, ...]:
+        """The run against the campaign's first run (its setup as the store kept it)."""
+        first = self.con.execute(
+            "SELECT transport, metric, plan, source FROM runs ORDER BY seq LIMIT 1"
+        ).fetchone()
+        if first is None:
+            return ()
+        transport, metric, plan_json, first_source = first
+        plan = None if plan_json is None else plan_from_dict(json.loads(plan_json))
+        old = Setup.made(transport, Metric(metric), plan)
+        return comparable.check(
+            Setup.of(results.run), old, str(source), f"the campaign's first run ({first_source})",
+            allow=allow, does="adds",
+        )  # fmt: skip
 
     def _refresh_week(self, seq: int, week: int) -> None:
         """week_paths of ``week`` after run ``seq`` was added to it. The first run of a week

@@ -156,6 +156,14 @@ DepthOpt = Annotated[
     typer.Option("--depth", help=f"Outstanding bulk reads, repeatable.  [default: {_DEPTHS}]"),
 ]
 ForceOpt = Annotated[bool, typer.Option("--force", help="Replace output files that already exist.")]
+AllowIncomparableOpt = Annotated[
+    bool,
+    typer.Option(
+        "--allow-incomparable",
+        help="Compare runs that differ in transport, ping-pong size, policy metric or chunk "
+        "set (refused otherwise, exit 2); every output then says so.",
+    ),
+]
 NoBulkOpt = Annotated[bool, typer.Option("--no-bulk", help="Skip the bulk-read probes.")]
 TimeoutOpt = Annotated[
     float | None,

@@ -16,7 +16,7 @@ from netqual.campaign import config, milestone
 from netqual.campaign.metrics import CampaignCollector, registry_of
 from netqual.campaign.store import Store, open_store
 from netqual.campaign.trend import trend, trend_to_dict
-from netqual.cli.app import JsonOpt, app, console, split_endpoint
+from netqual.cli.app import AllowIncomparableOpt, JsonOpt, app, console, split_endpoint
 from netqual.cli.cmd_gate import _today, emit_gate
 from netqual.gate import Waiver, load_profile
 from netqual.render.campaign import print_added, print_trend
@@ -101,11 +101,14 @@ def add(
     force: Annotated[
         bool, typer.Option("--force", help="Add a run of other nodes or another policy.")
     ] = False,
+    allow_incomparable: AllowIncomparableOpt = False,
 ) -> None:
     """Add a finished (or interrupted) run to the campaign's history.
 
     Adding the same run again is a no-op. A run of other nodes or another policy than the
-    campaign's is refused (exit 2) unless --force.
+    campaign's is refused (exit 2) unless --force; one that differs from the campaign's
+    first run in transport, ping-pong size, policy metric or chunk set unless
+    --allow-incomparable.
 
     \b
     Examples:
@@ -135,6 +138,7 @@ def add(
         added = store.add(
             results, source=run.resolve(), week=chosen,
             retest_of=parent.run_id if parent else None, force=force,
+            allow_incomparable=allow_incomparable,
         )  # fmt: skip
         _record_waivers(store, waivers)
     finally:

@@ -9,9 +9,11 @@ from typing import Annotated
 
 import typer
 
+from netqual.analysis import comparable
+from netqual.analysis.comparable import Difference, Setup
 from netqual.base.errors import EXIT_FAIL, EXIT_OK, ResultsFileError, UsageError
 from netqual.cli import rundir
-from netqual.cli.app import ForceOpt, JsonOpt, WorkloadOpt, app, console
+from netqual.cli.app import AllowIncomparableOpt, ForceOpt, JsonOpt, WorkloadOpt, app, console
 from netqual.files.outfiles import write_text_atomic
 from netqual.gate import (
     GateReport,
@@ -22,7 +24,7 @@ from netqual.gate import (
     report_to_dict,
 )
 from netqual.render.gate import print_gate
-from netqual.run.runfiles import load_run
+from netqual.run.runfiles import load_run, run_file
 from netqual.workload import load_workload
 from netqual.workload.judge import apply as apply_workload
 
@@ -69,6 +71,7 @@ def gate(
     ] = None,
     workload: WorkloadOpt = None,
     force: ForceOpt = False,
+    allow_incomparable: AllowIncomparableOpt = False,
     allow_incomplete: Annotated[
         bool,
         typer.Option(
@@ -82,7 +85,9 @@ def gate(
     """Judge a run against a gate profile.
 
     Exit 0 pass, 1 fail, 2 bad input, 3 runtime error. A run that did not measure every
-    scheduled pair fails the complete rule (unless --allow-incomplete).
+    scheduled pair fails the complete rule (unless --allow-incomplete). A baseline that
+    differs in transport, ping-pong size, policy metric or chunk set is refused (exit 2)
+    unless --allow-incomparable.
 
     \b
     Examples:
@@ -97,14 +102,22 @@ def gate(
         raise ResultsFileError(str(results), "the run scheduled 0 pairs: there is nothing to judge")
     if workload is not None:
         res = apply_workload(res, load_workload(workload))
+    base = load_run(baseline) if baseline else None
+    found: tuple[Difference, ...] = ()
+    if baseline is not None and base is not None:
+        found = comparable.check(
+            Setup.of(res.run), Setup.of(base.run), str(run_file(results)),
+            str(run_file(baseline)), allow=allow_incomparable,
+        )  # fmt: skip
     report = evaluate(
         res,
         prof,
         today=_today(today),
-        baseline=load_run(baseline) if baseline else None,
+        baseline=base,
         results_source=str(results),
         baseline_source=str(baseline) if baseline else None,
         allow_incomplete=allow_incomplete,
+        incomparable=found,
     )
     return emit_gate(report, junit, as_json)
 

@@ -10,12 +10,14 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
+from netqual.analysis import comparable
+from netqual.analysis.comparable import Setup
 from netqual.analysis.diff import DEFAULT_INCREASE_PCT, DEFAULT_MIN_DELTA_US, diff_runs
 from netqual.analysis.diffjson import diff_json
 from netqual.analysis.matrix import STATISTICS
 from netqual.base.errors import NetqualError, UsageError
 from netqual.cli import rundir
-from netqual.cli.app import ForceOpt, JsonOpt, WorkloadOpt, app, console
+from netqual.cli.app import AllowIncomparableOpt, ForceOpt, JsonOpt, WorkloadOpt, app, console
 from netqual.files.outfiles import write_text_atomic
 from netqual.gate import evaluate, load_profile
 from netqual.gate.profile import Profile
@@ -28,7 +30,7 @@ from netqual.report import write_csv, write_html
 from netqual.report.html import render_diff_html
 from netqual.report.view import GateBanner
 from netqual.results import dump_json
-from netqual.run.runfiles import load_run
+from netqual.run.runfiles import load_run, run_file
 from netqual.table.run import Results
 from netqual.workload import load_workload
 from netqual.workload.judge import apply as apply_workload
@@ -175,11 +177,14 @@ def diff(
     ] = None,
     as_json: JsonOpt = False,
     force: ForceOpt = False,
+    allow_incomparable: AllowIncomparableOpt = False,
 ) -> None:
     """Compare two runs: verdict changes and metric deltas.
 
     A path is worse when it dropped a class or its p99 rose beyond the gate's thresholds;
-    changes whose 95% confidence intervals overlap are marked as run-to-run noise.
+    changes whose 95% confidence intervals overlap are marked as run-to-run noise. Runs
+    that differ in transport, ping-pong size, policy metric or chunk set are refused (exit
+    2) unless --allow-incomparable.
 
     \b
     Example:
@@ -191,13 +196,19 @@ def diff(
     for rule in load_profile(profile).rules if profile else ():
         if isinstance(rule, MaxP99IncreasePct):
             pct, floor = rule.pct, rule.min_delta_us
+    before, after = load_run(old), load_run(new)
+    found = comparable.check(
+        Setup.of(after.run), Setup.of(before.run), str(run_file(new)), str(run_file(old)),
+        allow=allow_incomparable,
+    )  # fmt: skip
     d = diff_runs(
-        load_run(old),
-        load_run(new),
+        before,
+        after,
         old_source=str(old),
         new_source=str(new),
         increase_pct=pct,
         min_delta_us=floor,
+        incomparable=found,
     )
     if html:
         write_text_atomic(html, render_diff_html(d))

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
+from netqual.analysis.comparable import Difference, note
 from netqual.analysis.decision import decide, undecided
 from netqual.analysis.narrative import incomplete_note, is_demo, preliminary_note, waiver_problems
 from netqual.analysis.plausible import rejudge
@@ -32,8 +33,11 @@ def evaluate(
     results_source: str = "results",
     baseline_source: str | None = None,
     allow_incomplete: bool = False,
+    incomparable: tuple[Difference, ...] = (),
 ) -> GateReport:
-    """``allow_incomplete``: the ``complete`` rule reports unmeasured pairs without failing."""
+    """``allow_incomplete``: the ``complete`` rule reports unmeasured pairs without failing.
+    ``incomparable``: what the baseline does not share with the run, compared anyway
+    (``netqual.analysis.comparable``: the command refused it otherwise); a note says so."""
     if profile.baseline_required and baseline is None:
         raise UsageError("--baseline", f"profile {profile.name!r} requires a baseline results file")
     active = tuple(w for w in profile.waivers if not w.expired(today))
@@ -106,7 +110,7 @@ def evaluate(
         outcomes=tuple(outcomes),
         waivers=states,
         n_paths=len(results.paths),
-        notes=_notes(results, profile),
+        notes=(*_notes(results, profile), *([note(incomparable)] if incomparable else [])),
     )
 
 

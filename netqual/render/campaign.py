@@ -6,6 +6,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from netqual.analysis.comparable import note
 from netqual.base.units import format_us
 from netqual.campaign.store import Added
 from netqual.campaign.trend import MilestoneState, MilestoneStatus, Movement, Trend
@@ -13,6 +14,9 @@ from netqual.model.path import path_label
 
 SHOWN = 10
 _VERDICT_STYLE = {"offload-safe": "green", "marginal": "yellow", "unsafe": "red"}
+
+
+FIRST_RUN = "the campaign's first run"
 
 
 def print_added(console: Console, added: Added, campaign_dir: str) -> None:
@@ -35,6 +39,9 @@ def print_added(console: Console, added: Added, campaign_dir: str) -> None:
     if run.retest_of:
         text.append(f", retest of run {run.retest_of}")
     console.print(text, soft_wrap=True)
+    if added.incomparable:
+        warning = f"warning: {note(added.incomparable, FIRST_RUN)}"
+        console.print(Text(warning, style="bold yellow"), soft_wrap=True)
 
 
 def _p99(x: float | None) -> str:

@@ -44,6 +44,8 @@ def print_diff(console: Console, d: RunDiff) -> None:
     m = d.metric.value
     console.print(f"Old: {d.old_source} ({d.old_started_at})")
     console.print(f"New: {d.new_source} ({d.new_started_at})")
+    if d.incomparable_note:
+        console.print(Text(f"warning: {d.incomparable_note}", style="bold yellow"))
     counts = ", ".join(
         f"{v.value} {d.old_counts.get(v, 0)} -> {d.new_counts.get(v, 0)}" for v in Verdict
     )

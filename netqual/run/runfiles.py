@@ -31,6 +31,16 @@ from netqual.table.run import Results
 from netqual.table.store import concat
 
 
+def run_file(path: Path) -> Path:
+    """The file ``load_run`` reads for ``path``: a directory's results.json, else its
+    results.jsonl; a file as given (what a message about the run names)."""
+    if path.is_dir():
+        for name in RESULT_FILES:
+            if (path / name).is_file():
+                return path / name
+    return path
+
+
 def load_run(path: Path) -> Results:
     """``DIR`` (its results.json, else its results.jsonl), ``results.json`` or ``.jsonl``."""
     if path.is_dir():

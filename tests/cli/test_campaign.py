@@ -278,9 +278,14 @@ _ADDED_IN_3 = ("transport", *(f"ci95_{m}_{e}_us" for m in ("p50", "p90", "p99", 
 
 def _as_version(path: Path, version: int) -> None:
     """The store as that version of netqual left it: version 1 had no week_paths table,
-    version 2 no transport or intervals per path."""
+    version 2 no transport or intervals per path, version 3 no plan per run."""
     store = open_store(path)
     con = store.con
+    con.execute("ALTER TABLE runs DROP COLUMN plan")
+    if version == 3:
+        con.execute("UPDATE meta SET value = '3' WHERE key = 'schema_version'")
+        store.close()
+        return
     for name in _ADDED_IN_3:
         con.execute(f"ALTER TABLE paths DROP COLUMN {name}")
     con.execute("DROP TABLE week_paths")
@@ -292,6 +297,31 @@ def _as_version(path: Path, version: int) -> None:
         )
     con.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", [str(version)])
     store.close()
+
+
+def test_a_version_3_store_is_upgraded_and_a_later_run_is_held_to_what_it_knows(
+    cli: Callable[..., Run], tmp_path: Path, weeks: dict[str, Path]
+) -> None:
+    """Runs added before version 4 kept no plan: a later run is held to their transport
+    and metric, not to a ping-pong size or chunk set the store never knew."""
+    cli("campaign", "init", "joint", "--start", "2027-01-04")
+    cli("campaign", "add", "joint", str(weeks["w1"]))
+    _as_version(tmp_path / "joint" / "history.duckdb", 3)
+    small = make_results(8, started_at=WEEK2)
+    small = dataclasses.replace(
+        small,
+        run=dataclasses.replace(
+            small.run, plan=dataclasses.replace(small.run.plan, size_bytes=4096)
+        ),
+    )
+    r = cli("campaign", "add", "joint", str(_run(tmp_path, "w2-4k", small)))
+    assert r.returncode == 0 and "not comparable" not in r.stdout, r.stdout + r.stderr
+    store = open_store(tmp_path / "joint" / "history.duckdb", read_only=True)
+    try:
+        plans = store.con.execute("SELECT plan IS NULL FROM runs ORDER BY seq").fetchall()
+    finally:
+        store.close()
+    assert plans == [(True,), (False,)]
 
 
 def test_a_version_2_store_is_upgraded_and_read(

@@ -24,6 +24,7 @@ class Stage(str, enum.Enum):
     INTERFERENCE = "interference"
     FANIN = "fan-in"  # run --fanin: the sweep after the pairs (docs/fanin.md)
     ENGINE = "engine"  # run --engine: each path's fetch engine cells (docs/engines.md)
+    MULTIRAIL = "multirail"  # run --multirail: node pairs over 1..R rails at once (rails.md)
 
 
 # (what a step is, what an item is) per stage; a stage without steps has None
@@ -35,6 +36,7 @@ UNITS: dict[Stage, tuple[str | None, str]] = {
     Stage.INTERFERENCE: (None, "paths re-measured alone"),
     Stage.FANIN: (None, "levels"),
     Stage.ENGINE: (None, "paths"),
+    Stage.MULTIRAIL: (None, "node pairs"),
 }
 
 

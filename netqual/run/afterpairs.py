@@ -56,16 +56,21 @@ def measure_engines(cfg: RunConfig, rec: RunJournal, observer: RunObserver) -> N
         observer.item(None)
 
 
-def measure_multirail(cfg: RunConfig) -> tuple[MultiRail, ...]:
+def measure_multirail(cfg: RunConfig, observer: RunObserver) -> tuple[MultiRail, ...]:
     """Node pairs read over 1..R rails at once; not journalled: a resumed run reads again."""
 
     def bulk(a: Node, b: Node, plan: ProbePlan) -> PathResult:
         return measure_pair(a, b, dataclasses.replace(cfg, plan=plan), Phase.BULK)
 
-    return tuple(
-        multirail_run.measure_pair(a, b, cfg.plan, bulk, cfg.fabric, cfg.multirail_share)
-        for a, b in multirail_run.node_pairs(cfg.nodes, cfg.multirail)
-    )
+    pairs = multirail_run.node_pairs(cfg.nodes, cfg.multirail)
+    observer.phase(Stage.MULTIRAIL, 0, len(pairs))
+    found = []
+    for a, b in pairs:
+        found.append(
+            multirail_run.measure_pair(a, b, cfg.plan, bulk, cfg.fabric, cfg.multirail_share)
+        )
+        observer.item(None)
+    return tuple(found)
 
 
 def sweep_fanin(

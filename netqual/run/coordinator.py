@@ -98,7 +98,11 @@ def run(
             if cfg.fanin is not None:
                 sweep_fanin(cfg, spent, prior, f, stages)
             if cfg.multirail > 0:
-                spent.multirail = measure_multirail(cfg)
+                multirail_at = time.monotonic()
+                try:
+                    spent.multirail = measure_multirail(cfg, stages)
+                finally:
+                    spent.multirail_s = time.monotonic() - multirail_at
             inter_at = time.monotonic()
             try:
                 if cfg.interference_minimum > 0:

@@ -203,6 +203,7 @@ def _estimate_and_actual(
         "interference_s": round(spent.interference_s, 3),
         **({"fanin_s": round(spent.fanin_s, 3)} if cfg.fanin is not None else {}),
         **({"engine_s": round(spent.engine_s, 3)} if cfg.engine is not None else {}),
+        **({"multirail_s": round(spent.multirail_s, 3)} if cfg.multirail > 0 else {}),
     }
     out: dict[str, Any] = {
         "estimate": {

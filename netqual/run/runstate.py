@@ -96,5 +96,6 @@ class Spent:
     agents: dict[str, dict[str, object]] = field(default_factory=dict)  # run.agents
     hosts: dict[str, HostAudit] = field(default_factory=dict)  # each agent's host path audit
     multirail: tuple[MultiRail, ...] = ()  # run --multirail (docs/rails.md)
+    multirail_s: float = 0.0
     engine_s: float = 0.0  # run --engine: the engine cells of every path
     resumed: bool = False  # --resume: the phase times cover part of the run's pairs

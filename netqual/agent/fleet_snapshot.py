@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import array
 import fcntl
+import json
 import re
 import shutil
 import socket
@@ -32,10 +33,20 @@ from netqual.agent.nicsysfs import read
 from netqual.agent.wire.messages import Fields
 from netqual.base.errors import BadRequestError
 from netqual.base.names import visible
-from netqual.model.fleet import KEY_PATTERN, MAX_KEYS, MAX_VALUE_CHARS, UNKNOWN, ConfigSnapshot
+from netqual.model.fleet import (
+    KEY_PATTERN,
+    MAIN_INTERFACE,
+    MAX_KEYS,
+    MAX_VALUE_CHARS,
+    UNKNOWN,
+    ConfigSnapshot,
+    KeyScope,
+    SnapshotKey,
+)
 from netqual.transports.rdma.gid import GidSelectionError, GidType, select_gid
 
 DCB_BUDGET_S = 1.5  # all dcb calls of one snapshot together: the pre-flight waits for it
+IP_TIMEOUT_S = 2.0
 
 
 @dataclass(frozen=True)
@@ -126,29 +137,56 @@ def _pfc(ifname: str, deadline: float) -> str:
 
 
 def _netdevs(roots: Roots, out: dict[str, str]) -> list[str]:
-    """Per-interface keys; the names of the up, non-loopback interfaces."""
+    """Per-interface keys; the names of the up, non-loopback interfaces (``Netdev.up``:
+    operstate up, or unknown while administratively up, as TUN devices are)."""
     up: list[str] = []
     dcb_deadline = time.monotonic() + DCB_BUDGET_S
     for dev in nicsysfs.netdevs(roots.root):
-        key = f"nic.{dev.name}"
-        if dev.loopback or not KEY_PATTERN.fullmatch(key + ".mtu"):
+
+        def key(field: str, name: str = dev.name) -> str:
+            return SnapshotKey.nic(name, field).text
+
+        if dev.loopback or not KEY_PATTERN.fullmatch(key("mtu")):
             continue  # a name no key can carry (kernel names are 15 safe characters)
         driver, firmware = dev.driver, UNKNOWN
         if roots.live:
             ioctl_driver, firmware = _drvinfo(dev.name)
             driver = driver if driver != UNKNOWN else ioctl_driver
-        out[f"{key}.driver"] = driver
-        out[f"{key}.firmware"] = firmware
-        out[f"{key}.operstate"] = dev.operstate
-        out[f"{key}.speed_mbps"] = _text(dev.speed_mbps)
-        out[f"{key}.mtu"] = _text(dev.mtu)
+        out[key("driver")] = driver
+        out[key("firmware")] = firmware
+        out[key("operstate")] = dev.operstate
+        out[key("speed_mbps")] = _text(dev.speed_mbps)
+        out[key("mtu")] = _text(dev.mtu)
         # dcb only where it matters: an up interface of the live host
         live_up = roots.live and dev.up
-        out[f"{key}.pfc_priorities"] = _pfc(dev.name, dcb_deadline) if live_up else UNKNOWN
-        out[f"{key}.ecn_priorities"] = dev.ecn_priorities
+        out[key("pfc_priorities")] = _pfc(dev.name, dcb_deadline) if live_up else UNKNOWN
+        out[key("ecn_priorities")] = dev.ecn_priorities
         if dev.up:
             up.append(dev.name)
     return up
+
+
+def main_interface(local: str, peer: str) -> str | None:
+    """The interface traffic from ``local`` (the node's address, where the coordinator
+    reached this agent) to ``peer`` leaves by: ``ip route get PEER from LOCAL`` (the
+    interface holding the address, or, for an address on loopback, the route's). None
+    without iproute2, for a loopback route (coordinator and agent on one host), or when
+    the kernel has no route."""
+    ip = shutil.which("ip")
+    if ip is None or not local or not peer:
+        return None
+    try:
+        done = subprocess.run(
+            [ip, "-j", "route", "get", peer, "from", local],
+            capture_output=True, text=True, timeout=IP_TIMEOUT_S, check=False,
+        )  # fmt: skip
+        routes = json.loads(done.stdout or "[]")
+    except (OSError, subprocess.SubprocessError, ValueError):
+        return None
+    dev = routes[0].get("dev") if isinstance(routes, list) and routes else None
+    if not isinstance(dev, str) or not KEY_PATTERN.fullmatch(SnapshotKey.nic(dev, "mtu").text):
+        return None
+    return None if dev == "lo" else dev
 
 
 def _text(count: int | None) -> str:
@@ -160,24 +198,27 @@ GID_TYPE_TEXT = {GidType.IB: "IB", GidType.ROCE_V1: "RoCE v1", GidType.ROCE_V2: 
 
 def _port(port: nicsysfs.Port, out: dict[str, str], verbs_mtu: int | None) -> None:
     """One RDMA port's keys."""
-    key = f"rdma.{port.device}/{port.port}"
-    out[f"{key}.state"] = port.state
-    out[f"{key}.link_layer"] = port.link_layer
-    out[f"{key}.rate"] = port.rate
+
+    def key(field: str) -> str:
+        return SnapshotKey.rdma(f"{port.device}/{port.port}", field).text
+
+    out[key("state")] = port.state
+    out[key("link_layer")] = port.link_layer
+    out[key("rate")] = port.rate
     width = re.search(r"\((\d+X)", port.rate)  # "100 Gb/sec (4X EDR)"
-    out[f"{key}.width"] = width.group(1) if width else UNKNOWN
-    out[f"{key}.active_mtu"] = _text(port.active_mtu or verbs_mtu)
+    out[key("width")] = width.group(1) if width else UNKNOWN
+    out[key("active_mtu")] = _text(port.active_mtu or verbs_mtu)
     for gid in port.gids:
         entry = gid.entry
         text = f"{GID_TYPE_TEXT[entry.gid_type]} {entry.family.value} {gid.netdev}"
-        out[f"{key}.gid.{entry.index}"] = text
+        out[key(f"gid.{entry.index}")] = text
     try:
         where = f"{port.device} port {port.port}"
         chosen = select_gid([g.entry for g in port.gids], port.link, where=where).entry
-        out[f"{key}.gid_index"] = str(chosen.index)
-        out[f"{key}.gid_type"] = GID_TYPE_TEXT[chosen.gid_type]
+        out[key("gid_index")] = str(chosen.index)
+        out[key("gid_type")] = GID_TYPE_TEXT[chosen.gid_type]
     except GidSelectionError:
-        out[f"{key}.gid_index"] = out[f"{key}.gid_type"] = UNKNOWN  # none, or ambiguous
+        out[key("gid_index")] = out[key("gid_type")] = UNKNOWN  # none, or ambiguous
 
 
 def _verbs_mtus() -> dict[tuple[str, int], int]:
@@ -192,18 +233,18 @@ def _verbs_mtus() -> dict[tuple[str, int], int]:
 
 
 def _rdma(roots: Roots, out: dict[str, str]) -> list[str]:
-    """Per-port keys; the key prefixes of the ACTIVE ports."""
+    """Per-port keys; the ``DEV/PORT`` names of the ACTIVE ports."""
     devices = nicsysfs.rdma_devices(roots.root)
     mtus = _verbs_mtus() if roots.live and devices else {}
     active: list[str] = []
     for dev in devices:
-        if not KEY_PATTERN.fullmatch(f"rdma.{dev.name}/1.gid.255"):
+        if not KEY_PATTERN.fullmatch(SnapshotKey.rdma(f"{dev.name}/1", "gid.255").text):
             continue
-        out[f"rdma.{dev.name}.firmware"] = dev.firmware
+        out[SnapshotKey.rdma(dev.name, "firmware").text] = dev.firmware
         for port in dev.ports:
             _port(port, out, mtus.get((dev.name, port.port)))
             if port.state == "ACTIVE":
-                active.append(f"rdma.{dev.name}/{port.port}")
+                active.append(f"{dev.name}/{port.port}")
     return active
 
 
@@ -234,31 +275,44 @@ def _pci(roots: Roots, out: dict[str, str]) -> None:
     audit = pcisysfs.audit(roots.root, "snapshot")
     out["iommu"] = audit.iommu.mode
     acs: list[str] = []
+    ordering: list[str] = []
     for nic in audit.nics:
-        key = f"pci.{nic.name}"
-        if not KEY_PATTERN.fullmatch(key + ".relaxed_ordering"):
+
+        def key(field: str, name: str = nic.name) -> str:
+            return SnapshotKey.pci(name, field).text
+
+        if not KEY_PATTERN.fullmatch(key("relaxed_ordering")):
             continue
-        out[f"{key}.bdf"] = nic.bdf
+        out[key("bdf")] = nic.bdf
         known_link = nic.link.speed_gts is not None or nic.link.width is not None
-        out[f"{key}.link"] = nic.link.text() if known_link else UNKNOWN
-        out[f"{key}.relaxed_ordering"] = _flag(nic.relaxed_ordering)
+        out[key("link")] = nic.link.text() if known_link else UNKNOWN
+        out[key("relaxed_ordering")] = _flag(nic.relaxed_ordering)
+        ordering.append(out[key("relaxed_ordering")])
         redirect = [b.acs_redirect for b in nic.upstream]
         known = [r for r in redirect if r is not None]
         above = UNKNOWN if len(known) < len(redirect) or not redirect else _flag(any(known))
-        out[f"{key}.acs_redirect"] = above
+        out[key("acs_redirect")] = above
         acs.append(above)
-    out["relaxed_ordering"] = distinct(
-        v for k, v in out.items() if k.startswith("pci.") and k.endswith(".relaxed_ordering")
-    )
+    out["relaxed_ordering"] = distinct(ordering)
     out["acs"] = distinct(acs)
 
 
-def collect(roots: Roots | None = None) -> dict[str, str]:
-    """This node's snapshot: every fleet key and per-device key, as text."""
+def collect(roots: Roots | None = None, main: str | None = None) -> dict[str, str]:
+    """This node's snapshot: every fleet key and per-device key, as text. ``main``: the
+    interface the node's address uses (``main_interface``), when known."""
     roots = roots or Roots()
     out: dict[str, str] = {}
     up = _netdevs(roots, out)
     ports = _rdma(roots, out)
+    if main is not None and SnapshotKey.nic(main, "mtu").text in out:
+        out[MAIN_INTERFACE] = main
+
+    def nic(name: str, field: str) -> str:
+        return out[SnapshotKey.nic(name, field).text]
+
+    def port(name: str, field: str) -> str:
+        return out[SnapshotKey.rdma(name, field).text]
+
     sysctl = roots.proc / "sys" / "net" / "ipv4"
     if roots.live:
         from netqual.transports.rdma.verbs import libibverbs_version
@@ -271,18 +325,22 @@ def collect(roots: Roots | None = None) -> dict[str, str]:
         "netqual": __version__,
         "tcp_congestion_control": read(sysctl / "tcp_congestion_control"),
         "tcp_ecn": read(sysctl / "tcp_ecn"),
-        "mtu": distinct(out[f"nic.{n}.mtu"] for n in up),
-        "link_speed_mbps": distinct(out[f"nic.{n}.speed_mbps"] for n in up),
-        "driver": distinct(out[f"nic.{n}.driver"] for n in up),
+        "mtu": distinct(nic(n, "mtu") for n in up),
+        "link_speed_mbps": distinct(nic(n, "speed_mbps") for n in up),
+        "driver": distinct(nic(n, "driver") for n in up),
         "firmware": distinct(
-            [out[f"nic.{n}.firmware"] for n in up]
-            + [v for k, v in out.items() if k.startswith("rdma.") and k.endswith(".firmware")]
+            [nic(n, "firmware") for n in up]
+            + [
+                v
+                for k, v in out.items()
+                if (sk := SnapshotKey.parse(k)).scope is KeyScope.RDMA and sk.field == "firmware"
+            ]
         ),
-        "roce_mtu": distinct(out[f"{p}.active_mtu"] for p in ports),
-        "roce_gid_type": distinct(out[f"{p}.gid_type"] for p in ports),
-        "gid_index": distinct(out[f"{p}.gid_index"] for p in ports),
-        "pfc_priorities": distinct(out[f"nic.{n}.pfc_priorities"] for n in up),
-        "ecn_priorities": distinct(out[f"nic.{n}.ecn_priorities"] for n in up),
+        "roce_mtu": distinct(port(p, "active_mtu") for p in ports),
+        "roce_gid_type": distinct(port(p, "gid_type") for p in ports),
+        "gid_index": distinct(port(p, "gid_index") for p in ports),
+        "pfc_priorities": distinct(nic(n, "pfc_priorities") for n in up),
+        "ecn_priorities": distinct(nic(n, "ecn_priorities") for n in up),
     }
     _pci(roots, out)
     ecn = out["ecn_priorities"]

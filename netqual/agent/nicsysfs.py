@@ -58,10 +58,15 @@ class Netdev:
     speed_mbps: int | None  # None: unknown, virtual, or no link
     driver: str  # the PCI/virtio driver bound to it; UNKNOWN for virtual interfaces
     ecn_priorities: str  # "3,4", "none", or UNKNOWN (no mlx5-style ecn/ directory)
+    admin_up: bool | None = None  # IFF_UP of ``flags``; None: not readable
 
     @property
     def up(self) -> bool:
-        return self.operstate == "up"
+        """Carrying traffic: operstate ``up``, or ``unknown`` while administratively up
+        (TUN devices and drivers that never report carrier sit in ``unknown``)."""
+        if self.operstate == "up":
+            return True
+        return self.operstate in ("unknown", UNKNOWN) and self.admin_up is True
 
 
 def _ecn_priorities(net: Path) -> str:
@@ -73,6 +78,17 @@ def _ecn_priorities(net: Path) -> str:
         return UNKNOWN
     on = [p for p in prios if read(rp / p) == "1" and read(np_ / p) == "1"]
     return ",".join(sorted(on, key=int)) or "none"
+
+
+IFF_UP = 0x1
+
+
+def _admin_up(text: str) -> bool | None:
+    """IFF_UP of a ``flags`` file ("0x1003"); None when it does not read as a number."""
+    try:
+        return bool(int(text, 16) & IFF_UP)
+    except ValueError:
+        return None
 
 
 def netdev(root: Path, name: str) -> Netdev:
@@ -89,6 +105,7 @@ def netdev(root: Path, name: str) -> Netdev:
         _count(read(net / "speed")),
         driver,
         _ecn_priorities(net),
+        _admin_up(read(net / "flags")),
     )
 
 

@@ -258,7 +258,13 @@ class Agent:
         elif kind == "doctor":
             ch.send("doctor", _doctor_report())
         elif kind == "snapshot":
-            snapshot = fleet_snapshot.collect(fleet_snapshot.Roots(self.sysfs_root))
+            roots = fleet_snapshot.Roots(self.sysfs_root)
+            main = None
+            if roots.live:  # the interface the address the coordinator reached uses
+                with contextlib.suppress(OSError):
+                    local, peer = ch.sock.getsockname()[0], ch.sock.getpeername()[0]
+                    main = fleet_snapshot.main_interface(local, peer)
+            snapshot = fleet_snapshot.collect(roots, main)
             ch.send("snapshot", fleet_snapshot.to_wire(snapshot))
         elif kind == "hostpath":
             ch.send("hostpath", hostpath_codec.to_dict(pcisysfs.audit(self.sysfs_root, self.name)))

@@ -12,7 +12,8 @@ cause, most specific first:
 * ``routing``: the bytes left through another NIC than intended, or through TCP/IP when
   RDMA was asked.
 
-Everything here reads JSON values defensively: a results file may come from anywhere.
+The counters are read once into typed windows (``codec.counters``): a results file may
+come from anywhere.
 """
 
 from __future__ import annotations
@@ -21,9 +22,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from netqual.codec.counters import merge_windows, path_counters, window_to_dict
+from netqual.codec.counters import window as read_window
+from netqual.model.counters import CounterWindow, PathCounters
 from netqual.model.path import path_label
 from netqual.model.plan import ProbePlan
-from netqual.model.suspects import CounterCause, Suspect, SuspectKind, with_counters
+from netqual.model.suspects import CauseKind
 from netqual.model.verdict import Verdict
 from netqual.table.run import Results
 
@@ -49,34 +53,26 @@ def probe_bytes(plan: ProbePlan) -> int:
     return pingpong + (bulk if plan.bulk else 0)
 
 
-def _map(value: object) -> Mapping[str, Any]:
-    return value if isinstance(value, Mapping) else {}
+def _iface_bytes(c: Mapping[str, int]) -> int:
+    return c.get("tx_bytes", 0) + c.get("rx_bytes", 0)
 
 
-def _int(value: object) -> int:
-    return value if isinstance(value, int) and not isinstance(value, bool) else 0
-
-
-def _iface_bytes(c: Mapping[str, Any]) -> int:
-    return _int(c.get("tx_bytes")) + _int(c.get("rx_bytes"))
-
-
-def _rdma_bytes(c: Mapping[str, Any]) -> int:
+def _rdma_bytes(c: Mapping[str, int]) -> int:
     """Bytes an RDMA port moved: its data counters, else an upper bound from packets."""
-    words = _int(c.get("port_xmit_data")) + _int(c.get("port_rcv_data"))
+    words = c.get("port_xmit_data", 0) + c.get("port_rcv_data", 0)
     if words:
         return words * WORDS_BYTES
-    packets = sum(_int(c.get(k)) for k in ("port_xmit_packets", "port_rcv_packets",
-                                           "sent_pkts", "rcvd_pkts"))  # fmt: skip
+    packets = sum(c.get(k, 0) for k in ("port_xmit_packets", "port_rcv_packets",
+                                         "sent_pkts", "rcvd_pkts"))  # fmt: skip
     return packets * MAX_RDMA_PACKET_BYTES
 
 
 def _side(
-    window: Mapping[str, Any], rdma: bool, intended: str | None, need: int
+    window: CounterWindow, rdma: bool, intended: str | None, need: int
 ) -> tuple[str | None, str | None]:
     """(the NIC that carried this side's bytes, a problem) for one side's window."""
-    ifs = {k: _iface_bytes(_map(v)) for k, v in _map(window.get("interfaces")).items()}
-    ports = {k: _rdma_bytes(_map(v)) for k, v in _map(window.get("rdma")).items()}
+    ifs = {k: _iface_bytes(v) for k, v in window.interfaces.items()}
+    ports = {k: _rdma_bytes(v) for k, v in window.rdma.items()}
     if rdma:
         moved = {k: b for k, b in ports.items() if b >= need}
         if intended in moved:
@@ -86,7 +82,7 @@ def _side(
             return best, f"the bytes left through {best}, not {intended}" if intended else None
         tcp = {k: b for k, b in ifs.items() if b >= CARRIED_SHARE * need}
         # Only a host whose RDMA counters could be read can say that RDMA did not move.
-        if tcp and _int(window.get("rdma_ports_read")):
+        if tcp and window.rdma_ports_read:
             best = max(sorted(tcp), key=tcp.__getitem__)
             return best, f"no RDMA port moved the bytes; IP interface {best} did (TCP, not RDMA)"
         return None, None
@@ -108,26 +104,27 @@ def carried_by(
     """``details.carried_by`` from ``details.counters``: {``src``, ``dst``, ``problem``};
     None when the path has no counters. The intended NIC: the RDMA device and port the
     probe used at each end, or the inventory's ``src_nic``/``dst_nic`` where given."""
-    counters = _map(details.get("counters"))
-    if not counters:
+    counters = path_counters(details)
+    if counters is None:
         return None
-    need = max(1, _int(counters.get("probe_bytes")))
+    need = max(1, counters.probe_bytes)
     rdma = transport == "rdma"
-    peer = _map(details.get("peer"))
 
-    def device(d: Mapping[str, Any]) -> str | None:
+    def device(d: object) -> str | None:
+        if not isinstance(d, Mapping):
+            return None
         dev, port = d.get("device"), d.get("port")
         return f"{dev}/{port}" if isinstance(dev, str) and isinstance(port, int) else None
 
     intended = {
         "src": device(details) if rdma else src_nic,
-        "dst": device(peer) if rdma else dst_nic,
+        "dst": device(details.get("peer")) if rdma else dst_nic,
     }
     out: dict[str, Any] = {}
     problems: list[str] = []
     for end in ("src", "dst"):
-        window = counters.get(end)
-        if not isinstance(window, Mapping):
+        window = counters.side(end)
+        if window is None:
             out[end] = None
             continue
         nic, problem = _side(window, rdma, intended[end], need)
@@ -140,89 +137,81 @@ def carried_by(
 
 def merge(a: Mapping[str, Any], b: Mapping[str, Any]) -> dict[str, Any]:
     """Two phases' ``details.counters`` of one path as one window (counts add up)."""
-    out: dict[str, Any] = {"probe_bytes": _int(a.get("probe_bytes")) + _int(b.get("probe_bytes"))}
+    ca = path_counters({"counters": a}) or PathCounters(None, None)
+    cb = path_counters({"counters": b}) or PathCounters(None, None)
+    out: dict[str, Any] = {"probe_bytes": ca.probe_bytes + cb.probe_bytes}
     for end in ("src", "dst"):
-        wa, wb = a.get(end), b.get(end)
-        if not isinstance(wa, Mapping) or not isinstance(wb, Mapping):
-            out[end] = wa if isinstance(wa, Mapping) else wb
-            continue
-        side: dict[str, Any] = {}
-        for group in ("interfaces", "rdma"):
-            ga, gb = _map(wa.get(group)), _map(wb.get(group))
-            side[group] = {
-                name: {k: _int(_map(ga.get(name)).get(k)) + _int(_map(gb.get(name)).get(k))
-                       for k in {**_map(ga.get(name)), **_map(gb.get(name))}}
-                for name in {**ga, **gb}
-            }  # fmt: skip
-        ra, rb = wa.get("tcp_retrans"), wb.get("tcp_retrans")
-        side["tcp_retrans"] = None if ra is None and rb is None else _int(ra) + _int(rb)
-        side["shared"] = bool(wa.get("shared")) or bool(wb.get("shared"))
-        side["rdma_ports_read"] = max(
-            _int(wa.get("rdma_ports_read")), _int(wb.get("rdma_ports_read"))
-        )
-        out[end] = side
+        both = merge_windows(ca.side(end), cb.side(end))
+        out[end] = None if both is None else window_to_dict(both)
     return out
 
 
-def _sent_packets(window: Mapping[str, Any]) -> int:
+def _sent_packets(window: CounterWindow | None) -> int:
     """Packets the busiest interface of a side sent (the probe's, roughly)."""
-    ifs = _map(window.get("interfaces")).values()
-    return max((_int(_map(c).get("tx_packets")) for c in ifs), default=0)
+    if window is None:
+        return 0
+    return max((c.get("tx_packets", 0) for c in window.interfaces.values()), default=0)
 
 
 @dataclass(frozen=True)
 class Cause:
-    kind: str  # loss | congestion | routing
+    kind: CauseKind  # loss | congestion | routing
     node: str | None  # the side it points at (congestion), else None
     text: str  # the evidence in words: "12 TCP retransmissions", "rx_prio3_pause 40 at b"
 
 
 def cause(details: Mapping[str, Any], src: str, dst: str) -> Cause | None:
     """The most specific cause the counters show, or None (module docstring)."""
-    counters = _map(details.get("counters"))
+    counters = path_counters(details) or PathCounters(None, None)
     ends = {"src": src, "dst": dst}
-    retrans = sum(_int(_map(counters.get(e)).get("tcp_retrans")) for e in ends)
-    sent = sum(_sent_packets(_map(counters.get(e))) for e in ends)
+    retrans = sum((w.tcp_retrans or 0) for e in ends if (w := counters.side(e)) is not None)
+    sent = sum(_sent_packets(counters.side(e)) for e in ends)
     if sent and retrans < LOSS_RETRANS_RATE * sent:
         retrans = 0  # a few stray retransmissions: not what makes a tail
     rdma_loss: list[str] = []
     congestion: list[tuple[str, str]] = []
     for end, node in ends.items():
-        window = _map(counters.get(end))
-        if window.get("shared") is True:
-            continue  # another probe moved these host counters too
+        window = counters.side(end)
+        if window is None or window.shared:
+            continue  # not counted, or another probe moved these host counters too
         loss, paused = window_findings(window, node)
         rdma_loss += loss
         congestion += [(node, text) for text in paused]
     if retrans or rdma_loss:
         words = [f"{retrans:,} TCP retransmissions"] if retrans else []
-        return Cause("loss", None, ", ".join(words + rdma_loss[:3]))
+        return Cause(CauseKind.LOSS, None, ", ".join(words + rdma_loss[:3]))
     if congestion:
         nodes = {name for name, _ in congestion}
         where = next(iter(nodes)) if len(nodes) == 1 else None
-        return Cause("congestion", where, ", ".join(t for _, t in congestion[:3]))
-    problem = _map(details.get("carried_by")).get("problem")
+        return Cause(CauseKind.CONGESTION, where, ", ".join(t for _, t in congestion[:3]))
+    carried = details.get("carried_by")
+    problem = carried.get("problem") if isinstance(carried, Mapping) else None
     if isinstance(problem, str):
-        return Cause("routing", None, problem)
+        return Cause(CauseKind.ROUTING, None, problem)
     return None
 
 
-def window_findings(window: Mapping[str, Any], node: str) -> tuple[list[str], list[str]]:
+def window_findings(
+    window: CounterWindow | Mapping[str, Any] | None, node: str
+) -> tuple[list[str], list[str]]:
     """(loss, congestion) one side's window counted, in words such as ``"out_of_sequence 3
     on st1 mlx5_0/1"``: RDMA sequence errors and ACK timeouts; pause/PFC frames, CNPs and
     ECN marks. The path causes above and the fan-in sweep's storage counters read them."""
+    w = window if isinstance(window, CounterWindow) else read_window(window)
+    if w is None:
+        return [], []
     loss: list[str] = []
     congestion: list[str] = []
-    for port, c in _map(window.get("rdma")).items():
+    for port, c in w.rdma.items():
         for k in LOSS_RDMA:
-            if n := _int(_map(c).get(k)):
+            if n := c.get(k, 0):
                 loss.append(f"{k} {n:,} on {node} {port}")
         for k in CONGESTION_RDMA:
-            if n := _int(_map(c).get(k)):
+            if n := c.get(k, 0):
                 congestion.append(f"{k} {n:,} on {node} {port}")
-    for nic, c in _map(window.get("interfaces")).items():
-        for k, v in _map(c).items():
-            if any(w in str(k).lower() for w in PAUSE_WORDS) and (n := _int(v)):
+    for nic, c in w.interfaces.items():
+        for k, n in c.items():
+            if n and any(word in k.lower() for word in PAUSE_WORDS):
                 congestion.append(f"{k} {n:,} on {node} {nic}")
     return loss, congestion
 
@@ -241,31 +230,6 @@ def path_causes(results: Results) -> list[tuple[int, Cause]]:
     return out
 
 
-def annotate(results: Results, found: tuple[Suspect, ...]) -> tuple[Suspect, ...]:
-    """Suspects with the counters' cause added to their evidence (``counters``): a link's
-    from its own path; a node's from its bad paths, when they agree on one cause."""
-    causes = path_causes(results)
-    if not causes:
-        return found
-    table = results.paths
-    by_pair = {(table.names[table.src[i]], table.names[table.dst[i]]): c for i, c in causes}
-    out = []
-    for s in found:
-        picked: list[Cause] = []
-        if s.kind is SuspectKind.LINK:
-            a, _, b = s.subject.partition("->")
-            picked = [c for c in (by_pair.get((a, b)),) if c is not None]
-        elif s.kind is SuspectKind.NODE:
-            picked = [c for (a, b), c in by_pair.items() if s.subject in (a, b)]
-        kinds = {c.kind for c in picked}
-        if len(kinds) == 1:
-            ev = CounterCause(picked[0].kind, len(picked), picked[0].text)
-            out.append(with_counters(s, ev))
-        else:
-            out.append(s)
-    return tuple(out)
-
-
 LISTED = 6
 
 
@@ -273,11 +237,11 @@ def advice(results: Results) -> list[tuple[str, str, str]]:
     """ "What to do" lines from the counters: (severity, title, text), loss first, then
     congestion per node, then routing; each names the paths and the counts behind it."""
     table = results.paths
-    groups: dict[tuple[str, str | None], list[tuple[int, Cause]]] = {}
+    groups: dict[tuple[CauseKind, str | None], list[tuple[int, Cause]]] = {}
     for i, c in path_causes(results):
         groups.setdefault((c.kind, c.node), []).append((i, c))
     out = []
-    order = {"loss": 0, "congestion": 1, "routing": 2}
+    order = {CauseKind.LOSS: 0, CauseKind.CONGESTION: 1, CauseKind.ROUTING: 2}
     for (kind, node), items in sorted(
         groups.items(), key=lambda g: (order[g[0][0]], g[0][1] or "")
     ):
@@ -291,14 +255,14 @@ def advice(results: Results) -> list[tuple[str, str, str]]:
         )
         n = len(items)
         paths = f"{n} path{'s' if n != 1 else ''}"
-        if kind == "loss":
+        if kind is CauseKind.LOSS:
             title = f"Packet loss behind the tail of {paths}"
             text = (
                 f"Their probes retransmitted: {listed}. Packets are dropped on these paths: "
                 "check the error and discard counters of the switch ports and NICs along "
                 "them, and the cables and optics, before re-testing."
             )
-        elif kind == "congestion":
+        elif kind is CauseKind.CONGESTION:
             where = f"at {node}" if node else "on these paths"
             title = f"Congestion or PFC pauses {where}"
             text = (

@@ -8,11 +8,15 @@ gives a value must have it on every node; a node that cannot say (``unknown``) i
 too, since nothing shows that it matches. A key with an expectation is judged by it only.
 Unknown values never count towards a majority.
 
-A node whose inventory entry lists its ``nics`` (docs/rails.md) has its ``mtu`` compared per
-listed NIC, as ``mtu[railR]`` against the other nodes' NIC on rail R (and an expected
-``mtu`` holds for each listed NIC): a management NIC at 1500 beside data NICs at 9000 is
-not an outlier, a data NIC at 1500 is, named with its node and NIC. Without ``nics`` the
-node's ``mtu`` covers every up, non-loopback interface.
+A node whose inventory entry lists its ``nics`` (docs/rails.md) has its MTU compared on the
+interfaces its probes use: per listed NIC, as ``mtu[railR]`` against the other nodes' NIC
+on rail R, and on its main interface (the one its inventory address uses, which bipartite
+and fan-in runs measure) as ``mtu[main]``; an expected ``mtu`` holds for each of them. A
+management NIC at 1500 beside data NICs at 9000 is not an outlier, a data NIC at 1500 is,
+named with its node and NIC (an agent that cannot say which interface its address uses,
+without iproute2 or on a loopback route, has no ``mtu[main]``). Without ``nics`` the node's
+``mtu`` covers every up (or operstate ``unknown`` and administratively up: TUN devices,
+drivers without carrier), non-loopback interface, its main one among them.
 
 Also the ``[fleet]`` section of the policy file, and the results file's ``fleet`` key.
 """
@@ -30,13 +34,16 @@ from netqual.files.tomlfile import Fields, read_toml
 from netqual.model.fleet import (
     FLEET_KEYS,
     KEY_PATTERN,
+    MAIN_INTERFACE,
     MAX_KEYS,
     MAX_VALUE_CHARS,
     UNKNOWN,
+    ComparedKey,
     ConfigSnapshot,
     FleetOutlier,
     FleetPolicy,
     FleetResult,
+    SnapshotKey,
     value_text,
 )
 from netqual.model.node import Nic
@@ -46,17 +53,23 @@ GID_TYPES["ib"] = "IB"
 
 
 def compared(snap: ConfigSnapshot, nics: Sequence[Nic] = ()) -> dict[str, tuple[str, str | None]]:
-    """What is compared of one node: fleet key (or ``mtu[railR]``) -> (value, its NIC)."""
+    """What is compared of one node: fleet key (or ``mtu[railR]``, ``mtu[main]``) ->
+    (value, its interface)."""
     values: dict[str, tuple[str, str | None]] = {k: (v, None) for k, v in snap.fleet.items()}
-    if nics:
-        del values["mtu"]
-        for nic in sorted(nics, key=lambda n: n.rail):
-            values[f"mtu[rail{nic.rail}]"] = (snap.get(f"nic.{nic.name}.mtu"), nic.name)
+    if not nics:
+        return values
+    del values["mtu"]
+    for nic in sorted(nics, key=lambda n: n.rail):
+        key = ComparedKey("mtu", f"rail{nic.rail}").text
+        values[key] = (snap.of(SnapshotKey.nic(nic.name, "mtu")), nic.name)
+    main = snap.get(MAIN_INTERFACE)
+    if main != UNKNOWN and main not in {n.name for n in nics}:
+        values[ComparedKey("mtu", "main").text] = (snap.of(SnapshotKey.nic(main, "mtu")), main)
     return values
 
 
 def _base(key: str) -> str:
-    return key.split("[", 1)[0]  # mtu[rail1] -> mtu
+    return ComparedKey.parse(key).field  # mtu[rail1] -> mtu
 
 
 def evaluate(

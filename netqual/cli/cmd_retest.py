@@ -131,6 +131,7 @@ def retest(
             engine, engine_require, before.run.transport, plan, before.workload,
             any(n.nic is not None for n in before.nodes),
         ),
+        retest_base=before,
     )  # fmt: skip
     c = err_console() if as_json else console()
     c.print(

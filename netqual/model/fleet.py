@@ -3,7 +3,9 @@ snapshot, the fleet policy (``[fleet]`` of the policy file) and the outliers fou
 
 A snapshot is a flat, sorted list of (key, text value) pairs: the fleet keys every node has
 (``FLEET_KEYS``: compared across nodes) and per-device keys (``nic.IF.mtu``,
-``rdma.DEV/PORT.gid.3``: shown, never compared, since device names differ between hosts).
+``rdma.DEV/PORT.gid.3``: shown, and compared only for the interfaces a probe uses, since
+device names differ between hosts). ``SnapshotKey`` is the key grammar, typed, in one
+place; ``ComparedKey`` what the fleet check compares (``mtu``, ``mtu[main]``, ``mtu[rail1]``).
 A value the platform does not expose is ``UNKNOWN``. Text, not typed values, because the
 values come from a peer and are compared and shown as they are; lists are written
 ``3,4`` and flags ``true``/``false`` so that a policy value compares the same way.
@@ -11,6 +13,7 @@ values come from a peer and are compared and shown as they are; lists are writte
 
 from __future__ import annotations
 
+import enum
 import re
 from dataclasses import dataclass
 
@@ -29,7 +32,7 @@ FLEET_KEYS: dict[str, str] = {
     "rdma_core": "rdma-core (libibverbs) release",
     "tcp_congestion_control": "TCP congestion control",
     "tcp_ecn": "TCP ECN sysctl (0 off, 1 on, 2 when asked)",
-    "mtu": "netdev MTU of every up, non-loopback interface",
+    "mtu": "netdev MTU of every up (or operstate unknown, admin up), non-loopback interface",
     "link_speed_mbps": "link speed of those interfaces, Mb/s",
     "driver": "driver of those interfaces",
     "firmware": "firmware of those interfaces and RDMA devices",
@@ -43,6 +46,123 @@ FLEET_KEYS: dict[str, str] = {
     "acs": "ACS P2P redirect on a bridge above the NICs (true/false)",
     "relaxed_ordering": "PCIe relaxed ordering enabled on the NICs (true/false)",
 }
+
+
+class KeyScope(str, enum.Enum):
+    """What a snapshot key describes: the host as a whole (the fleet keys and a few
+    facts), one IP interface, one RDMA device or port, one PCI function."""
+
+    HOST = "host"
+    NIC = "nic"
+    RDMA = "rdma"
+    PCI = "pci"
+
+
+# The fields a device key can end in (a device name may itself hold dots: "eth0.100").
+NIC_FIELDS = frozenset(
+    {"driver", "firmware", "operstate", "speed_mbps", "mtu", "pfc_priorities", "ecn_priorities"}
+)
+RDMA_FIELDS = frozenset(
+    {"firmware", "state", "link_layer", "rate", "width", "active_mtu", "gid_index", "gid_type"}
+)
+PCI_FIELDS = frozenset({"bdf", "link", "relaxed_ordering", "acs_redirect"})
+_FIELDS = {KeyScope.NIC: NIC_FIELDS, KeyScope.RDMA: RDMA_FIELDS, KeyScope.PCI: PCI_FIELDS}
+_GID = re.compile(r"gid\.[0-9]+")
+MAIN_INTERFACE = "main_interface"  # host key: the interface the node's address uses
+
+
+@dataclass(frozen=True)
+class SnapshotKey:
+    """One key of a snapshot, typed: the agent builds its text (``text``), the
+    coordinator reads it back (``parse``); the grammar is here only.
+
+    ``kernel`` (HOST, None, "kernel"); ``nic.eth0.mtu`` (NIC, "eth0", "mtu");
+    ``rdma.mlx5_0.firmware`` (RDMA, "mlx5_0", ...); ``rdma.mlx5_0/1.gid.3`` (RDMA,
+    "mlx5_0/1", "gid.3"); ``pci.eth0.bdf`` (PCI, "eth0", "bdf")."""
+
+    scope: KeyScope
+    device: str | None
+    field: str
+
+    @classmethod
+    def host(cls, field: str) -> SnapshotKey:
+        return cls(KeyScope.HOST, None, field)
+
+    @classmethod
+    def nic(cls, ifname: str, field: str) -> SnapshotKey:
+        return cls(KeyScope.NIC, ifname, field)
+
+    @classmethod
+    def rdma(cls, device: str, field: str) -> SnapshotKey:
+        """``device``: "mlx5_0" (the device) or "mlx5_0/1" (one port)."""
+        return cls(KeyScope.RDMA, device, field)
+
+    @classmethod
+    def pci(cls, ifname: str, field: str) -> SnapshotKey:
+        return cls(KeyScope.PCI, ifname, field)
+
+    @property
+    def text(self) -> str:
+        if self.scope is KeyScope.HOST:
+            return self.field
+        return f"{self.scope.value}.{self.device}.{self.field}"
+
+    @property
+    def port(self) -> bool:
+        """An RDMA port's key (``DEV/PORT``), not its device's."""
+        return self.scope is KeyScope.RDMA and "/" in (self.device or "")
+
+    @classmethod
+    def parse(cls, text: str) -> SnapshotKey:
+        """A key as the agent wrote it. A key of no known form (a newer agent's) reads as
+        a host key of that text: shown, never compared."""
+        head, dot, rest = text.partition(".")
+        try:
+            scope = KeyScope(head)
+        except ValueError:
+            scope = KeyScope.HOST
+        if not dot or scope is KeyScope.HOST:
+            return cls.host(text)
+        known = _FIELDS[scope]
+        for field in sorted(known, key=len, reverse=True):
+            if rest.endswith("." + field) and len(rest) > len(field) + 1:
+                return cls(scope, rest[: -len(field) - 1], field)
+        if scope is KeyScope.RDMA:
+            device, dot2, gid = rest.partition(".")
+            if dot2 and _GID.fullmatch(gid):
+                return cls(scope, device, gid)
+        device, dot2, field = rest.rpartition(".")
+        return cls(scope, device, field) if dot2 and device else cls.host(text)
+
+
+@dataclass(frozen=True)
+class ComparedKey:
+    """A key the fleet check compares across nodes: a fleet key of the node as a whole
+    (``mtu``), or one interface of it: ``mtu[main]`` (the interface the node's address
+    uses) and ``mtu[rail1]`` (its inventory NIC on rail 1)."""
+
+    field: str  # a fleet key
+    where: str | None = None  # "main", "rail1", or None: the node as a whole
+
+    @property
+    def text(self) -> str:
+        return self.field if self.where is None else f"{self.field}[{self.where}]"
+
+    @property
+    def nic_scope(self) -> bool:
+        """About one inventory NIC (a rail), not the node's main interface."""
+        return self.where is not None and self.where.startswith("rail")
+
+    @classmethod
+    def parse(cls, text: str) -> ComparedKey:
+        field, bracket, rest = text.partition("[")
+        if bracket and rest.endswith("]"):
+            return cls(field, rest[:-1])
+        return cls(text)
+
+
+def compared_key(text: str) -> ComparedKey:
+    return ComparedKey.parse(text)
 
 
 def value_text(value: object) -> str | None:
@@ -81,6 +201,13 @@ class ConfigSnapshot:
     def devices(self) -> tuple[tuple[str, str], ...]:
         return tuple((k, v) for k, v in self.values if k not in FLEET_KEYS)
 
+    def of(self, key: SnapshotKey) -> str:
+        return self.get(key.text)
+
+    def keys(self) -> tuple[SnapshotKey, ...]:
+        """Every key, typed, in the snapshot's order."""
+        return tuple(SnapshotKey.parse(k) for k, _v in self.values)
+
 
 @dataclass(frozen=True)
 class FleetOutlier:
@@ -95,7 +222,7 @@ class FleetOutlier:
     majority: str | None = None
     majority_nodes: tuple[str, ...] = ()
     role: str = "any"
-    nic: str | None = None  # the node's NIC of a per-NIC key (``mtu[rail1]``)
+    nic: str | None = None  # the interface of a per-interface key (``mtu[rail1]``, ``mtu[main]``)
 
     @property
     def against(self) -> str:

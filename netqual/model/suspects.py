@@ -1,8 +1,14 @@
 """Localisation suspects (``netqual.analysis.localise``) and their evidence: one frozen
 record per suspect kind, so a renderer reads fields the type checker knows instead of keys
-of a free dict.
+of a free dict; what each suspect names is a typed subject, not a string to parse back.
 
-Their JSON form (``suspects`` in results.json) is ``netqual.results.suspects_codec``.
+A suspect stands out from its peers at the same distance by more than the run's own
+repeatability (``Repeatability``): its ``Contrast`` keeps the numbers it was judged on.
+The run-wide part of localisation (the repeatability used, the tiers that fail for every
+node alike, what the localisation read) is a ``Localisation``.
+
+Their JSON form (``suspects`` and ``localisation`` in results.json) is
+``netqual.results.suspects_codec``.
 """
 
 from __future__ import annotations
@@ -13,6 +19,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, TypeAlias
 
+from netqual.model.path import Tier
 from netqual.model.stats import Metric
 from netqual.model.verdict import Verdict
 
@@ -29,6 +36,204 @@ class SuspectKind(str, enum.Enum):
     RAIL = "rail"  # a whole rail plane ("rail 1")
 
 
+# -- what a suspect names -------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class NodeSubject:
+    """A node (or, inside the localisation of a rails run, one endpoint ``NODE/NIC``)."""
+
+    node: str
+
+    def __str__(self) -> str:
+        return self.node
+
+    @property
+    def nodes(self) -> tuple[str, ...]:
+        return (self.node,)
+
+
+@dataclass(frozen=True)
+class NicSubject:
+    node: str
+    nic: str
+
+    def __str__(self) -> str:
+        return f"{self.node}/{self.nic}"
+
+    @property
+    def nodes(self) -> tuple[str, ...]:
+        return (self.node,)
+
+
+@dataclass(frozen=True)
+class LinkSubject:
+    """One direction of a path: its two ends (nodes or endpoints)."""
+
+    src: str
+    dst: str
+
+    def __str__(self) -> str:
+        return f"{self.src}->{self.dst}"
+
+    @property
+    def nodes(self) -> tuple[str, ...]:
+        return (self.src, self.dst)
+
+
+@dataclass(frozen=True)
+class PairSubject:
+    """Two ends measured both ways (an asymmetry): ``a`` is the forward path's source."""
+
+    a: str
+    b: str
+
+    def __str__(self) -> str:
+        return f"{self.a}<->{self.b}"
+
+    @property
+    def nodes(self) -> tuple[str, ...]:
+        return (self.a, self.b)
+
+
+@dataclass(frozen=True)
+class RackPairSubject:
+    """The links between two racks (sorted), or inside one (the same rack twice)."""
+
+    a: str
+    b: str
+
+    def __str__(self) -> str:
+        return f"{self.a}<->{self.b}"
+
+    @property
+    def nodes(self) -> tuple[str, ...]:
+        return ()
+
+
+@dataclass(frozen=True)
+class RailSubject:
+    rail: int
+
+    def __str__(self) -> str:
+        return f"rail {self.rail}"
+
+    @property
+    def nodes(self) -> tuple[str, ...]:
+        return ()
+
+
+Subject: TypeAlias = (
+    NodeSubject | NicSubject | LinkSubject | PairSubject | RackPairSubject | RailSubject
+)
+
+SUBJECT_OF: Mapping[SuspectKind, type[Any]] = {
+    SuspectKind.NODE: NodeSubject,
+    SuspectKind.LINK: LinkSubject,
+    SuspectKind.RACK_PAIR: RackPairSubject,
+    SuspectKind.ASYMMETRY: PairSubject,
+    SuspectKind.NIC: NicSubject,
+    SuspectKind.RAIL: RailSubject,
+}
+
+
+# -- the run's own repeatability, and how a suspect stands out ----------------------------
+
+
+class RepeatSource(str, enum.Enum):
+    """Where a run's repeatability was measured."""
+
+    FLOOR = "floor"  # nothing measured it larger: the practical floor
+    INTERVALS = "intervals"  # the paths' own 95% confidence intervals of the metric
+    INTERFERENCE = "interference"  # paths re-measured alone after the run
+    RETEST = "retest"  # the re-tested paths, before and after
+
+
+@dataclass(frozen=True)
+class RepeatMeasure:
+    """One source's measure: a path's metric read twice differs by up to ``ratio``."""
+
+    source: RepeatSource
+    ratio: float  # >= 1
+    paths: int  # the paths it was measured on (0 for the floor)
+
+
+@dataclass(frozen=True)
+class Repeatability:
+    """How much the run's own numbers move: a suspect must differ from its peers by more
+    than ``ratio``, the largest of the measures."""
+
+    measures: tuple[RepeatMeasure, ...]  # the floor first, then what was measured
+
+    def __post_init__(self) -> None:
+        if not self.measures:
+            raise ValueError("a repeatability needs at least one measure")
+
+    @property
+    def decisive(self) -> RepeatMeasure:
+        return max(self.measures, key=lambda m: m.ratio)
+
+    @property
+    def ratio(self) -> float:
+        return self.decisive.ratio
+
+
+@dataclass(frozen=True)
+class Contrast:
+    """A suspect against its peers at the same distance (tier), on the run's metric.
+
+    ``level_us``: the suspect's paths at that tier, their lower median (more than half of
+    them are at least this slow); ``peers_us``: the lower median of the same level over its
+    peers (the other nodes of its role, rack pairs or paths at that tier). It is a suspect
+    because ``level_us / peers_us`` exceeds ``threshold``, the run's repeatability."""
+
+    tier: Tier
+    level_us: float | None  # None: its paths there failed (no samples)
+    peers_us: float | None
+    peers: int
+    threshold: float
+    source: RepeatSource  # where the threshold was measured
+
+    @property
+    def ratio(self) -> float | None:
+        """level / peers; None when either is missing (a failed suspect: infinite)."""
+        if self.level_us is None or not self.peers_us:
+            return None
+        return self.level_us / self.peers_us
+
+
+# -- what the suspect's bad paths agree on -------------------------------------------
+
+
+class CauseKind(str, enum.Enum):
+    """Why a suspect's paths are bad, from their counters, the fleet snapshot, or their
+    own numbers."""
+
+    LOSS = "loss"  # retransmissions, RDMA sequence errors (counters)
+    CONGESTION = "congestion"  # pauses, CNPs, ECN marks (counters)
+    ROUTING = "routing"  # the bytes took another NIC or TCP (counters)
+    MTU = "mtu"  # a configuration outlier on the MTU of an interface it uses (fleet)
+    DELAY = "delay"  # the whole distribution moved: its p50 too, beyond the repeatability
+    BANDWIDTH = "bandwidth"  # its bulk goodput far below its peers'
+
+    @property
+    def from_counters(self) -> bool:
+        return self in (CauseKind.LOSS, CauseKind.CONGESTION, CauseKind.ROUTING)
+
+
+@dataclass(frozen=True)
+class Cause:
+    """What more than half of a suspect's bad paths show (``analysis.causes.attach``)."""
+
+    kind: CauseKind
+    paths: int  # its bad paths that show it
+    example: str  # the evidence in words: "12 TCP retransmissions"
+    of: int | None = None  # its bad paths (None: a file written before this was kept)
+
+
+# -- evidence, one record per kind -------------------------------------------------------
+
+
 @dataclass(frozen=True)
 class PathEvidence:
     """One path a suspect points at: its verdict and the run's metric (unrounded)."""
@@ -41,15 +246,6 @@ class PathEvidence:
 
 
 @dataclass(frozen=True)
-class CounterCause:
-    """What the counters of a suspect's bad paths agree on (``counter_evidence.annotate``)."""
-
-    cause: str  # loss | congestion | routing
-    paths: int  # bad paths whose counters say so
-    example: str  # the evidence in words: "12 TCP retransmissions"
-
-
-@dataclass(frozen=True)
 class NodeEvidence:
     metric: Metric
     bad_paths: int
@@ -57,8 +253,9 @@ class NodeEvidence:
     median_us: float | None  # over the node's paths
     all_paths_median_us: float | None
     worst: PathEvidence
-    counters: CounterCause | None = None
+    cause: Cause | None = None
     nics: tuple[str, ...] | None = None  # endpoints below the node: every one of them bad
+    contrast: Contrast | None = None  # None: a file written before contrasts were kept
 
 
 @dataclass(frozen=True)
@@ -70,6 +267,7 @@ class RackPairEvidence:
     median_us: float | None
     all_paths_median_us: float | None
     worst: PathEvidence
+    contrast: Contrast | None = None
 
 
 @dataclass(frozen=True)
@@ -82,7 +280,8 @@ class LinkEvidence:
     src_paths_elsewhere: int
     dst_bad_elsewhere: int
     dst_paths_elsewhere: int
-    counters: CounterCause | None = None
+    cause: Cause | None = None
+    contrast: Contrast | None = None
 
 
 @dataclass(frozen=True)
@@ -91,6 +290,7 @@ class AsymmetryEvidence:
     forward: PathEvidence
     reverse: PathEvidence
     ratio: float | None  # larger over smaller metric; None: not finite (one side has none)
+    threshold: float | None = None  # the repeatability the ratio exceeded (None: older file)
 
 
 @dataclass(frozen=True)
@@ -116,7 +316,8 @@ class NicEvidence:
     nic: str
     rail: int
     other_nics: tuple[OtherNic, ...]
-    counters: CounterCause | None = None
+    cause: Cause | None = None
+    contrast: Contrast | None = None
 
 
 @dataclass(frozen=True)
@@ -145,17 +346,58 @@ EVIDENCE_OF: Mapping[SuspectKind, type[Any]] = {
 @dataclass(frozen=True)
 class Suspect:
     kind: SuspectKind
-    subject: str  # "gpu03", "gpu01->gpu07", "r01<->r02", "gpu01<->gpu07", "rail 1"
+    about: Subject  # what it names, typed; ``subject`` is its text
     evidence: Evidence
 
     def __post_init__(self) -> None:
         if not isinstance(self.evidence, EVIDENCE_OF[self.kind]):
             raise TypeError(f"a {self.kind.value} suspect needs {EVIDENCE_OF[self.kind].__name__}")
+        if not isinstance(self.about, SUBJECT_OF[self.kind]):
+            raise TypeError(f"a {self.kind.value} suspect names a {SUBJECT_OF[self.kind].__name__}")
+
+    @property
+    def subject(self) -> str:
+        """How every output and results.json name it: "gpu03", "gpu01->gpu07",
+        "r01<->r02", "gpu01<->gpu07", "gpu03/eth1", "rail 1"."""
+        return str(self.about)
 
 
-def with_counters(s: Suspect, counters: CounterCause) -> Suspect:
-    """``s`` with what its counters say; only node, NIC and link evidence carry it."""
+def with_cause(s: Suspect, cause: Cause) -> Suspect:
+    """``s`` with what its bad paths agree on; only node, NIC and link evidence carry it."""
     ev = s.evidence
     if not isinstance(ev, NodeEvidence | NicEvidence | LinkEvidence):
-        raise TypeError(f"a {s.kind.value} suspect has no counters")
-    return Suspect(s.kind, s.subject, dataclasses.replace(ev, counters=counters))
+        raise TypeError(f"a {s.kind.value} suspect has no cause")
+    return Suspect(s.kind, s.about, dataclasses.replace(ev, cause=cause))
+
+
+# -- the run-wide part -------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class DistanceEvidence:
+    """A farther tier whose paths fail for every node alike: the distance is the cause
+    (offload inside racks, or not to the remote site), not its nodes or racks."""
+
+    metric: Metric
+    tier: Tier
+    bad_paths: int
+    paths: int
+    unsafe: bool  # some of them unsafe (else marginal only)
+    low_us: float | None  # the bad paths' metric, lowest and highest measured
+    high_us: float | None
+    hops: tuple[int, ...]  # the hop counts of the tier's paths, where known
+    near_safe: int  # same-rack paths offload-safe (the reference), and all of them
+    near_paths: int
+
+
+@dataclass(frozen=True)
+class Localisation:
+    """What the localisation read and used besides the suspects: the run's repeatability,
+    the tiers that fail by distance, and (a re-test) the run it re-tested, whose paths it
+    localised on together with its own re-measurements."""
+
+    repeatability: Repeatability
+    distance: tuple[DistanceEvidence, ...] = ()
+    paths: int = 0  # paths localised on (a re-test: the re-tested run's, re-measured ones replaced)
+    retested: int = 0  # of them, re-measured by this run (0: not a re-test)
+    base: str | None = None  # the re-tested run (``retest_of``); None: this run alone

@@ -11,7 +11,14 @@ from rich.table import Table
 from rich.text import Text
 
 from netqual.analysis.fleet import key_rows, nodes_text
-from netqual.model.fleet import UNKNOWN, ConfigSnapshot, FleetResult
+from netqual.model.fleet import (
+    MAIN_INTERFACE,
+    UNKNOWN,
+    ConfigSnapshot,
+    FleetResult,
+    KeyScope,
+    SnapshotKey,
+)
 
 OUTLIERS_SHOWN = 3  # in the one-line form
 DEVICES_SHOWN = 32  # nodes whose device line check --fleet prints
@@ -81,20 +88,21 @@ def print_fleet(console: Console, result: FleetResult, missing: list[str]) -> No
 
 def device_summary(snap: ConfigSnapshot) -> str:
     """'to-leaf1 veth mtu 9000 up; mlx5_0/1 ACTIVE mtu 4096 gid 3 RoCE v2' for one node."""
-    have = dict(snap.devices)
-    nics = sorted({k.split(".")[1] for k in have if k.startswith("nic.")})
-    ports = sorted({k.split(".")[1] for k in have if k.startswith("rdma.") and "/" in k})
+    keys = snap.keys()
+    nics = sorted({k.device for k in keys if k.scope is KeyScope.NIC and k.device})
+    ports = sorted({k.device for k in keys if k.port and k.device})
+    main = snap.get(MAIN_INTERFACE)
     parts = []
     for nic in nics:
-        g = {f: have.get(f"nic.{nic}.{f}", UNKNOWN) for f in ("driver", "mtu", "operstate")}
-        speed = have.get(f"nic.{nic}.speed_mbps", UNKNOWN)
+        g = {f: snap.of(SnapshotKey.nic(nic, f)) for f in ("driver", "mtu", "operstate")}
+        speed = snap.of(SnapshotKey.nic(nic, "speed_mbps"))
         parts.append(
-            f"{nic} {g['driver']} mtu {g['mtu']} {g['operstate']}"
-            + (f" {speed} Mb/s" if speed != UNKNOWN else "")
+            f"{nic}{' (main)' if nic == main else ''} {g['driver']} mtu {g['mtu']} "
+            f"{g['operstate']}" + (f" {speed} Mb/s" if speed != UNKNOWN else "")
         )
     for port in ports:
         p = {
-            f: have.get(f"rdma.{port}.{f}", UNKNOWN)
+            f: snap.of(SnapshotKey.rdma(port, f))
             for f in ("state", "active_mtu", "gid_index", "gid_type", "width")
         }
         parts.append(

@@ -21,11 +21,13 @@ from netqual.analysis.matrix import (
     tier_groups,
 )
 from netqual.analysis.narrative import nodes_text, unmeasured_sentence, verdict_sentence
+from netqual.analysis.repeatability import describe
 from netqual.base.names import visible
 from netqual.base.units import format_size, format_us
 from netqual.model.path import PathResult, Tier, path_label
 from netqual.model.suspects import (
     AsymmetryEvidence,
+    Contrast,
     LinkEvidence,
     NicEvidence,
     NodeEvidence,
@@ -116,13 +118,26 @@ RACK_PAIRS_SHOWN = 8  # the worst ones; --all for every rack pair
 
 def suspect_line(s: Suspect) -> str:
     """One suspect with its evidence, e.g. 'node gpu03: 14 of 15 paths not offload-safe ...',
-    and what its counters say ('; counters: loss (12 TCP retransmissions)')."""
+    and the cause most of its bad paths show ('; counters: loss (12 TCP retransmissions)',
+    '; cause: delay (7 of 7 bad paths: p50 ...)')."""
     e = s.evidence
-    c = e.counters if isinstance(e, NodeEvidence | NicEvidence | LinkEvidence) else None
-    if c is not None:
-        said = visible(f"{c.cause} ({c.example})")
-        return f"{_suspect_line(s)}; counters: {said}"
-    return _suspect_line(s)
+    c = e.cause if isinstance(e, NodeEvidence | NicEvidence | LinkEvidence) else None
+    if c is None:
+        return _suspect_line(s)
+    share = f"{c.paths} of {c.of} bad paths: " if c.of is not None else ""
+    said = visible(f"{c.kind.value} ({share}{c.example})")
+    return f"{_suspect_line(s)}; {'counters' if c.kind.from_counters else 'cause'}: {said}"
+
+
+def contrast_text(c: Contrast, metric: str) -> str:
+    """'same-rack p99 812 us vs 64 us on its peers, x12.7 > x1.20 (interference)'."""
+    level = "failed" if c.level_us is None else f"{format_us(c.level_us)} us"
+    peers = "-" if c.peers_us is None else f"{format_us(c.peers_us)} us"
+    times = f"x{c.ratio:.1f}" if c.ratio is not None else "failed"
+    return (
+        f"{c.tier.value} {metric} {level} vs {peers} on its peers, {times} > x{c.threshold:.2f} "
+        f"({c.source.value})"
+    )
 
 
 def _suspect_line(s: Suspect) -> str:
@@ -135,21 +150,25 @@ def _suspect_line(s: Suspect) -> str:
 
     if isinstance(e, AsymmetryEvidence):
         times = f", {e.ratio:.1f}x" if e.ratio is not None else ""
-        return f"asymmetry {s.subject}: {path(e.forward)} vs {path(e.reverse)}{times}"
+        beyond = f" > x{e.threshold:.2f}" if e.threshold is not None and times else ""
+        return f"asymmetry {s.subject}: {path(e.forward)} vs {path(e.reverse)}{times}{beyond}"
     if isinstance(e, RailEvidence):
         shown = ", ".join(e.bad_nics)
         head = f"rail {e.rail}: {len(e.bad_nics):,} of {e.nics:,} NICs bad ({shown})"
         return f"{head}; worst {path(e.worst)}"
     if isinstance(e, LinkEvidence):
         p = e.path
+        against = "" if e.contrast is None else f"; {contrast_text(e.contrast, metric)}"
         return (
             f"link {path(p)}; elsewhere {p.src} has {e.src_bad_elsewhere} of "
             f"{e.src_paths_elsewhere} paths bad, {p.dst} {e.dst_bad_elsewhere} of "
-            f"{e.dst_paths_elsewhere}"
+            f"{e.dst_paths_elsewhere}{against}"
         )
     median = ""
     mine, overall = e.median_us, e.all_paths_median_us
-    if mine is not None and overall is not None:
+    if e.contrast is not None:
+        median = f", {contrast_text(e.contrast, metric)}"
+    elif mine is not None and overall is not None:
         median = f", median {metric} {format_us(mine)} us vs {format_us(overall)} us over all paths"
     line = (
         f"{s.kind.value} {s.subject}: {e.bad_paths:,} of {e.paths:,} paths not "
@@ -175,7 +194,20 @@ def print_suspects(console: Console, results: Results, limit: int | None = SUSPE
         console.print(Text(f"suspects: {problem}", style="yellow"), soft_wrap=True)
     if not found:
         return
-    console.print("suspects (where the problem sits)", style="bold")
+    loc = results.localisation
+    head = "suspects (where the problem sits)"
+    if loc is not None:
+        line = describe(loc.repeatability.decisive)
+        base = (
+            f"; with the re-tested run's {loc.paths - loc.retested:,} other paths"
+            if loc.base
+            else ""
+        )
+        head = (
+            f"suspects (where the problem sits: each differs from its peers at the same "
+            f"distance by more than the run's repeatability, {line}{base})"
+        )
+    console.print(head, style="bold", soft_wrap=True)
     shown = found if limit is None else found[:limit]
     for s in shown:
         console.print(f"  {suspect_line(s)}", highlight=False)

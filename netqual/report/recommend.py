@@ -21,15 +21,13 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Sequence
 
-import numpy as np
-
 from netqual.analysis import counter_evidence, localise
-from netqual.analysis.policy import sample_limited
 from netqual.model.node import Node
 from netqual.model.path import Tier, path_label
 from netqual.model.stats import Metric
 from netqual.model.suspects import (
     AsymmetryEvidence,
+    DistanceEvidence,
     LinkEvidence,
     NicEvidence,
     NodeEvidence,
@@ -52,7 +50,6 @@ from netqual.report.notes import (
     sample_notes,
     unstable_paths,
 )
-from netqual.table.paths import NO_HOPS, TIERS
 from netqual.table.run import Results
 
 
@@ -104,9 +101,8 @@ def recommend(results: Results, expired_waivers: Sequence[str] = ()) -> list[Rec
         )
     nodes = {n.name: n for n in results.nodes}
     metric = policy.metric
-    cols = localise.columns(results, metric)
     found = localise.run_suspects(results)
-    out += _tiers(results, localise.distance_tiers(cols))
+    out += [_distance(d, policy.safe_max_us) for d in localise.run_localisation(results).distance]
     if (problem := localise.cannot_localise(results)) is not None:
         out.append(_unlocalised(results, problem))
     by_kind: dict[SuspectKind, list[Suspect]] = defaultdict(list)
@@ -158,10 +154,11 @@ def recommend(results: Results, expired_waivers: Sequence[str] = ()) -> list[Rec
     for s in by_kind[SuspectKind.ASYMMETRY]:
         assert isinstance(s.evidence, AsymmetryEvidence)
         fwd, rev = s.evidence.forward, s.evidence.reverse
+        a, b = s.about.nodes
         out.append(
             Recommendation(
                 "unsafe" if Verdict.UNSAFE in (fwd.verdict, rev.verdict) else "marginal",
-                f"Check the link between {s.subject.replace('<->', ' and ')} in both directions",
+                f"Check the link between {a} and {b} in both directions",
                 f"The two directions disagree: {_short(fwd, metric)} ({fwd.verdict.value}) but "
                 f"{_short(rev, metric)} ({rev.verdict.value}). One-way trouble points at a cable "
                 "or transceiver, or at ECN/PFC set differently on the two switch ports.",
@@ -196,53 +193,38 @@ def _unlocalised(results: Results, problem: str) -> Recommendation:
     )
 
 
-_FAR_TIERS = (Tier.CROSS_RACK, Tier.REMOTE)
-
-
-def _tiers(results: Results, far: set[Tier]) -> list[Recommendation]:
-    """Tiers whose paths fail because of distance (``localise.distance_tiers``)."""
-    table = results.paths
-    policy = results.run.policy
-    metric = policy.metric
-    limited = sample_limited(results.run.policy, results.paths)
-    not_safe = (table.verdict != Verdict.SAFE.rank) & ~limited
-    near = table.tier == TIERS.index(Tier.SAME_RACK)
-    near_safe = int((near & ~not_safe).sum())
-    values = table.values(metric)
-    out: list[Recommendation] = []
-    for tier in _FAR_TIERS:
-        if tier not in far:
-            continue
-        paths = table.tier == TIERS.index(tier)
-        bad = paths & not_safe
-        measured = values[bad & table.has_rtt]
-        spread = (
-            f", {metric.value} {fmt.us(float(measured.min()))} to {fmt.us(float(measured.max()))}"
-            if len(measured)
-            else ""
+def _distance(d: DistanceEvidence, safe_max_us: float) -> Recommendation:
+    """A tier whose paths fail because of distance (``localise.distance``)."""
+    spread = (
+        f", {d.metric.value} {fmt.us(d.low_us)} to {fmt.us(d.high_us)}"
+        if d.low_us is not None and d.high_us is not None
+        else ""
+    )
+    hop_text = f" ({'/'.join(map(str, d.hops))} hops)" if d.hops else ""
+    share = (
+        f"{d.bad_paths:,} of {d.paths:,} {d.tier.value} paths{hop_text} are not offload-safe"
+        f"{spread}"
+    )
+    if d.near_paths:
+        share += (
+            f", while {d.near_safe:,} of {d.near_paths:,} same-rack paths are within "
+            f"{fmt.us(safe_max_us)}."
         )
-        hops = np.unique(table.hops[paths & (table.hops != NO_HOPS)]).tolist()
-        hop_text = f" ({'/'.join(map(str, hops))} hops)" if hops else ""
-        unsafe = bool((table.verdict[bad] == Verdict.UNSAFE.rank).any())
-        share = (
-            f"{int(bad.sum()):,} of {int(paths.sum()):,} {tier.value} paths{hop_text} are not "
-            f"offload-safe{spread}, while {near_safe:,} of {int(near.sum()):,} same-rack paths are "
-            f"within {fmt.us(policy.safe_max_us)}."
+    else:
+        share += ", every node alike (the run measured no same-rack path to compare)."
+    if d.tier is Tier.CROSS_RACK:
+        title = "Keep KV offload inside each rack"
+        advice = (
+            "Place KV-cache storage in the same rack as the compute nodes that read it, "
+            "or bring the leaf-spine latency down, then re-test."
         )
-        if tier is Tier.CROSS_RACK:
-            title = "Keep KV offload inside each rack"
-            advice = (
-                "Place KV-cache storage in the same rack as the compute nodes that read it, "
-                "or bring the leaf-spine latency down, then re-test."
-            )
-        else:
-            title = "Do not offload KV-cache to the remote site"
-            advice = (
-                "Serve KV-cache from storage at the local site; the remote site is too far for "
-                "reads on the request's critical path."
-            )
-        out.append(Recommendation("unsafe" if unsafe else "marginal", title, f"{share} {advice}"))
-    return out
+    else:
+        title = "Do not offload KV-cache to the remote site"
+        advice = (
+            "Serve KV-cache from storage at the local site; the remote site is too far for "
+            "reads on the request's critical path."
+        )
+    return Recommendation("unsafe" if d.unsafe else "marginal", title, f"{share} {advice}")
 
 
 def _whole_racks(culprits: set[str], nodes: Sequence[Node]) -> list[str]:

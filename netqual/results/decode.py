@@ -43,7 +43,7 @@ from netqual.planning.rails import split_endpoint
 from netqual.results.fanin_codec import from_list as fanin_from_list
 from netqual.results.multirail_codec import from_list as multirail_from_list
 from netqual.results.summary import summarize
-from netqual.results.suspects_codec import suspect_from_dict
+from netqual.results.suspects_codec import localisation_from_dict, suspect_from_dict
 from netqual.results.wirepath import PATH_DECODER, convert_path, decode_path
 from netqual.table.paths import PathTable
 from netqual.table.run import Results
@@ -319,6 +319,12 @@ def results_from_dict(
             suspects.append(suspect_from_dict(entry))
         except (KeyError, TypeError, ValueError) as err:
             raise rd.fail(f"suspects[{i}]", f"not a suspect: {err}") from err
+    localisation = None
+    if d.get("localisation") is not None:
+        try:
+            localisation = localisation_from_dict(d["localisation"])
+        except ValueError as err:
+            raise rd.fail("localisation", str(err)) from err
     retest_of = d.get("retest_of")
     if retest_of is not None and not isinstance(retest_of, str):
         raise rd.fail("retest_of", f"expected a string, got {retest_of!r}")
@@ -355,6 +361,7 @@ def results_from_dict(
             fleet=fleet_from_dict(d["fleet"], source) if d.get("fleet") is not None else None,
             hosts=tuple(hosts_from_dict(node, doc) for node, doc in (d.get("hosts") or {}).items()),
             multirail=multirail_from_list(d["multirail"], source) if d.get("multirail") else (),
+            localisation=localisation,
         )
     )
 
@@ -372,6 +379,7 @@ class _Document(msgspec.Struct):
     interference: Any = msgspec.UNSET
     workload: Any = msgspec.UNSET
     suspects: Any = msgspec.UNSET
+    localisation: Any = msgspec.UNSET
     retest_of: Any = msgspec.UNSET
     not_measured: Any = msgspec.UNSET
     fanin: Any = msgspec.UNSET

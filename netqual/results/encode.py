@@ -26,7 +26,7 @@ from netqual.model.verdict import Verdict
 from netqual.results.engine_codec import cell_to_dict
 from netqual.results.fanin_codec import to_list as fanin_to_list
 from netqual.results.multirail_codec import to_list as multirail_to_list
-from netqual.results.suspects_codec import suspect_to_dict
+from netqual.results.suspects_codec import localisation_to_dict, suspect_to_dict
 from netqual.table.run import Results
 
 
@@ -222,6 +222,8 @@ def results_to_dict(r: Results, *, paths: bool = True) -> dict[str, Any]:
     }
     if r.suspects:
         doc["suspects"] = [suspect_to_dict(s) for s in r.suspects]
+    if r.localisation is not None:
+        doc["localisation"] = localisation_to_dict(r.localisation)
     if r.retest_of is not None:
         doc["retest_of"] = r.retest_of
     if r.not_measured:

@@ -1,31 +1,52 @@
-"""Suspects in results.json (``suspects``, docs/results.md) <-> ``netqual.model.suspects``.
+"""Suspects in results.json (``suspects``, docs/results.md) <-> ``netqual.model.suspects``,
+and the run-wide ``localisation`` (repeatability, distance tiers, a re-test's base).
 
 The JSON form is the one the evidence had as a free dict: each record writes the same keys
-in the same order, and a file written before the records reads back into them.
+in the same order, and a file written before the records reads back into them. What came
+later is written only when it is there: ``contrast`` (the suspect against its peers),
+``threshold`` of an asymmetry, ``of`` beside a counter cause, and ``cause`` for the causes
+that are not the counters' (mtu, delay, bandwidth). The typed subject is read from the
+evidence (a link's two ends, a NIC's node and name, the racks, the rail), never parsed
+back from the ``subject`` text; a node's subject is its name as written.
 ``suspect_from_dict`` checks every type and names the key it rejects, so a hostile or
 damaged file stops with a clear error instead of a ``KeyError`` in a renderer.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from collections.abc import Mapping
 from typing import Any
 
 from netqual.base.choices import parse_choice
+from netqual.model.path import Tier
 from netqual.model.stats import Metric
 from netqual.model.suspects import (
+    SUBJECT_OF,
     AsymmetryEvidence,
-    CounterCause,
+    Cause,
+    CauseKind,
+    Contrast,
+    DistanceEvidence,
     Evidence,
     LinkEvidence,
+    LinkSubject,
+    Localisation,
     NicEvidence,
+    NicSubject,
     NodeEvidence,
+    NodeSubject,
     OtherNic,
+    PairSubject,
     PathEvidence,
     RackPairEvidence,
+    RackPairSubject,
     RailEvidence,
+    RailSubject,
+    Repeatability,
+    RepeatMeasure,
+    RepeatSource,
+    Subject,
     Suspect,
     SuspectKind,
 )
@@ -42,8 +63,30 @@ def _path_dict(p: PathEvidence) -> dict[str, Any]:
     }
 
 
-def _counters_dict(c: CounterCause | None) -> dict[str, Any]:
-    return {} if c is None else {"counters": dataclasses.asdict(c)}
+def _cause_dict(c: Cause | None) -> dict[str, Any]:
+    """A counter cause where it always was (``counters``), the others as ``cause``."""
+    if c is None:
+        return {}
+    of = {} if c.of is None else {"of": c.of}
+    if c.kind.from_counters:
+        return {"counters": {"cause": c.kind.value, "paths": c.paths, "example": c.example, **of}}
+    return {"cause": {"kind": c.kind.value, "paths": c.paths, "example": c.example, **of}}
+
+
+def _contrast_dict(c: Contrast | None) -> dict[str, Any]:
+    if c is None:
+        return {}
+    return {
+        "contrast": {
+            "tier": c.tier.value,
+            "level_us": c.level_us,
+            "peers_us": c.peers_us,
+            "peers": c.peers,
+            "ratio": c.ratio,
+            "threshold": c.threshold,
+            "source": c.source.value,
+        }
+    }
 
 
 def _spread_dict(e: NodeEvidence | NicEvidence) -> dict[str, Any]:
@@ -54,7 +97,7 @@ def _spread_dict(e: NodeEvidence | NicEvidence) -> dict[str, Any]:
         "median_us": e.median_us,
         "all_paths_median_us": e.all_paths_median_us,
         "worst": _path_dict(e.worst),
-        **_counters_dict(e.counters),
+        **_cause_dict(e.cause),
     }
 
 
@@ -68,12 +111,13 @@ def _other_dict(o: OtherNic) -> dict[str, Any]:
 def evidence_to_dict(e: Evidence) -> dict[str, Any]:
     """The evidence as results.json holds it (keys and order as before the types)."""
     if isinstance(e, NodeEvidence):
-        return _spread_dict(e) | ({} if e.nics is None else {"nics": list(e.nics)})
+        nics = {} if e.nics is None else {"nics": list(e.nics)}
+        return _spread_dict(e) | nics | _contrast_dict(e.contrast)
     if isinstance(e, NicEvidence):
         others = [_other_dict(o) for o in e.other_nics]
         return _spread_dict(e) | {
             "node": e.node, "nic": e.nic, "rail": e.rail, "other_nics": others,
-        }  # fmt: skip
+        } | _contrast_dict(e.contrast)  # fmt: skip
     if isinstance(e, RackPairEvidence):
         return {
             "metric": e.metric.value,
@@ -83,6 +127,7 @@ def evidence_to_dict(e: Evidence) -> dict[str, Any]:
             "median_us": e.median_us,
             "all_paths_median_us": e.all_paths_median_us,
             "worst": _path_dict(e.worst),
+            **_contrast_dict(e.contrast),
         }
     if isinstance(e, LinkEvidence):
         return {
@@ -92,7 +137,8 @@ def evidence_to_dict(e: Evidence) -> dict[str, Any]:
             "src_paths_elsewhere": e.src_paths_elsewhere,
             "dst_bad_elsewhere": e.dst_bad_elsewhere,
             "dst_paths_elsewhere": e.dst_paths_elsewhere,
-            **_counters_dict(e.counters),
+            **_cause_dict(e.cause),
+            **_contrast_dict(e.contrast),
         }
     if isinstance(e, AsymmetryEvidence):
         return {
@@ -100,6 +146,7 @@ def evidence_to_dict(e: Evidence) -> dict[str, Any]:
             "forward": _path_dict(e.forward),
             "reverse": _path_dict(e.reverse),
             "ratio": e.ratio,
+            **({} if e.threshold is None else {"threshold": e.threshold}),
         }
     return {
         "metric": e.metric.value,
@@ -180,11 +227,36 @@ class _Reader:
             error=self.maybe_text("error"),
         )
 
-    def counters(self) -> CounterCause | None:
-        if self.d.get("counters") is None:
+    def ratio(self, key: str) -> float:
+        v = self._get(key)
+        if isinstance(v, bool) or not isinstance(v, int | float) or not v >= 1 or v == math.inf:
+            raise self._bad(key, "a finite ratio >= 1")
+        return float(v)
+
+    def cause(self) -> Cause | None:
+        """``counters`` (the counters' cause, as files always held it) or ``cause``."""
+        if self.d.get("counters") is not None:
+            c = self.sub("counters")
+            kind = parse_choice(CauseKind, c.text("cause"), f"{c.where}.cause")
+        elif self.d.get("cause") is not None:
+            c = self.sub("cause")
+            kind = parse_choice(CauseKind, c.text("kind"), f"{c.where}.kind")
+        else:
             return None
-        c = self.sub("counters")
-        return CounterCause(c.text("cause"), c.count("paths"), c.text("example"))
+        return Cause(kind, c.count("paths"), c.text("example"), c.maybe_count("of"))
+
+    def contrast(self) -> Contrast | None:
+        if self.d.get("contrast") is None:
+            return None
+        c = self.sub("contrast")
+        return Contrast(
+            tier=parse_choice(Tier, c.text("tier"), f"{c.where}.tier"),
+            level_us=c.maybe_us("level_us"),
+            peers_us=c.maybe_us("peers_us"),
+            peers=c.count("peers"),
+            threshold=c.ratio("threshold"),
+            source=parse_choice(RepeatSource, c.text("source"), f"{c.where}.source"),
+        )
 
 
 def _spread(r: _Reader) -> dict[str, Any]:
@@ -195,7 +267,8 @@ def _spread(r: _Reader) -> dict[str, Any]:
         "median_us": r.maybe_us("median_us"),
         "all_paths_median_us": r.maybe_us("all_paths_median_us"),
         "worst": r.sub("worst").path(),
-        "counters": r.counters(),
+        "cause": r.cause(),
+        "contrast": r.contrast(),
     }
 
 
@@ -232,8 +305,9 @@ def evidence_from_dict(kind: SuspectKind, d: object) -> Evidence:
         if len(racks) != 2:
             raise r._bad("racks", "two rack names")
         spread = _spread(r)
-        del spread["counters"]
-        return RackPairEvidence(racks=(racks[0], racks[1]), **spread)
+        del spread["cause"]
+        del spread["contrast"]
+        return RackPairEvidence(racks=(racks[0], racks[1]), **spread, contrast=r.contrast())
     if kind is SuspectKind.LINK:
         return LinkEvidence(
             metric=r.metric(),
@@ -242,7 +316,8 @@ def evidence_from_dict(kind: SuspectKind, d: object) -> Evidence:
             src_paths_elsewhere=r.count("src_paths_elsewhere"),
             dst_bad_elsewhere=r.count("dst_bad_elsewhere"),
             dst_paths_elsewhere=r.count("dst_paths_elsewhere"),
-            counters=r.counters(),
+            cause=r.cause(),
+            contrast=r.contrast(),
         )
     if kind is SuspectKind.ASYMMETRY:
         return AsymmetryEvidence(
@@ -250,6 +325,7 @@ def evidence_from_dict(kind: SuspectKind, d: object) -> Evidence:
             forward=r.sub("forward").path(),
             reverse=r.sub("reverse").path(),
             ratio=r.maybe_us("ratio"),
+            threshold=None if r.d.get("threshold") is None else r.ratio("threshold"),
         )
     return RailEvidence(
         metric=r.metric(),
@@ -260,9 +336,110 @@ def evidence_from_dict(kind: SuspectKind, d: object) -> Evidence:
     )
 
 
+def subject_of(kind: SuspectKind, text: str, e: Evidence) -> Subject:
+    """The typed subject from the evidence, which holds what the subject names."""
+    if isinstance(e, LinkEvidence):
+        return LinkSubject(e.path.src, e.path.dst)
+    if isinstance(e, AsymmetryEvidence):
+        return PairSubject(e.forward.src, e.forward.dst)
+    if isinstance(e, RackPairEvidence):
+        return RackPairSubject(*e.racks)
+    if isinstance(e, NicEvidence):
+        return NicSubject(e.node, e.nic)
+    if isinstance(e, RailEvidence):
+        return RailSubject(e.rail)
+    return NodeSubject(text)
+
+
 def suspect_from_dict(d: Mapping[str, Any]) -> Suspect:
     """Inverse of suspect_to_dict; raises ValueError/KeyError/TypeError on a bad entry."""
     if not isinstance(d["subject"], str):
         raise TypeError("a suspect needs a string subject")
     kind = SuspectKind(d["kind"])
-    return Suspect(kind, d["subject"], evidence_from_dict(kind, d["evidence"]))
+    evidence = evidence_from_dict(kind, d["evidence"])
+    about = subject_of(kind, d["subject"], evidence)
+    assert isinstance(about, SUBJECT_OF[kind])
+    return Suspect(kind, about, evidence)
+
+
+# -- localisation ----------------------------------------------------------------------
+
+
+def localisation_to_dict(loc: Localisation) -> dict[str, Any]:
+    rep = loc.repeatability
+    return {
+        "repeatability": {
+            "ratio": rep.ratio,
+            "source": rep.decisive.source.value,
+            "measures": [
+                {"source": m.source.value, "ratio": m.ratio, "paths": m.paths} for m in rep.measures
+            ],
+        },
+        "distance": [
+            {
+                "metric": d.metric.value,
+                "tier": d.tier.value,
+                "bad_paths": d.bad_paths,
+                "paths": d.paths,
+                "unsafe": d.unsafe,
+                "low_us": d.low_us,
+                "high_us": d.high_us,
+                "hops": list(d.hops),
+                "near_safe": d.near_safe,
+                "near_paths": d.near_paths,
+            }
+            for d in loc.distance
+        ],
+        "paths": loc.paths,
+        "retested": loc.retested,
+        "base": loc.base,
+    }
+
+
+def localisation_from_dict(d: object) -> Localisation:
+    """Inverse of localisation_to_dict; a bad value raises ValueError naming its key."""
+    r = _Reader(d, "localisation")
+    rep = r.sub("repeatability")
+    raw = rep._get("measures")
+    if not isinstance(raw, list) or not raw:
+        raise rep._bad("measures", "a non-empty list")
+    measures = []
+    for i, m in enumerate(raw):
+        mr = _Reader(m, f"{rep.where}.measures[{i}]")
+        source = parse_choice(RepeatSource, mr.text("source"), f"{mr.where}.source")
+        measures.append(RepeatMeasure(source, mr.ratio("ratio"), mr.count("paths")))
+    far = r._get("distance")
+    if not isinstance(far, list):
+        raise r._bad("distance", "a list")
+    distance = []
+    for i, item in enumerate(far):
+        dr = _Reader(item, f"localisation.distance[{i}]")
+        hops = dr._get("hops")
+        if not isinstance(hops, list) or not all(
+            isinstance(h, int) and not isinstance(h, bool) for h in hops
+        ):
+            raise dr._bad("hops", "a list of integers")
+        unsafe = dr._get("unsafe")
+        if not isinstance(unsafe, bool):
+            raise dr._bad("unsafe", "true or false")
+        distance.append(
+            DistanceEvidence(
+                metric=dr.metric(),
+                tier=parse_choice(Tier, dr.text("tier"), f"{dr.where}.tier"),
+                bad_paths=dr.count("bad_paths"),
+                paths=dr.count("paths"),
+                unsafe=unsafe,
+                low_us=dr.maybe_us("low_us"),
+                high_us=dr.maybe_us("high_us"),
+                hops=tuple(hops),
+                near_safe=dr.count("near_safe"),
+                near_paths=dr.count("near_paths"),
+            )
+        )
+    return Localisation(
+        repeatability=Repeatability(tuple(measures)),
+        distance=tuple(distance),
+        paths=r.count("paths"),
+        retested=r.count("retested"),
+        base=r.maybe_text("base"),
+    )

@@ -22,6 +22,7 @@ from netqual.planning.calibration import Calibration
 from netqual.planning.fabric import Fabric
 from netqual.planning.phases import ScheduleConfig
 from netqual.run import resume as resume_mod
+from netqual.table.run import Results
 from netqual.transports import TransportKind, TransportOptions
 
 
@@ -42,6 +43,8 @@ class RunConfig:
     # netqual retest: measure exactly these (src, dst) pairs instead of the mode's plan
     pairs: tuple[tuple[str, str], ...] | None = None
     retest_of: str | None = None  # the run directory being re-tested
+    # its results: a re-test localises on them with its own re-measurements in place
+    retest_base: Results | None = field(default=None, compare=False, repr=False)
     schedule: ScheduleConfig = field(default_factory=ScheduleConfig)
     fabric: Fabric = field(default_factory=Fabric)  # stated NIC and uplink rates
     preflight_s: float = 0.0  # the CLI's pre-flight pass before the run (run.schedule.actual)

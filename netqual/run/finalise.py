@@ -135,10 +135,12 @@ def finalise(
         tool_version=__version__,
         workload=cfg.workload,
     )
+    results = dataclasses.replace(results, retest_of=cfg.retest_of)
+    found, localised = localise.localisation(results, cfg.retest_base)
     results = dataclasses.replace(
         results,
-        suspects=localise.suspects(results),
-        retest_of=cfg.retest_of,
+        suspects=found,
+        localisation=localised,
         not_measured=rec.not_measured(),
         fanin=spent.fanin,
         fleet=fleet_found,

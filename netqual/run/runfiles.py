@@ -88,7 +88,8 @@ def load_partial(jsonl: Path) -> Results:
     results = dataclasses.replace(
         results, paths=table, summary=summarize(table, results.run.policy.metric)
     )
-    return dataclasses.replace(results, suspects=localise.suspects(results))
+    found, localised = localise.localisation(results)
+    return dataclasses.replace(results, suspects=found, localisation=localised)
 
 
 def _identity(path: Path) -> dict[str, Any]:

@@ -17,7 +17,7 @@ from netqual.model.multirail import MultiRail
 from netqual.model.node import Node
 from netqual.model.path import NotMeasured
 from netqual.model.run import SCHEMA_VERSION, Interference, RunMeta, Summary
-from netqual.model.suspects import Suspect
+from netqual.model.suspects import Localisation, Suspect
 from netqual.table.paths import PathTable
 
 if TYPE_CHECKING:
@@ -55,6 +55,9 @@ class Results:
     # the one answer from all the evidence (netqual.analysis.decision); None: not decided
     # (a run in progress), and then ``paths.verdict`` is the RTT policy's class
     decision: Decision | None = None
+    # What localisation used besides the suspects (repeatability, distance, a re-test's
+    # base); None: a file written before it was kept. Read through localise.run_localisation.
+    localisation: Localisation | None = None
 
     @property
     def pingpong_only(self) -> int:

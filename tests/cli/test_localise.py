@@ -16,6 +16,7 @@ from netqual.model.suspects import (
     AsymmetryEvidence,
     LinkEvidence,
     NodeEvidence,
+    NodeSubject,
     RackPairEvidence,
     SuspectKind,
 )
@@ -122,7 +123,9 @@ def test_readers_use_the_stored_suspects_and_compute_them_only_for_files_without
     r = make_results(16, rack_size=4, slow_nodes=["gpu03"])
     (found,) = [s for s in suspects(r) if s.kind is SuspectKind.NODE]
     # stored under another name: only a reader of the stored suspects can show "gpu05"
-    moved = dataclasses.replace(r, suspects=(dataclasses.replace(found, subject="gpu05"),))
+    moved = dataclasses.replace(
+        r, suspects=(dataclasses.replace(found, about=NodeSubject("gpu05")),)
+    )
     stored = write_results(tmp_path / "stored.json", moved)
     bare = write_results(tmp_path / "bare.json", r)
     assert load(bare).suspects is None

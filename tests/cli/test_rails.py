@@ -293,9 +293,9 @@ def test_terminal_reads_per_rail_and_names_the_nic(
     assert rows["rail 1"] == ["6", "190.0", "700.0", "3", "0", "3"], r.stdout
     text = " ".join(r.stdout.split())  # the suspect line wraps at 100 columns
     assert (
-        "nic h3/eth1: 3 of 3 paths not offload-safe, median p99 700.0 us vs 60.0 us over all "
-        "paths; worst h1/eth1 -> h3/eth1 p99 700.0 us (unsafe); other rails of h3: eth0 "
-        "(rail 0) 0 of 3 bad, median p99 60.0 us" in text
+        "nic h3/eth1: 3 of 3 paths not offload-safe, same-rack p99 700.0 us vs 60.0 us on its "
+        "peers, x11.7 > x1.20 (floor); worst h1/eth1 -> h3/eth1 p99 700.0 us (unsafe); other "
+        "rails of h3: eth0 (rail 0) 0 of 3 bad, median p99 60.0 us" in text
     ), r.stdout
 
 

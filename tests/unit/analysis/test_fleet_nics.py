@@ -20,10 +20,13 @@ from netqual.model.node import Nic
 from netqual.results import load
 
 
-def host(node: str, mgmt: int, rail0: int, rail1: int) -> ConfigSnapshot:
-    """What an agent reports: eno1 (management), ens2 and ens3 (rails 0 and 1), all up."""
+def host(node: str, mgmt: int, rail0: int, rail1: int, main: str | None = None) -> ConfigSnapshot:
+    """What an agent reports: eno1 (management), ens2 and ens3 (rails 0 and 1), all up;
+    ``main``: the interface its address uses, when the agent could tell."""
     values = {"nic.eno1.mtu": str(mgmt), "nic.ens2.mtu": str(rail0), "nic.ens3.mtu": str(rail1)}
     values["mtu"] = ",".join(sorted({str(v) for v in (mgmt, rail0, rail1)}, key=int))
+    if main is not None:
+        values["main_interface"] = main
     return ConfigSnapshot(node, tuple(sorted(values.items())))
 
 
@@ -81,3 +84,26 @@ def test_the_outliers_nic_is_kept_in_results_and_named_by_the_gate(tmp_path: Pat
     rule = next(o for o in report.outcomes if o.rule == "fleet_consistent")
     assert rule.failing[0].src == names[2]
     assert rule.failing[0].detail.startswith("mtu[rail0] 4200 on ens2 (majority 9000 on ")
+
+
+def test_the_main_interface_is_compared_beside_the_nics() -> None:
+    """The node's address's interface is what bipartite and fan-in runs measure: with
+    ``nics`` listed it is compared as ``mtu[main]`` (gpu05's 1500 once passed unnoticed
+    beside its 9000 rails, ``check --fleet`` exiting 0 with ``[fleet] mtu = 9000``)."""
+    snaps = [
+        host("h1", 9000, 9000, 9000, main="eno1"),
+        host("h2", 9000, 9000, 9000, main="eno1"),
+        host("h3", 1500, 9000, 9000, main="eno1"),
+    ]
+    nics = {s.node: NICS for s in snaps}
+    found = fleet.evaluate(snaps, nics=nics)
+    assert [o.text for o in found.outliers] == [
+        "h3: mtu[main] 1500 on eno1 (majority 9000 on h1, h2)"
+    ]
+    assert found.outliers[0].nic == "eno1"
+    expected = fleet.evaluate(snaps, policy=FleetPolicy((("mtu", "9000"),)), nics=nics)
+    assert [o.text for o in expected.outliers] == ["h3: mtu[main] 1500 on eno1 (expected 9000)"]
+    # a main interface that is one of the listed NICs is compared once, as that NIC
+    on_rail = [host(s.node, 9000, 9000, 9000, main="ens2") for s in snaps]
+    keys = fleet.compared(on_rail[0], NICS)
+    assert "mtu[main]" not in keys and keys["mtu[rail0]"] == ("9000", "ens2")

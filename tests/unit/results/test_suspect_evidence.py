@@ -19,13 +19,16 @@ from netqual.base.errors import ResultsFileError
 from netqual.model.stats import Metric
 from netqual.model.suspects import (
     EVIDENCE_OF,
-    CounterCause,
+    Cause,
+    CauseKind,
     LinkEvidence,
+    LinkSubject,
     NodeEvidence,
+    NodeSubject,
     PathEvidence,
     Suspect,
     SuspectKind,
-    with_counters,
+    with_cause,
 )
 from netqual.model.verdict import Verdict
 from netqual.results import load, write_json
@@ -175,15 +178,20 @@ def test_a_results_file_with_a_damaged_suspect_exits_2_naming_it(tmp_path: Path)
     assert "suspects[0]" in str(info.value) and "evidence.worst.src" in str(info.value)
 
 
-def test_a_suspect_holds_the_evidence_of_its_kind_and_counters_only_where_they_fit() -> None:
+def test_a_suspect_holds_the_evidence_and_subject_of_its_kind_and_a_cause_where_it_fits() -> (
+    None
+):
     worst = PathEvidence("a", "b", Verdict.UNSAFE, 812.0, None)
     node = NodeEvidence(Metric.P99, 3, 4, 700.0, 60.0, worst)
     with pytest.raises(TypeError, match="a link suspect needs LinkEvidence"):
-        Suspect(SuspectKind.LINK, "a->b", node)
-    cause = CounterCause("loss", 2, "40 TCP retransmissions")
-    counted = with_counters(Suspect(SuspectKind.NODE, "a", node), cause)
-    assert isinstance(counted.evidence, NodeEvidence) and counted.evidence.counters == cause
+        Suspect(SuspectKind.LINK, LinkSubject("a", "b"), node)
+    with pytest.raises(TypeError, match="a node suspect names a NodeSubject"):
+        Suspect(SuspectKind.NODE, LinkSubject("a", "b"), node)
+    cause = Cause(CauseKind.LOSS, 2, "40 TCP retransmissions", 3)
+    counted = with_cause(Suspect(SuspectKind.NODE, NodeSubject("a"), node), cause)
+    assert isinstance(counted.evidence, NodeEvidence) and counted.evidence.cause == cause
+    assert counted.subject == "a" and counted.about.nodes == ("a",)
     rail = suspect_from_dict(OLD_ENTRIES[-1])
-    with pytest.raises(TypeError, match="has no counters"):
-        with_counters(rail, cause)
+    with pytest.raises(TypeError, match="has no cause"):
+        with_cause(rail, cause)
     assert isinstance(suspect_from_dict(OLD_ENTRIES[3]).evidence, LinkEvidence)

@@ -9,6 +9,7 @@ data frame of int64 completion times per bulk cell.
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import logging
 import os
@@ -303,7 +304,7 @@ def serve_probe(
             return
         if isinstance(err, IntegrityFailure):
             log.warning("probe %s -> %s: %s", agent_name, req.peer.label, err.problem)
-        ch.send_error(*_failure(err, phase, req.peer, agent_name))
+        ch.send_error(*_failure(err, phase, req.peer, agent_name, req.nics is not None))
         return
     finally:
         watch.close()
@@ -416,10 +417,26 @@ class CoordinatorWatch:
             return  # gone, or it spoke mid-probe (the next recv deals with that)
 
 
+# Connect errors that say the endpoint is set up wrong, not that the network failed: no
+# listener (refused), no route, a source address not on this host. A host that does not
+# answer (EHOSTUNREACH after ARP, a timeout) may be a dead link: that stays a verdict.
+CONFIGURATION_ERRNOS = frozenset({errno.ECONNREFUSED, errno.ENETUNREACH, errno.EADDRNOTAVAIL})
+
+
+def _configuration(err: PeerUnreachableError) -> bool:
+    cause = err.__cause__
+    return isinstance(cause, OSError) and cause.errno in CONFIGURATION_ERRNOS
+
+
 def _failure(
-    err: NetqualError | TimeoutError, phase: str, peer: PeerRef, me: str
+    err: NetqualError | TimeoutError,
+    phase: str,
+    peer: PeerRef,
+    me: str,
+    nic_set_up: bool = False,
 ) -> tuple[ErrorCode, str]:
-    """The code and words a failed probe is answered with, naming both ends."""
+    """The code and words a failed probe is answered with, naming both ends.
+    ``nic_set_up``: the probe ran between listed NICs (a rails run's endpoints)."""
     target = peer.name or peer.address
     if isinstance(err, TransportUnavailableError):
         hint = f" (hint: {err.hint})" if err.hint else ""
@@ -427,6 +444,13 @@ def _failure(
     if isinstance(err, PeerError):
         return err.code, f"{target}: {err.message}"
     if isinstance(err, PeerUnreachableError):
+        if phase == "setup" and nic_set_up and _configuration(err):
+            # a NIC endpoint nothing listens on, with no route, or a source not on this
+            # host: the set-up's, not the network's (docs/rails.md)
+            return ErrorCode.UNAVAILABLE, (
+                f"NIC endpoint {peer.label} not reachable from {me}: {err.problem} "
+                "(configuration: does the agent listen on that address, is it routed?)"
+            )
         where = f"{peer.label} unreachable from {me}" if phase == "setup" else peer.label
         return ErrorCode.PEER_UNREACHABLE, f"{where}: {err.problem}"
     if isinstance(err, ProtocolError) and phase == "setup":

@@ -25,7 +25,7 @@ from types import FrameType
 from typing import Any
 
 from netqual import __version__
-from netqual.agent import counters, engine_serve, fleet_snapshot, nicreport, pcisysfs
+from netqual.agent import counters, engine_serve, fleet_snapshot, nicreport, pcisysfs, reach
 from netqual.agent.admission import Admission
 from netqual.agent.probe_request import serve_probe
 from netqual.agent.wire import hops as hops_mod
@@ -268,6 +268,8 @@ class Agent:
             ch.send("snapshot", fleet_snapshot.to_wire(snapshot))
         elif kind == "hostpath":
             ch.send("hostpath", hostpath_codec.to_dict(pcisysfs.audit(self.sysfs_root, self.name)))
+        elif kind == "reach":  # can probes reach it at its NIC addresses (agent/reach.py)
+            ch.send("reach", reach.serve(body, self.port, self.host, ch.peer))
         elif kind == "nics":  # its IP interfaces and RDMA ports (docs/rails.md)
             ch.send("nics", nicreport.to_wire(nicreport.collect(self.sysfs_root)))
         elif kind == "probe":

@@ -13,9 +13,10 @@ Per bad path, each of these it shows:
 * ``bandwidth``: its best bulk goodput is below its tier's level divided by the
   repeatability (at least 1.5x): far below its peers'.
 
-A suspect's cause is the one most of its bad paths show (ties: loss, mtu, congestion,
-routing, bandwidth, delay, the most specific first), with how many show it and of how
-many. One of seven bad paths touching a lossy neighbour does not make a delayed node lossy.
+A suspect's cause is one that more than half of its bad paths show, the most specific
+where several do (loss, mtu, congestion, routing, bandwidth, delay), with how many show it
+and of how many. One of seven bad paths touching a lossy neighbour does not make a
+delayed node lossy.
 """
 
 from __future__ import annotations
@@ -69,12 +70,14 @@ def _lower_median(values: FloatArray) -> float:
 def _best_goodput(results: Results) -> FloatArray:
     """Per path, the best goodput over its bulk cells (NaN without any)."""
     b = results.paths.bulk
-    out = np.full(len(results.paths), np.nan)
-    good = np.where(np.isfinite(b.goodput_gbps), b.goodput_gbps, np.nan)
-    for i in range(len(out)):
-        lo, hi = int(b.offsets[i]), int(b.offsets[i + 1])
-        if hi > lo and np.isfinite(good[lo:hi]).any():
-            out[i] = float(np.nanmax(good[lo:hi]))
+    n = len(results.paths)
+    counts = np.diff(b.offsets[: n + 1])
+    good = np.where(np.isfinite(b.goodput_gbps), b.goodput_gbps, -np.inf)
+    out = np.full(n, np.nan)
+    has = counts > 0
+    if has.any():
+        best = np.maximum.reduceat(good, b.offsets[:n][has])
+        out[has] = np.where(np.isfinite(best), best, np.nan)
     return out
 
 
@@ -155,7 +158,7 @@ def majority(shown: Sequence[list[Shown]]) -> Cause | None:
     held = [k for k in ORDER if len(counts.get(k, ())) > MAJORITY * of]
     if not held:
         return None
-    best = max(held, key=lambda k: (len(counts[k]), -ORDER.index(k)))
+    best = held[0]  # the most specific of those most of them show
     return Cause(best, len(counts[best]), counts[best][0], of)
 
 

@@ -8,12 +8,20 @@ running. For each sampled path the run's RTT is compared with the alone RTT.
 Definitions (exact):
 
 - a path's ratio is run / alone, for p50 and for p99;
-- a path is *disturbed* when its p99 ratio exceeds ``tolerance`` (default 1.2) **and**
-  its run p99 lies above the alone p99's distribution-free 95% confidence interval (when
-  the alone measurement carries one for p99): beyond both practical and statistical noise;
-- a tier is *affected* when the median p99 ratio of its sampled paths exceeds
-  ``tolerance`` and at least one of them is disturbed (one noisy path out of three
-  leaves the median alone; half the tier inflated several times over does not);
+- the sample's *noise* is how far a path reads apart when nothing can have disturbed it:
+  over the sampled paths that were faster in the run than alone (only noise does that),
+  the 90th percentile of alone / run (1 when there is none). A run disturbs its paths one
+  way only; noise moves them both ways, so this is the run's own repeatability here;
+- a path is *disturbed* when its p99 ratio exceeds the larger of ``tolerance`` (default
+  1.2) and the noise **and** its run p99 lies above the alone p99's distribution-free 95%
+  confidence interval (when the alone measurement carries one for p99): beyond practical,
+  measured and statistical noise;
+- a tier is *affected* when the median p99 ratio of its sampled paths exceeds the larger
+  of ``tolerance`` and the noise and at least one of them is disturbed (one noisy path out
+  of three leaves the median alone; half the tier inflated several times over does not);
+- a run that measured one pair at a time (``--parallel 1``, ``netqual demo``) measured
+  every path alone already: nothing of its own can have disturbed it, so no path is
+  disturbed and the comparison is only the run's repeatability (``analysis/repeatability``);
 - ``p50_ratio`` / ``p99_ratio`` are medians over the sample (and over a tier's paths);
 - ``verdict_changes`` counts sampled paths whose verdict alone differs from the run's.
 
@@ -22,6 +30,7 @@ The JSON mapping (``interference`` in the results file) lives here too.
 
 from __future__ import annotations
 
+import enum
 import statistics
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
@@ -34,6 +43,19 @@ from netqual.model.verdict import Verdict
 from netqual.planning.sampling import DEFAULT_FRACTION, DEFAULT_MINIMUM, choose_sample
 
 TOLERANCE = 1.2
+NOISE_QUANTILE = 0.9
+
+
+def noise(pairs: Sequence[tuple[float, float]]) -> float:
+    """(run p99, alone p99) of the sampled paths -> how far apart noise alone put them:
+    the 90th percentile of alone / run over the paths faster in the run (1.0: none)."""
+    faster = sorted(a / r for r, a in pairs if r > 0 and a > r)
+    if not faster:
+        return 1.0
+    k = NOISE_QUANTILE * (len(faster) - 1)
+    lo = int(k)
+    hi = min(lo + 1, len(faster) - 1)
+    return faster[lo] + (faster[hi] - faster[lo]) * (k - lo)
 
 
 def _disturbed(run: PathResult, alone: PathResult, tolerance: float) -> bool:
@@ -60,21 +82,36 @@ def by_tier(sampled: Iterable[SampledPath]) -> dict[Tier, list[SampledPath]]:
     return out
 
 
-def tier_record(tier: Tier, members: Sequence[SampledPath], tolerance: float) -> TierInterference:
+def tier_record(
+    tier: Tier, members: Sequence[SampledPath], tolerance: float, line: float | None = None
+) -> TierInterference:
+    """``line``: what the median must exceed (the larger of the tolerance and the noise;
+    the tolerance when not given: the members' ``disturbed`` flags carry the noise)."""
     p99 = _median([s.p99_ratio for s in members])
+    over = max(tolerance, line or 0.0)
     return TierInterference(
         tier=tier,
         paths=len(members),
         p50_ratio=_median([s.p50_ratio for s in members]),
         p99_ratio=p99,
-        affected=p99 is not None and p99 > tolerance and any(s.disturbed for s in members),
+        affected=p99 is not None and p99 > over and any(s.disturbed for s in members),
     )
 
 
 def compare(
-    pairs: Sequence[tuple[PathResult, PathResult]], tolerance: float = TOLERANCE
+    pairs: Sequence[tuple[PathResult, PathResult]],
+    tolerance: float = TOLERANCE,
+    one_at_a_time: bool = False,
 ) -> Interference:
-    """(run path, alone path) pairs -> the interference record."""
+    """(run path, alone path) pairs -> the interference record. ``one_at_a_time``: the
+    run measured one pair at a time (``--parallel 1``): nothing of its own ran beside a
+    probe, so no path is disturbed (module docstring)."""
+    measured = [
+        (run.rtt.p99_us, alone.rtt.p99_us)
+        for run, alone in pairs
+        if run.rtt is not None and alone.error is None and alone.rtt is not None
+    ]
+    line = max(tolerance, noise(measured))
     sampled: list[SampledPath] = []
     for run, alone in pairs:
         assert run.rtt is not None
@@ -90,12 +127,12 @@ def compare(
                 alone_p99_us=alone.rtt.p99_us if ok and alone.rtt else None,
                 run_verdict=run.verdict,
                 alone_verdict=alone.verdict if ok else None,
-                disturbed=ok and _disturbed(run, alone, tolerance),
+                disturbed=ok and not one_at_a_time and _disturbed(run, alone, line),
                 error=alone.error,
             )
         )
     tiers = [
-        tier_record(tier, members, tolerance)
+        tier_record(tier, members, tolerance, line)
         for tier, members in by_tier(s for s in sampled if s.error is None).items()
     ]
     return Interference(
@@ -118,23 +155,44 @@ def check(
     minimum: int = DEFAULT_MINIMUM,
     seed: int | None = None,
     tolerance: float = TOLERANCE,
+    one_at_a_time: bool = False,
 ) -> Interference:
     """Re-measure a sample one path at a time with ``measure_alone`` and compare."""
     sample = choose_sample(paths, fraction, minimum, seed)
-    return compare([(p, measure_alone(p)) for p in sample], tolerance)
+    return compare([(p, measure_alone(p)) for p in sample], tolerance, one_at_a_time)
 
 
-def headline(inter: Interference, schedule: str | None = None) -> str | None:
+class Command(str, enum.Enum):
+    """The command that measured a run: what its advice may suggest depends on the
+    options that command has."""
+
+    RUN = "run"
+    RETEST = "retest"
+    DEMO = "demo"
+
+
+def headline(
+    inter: Interference,
+    schedule: str | None = None,
+    command: Command = Command.RUN,
+    parallel: int | None = None,
+) -> str | None:
     """One sentence for a report's first screen when the run disturbed itself, else None.
 
-    ``schedule``: the run's ``run.schedule.name``; the advice depends on it."""
-    if not inter.exceeds:
+    ``schedule``: the run's ``run.schedule.name``, ``parallel`` its ``--parallel`` (None:
+    not recorded, or all disjoint pairs at once); the advice names only options
+    ``command`` has and the run did not use: ``--schedule aligned`` for an unaligned run,
+    ``--parallel 1`` for a run that measured several pairs at once, and only for
+    ``netqual run`` (``retest`` and ``demo`` have neither)."""
+    if not inter.exceeds or parallel == 1:
         return None
     parts = []
     for t in inter.tiers:
         if t.affected and t.p99_ratio is not None:
             parts.append(f"{t.tier.value} (p99 x{t.p99_ratio:.1f})")
-    if schedule == "unaligned":
+    if command is not Command.RUN:
+        advice = "look for other traffic on the fabric"
+    elif schedule == "unaligned":
         advice = "re-run with --schedule aligned"
     else:
         advice = "look for other traffic on the fabric, or re-run with --parallel 1"

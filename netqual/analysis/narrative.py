@@ -6,6 +6,7 @@ from collections.abc import Sequence, Set
 
 import numpy as np
 
+from netqual.analysis.interference import Command, headline
 from netqual.base.units import format_us
 from netqual.model.node import Node
 from netqual.model.path import path_label
@@ -52,6 +53,29 @@ def is_demo(results: Results) -> bool:
     """A ``netqual demo`` run: its agents are new each time, so it starts again, it never
     resumes."""
     return results.run.kind is RunKind.DEMO
+
+
+def command_of(results: Results) -> Command:
+    """The command that measured ``results``: a re-test names the run it re-tested, a demo
+    its inventory (``DEMO_INVENTORY``)."""
+    if results.retest_of is not None:
+        return Command.RETEST
+    return Command.DEMO if is_demo(results) else Command.RUN
+
+
+def interference_headline(results: Results) -> str | None:
+    """``interference.headline`` for ``results``, with the options its command has and
+    the ``--parallel`` it used (``run.schedule.parallel``)."""
+    if results.interference is None:
+        return None
+    sched = results.run.schedule
+    parallel = sched.get("parallel")
+    return headline(
+        results.interference,
+        str(sched.get("name")),
+        command_of(results),
+        parallel if isinstance(parallel, int) and not isinstance(parallel, bool) else None,
+    )
 
 
 def unmeasured_sentence(results: Results) -> str | None:

@@ -34,6 +34,7 @@ from netqual.cli.app import (
 )
 from netqual.cli.engine_opts import EngineOpt, EngineRequireOpt, engine_plan
 from netqual.cli.measuring import InsecureOpt, plan_from, workload_plan
+from netqual.model.path import NotMeasured
 from netqual.model.plan import ProbePlan
 from netqual.model.policy import Policy
 from netqual.planning.limits import check_limits
@@ -43,7 +44,7 @@ from netqual.render.workload import print_workload_path
 from netqual.results import path_to_dict
 from netqual.run import engine_cells
 from netqual.run.config import RunConfig
-from netqual.run.pairprobe import is_configuration, measure_pair
+from netqual.run.pairprobe import measure_pair
 from netqual.transports import TransportKind, TransportOptions
 
 
@@ -101,8 +102,8 @@ def probe(
         workload=wl,
     )
     path = measure_pair(nodes[0], nodes[1], cfg)
-    if is_configuration(path):  # the set-up refused it: no measurement, no verdict
-        raise NotMeasuredError(path.error or "configuration failure")
+    if isinstance(path, NotMeasured):  # the set-up refused it: no measurement, no verdict
+        raise NotMeasuredError(path.reason)
     if eplan is not None and path.error is None:
         got = engine_cells.measure(
             nodes[0], nodes[1], eplan, cfg.token, path.bulk, cfg.transport_options.rdma.device

@@ -244,7 +244,7 @@ def _configure(plan: LabPlan) -> None:
             if i.node == node.name:
                 lines += [f"address add {a}/32 dev {i.ifname}" for a in on_link.get(i.ifname, ())]
                 lines.append(f"address add {i.address}/32 peer {i.peer_address}/32 dev {i.ifname}")
-                lines.append(f"link set dev {i.ifname} mtu {mtu} up")
+                lines.append(f"link set dev {i.ifname} mtu {i.mtu or mtu} up")
         system.ip_batch(node.netns, lines)
     for node in plan.nodes:
         lines = [

@@ -61,6 +61,7 @@ class Interface:
     address: str
     peer: str
     peer_address: str
+    mtu: int | None = None  # this end's own MTU (a host's ``mtu`` link); None: the lab's
 
 
 @dataclass(frozen=True)
@@ -221,8 +222,10 @@ def build_plan(topo: Topology, prefix: str) -> LabPlan:
         addr_a, addr_b = _link_addresses(i)
         addr_on[(ln.a, ln.b)] = addr_a
         addr_on[(ln.b, ln.a)] = addr_b
-        interfaces.append(Interface(ln.a, ifname_to(ln.b), addr_a, ln.b, addr_b))
-        interfaces.append(Interface(ln.b, ifname_to(ln.a), addr_b, ln.a, addr_a))
+        mtu_a = ln.mtu if ln.a in host_addr else None
+        mtu_b = ln.mtu if ln.b in host_addr else None
+        interfaces.append(Interface(ln.a, ifname_to(ln.b), addr_a, ln.b, addr_b, mtu_a))
+        interfaces.append(Interface(ln.b, ifname_to(ln.a), addr_b, ln.a, addr_a, mtu_b))
         if ln.relayed:
             relay_links.append(
                 RelayLink(

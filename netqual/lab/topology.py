@@ -50,6 +50,7 @@ class LinkSpec:
     # A host's NIC on this rail (docs/rails.md): the link carries only that rail's traffic,
     # between the hosts' addresses on the rail; None: the host's main link.
     rail: int | None = None
+    mtu: int | None = None  # the host's interface on this link (a misset NIC); None: the lab's
 
     @property
     def relayed(self) -> bool:
@@ -141,7 +142,7 @@ def parse(raw: Mapping[str, Any], source: str) -> Topology:
 
     links = []
     pairs: set[frozenset[str]] = set()
-    keys = {"a", "b", "delay_us", "rate_mbit", "queue_us", "loss_percent", "rail"}
+    keys = {"a", "b", "delay_us", "rate_mbit", "queue_us", "loss_percent", "rail", "mtu"}
     for ln in top.tables("link", keys):
         a, b = ln.text("a"), ln.text("b")
         for key, end in (("a", a), ("b", b)):
@@ -168,7 +169,12 @@ def parse(raw: Mapping[str, Any], source: str) -> Topology:
         if rail is not None and (rail != int(rail) or not 0 <= rail <= MAX_RAIL):
             raise ln.fail("rail", f"must be an integer 0 to {MAX_RAIL}")
         on_rail = None if rail is None else int(rail)
-        links.append(LinkSpec(a, b, delay, rate, queue or DEFAULT_QUEUE_US, loss, rail=on_rail))
+        link_mtu = ln.maybe_number("mtu", positive=False)
+        if link_mtu is not None and (not 576 <= link_mtu <= 65_000 or link_mtu != int(link_mtu)):
+            raise ln.fail("mtu", "must be an integer from 576 to 65000")
+        own_mtu = None if link_mtu is None else int(link_mtu)
+        spec = LinkSpec(a, b, delay, rate, queue or DEFAULT_QUEUE_US, loss, on_rail, own_mtu)
+        links.append(spec)
 
     host_names = {h.name for h in hosts}
     _check_rails(source, links, host_names)
@@ -180,6 +186,8 @@ def parse(raw: Mapping[str, Any], source: str) -> Topology:
             raise TopologyError(
                 source, "hosts do not forward; join hosts through a router", f"link[{i}]"
             )
+        if link.mtu is not None and not {link.a, link.b} & host_names:
+            raise TopologyError(source, "mtu: only a host's link has one", f"link[{i}].mtu")
     if not routers:
         raise TopologyError(source, "a lab needs at least one router", "router")
     control = lab.text("control", routers[0].name)

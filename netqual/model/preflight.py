@@ -40,6 +40,9 @@ class AgentCheck:
     measuring: int = 0
     # the fetch engines the run asks for (--engine): installed, version, what they would use
     engines: tuple[EngineAvailability, ...] = ()
+    # Its inventory NICs a probe cannot reach it at (agent/reach.py): (NIC name, why). The
+    # agent itself is fine; a rails run does not measure the paths through these NICs.
+    nic_problems: tuple[tuple[str, str], ...] = ()
 
     @property
     def ok(self) -> bool:

@@ -7,7 +7,6 @@ from rich.table import Table
 from rich.text import Text
 
 from netqual.analysis import localise
-from netqual.analysis.interference import headline
 from netqual.analysis.matrix import (
     STATISTICS,
     Grouping,
@@ -20,7 +19,12 @@ from netqual.analysis.matrix import (
     rail_groups,
     tier_groups,
 )
-from netqual.analysis.narrative import nodes_text, unmeasured_sentence, verdict_sentence
+from netqual.analysis.narrative import (
+    interference_headline,
+    nodes_text,
+    unmeasured_sentence,
+    verdict_sentence,
+)
 from netqual.analysis.repeatability import describe
 from netqual.base.names import visible
 from netqual.base.units import format_size, format_us
@@ -74,9 +78,7 @@ def print_results(
         print_decision(console, results.decision)
     if (both := two_verdicts_sentence(results)) is not None:
         console.print(Text(both, style="bold"), soft_wrap=True)
-    if results.interference is not None and (
-        warning := headline(results.interference, str(results.run.schedule.get("name")))
-    ):
+    if (warning := interference_headline(results)) is not None:
         console.print(Text(warning, style="bold red"), soft_wrap=True)
     if results.decision is None:  # else the decision's line has the counts
         counts = Text("  ").join(

@@ -9,9 +9,13 @@ from typing import Any
 
 import numpy as np
 
-from netqual.analysis.interference import headline
 from netqual.analysis.matrix import group_paths, rail_groups
-from netqual.analysis.narrative import nodes_text, unmeasured_sentence, verdict_sentence
+from netqual.analysis.narrative import (
+    interference_headline,
+    nodes_text,
+    unmeasured_sentence,
+    verdict_sentence,
+)
 from netqual.files.rundir import RESULTS_JSON
 from netqual.model.path import PathResult
 from netqual.model.policy import Waiver
@@ -211,9 +215,7 @@ def compact_data(
 
 
 def _interference_headline(results: Results) -> str | None:
-    if results.interference is None:
-        return None
-    return headline(results.interference, str(results.run.schedule.get("name")))
+    return interference_headline(results)
 
 
 def _waived_pairs(notes: Sequence[WaiverNote]) -> dict[tuple[str, str], str]:

@@ -12,6 +12,7 @@ import numpy as np
 
 from netqual.analysis.narrative import unmeasured_sentence
 from netqual.analysis.policy import sample_limited, value_classes
+from netqual.analysis.stability import unstable_paths
 from netqual.model.path import path_label
 from netqual.model.verdict import Verdict
 from netqual.report import fmt
@@ -139,26 +140,13 @@ def measurement_notes(results: Results) -> list[Recommendation]:
             Recommendation(
                 "info",
                 f"{fmt.plural(unstable, 'safe path')} with unstable RTT",
-                "Their standard deviation is at least 10% of the mean; the verdict holds, but "
-                "re-test "
-                "them before sign-off to make sure the tail is not growing.",
+                "Their standard deviation is at least 10% of the mean, and their spread exceeds "
+                "that of the other paths of their tier by more than the run's repeatability; "
+                "the verdict holds, but re-test them before sign-off to make sure the tail is "
+                "not growing.",
             )
         )
     return out
-
-
-def unstable_paths(results: Results) -> int:
-    """Safe paths whose RTT is unstable (``RttStats.unstable``: stdev >= 10% of the mean)."""
-    table = results.paths
-    mean, stdev = table.rtt["mean"], table.rtt["stdev"]
-    with np.errstate(invalid="ignore"):
-        shaky = (
-            (table.verdict == Verdict.SAFE.rank)
-            & table.has_rtt
-            & (mean > 0)
-            & (stdev >= 0.1 * mean)
-        )
-    return int(shaky.sum())
 
 
 def configuration_notes(results: Results) -> list[Recommendation]:

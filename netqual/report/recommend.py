@@ -22,6 +22,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 
 from netqual.analysis import counter_evidence, localise
+from netqual.analysis.stability import unstable_paths
 from netqual.model.node import Node
 from netqual.model.path import Tier, path_label
 from netqual.model.stats import Metric
@@ -48,7 +49,6 @@ from netqual.report.notes import (
     listed,
     measurement_notes,
     sample_notes,
-    unstable_paths,
 )
 from netqual.table.run import Results
 
@@ -85,7 +85,8 @@ def recommend(results: Results, expired_waivers: Sequence[str] = ()) -> list[Rec
         # is no answer (docs/policy.md, "One decision").
         caveat = (
             f" {fmt.plural(shaky, 'path')} have a standard deviation of at least 10% of the "
-            "mean: a caution, not a blocker (on a shared host that is its noise)."
+            "mean, beyond the spread of the other paths of their tier by the run's "
+            "repeatability: a caution, not a blocker; re-test them before sign-off."
             if shaky
             else ""
         )

@@ -23,7 +23,7 @@ from netqual.run import engine_cells
 from netqual.run import fanin as fanin_run
 from netqual.run import multirail as multirail_run
 from netqual.run.config import RunConfig
-from netqual.run.pairprobe import measure_pair
+from netqual.run.pairprobe import as_path, measure_pair
 from netqual.run.runstate import RunJournal, Spent
 from netqual.table.paths import PathTable
 
@@ -60,7 +60,8 @@ def measure_multirail(cfg: RunConfig, observer: RunObserver) -> tuple[MultiRail,
     """Node pairs read over 1..R rails at once; not journalled: a resumed run reads again."""
 
     def bulk(a: Node, b: Node, plan: ProbePlan) -> PathResult:
-        return measure_pair(a, b, dataclasses.replace(cfg, plan=plan), Phase.BULK)
+        one = dataclasses.replace(cfg, plan=plan)
+        return as_path(measure_pair(a, b, one, Phase.BULK), a, b, one)
 
     pairs = multirail_run.node_pairs(cfg.nodes, cfg.multirail)
     observer.phase(Stage.MULTIRAIL, 0, len(pairs))
@@ -123,9 +124,12 @@ def check_interference(
     observer.phase(Stage.INTERFERENCE, 0, len(sample), sum(p.key in alone for p in sample))
     for p in sample:
         if p.key not in alone:
-            measured = measure_pair(by_name[p.src], by_name[p.dst], cfg, Phase.PINGPONG)
+            src, dst = by_name[p.src], by_name[p.dst]
+            measured = as_path(measure_pair(src, dst, cfg, Phase.PINGPONG), src, dst, cfg)
             with interrupts.atomic():
                 journal.append_alone(f, measured)
                 alone[p.key] = measured
             observer.item(None)
-    return interference.compare([(p, alone[p.key]) for p in sample], cfg.interference_tolerance)
+    return interference.compare(
+        [(p, alone[p.key]) for p in sample], cfg.interference_tolerance, cfg.parallel == 1
+    )

@@ -20,6 +20,7 @@ from netqual.base.errors import NetqualError
 from netqual.model.hostpath import HostAudit
 from netqual.model.node import Node
 from netqual.model.preflight import PreflightReport
+from netqual.planning.rails import endpoint_name
 from netqual.run.preflight import host_audit
 
 
@@ -31,8 +32,9 @@ def at_start(
     busy: dict[str, int],
     hosts: dict[str, HostAudit],
 ) -> tuple[dict[str, str], dict[str, str]]:
-    """(down, refused), both node -> text: the agents the run cannot use and why, and the
-    reason their pairs are not measured. ``busy`` gets the agents still running probes,
+    """(down, refused): node -> text, the agents the run cannot use and why; node or
+    endpoint (``NODE/NIC``, a NIC its agent cannot be reached at) -> the reason their pairs
+    are not measured. ``busy`` gets the agents still running probes,
     ``hosts`` each usable agent's host path audit."""
     if preflight is None:
         wait_s = RESUME_IDLE_WAIT_S if resumed else 0.0
@@ -40,6 +42,13 @@ def at_start(
         return down, {k: f"agent on {k} not answering at the start: {v}" for k, v in down.items()}
     down = {n.node: "; ".join(n.problems) for n in preflight.failed}
     hosts.update({n.node: n.host for n in preflight.nodes if n.host is not None})
+    # An endpoint (``NODE/NIC``) its agent cannot be reached at: its paths are not measured.
+    unreachable = {
+        endpoint_name(n.node, nic): f"NIC {nic} of {n.node} failed the pre-flight check: {why}"
+        for n in preflight.nodes
+        if n.ok
+        for nic, why in n.nic_problems
+    }
     running = {n.node: n.measuring for n in preflight.nodes if n.ok and n.measuring}
     if resumed and running:
         # Whatever fails while waiting is left to the probes, like any agent lost after
@@ -48,7 +57,7 @@ def at_start(
         check_agents(wait, token, idle_wait_s=RESUME_IDLE_WAIT_S, busy=busy)
     else:
         busy.update(running)
-    return down, {k: f"{k} failed the pre-flight check: {v}" for k, v in down.items()}
+    return down, {k: f"{k} failed the pre-flight check: {v}" for k, v in down.items()} | unreachable
 
 
 def check_agents(

@@ -96,6 +96,7 @@ def finalise(
     """results.json from what the run holds; an interrupted run's pairs with ping-pong only
     are in it as measured so far (``journal.as_pending``)."""
     sched = phases.layout(cfg.schedule, budget, cfg.plan.bulk)
+    sched["parallel"] = cfg.parallel  # pairs at once per round; None: all disjoint pairs
     if spent.busy:  # --resume: these agents still ran someone's probes when measuring began
         sched["busy_at_start"] = dict(spent.busy)
     if stopped is not None:

@@ -73,24 +73,28 @@ def measure_pairs(
             pairs = [(a, b) for a, b in all_pairs if (a.name, b.name) not in skip]
             down.update(silent)  # a node silent in an earlier round stays out
             for a, b in pairs:
-                na, nb = a.node_name, b.node_name
-                gone = na if na in refused else nb if nb in refused else None
+                ends = (a.node_name, b.node_name, a.name, b.name)
+                gone = next((e for e in ends if e in refused), None)
                 if gone is not None:
                     why = refused[gone]
                     rec.skipped.append(NotMeasured(a.name, b.name, why, CONFIGURATION))
-                    observer.item(failed_path(a, b, cfg, why, "", 0.0, True))
+                    observer.item(None)
                 elif (reason := dead(a.name, b.name)) is not None:
                     failed = failed_path(a, b, cfg, reason, now_iso(), time.monotonic())
                     rec.finished(failed)
                     observer.item(failed)
-            yield [(a, b) for a, b in pairs if dead(a.name, b.name) is None]
+            yield [
+                (a, b)
+                for a, b in pairs
+                if dead(a.name, b.name) is None and not {a.name, b.name} & refused.keys()
+            ]
 
     pending: list[Pair] = []
     for src, dst in list(prior.pending):
-        ps, pd = _node_of(src), _node_of(dst)
-        if ps in refused or pd in refused:  # left pending: a later --resume does it
+        gone = next((e for e in (_node_of(src), _node_of(dst), src, dst) if e in refused), None)
+        if gone is not None:  # left pending: a later --resume does it
             rec.pending.pop((src, dst))
-            why = f"bulk phase: {refused[ps if ps in refused else pd]}"
+            why = f"bulk phase: {refused[gone]}"
             rec.skipped.append(NotMeasured(src, dst, why, CONFIGURATION))
         elif (reason := dead(src, dst)) is None:
             pending.append((by_name[src], by_name[dst]))

@@ -1,7 +1,8 @@
 """One path measured: a probe request to its source agent, judged into a PathResult.
 
 A failure is data: an ``unsafe`` path naming it, or for a set-up refusal (token, limits,
-device) a path marked "not measured (configuration)" that carries no network verdict.
+device, a NIC endpoint nothing listens on) a ``NotMeasured`` (configuration): no path, no
+network verdict. ``Measured`` is the one or the other; readers ask the type.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from netqual.model.path import NotMeasured, PathResult
 from netqual.model.plan import ProbePlan
 from netqual.planning.phases import Phase
 from netqual.run.config import RunConfig
-from netqual.run.phaserun import merged_details
+from netqual.run.phaserun import Measured, merged_details
 from netqual.workload.judge import judged
 
 
@@ -49,7 +50,7 @@ def measure_pair(
     phase: Phase = Phase.PROBE,
     silent: dict[str, str] | None = None,
     sessions: Sessions | None = None,
-) -> PathResult:
+) -> Measured:
     """One path. ``silent``: where a source that never answers is noted (node -> why);
     ``sessions``: the run's open agent sessions (agent.wire.sessions)."""
     started = now_iso()
@@ -70,13 +71,17 @@ def measure_pair(
         reason = err.message if err.code != "protocol" else str(err)
         if err.code is ErrorCode.PEER_SILENT and silent is not None:
             silent[dst.node_name] = f"never answered an earlier probe of this run ({reason})"
-        return failed_path(src, dst, cfg, reason, started, t0, err.code in CONFIGURATION_CODES)
+        if err.code in CONFIGURATION_CODES:
+            return NotMeasured(src.name, dst.name, reason, CONFIGURATION)
+        return failed_path(src, dst, cfg, reason, started, t0)
     except SilentAgentError as err:
         if silent is not None:
             silent[src.node_name] = f"never answered an earlier probe of this run ({err})"
         return failed_path(src, dst, cfg, str(err), started, t0)
     except NetqualError as err:
-        return failed_path(src, dst, cfg, str(err), started, t0, err.code in CONFIGURATION_CODES)
+        if err.code in CONFIGURATION_CODES:
+            return NotMeasured(src.name, dst.name, str(err), CONFIGURATION)
+        return failed_path(src, dst, cfg, str(err), started, t0)
     except OSError as err:
         return failed_path(src, dst, cfg, str(err), started, t0)
     if len(out.raw.rtt_ns) == 0:
@@ -122,12 +127,12 @@ def nic_fields(src: Node, dst: Node) -> dict[str, Any]:
     return {"src_nic": src.nic.name, "dst_nic": dst.nic.name, "rail": rail}
 
 
-def combine_phases(pingpong: PathResult, bulk: PathResult, cfg: RunConfig) -> PathResult:
+def combine_phases(pingpong: PathResult, bulk: Measured, cfg: RunConfig) -> Measured:
     """One path from its ping-pong request and its bulk-only request (judged on both)."""
+    if isinstance(bulk, NotMeasured):
+        return dataclasses.replace(bulk, reason=f"bulk phase: {bulk.reason}")
     details = merged_details(pingpong, bulk)
     duration = (pingpong.duration_s or 0.0) + (bulk.duration_s or 0.0)
-    if is_configuration(bulk):
-        return dataclasses.replace(bulk, error=f"bulk phase: {bulk.error}")
     if bulk.error is not None:
         reason = f"bulk phase: {bulk.error}"
         verdict, reasons = judge(cfg.policy, None, error=reason)
@@ -150,13 +155,13 @@ CONFIGURATION_CODES = frozenset({ErrorCode.AUTH, ErrorCode.LIMIT, ErrorCode.UNAV
 CONFIGURATION = "configuration"
 
 
-def is_configuration(path: PathResult) -> bool:
-    """The pair failed for a configuration reason: ``path`` carries no network verdict."""
-    return path.details.get("not_measured") == CONFIGURATION
-
-
-def not_measured(path: PathResult) -> NotMeasured:
-    return NotMeasured(path.src, path.dst, path.error or "configuration failure", CONFIGURATION)
+def as_path(m: Measured, src: Node, dst: Node, cfg: RunConfig) -> PathResult:
+    """A measurement where a path must stand (an interference sample's alone measurement,
+    one rail of a multirail level): a pair not measured is a failed one there, naming
+    why."""
+    if isinstance(m, PathResult):
+        return m
+    return failed_path(src, dst, cfg, f"not measured ({m.kind}): {m.reason}", "", time.monotonic())
 
 
 def failed_path(
@@ -166,7 +171,6 @@ def failed_path(
     reason: str,
     started: str,
     t0: float,
-    configuration: bool = False,
 ) -> PathResult:
     verdict, reasons = judge(cfg.policy, None, error=reason)
     path = PathResult(
@@ -179,7 +183,6 @@ def failed_path(
         error=reason,
         started_at=started,
         duration_s=time.monotonic() - t0,
-        details={"not_measured": CONFIGURATION} if configuration else {},
         **nic_fields(src, dst),
     )
     return judged(path, cfg.workload)

@@ -10,11 +10,11 @@ import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, TypeAlias
 
 from netqual.analysis import counter_evidence
 from netqual.model.node import Node
-from netqual.model.path import PathResult
+from netqual.model.path import NotMeasured, PathResult
 from netqual.model.progress import RunObserver, Stage
 from netqual.planning import packing
 from netqual.planning.budget import BulkBudget
@@ -22,10 +22,13 @@ from netqual.planning.packing import Coverage
 from netqual.planning.phases import Phase, ScheduleConfig, Timing, bulk_waves, host_batches
 from netqual.planning.schedule import Pair
 
-Measure = Callable[[Node, Node, Phase], PathResult]
-Combine = Callable[[PathResult, PathResult], PathResult]
-Emit = Callable[[PathResult], None]
-Each = Callable[[Pair, PathResult], None]
+# A pair's measurement: a path, or a pair not measured (configuration: no verdict).
+Measured: TypeAlias = PathResult | NotMeasured
+Measure = Callable[[Node, Node, Phase], Measured]
+Combine = Callable[[PathResult, Measured], Measured]
+Emit = Callable[[Measured], None]
+EmitPath = Callable[[PathResult], None]
+Each = Callable[[Pair, Measured], None]
 Pinged = Callable[[tuple[str, str]], PathResult]
 
 
@@ -35,8 +38,8 @@ class Work:
 
     measure: Measure
     combine: Combine
-    emit: Emit  # a finished pair (every phase), or one that failed
-    emit_pingpong: Emit  # ping-pong finished; the pair's bulk phase follows
+    emit: Emit  # a finished pair (every phase), one that failed, or one not measured
+    emit_pingpong: EmitPath  # ping-pong finished; the pair's bulk phase follows
     observer: RunObserver
     # The ping-pong record ``emit_pingpong`` kept for (src, dst), until the pair finishes.
     # The one place such records wait (the run journal's, as columns): a 1,024-node run
@@ -73,9 +76,11 @@ class _Runner:
         """Measure ``pairs`` at once; ``each`` gets every result as it finishes (in this
         thread), so it is on disk before its slower neighbours end."""
 
-        def one(pair: Pair) -> PathResult:
+        def one(pair: Pair) -> Measured:
             start = time.monotonic() - self.t0
             path = self.measure(pair[0], pair[1], phase)
+            if isinstance(path, NotMeasured):
+                return path
             window = [round(start, 6), round(time.monotonic() - self.t0, 6)]
             return _stamp(path, {phase.value: window}, extra or {})
 
@@ -93,6 +98,12 @@ class _Runner:
             pool.shutdown(wait=False, cancel_futures=True)
             raise
         pool.shutdown(wait=True)  # every probe is done: its threads end before the next group
+
+
+def _shown(m: Measured) -> PathResult | None:
+    """What progress shows of a measurement: a pair not measured has no verdict to count
+    towards the running worst."""
+    return m if isinstance(m, PathResult) else None
 
 
 def _windows(path: PathResult) -> dict[str, Any]:
@@ -170,9 +181,9 @@ def execute(
         stage = Stage.PROBE if bulk else Stage.PINGPONG
         obs.phase(stage, totals.rounds, totals.pairs, totals.finished)
 
-        def finished(pair: Pair, path: PathResult) -> None:
+        def finished(pair: Pair, path: Measured) -> None:
             work.emit(path)
-            obs.item(path)
+            obs.item(_shown(path))
 
         t0 = time.monotonic()
         for pairs in rounds:
@@ -212,14 +223,15 @@ def _pingpong_phase(
     always is: that pair is finished)."""
     done: list[Pair] = []
 
-    def finished(pair: Pair, path: PathResult) -> None:
-        if path.error is None:
+    def finished(pair: Pair, path: Measured) -> None:
+        ended = isinstance(path, NotMeasured) or path.error is not None
+        if isinstance(path, PathResult) and path.error is None:
             work.emit_pingpong(path)
             done.append(pair)
         else:
             work.emit(path)
-        if count or path.error is not None:
-            work.observer.item(path)
+        if count or ended:
+            work.observer.item(_shown(path))
 
     t0 = time.monotonic()
     try:
@@ -252,10 +264,10 @@ def _bulk_phase(
     if announce:
         work.observer.phase(Stage.BULK, len(waves), len(measured))
 
-    def finished(pair: Pair, path: PathResult) -> None:
+    def finished(pair: Pair, path: Measured) -> None:
         combined = work.combine(work.pinged((pair[0].name, pair[1].name)), path)
         work.emit(combined)
-        work.observer.item(combined)
+        work.observer.item(_shown(combined))
 
     try:
         for (a, b), bulk in zip(measured, chosen, strict=True):

@@ -17,7 +17,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from netqual import __version__
-from netqual.agent import fleet_snapshot, nicreport
+from netqual.agent import fleet_snapshot, nicreport, reach
 from netqual.agent.engine_request import check_engines
 from netqual.agent.wire import hostpeer
 from netqual.agent.wire.messages import Fields
@@ -111,6 +111,7 @@ def check_node(
     host: HostAudit | None = None
     measuring = 0
     found: tuple[EngineAvailability, ...] = ()
+    nic_problems: tuple[tuple[str, str], ...] = ()
     try:
         with ch:
             ch.set_timeout(timeout_s)
@@ -136,6 +137,9 @@ def check_node(
                 found, why = _engines(ch, engines, timeout_s)
                 problems += [why] if why else []
                 problems += [f"{e.engine.value}: {e.problem}" for e in found if e.problem]
+            nic_problems, why = _reach(ch, node)
+            warnings += [why] if why else []
+            warnings += [f"NIC {nic} ({problem})" for nic, problem in nic_problems]
             if for_run and not problems:  # a failed agent is not measured: no audit needed
                 host = host_audit(ch, node.name)
             if host is None or host.error is None:  # else the agent may have ended the session
@@ -161,7 +165,28 @@ def check_node(
         host=host,
         measuring=measuring,
         engines=found,
+        nic_problems=nic_problems,
     )
+
+
+def _reach(ch: Any, node: Node) -> tuple[tuple[tuple[str, str], ...], str | None]:
+    """((NIC, why) for each inventory NIC a probe cannot reach the agent at, a warning):
+    every endpoint a rails run's paths will use, asked of its own agent (agent/reach.py)."""
+    if not node.nics:
+        return (), None
+    asked = [n.address for n in node.nics]
+    try:
+        got = reach.from_peer(
+            ch.request("reach", {"addresses": asked}, reply="reach"), asked, ch.peer
+        )
+    except NetqualError as err:
+        return (), f"NIC endpoints not checked: {err}"
+    failed = tuple(
+        (nic.name, f"{nic.address}: {got[nic.address]}")
+        for nic in node.nics
+        if got.get(nic.address) is not None
+    )
+    return failed, None
 
 
 def host_audit(ch: Channel, node: str) -> HostAudit:

@@ -13,7 +13,6 @@ from netqual.model.hostpath import HostAudit
 from netqual.model.multirail import MultiRail
 from netqual.model.path import NotMeasured, PathResult
 from netqual.results import journal
-from netqual.run.pairprobe import is_configuration, not_measured
 from netqual.run.phaserun import Tally
 from netqual.table.paths import PathTable
 from netqual.table.store import KeyedPaths, PathChunks
@@ -43,11 +42,11 @@ class RunJournal:
             engine=dict(prior.engine),
         )  # fmt: skip
 
-    def finished(self, path: PathResult) -> None:
+    def finished(self, path: PathResult | NotMeasured) -> None:
         assert self.file is not None
-        if is_configuration(path):
+        if isinstance(path, NotMeasured):  # not journalled: --resume tries it again
             self.pending.pop(path.key, None)
-            self.skipped.append(not_measured(path))
+            self.skipped.append(path)
             return
         with interrupts.atomic():
             journal.append_path(self.file, path)

@@ -33,6 +33,7 @@ from netqual.agent.wire.protocol import (
 )
 from netqual.base.errors import AuthError, PeerError, ProbeError, ProtocolError
 from netqual.model.node import Node
+from netqual.model.path import PathResult
 from netqual.model.plan import ProbePlan
 from netqual.run.config import RunConfig
 from netqual.run.pairprobe import measure_pair
@@ -557,5 +558,6 @@ def test_coordinator_survives_a_lying_or_stalling_agent(behaviour: str) -> None:
         fake = FakeAgent(token, behaviour)
         src = Node(name="liar", address="127.0.0.1", port=fake.port)
         path = measure_pair(src, dst, cfg)
+        assert isinstance(path, PathResult)
         assert path.verdict.value == "unsafe" and path.error and "liar" in path.error
     assert time.monotonic() - t0 < 60

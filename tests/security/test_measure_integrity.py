@@ -24,6 +24,7 @@ from sockets import _tcp_pair
 
 from netqual.agent.wire.protocol import Channel
 from netqual.model.node import Node
+from netqual.model.path import PathResult
 from netqual.model.plan import ProbePlan
 from netqual.run.config import RunConfig
 from netqual.run.pairprobe import measure_pair
@@ -199,6 +200,6 @@ def test_the_same_proxy_relaying_honestly_is_measured_normally(
         behind = Node(name="gpu02", address="127.0.0.1", port=port)
         cfg = RunConfig(nodes=(node(gpu01), behind), plan=SMALL, token=token)
         path = measure_pair(node(gpu01), behind, cfg)
-    assert path.error is None, path.error
+    assert isinstance(path, PathResult) and path.error is None, path
     assert path.rtt is not None and path.rtt.samples == SMALL.iterations
     assert INTEGRITY not in gpu01.stderr() + gpu02.stderr()

@@ -42,6 +42,7 @@ from netqual.agent.wire.protocol import (
 )
 from netqual.base.errors import IntegrityError, PeerError
 from netqual.model.node import Node
+from netqual.model.path import PathResult
 from netqual.run.config import RunConfig
 from netqual.run.pairprobe import measure_pair
 from netqual.transports import TransportKind
@@ -321,5 +322,6 @@ def test_coordinator_turns_any_lie_into_an_unsafe_path(result: bytes) -> None:
         path = measure_pair(src, dst, cfg)
     finally:
         fake.server.close()
+    assert isinstance(path, PathResult)  # a network failure, not a configuration one
     assert path.verdict.value == "unsafe"
     assert path.error and "liar" in path.error

@@ -23,7 +23,15 @@ from netqual.base.errors import BadRequestError, PolicyError, ResultsFileError
 from netqual.gate import evaluate as gate_evaluate
 from netqual.gate.model import Status
 from netqual.gate.profile import parse_profile_text
-from netqual.model.fleet import FLEET_KEYS, UNKNOWN, ConfigSnapshot, FleetPolicy, FleetResult
+from netqual.model.fleet import (
+    FLEET_KEYS,
+    UNKNOWN,
+    ComparedKey,
+    ConfigSnapshot,
+    FleetPolicy,
+    FleetResult,
+    SnapshotKey,
+)
 from netqual.report import write_html
 from netqual.results import load
 
@@ -337,3 +345,45 @@ def test_pfc_priorities_from_dcb_output(tmp_path: Path, monkeypatch: pytest.Monk
     assert fleet_snapshot._pfc("ens1", time.monotonic()) == UNKNOWN  # budget spent
     monkeypatch.setenv("PATH", str(tmp_path / "empty"))
     assert fleet_snapshot._pfc("ens1", deadline) == UNKNOWN  # no iproute2 dcb
+
+
+def test_an_interface_up_with_operstate_unknown_is_compared_like_an_up_one(tmp_path: Path) -> None:
+    """A TUN device, or a driver that never reports carrier, reads operstate ``unknown``
+    while it carries traffic: MTU 1400 on such a host's only interface once gave ``mtu
+    unknown`` on every node and no outlier. Administratively up (IFF_UP in ``flags``) it
+    counts; down (no IFF_UP) it does not."""
+    roots = fixture_roots(tmp_path)
+    net = roots.sys / "class" / "net"
+    for name, flags, mtu in (("tun0", "0x1091", "1400"), ("tun1", "0x1090", "1300")):
+        _write(net / name / "type", "65534")
+        _write(net / name / "operstate", "unknown")
+        _write(net / name / "flags", flags)
+        _write(net / name / "mtu", mtu)
+    got = collect(roots)
+    assert got["mtu"] == "1400,9000"  # tun0 (up, unknown) counts; tun1 (admin down) not
+    assert got["nic.tun1.mtu"] == "1300"  # shown all the same
+    peers = [snap("a", mtu="9000"), snap("b", mtu="9000"), ConfigSnapshot("c", tuple(got.items()))]
+    found = fleet.evaluate(peers)
+    assert [o.text for o in found.outliers if o.key == "mtu"] == [
+        "c: mtu 1400,9000 (majority 9000 on a, b)"
+    ]
+
+
+def test_snapshot_keys_are_built_and_read_back_in_one_place() -> None:
+    """The key grammar the agent writes and the coordinator reads (``SnapshotKey``): a
+    device name may hold dots (VLANs), a port a slash, a GID an index."""
+    cases = [
+        (SnapshotKey.nic("eth0.100", "mtu"), "nic.eth0.100.mtu"),
+        (SnapshotKey.rdma("mlx5_0/1", "gid.3"), "rdma.mlx5_0/1.gid.3"),
+        (SnapshotKey.rdma("mlx5_0", "firmware"), "rdma.mlx5_0.firmware"),
+        (SnapshotKey.pci("ens1f0", "relaxed_ordering"), "pci.ens1f0.relaxed_ordering"),
+        (SnapshotKey.host("kernel"), "kernel"),
+    ]
+    for key, text in cases:
+        assert key.text == text and SnapshotKey.parse(text) == key
+    assert SnapshotKey.parse("rdma.mlx5_0/1.gid.3").port
+    assert SnapshotKey.parse("nic.eth0.newfield").field == "newfield"  # a newer agent's key
+    assert ComparedKey.parse("mtu[rail1]") == ComparedKey("mtu", "rail1")
+    assert (
+        ComparedKey("mtu", "main").text == "mtu[main]" and not ComparedKey("mtu", "main").nic_scope
+    )

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from netqual.analysis.interference import (
+    Command,
     check,
     compare,
     from_dict,
@@ -133,3 +134,46 @@ def test_the_p99_noise_guard_holds_under_a_p50_policy() -> None:
     p50_only = dataclasses.replace(alone.rtt, ci95=Ci95(p50=alone.rtt.ci95.of(Metric.P50)))
     unguarded = dataclasses.replace(alone, rtt=p50_only)
     assert compare([(run_inside, unguarded)]).paths[0].disturbed
+
+
+def _inflated_cross_rack() -> tuple[list[tuple[PathResult, PathResult]], list[PathResult]]:
+    cross = [path(f"c{i}", f"d{i}", Tier.CROSS_RACK, 60) for i in range(3)]
+    alone = [path(p.src, p.dst, p.tier, 60) for p in cross]
+    inflated = [path(p.src, p.dst, p.tier, 60, 400) for p in cross]
+    return list(zip(inflated, alone, strict=True)), alone
+
+
+def test_noise_both_ways_as_large_as_the_rise_is_no_disturbance() -> None:
+    """Paths faster in the run than alone show how far noise alone moves a path: a rise
+    no larger than that is the run's repeatability, not the run disturbing itself (a
+    shared host flagged every run)."""
+    pairs, alone = _inflated_cross_rack()
+    assert compare(pairs).affected_tiers == (Tier.CROSS_RACK,)
+    # as many paths that read as much *faster* in the run as the inflated ones read slower
+    faster = [(a, b) for b, a in pairs]
+    noisy = compare(pairs + faster)
+    assert not noisy.exceeds and headline(noisy) is None
+    # a little noise the other way does not hide a rise far beyond it
+    small = [(a, path(a.src, a.dst, a.tier, 70)) for a in alone]
+    assert compare(pairs + small).affected_tiers == (Tier.CROSS_RACK,)
+
+
+def test_a_run_of_one_pair_at_a_time_cannot_disturb_itself() -> None:
+    pairs, _ = _inflated_cross_rack()
+    inter = compare(pairs, one_at_a_time=True)
+    assert not inter.exceeds and not any(s.disturbed for s in inter.paths)
+    assert inter.p99_ratio is not None and inter.p99_ratio > 5  # kept: the repeatability
+
+
+def test_the_advice_names_only_options_the_command_has_and_the_run_did_not_use() -> None:
+    pairs, _ = _inflated_cross_rack()
+    inter = compare(pairs)
+    run = headline(inter, "aligned", Command.RUN, None)
+    assert run is not None and run.endswith("re-run with --parallel 1.")
+    assert headline(inter, "aligned", Command.RUN, 1) is None  # measured alone already
+    unaligned = headline(inter, "unaligned", Command.RUN, 4)
+    assert unaligned is not None and unaligned.endswith("re-run with --schedule aligned.")
+    for command in (Command.RETEST, Command.DEMO):  # neither has --parallel nor --schedule
+        text = headline(inter, "unaligned", command, None)
+        assert text is not None and text.endswith("look for other traffic on the fabric.")
+        assert "--" not in text

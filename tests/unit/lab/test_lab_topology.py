@@ -98,6 +98,18 @@ def test_a_rate_without_delay_is_a_veth_pair_shaped_by_tbf_on_both_ends(tmp_path
     assert ln.tc_args()[3:6] == ["burst", "1250000", "latency"]
 
 
+ROUTERS_MTU = '[[router]]\nname = "spine"\n[[link]]\na = "leaf"\nb = "spine"\nmtu = 1400\n'
+
+
+def test_a_links_mtu_sets_the_hosts_end_only(tmp_path: Path) -> None:
+    """A misset NIC (``mtu`` on a host's link): the host's interface takes it, the router's
+    end and every other link keep the lab's (star-faults: h4's main interface at 1,400)."""
+    plan = build_plan(load(write(tmp_path, SMALL + "mtu = 1400\n")), "nqltest")
+    mtus = {(i.node, i.ifname): i.mtu for i in plan.interfaces}
+    assert mtus[("b", "to-leaf")] == 1400
+    assert mtus[("leaf", "to-b")] is None and mtus[("a", "to-leaf")] is None
+
+
 def test_routes_reach_every_host_from_every_namespace() -> None:
     plan = build_plan(load_default(), "nqltest")
     hosts = {n.address for n in plan.nodes if n.kind is Kind.HOST}
@@ -141,6 +153,8 @@ def test_lab_inventory_loads_with_the_run_loader(tmp_path: Path) -> None:
         (SMALL + "queue_us = 5000\n", "link[1].queue_us"),
         (SMALL + "rate_mbit = 10\nqueue_us = 5\n", "link[1].queue_us"),
         (SMALL.replace('name = "small"', 'name = "small"\ncontrol = "x"'), "lab.control"),
+        (SMALL + "mtu = 100\n", "link[1].mtu"),
+        (SMALL + ROUTERS_MTU, "link[2].mtu"),
     ],
 )
 def test_topology_errors_name_file_and_field(tmp_path: Path, text: str, field: str) -> None:

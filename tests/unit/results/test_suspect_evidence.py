@@ -178,9 +178,7 @@ def test_a_results_file_with_a_damaged_suspect_exits_2_naming_it(tmp_path: Path)
     assert "suspects[0]" in str(info.value) and "evidence.worst.src" in str(info.value)
 
 
-def test_a_suspect_holds_the_evidence_and_subject_of_its_kind_and_a_cause_where_it_fits() -> (
-    None
-):
+def test_a_suspect_holds_the_evidence_and_subject_of_its_kind_and_a_cause_where_it_fits() -> None:
     worst = PathEvidence("a", "b", Verdict.UNSAFE, 812.0, None)
     node = NodeEvidence(Metric.P99, 3, 4, 700.0, 60.0, worst)
     with pytest.raises(TypeError, match="a link suspect needs LinkEvidence"):

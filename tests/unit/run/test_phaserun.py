@@ -8,7 +8,7 @@ import threading
 from dataclasses import replace
 
 from netqual.model.node import Node
-from netqual.model.path import PathResult
+from netqual.model.path import NotMeasured, PathResult
 from netqual.model.plan import ProbePlan
 from netqual.model.progress import NullObserver, Stage
 from netqual.model.verdict import Verdict
@@ -16,7 +16,7 @@ from netqual.planning.budget import BulkBudget
 from netqual.planning.packing import Coverage
 from netqual.planning.phases import Phase, ScheduleConfig, Timing, layout, resolve
 from netqual.planning.schedule import circle_rounds, full_mesh
-from netqual.run.phaserun import Totals, Work, execute, merged_details
+from netqual.run.phaserun import Measured, Totals, Work, execute, merged_details
 
 
 def racked(n: int, racks: int) -> list[Node]:
@@ -55,12 +55,13 @@ class FakeProbes:
         self.pingponged.append(path)
         self.kept[path.key] = path
 
-    def finished(self, path: PathResult) -> None:
+    def finished(self, path: Measured) -> None:
+        assert isinstance(path, PathResult)  # these fakes measure every pair
         self.emitted.append(path)
         self.kept.pop(path.key, None)
 
-    def combine(self, pp: PathResult, bk: PathResult) -> PathResult:
-        assert pp.key == bk.key
+    def combine(self, pp: PathResult, bk: Measured) -> Measured:
+        assert pp.key == bk.key and isinstance(bk, PathResult)
         return replace(pp, reasons=("combined",), details=merged_details(pp, bk))
 
 
@@ -132,17 +133,23 @@ def test_pairs_without_bulk_are_emitted_from_pingpong_and_say_why() -> None:
         measured.append((phase.value, f"{a.name}-{b.name}"))
         return PathResult(a.name, b.name, "tcp", Verdict.SAFE, ("fake",))
 
-    def combine(pp: PathResult, bk: PathResult) -> PathResult:
+    def combine(pp: PathResult, bk: Measured) -> Measured:
+        assert isinstance(bk, PathResult)
         return replace(pp, reasons=("combined",), details=merged_details(pp, bk))
 
     emitted: list[PathResult] = []
+
+    def emit(p: Measured) -> None:
+        assert isinstance(p, PathResult)
+        emitted.append(kept.pop(p.key) and p)
+
     kept: dict[tuple[str, str], PathResult] = {}
     cfg = ScheduleConfig(bulk_pairs=Coverage("per-node", 1))
     budget = resolve(cfg, ProbePlan(), nodes)
     work = Work(
         measure,
         combine,
-        lambda p: emitted.append(kept.pop(p.key) and p),
+        emit,
         lambda p: kept.__setitem__(p.key, p),
         NullObserver(),
         kept.__getitem__,
@@ -159,3 +166,46 @@ def test_pairs_without_bulk_are_emitted_from_pingpong_and_say_why() -> None:
     assert tally.bulk_not_selected == len(skipped) and tally.pingpong_rounds == 7
     assert layout(cfg, budget, bulk=True)["bulk_pairs"] == "per-node:1"
     assert layout(cfg, budget, bulk=True)["fabric"]["assumption"].startswith("non-blocking")
+
+
+def test_a_pair_not_measured_is_emitted_as_such_with_no_bulk_phase_and_no_verdict() -> None:
+    """A configuration failure (a refused NIC endpoint, the token) is a ``NotMeasured``:
+    it finishes its pair at once, is never combined with a bulk phase, and progress counts
+    it without a path (no verdict to put in the running worst)."""
+    nodes = racked(4, 1)
+    refused = {("h0", "h1")}
+
+    def measure(a: Node, b: Node, phase: Phase) -> Measured:
+        if (a.name, b.name) in refused or (b.name, a.name) in refused:
+            return NotMeasured(a.name, b.name, "h1/eth1: connection refused")
+        return PathResult(a.name, b.name, "tcp", Verdict.SAFE, ("pp",), rtt=None)
+
+    emitted: list[Measured] = []
+    kept: dict[tuple[str, str], PathResult] = {}
+    items: list[PathResult | None] = []
+
+    class Seen(NullObserver):
+        def item(self, path: PathResult | None = None) -> None:
+            items.append(path)
+
+    def combine(pp: PathResult, bk: Measured) -> Measured:
+        assert isinstance(bk, PathResult)
+        return replace(pp, reasons=("combined",))
+
+    cfg = ScheduleConfig()
+    work = Work(
+        measure, combine, emitted.append, lambda p: kept.__setitem__(p.key, p), Seen(),
+        kept.__getitem__,
+    )  # fmt: skip
+    execute(
+        full_mesh(nodes).rounds(), Totals(3, 6), cfg, resolve(cfg, ProbePlan(), nodes),
+        bulk=True, parallel=None, work=work,
+    )  # fmt: skip
+    skipped = [m for m in emitted if isinstance(m, NotMeasured)]
+    assert [m.key for m in skipped] == [("h0", "h1")] and len(emitted) == 6
+    assert all(
+        isinstance(m, PathResult) and m.reasons == ("combined",)
+        for m in emitted
+        if m not in skipped
+    )
+    assert items.count(None) == 1  # the pair not measured: counted, no verdict shown

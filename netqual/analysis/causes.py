@@ -10,8 +10,8 @@ Per bad path, each of these it shows:
   NICs;
 * ``delay``: its p50 exceeds the run's repeatability times its tier's level (the lower
   median of the tier's p50s): the whole distribution moved, not only its tail;
-* ``bandwidth``: its best bulk goodput is below its tier's level divided by the
-  repeatability (at least 1.5x): far below its peers'.
+* ``bandwidth``: its best bulk goodput is below half its tier's level (the goodput
+  floor, ``analysis/repeatability``): far below its peers'.
 
 A suspect's cause is one that more than half of its bad paths show, the most specific
 where several do (loss, mtu, congestion, routing, bandwidth, delay), with how many show it
@@ -42,10 +42,11 @@ from netqual.model.suspects import (
     SuspectKind,
     with_cause,
 )
+from netqual.table.paths import PathTable
 from netqual.table.run import Results
 
 MAJORITY = 0.5
-BANDWIDTH_FLOOR = 1.5
+GOODPUT_FLOOR = 2.0  # repeatability.GOODPUT_FLOOR
 ORDER = (
     CauseKind.LOSS, CauseKind.MTU, CauseKind.CONGESTION, CauseKind.ROUTING,
     CauseKind.BANDWIDTH, CauseKind.DELAY,
@@ -67,10 +68,10 @@ def _lower_median(values: FloatArray) -> float:
     return float(v[(len(v) - 1) // 2]) if len(v) else float("nan")
 
 
-def _best_goodput(results: Results) -> FloatArray:
+def best_goodput(table: PathTable) -> FloatArray:
     """Per path, the best goodput over its bulk cells (NaN without any)."""
-    b = results.paths.bulk
-    n = len(results.paths)
+    b = table.bulk
+    n = len(table)
     counts = np.diff(b.offsets[: n + 1])
     good = np.where(np.isfinite(b.goodput_gbps), b.goodput_gbps, -np.inf)
     out = np.full(n, np.nan)
@@ -108,7 +109,7 @@ def path_shows(
     tier_p50 = {
         t: _lower_median(p50[table.tier == t]) for t in np.unique(table.tier[rows]).tolist()
     }
-    goodput = _best_goodput(results) if len(table.bulk.goodput_gbps) else None
+    goodput = best_goodput(table) if len(table.bulk.goodput_gbps) else None
     tier_gbps = (
         {t: _lower_median(goodput[table.tier == t]) for t in tier_p50}
         if goodput is not None
@@ -134,11 +135,7 @@ def path_shows(
             )
         if goodput is not None:
             g, ref_g = goodput[i], tier_gbps.get(t, float("nan"))
-            if (
-                np.isfinite(g)
-                and np.isfinite(ref_g)
-                and g * max(threshold, BANDWIDTH_FLOOR) < ref_g
-            ):
+            if np.isfinite(g) and np.isfinite(ref_g) and g * GOODPUT_FLOOR < ref_g:
                 shown.append(
                     Shown(
                         CauseKind.BANDWIDTH, f"{g:,.2f} Gbit/s vs {ref_g:,.2f} Gbit/s on its tier"

@@ -21,8 +21,11 @@ least that slow. Attribution, most specific cause last:
    than half (and at least two) of all paths between two racks (or inside one rack), and
    their level exceeds ``T`` times the other rack pairs' of the same tier;
 4. link: a bad path still unexplained whose two nodes each have another judged path,
-   and whose metric exceeds ``T`` times its tier's level (with no other judged path,
-   nothing tells the link from its ends: no suspect is named);
+   whose metric exceeds ``T`` times its tier's level, and which shows a cause
+   (``analysis/causes``: its counters, an MTU outlier, its p50 beyond the repeatability:
+   the whole distribution moved) or failed. With no other judged path nothing tells the
+   link from its ends, and a tail alone on one path is what one path's tail does from
+   run to run (a stall of the host): no suspect is named;
 5. asymmetry (independent of 1-4): a pair measured in both directions whose metrics
    differ by more than ``T`` and whose verdicts differ, or which differ by 2x or more and
    by more than ``T`` (a bad cable, a mis-set ECN/PFC queue).
@@ -54,11 +57,14 @@ from netqual.model.run import Mode
 from netqual.model.stats import Metric
 from netqual.model.suspects import (
     AsymmetryEvidence,
+    Cause,
+    CauseKind,
     Contrast,
     DistanceEvidence,
     LinkEvidence,
     LinkSubject,
     Localisation,
+    Measure,
     NicEvidence,
     NicSubject,
     NodeEvidence,
@@ -107,6 +113,7 @@ class PathColumns:
     tier: IntArray  # index into TIERS
     hops: IntArray  # NO_HOPS where unknown
     errors: tuple[str | None, ...]
+    goodput_gbps: FloatArray  # best bulk goodput per path; NaN without bulk cells
 
 
 def columns(results: Results, metric: Metric) -> PathColumns:
@@ -146,6 +153,7 @@ def columns(results: Results, metric: Metric) -> PathColumns:
         tier=table.tier,
         hops=table.hops,
         errors=table.error,
+        goodput_gbps=causes.best_goodput(table),
     )
 
 
@@ -216,8 +224,8 @@ def _path_evidence(c: PathColumns, i: int) -> PathEvidence:
 def _contrast(tier: int, level: float, ref: float, peers: int, repeat: Repeatability) -> Contrast:
     return Contrast(
         tier=TIERS[tier],
-        level_us=_us(level),
-        peers_us=_us(ref),
+        level=_us(level),
+        peers_level=_us(ref),
         peers=peers,
         threshold=repeat.ratio,
         source=repeat.decisive.source,
@@ -293,7 +301,11 @@ def cannot_localise(results: Results) -> str | None:
 # -- the rules -----------------------------------------------------------------------
 
 
-def localise(c: PathColumns, metric: Metric, repeat: Repeatability) -> tuple[Suspect, ...]:
+def localise(
+    c: PathColumns, metric: Metric, repeat: Repeatability, goodput: Repeatability | None = None
+) -> tuple[Suspect, ...]:
+    """The suspects (module docstring); ``goodput``: the line bulk goodput must clear
+    (``repeatability.of_goodput``)."""
     if topology_unknown(c):
         return tuple(_asymmetries(c, metric, repeat))
     threshold = repeat.ratio
@@ -368,6 +380,8 @@ def localise(c: PathColumns, metric: Metric, repeat: Repeatability) -> tuple[Sus
                     ),
                 )
             )
+
+    out += _goodput_nodes(c, metric, goodput or repeatability.of_goodput(), culprit, overall)
 
     # rule 3: rack pairs, over the bad paths no node or distance explains
     rest = bad & near & ~culprit[c.src] & ~culprit[c.dst]
@@ -460,6 +474,97 @@ def localise(c: PathColumns, metric: Metric, repeat: Repeatability) -> tuple[Sus
     return tuple(out)
 
 
+def _goodput_nodes(
+    c: PathColumns, metric: Metric, line: Repeatability, culprit: BoolArray, overall: float
+) -> list[Suspect]:
+    """Rule 2 on bulk goodput (lower is worse): at one tier more than half (and at least
+    two) of a node's paths read below its peers' level divided by ``line``, and its own
+    level (more than half of its paths read at most this) is that far below its peers'.
+    A NIC shaped to a fifth of its twin reads this way while its RTT stays healthy.
+    Nodes already suspects on the RTT are left as they are; the new ones are marked in
+    ``culprit``, so their paths are held against no rack or link."""
+    n_nodes = len(c.node_names)
+    g = c.goodput_gbps
+    has = np.isfinite(g) & (g > 0)
+    if has.sum() < 2:
+        return []
+    threshold = line.ratio
+    both = np.concatenate([c.src, c.dst])[np.concatenate([has, has])]
+    rows = np.concatenate([np.arange(len(g))] * 2)[np.concatenate([has, has])]
+    values = g[rows]
+    key = both * N_TIERS + c.tier[rows]
+    size = n_nodes * N_TIERS
+    count_k = np.bincount(key, minlength=size)
+    level_k = -lower_medians(key, -values, size)  # more than half read at most this
+    present = np.flatnonzero(count_k > 0)
+    node_of, tier_of = present // N_TIERS, present % N_TIERS
+    neg_ref, peers_p = peer_levels(c.node_group[node_of] * N_TIERS + tier_of, -level_k[present])
+    ref_k = np.full(size, np.nan)
+    ref_k[present] = -neg_ref
+    with np.errstate(invalid="ignore"):
+        low = values * threshold < ref_k[key]
+        low_k = np.bincount(key[low], minlength=size)
+        qualify = (
+            (low_k[present] >= 2)
+            & (low_k[present] > MAJORITY * count_k[present])
+            & np.isfinite(ref_k[present])
+            & (level_k[present] * threshold < ref_k[present])
+        )
+    decisive: dict[int, int] = {}
+    for p in np.flatnonzero(qualify).tolist():
+        n = int(node_of[p])
+        if culprit[n]:
+            continue
+        score = (int(low_k[present[p]]), ref_k[present[p]] / level_k[present[p]])
+        held = decisive.get(n)
+        if held is None or score > (
+            int(low_k[present[held]]),
+            ref_k[present[held]] / level_k[present[held]],
+        ):
+            decisive[n] = p
+    out = []
+    medians = group_medians(
+        np.concatenate([c.src, c.dst]), np.concatenate([c.value_us] * 2), n_nodes
+    )
+    for n in sorted(decisive, key=lambda n: (-low_k[present[decisive[n]]], c.node_names[n])):
+        p = decisive[n]
+        k = int(present[p])
+        mine = rows[(both == n) & (key == k) & low]
+        worst_row = int(mine[np.argmin(g[mine])])
+        ref, level = float(ref_k[k]), float(level_k[k])
+        culprit[n] = True
+        out.append(
+            Suspect(
+                SuspectKind.NODE,
+                NodeSubject(c.node_names[n]),
+                NodeEvidence(
+                    metric=metric,
+                    bad_paths=int(low_k[k]),
+                    paths=int(count_k[k]),
+                    median_us=_us(float(medians[n])),
+                    all_paths_median_us=_us(overall),
+                    worst=_path_evidence(c, worst_row),
+                    cause=Cause(
+                        CauseKind.BANDWIDTH,
+                        int(low_k[k]),
+                        f"{float(g[worst_row]):,.2f} Gbit/s vs {ref:,.2f} Gbit/s on its peers",
+                        int(low_k[k]),
+                    ),
+                    contrast=Contrast(
+                        tier=TIERS[int(tier_of[p])],
+                        level=level,
+                        peers_level=ref,
+                        peers=int(peers_p[p]),
+                        threshold=threshold,
+                        source=line.decisive.source,
+                        measure=Measure.GOODPUT,
+                    ),
+                ),
+            )
+        )
+    return out
+
+
 def _asymmetries(c: PathColumns, metric: Metric, repeat: Repeatability) -> list[Suspect]:
     n = max(len(c.node_names), 1)
     fwd = c.src * n + c.dst
@@ -523,6 +628,17 @@ def _retest_measure(retest: Results, base: Results, metric: Metric) -> RepeatMea
     return repeatability.remeasured(RepeatSource.RETEST, before, after)
 
 
+def _retest_goodput(retest: Results, base: Results) -> RepeatMeasure | None:
+    rows = base.paths.rows_of(retest.paths.keys())
+    found = [(i, r) for i, r in enumerate(rows) if r is not None]
+    if not found:
+        return None
+    after = causes.best_goodput(retest.paths)[[i for i, _ in found]]
+    before = causes.best_goodput(base.paths)[[r for _, r in found]]
+    measure = repeatability.remeasured(RepeatSource.RETEST, before, after)
+    return None if measure is None else dataclasses.replace(measure, source=RepeatSource.RETEST)
+
+
 def localisation(
     results: Results, base: Results | None = None
 ) -> tuple[tuple[Suspect, ...], Localisation]:
@@ -533,8 +649,10 @@ def localisation(
     more = [] if base is None else [_retest_measure(results, base, metric)]
     inter = [results.interference] + ([] if base is None else [base.interference])
     repeat = repeatability.of_run(whole.paths, metric, inter, more)
+    line = repeatability.of_goodput([] if base is None else [_retest_goodput(results, base)])
     c = columns(whole, metric)
-    found = causes.attach(whole, localise(c, metric, repeat), repeat)
+    found = causes.attach(whole, localise(c, metric, repeat, line), repeat)
+    found = tuple(s for s in found if not _tail_only(s))
     nics = {n.name: n.nic for n in whole.nodes if n.nic is not None and n.agent is not None}
     if nics:
         found = by_nic(c, found, nics, metric)
@@ -546,6 +664,14 @@ def localisation(
         base=None if base is None else results.retest_of,
     )
     return found, loc
+
+
+def _tail_only(s: Suspect) -> bool:
+    """A link candidate whose one path shows no cause and did not fail (rule 4)."""
+    e = s.evidence
+    if not isinstance(e, LinkEvidence):
+        return False
+    return e.cause is None and e.path.error is None and e.path.value_us is not None
 
 
 def suspects(results: Results) -> tuple[Suspect, ...]:

@@ -144,6 +144,7 @@ class RepeatSource(str, enum.Enum):
     """Where a run's repeatability was measured."""
 
     FLOOR = "floor"  # nothing measured it larger: the practical floor
+    GOODPUT_FLOOR = "goodput floor"  # bulk goodput: above what it moves from run to run
     INTERVALS = "intervals"  # the paths' own 95% confidence intervals of the metric
     INTERFERENCE = "interference"  # paths re-measured alone after the run
     RETEST = "retest"  # the re-tested paths, before and after
@@ -178,28 +179,46 @@ class Repeatability:
         return self.decisive.ratio
 
 
+class Measure(str, enum.Enum):
+    """What a contrast compares: the run's RTT metric (microseconds, higher is worse) or
+    the paths' best bulk goodput (Gbit/s, lower is worse)."""
+
+    RTT = "rtt"
+    GOODPUT = "goodput"
+
+    @property
+    def unit(self) -> str:
+        return "us" if self is Measure.RTT else "Gbit/s"
+
+
 @dataclass(frozen=True)
 class Contrast:
-    """A suspect against its peers at the same distance (tier), on the run's metric.
+    """A suspect against its peers at the same distance (tier).
 
-    ``level_us``: the suspect's paths at that tier, their lower median (more than half of
-    them are at least this slow); ``peers_us``: the lower median of the same level over its
-    peers (the other nodes of its role, rack pairs or paths at that tier). It is a suspect
-    because ``level_us / peers_us`` exceeds ``threshold``, the run's repeatability."""
+    On the RTT metric: ``level`` is the suspect's paths' lower median at that tier (more
+    than half of them are at least this slow), ``peers_level`` the lower median of the
+    same level over its peers (the other nodes of its role, rack pairs or paths at that
+    tier). On goodput, mirrored: more than half of its paths read at most ``level``. It is
+    a suspect because ``ratio`` (worse over better) exceeds ``threshold``, the run's
+    repeatability for that measure."""
 
     tier: Tier
-    level_us: float | None  # None: its paths there failed (no samples)
-    peers_us: float | None
+    level: float | None  # None: its paths there failed (no samples)
+    peers_level: float | None
     peers: int
     threshold: float
     source: RepeatSource  # where the threshold was measured
+    measure: Measure = Measure.RTT
 
     @property
     def ratio(self) -> float | None:
-        """level / peers; None when either is missing (a failed suspect: infinite)."""
-        if self.level_us is None or not self.peers_us:
+        """Worse over better (>= 1 when it stands out); None when either is missing (a
+        failed suspect: infinite)."""
+        if self.level is None or not self.peers_level:
             return None
-        return self.level_us / self.peers_us
+        if self.measure is Measure.RTT:
+            return self.level / self.peers_level
+        return self.peers_level / self.level if self.level > 0 else None
 
 
 # -- what the suspect's bad paths agree on -------------------------------------------

@@ -33,6 +33,7 @@ from netqual.model.suspects import (
     AsymmetryEvidence,
     Contrast,
     LinkEvidence,
+    Measure,
     NicEvidence,
     NodeEvidence,
     OtherNic,
@@ -131,14 +132,27 @@ def suspect_line(s: Suspect) -> str:
     return f"{_suspect_line(s)}; {'counters' if c.kind.from_counters else 'cause'}: {said}"
 
 
+def bad_what(c: Contrast | None) -> str:
+    """What a suspect's bad paths are: not offload-safe, or (on goodput) slow to read."""
+    if c is not None and c.measure is Measure.GOODPUT:
+        return "read far below their peers' bulk goodput"
+    return "not offload-safe"
+
+
 def contrast_text(c: Contrast, metric: str) -> str:
-    """'same-rack p99 812 us vs 64 us on its peers, x12.7 > x1.20 (interference)'."""
-    level = "failed" if c.level_us is None else f"{format_us(c.level_us)} us"
-    peers = "-" if c.peers_us is None else f"{format_us(c.peers_us)} us"
+    """'same-rack p99 812 us vs 64 us on its peers, x12.7 > x1.20 (interference)', or on
+    goodput 'same-rack goodput 0.20 Gbit/s vs 0.99 Gbit/s on its peers, x5.0 > x2.00'."""
+
+    def value(x: float | None, missing: str) -> str:
+        if x is None:
+            return missing
+        return f"{format_us(x)} us" if c.measure is Measure.RTT else f"{x:,.2f} Gbit/s"
+
+    what = metric if c.measure is Measure.RTT else "bulk goodput"
     times = f"x{c.ratio:.1f}" if c.ratio is not None else "failed"
     return (
-        f"{c.tier.value} {metric} {level} vs {peers} on its peers, {times} > x{c.threshold:.2f} "
-        f"({c.source.value})"
+        f"{c.tier.value} {what} {value(c.level, 'failed')} vs {value(c.peers_level, '-')} on "
+        f"its peers, {times} > x{c.threshold:.2f} ({c.source.value})"
     )
 
 
@@ -172,10 +186,9 @@ def _suspect_line(s: Suspect) -> str:
         median = f", {contrast_text(e.contrast, metric)}"
     elif mine is not None and overall is not None:
         median = f", median {metric} {format_us(mine)} us vs {format_us(overall)} us over all paths"
-    line = (
-        f"{s.kind.value} {s.subject}: {e.bad_paths:,} of {e.paths:,} paths not "
-        f"offload-safe{median}; worst {path(e.worst)}"
-    )
+    what = bad_what(e.contrast)
+    line = f"{s.kind.value} {s.subject}: {e.bad_paths:,} of {e.paths:,} paths {what}{median}"
+    line += f"; worst {path(e.worst)}"
     if isinstance(e, NicEvidence):
         fine = "; ".join(_other_nic(o, metric) for o in e.other_nics)
         line += f"; other rails of {e.node}: {fine}" if fine else ""

@@ -30,6 +30,7 @@ from netqual.model.suspects import (
     AsymmetryEvidence,
     DistanceEvidence,
     LinkEvidence,
+    Measure,
     NicEvidence,
     NodeEvidence,
     PathEvidence,
@@ -132,7 +133,7 @@ def recommend(results: Results, expired_waivers: Sequence[str] = ()) -> list[Rec
             Recommendation(
                 "unsafe",
                 f"Keep {s.subject} on local NVMe",
-                f"{e.bad_paths:,} of {e.paths:,} paths of {s.subject} are not offload-safe "
+                f"{e.bad_paths:,} of {e.paths:,} paths of {s.subject} {_are_bad(e)} "
                 f"(worst {_short(e.worst, metric)}). Check its NIC, cable and switch "
                 "port (and NIC firmware and MTU), then re-test it.",
             )
@@ -175,6 +176,17 @@ def recommend(results: Results, expired_waivers: Sequence[str] = ()) -> list[Rec
             )
         )
     return out
+
+
+def _are_bad(e: NodeEvidence | NicEvidence) -> str:
+    """'are not offload-safe', or for a suspect on bulk goodput what its paths read."""
+    c = e.contrast
+    if c is None or c.measure is not Measure.GOODPUT or c.level is None or c.peers_level is None:
+        return "are not offload-safe"
+    return (
+        f"read at most {c.level:,.2f} Gbit/s in bulk, under 1/{c.threshold:g} of their peers' "
+        f"{c.peers_level:,.2f} Gbit/s"
+    )
 
 
 def _unlocalised(results: Results, problem: str) -> Recommendation:
@@ -249,7 +261,7 @@ def _nic(s: Suspect, metric: Metric) -> Recommendation:
     return Recommendation(
         "unsafe",
         f"Check NIC {e.nic} of {e.node} (rail {e.rail})",
-        f"{e.bad_paths:,} of {e.paths:,} paths of {s.subject} are not offload-safe{fine} "
+        f"{e.bad_paths:,} of {e.paths:,} paths of {s.subject} {_are_bad(e)}{fine} "
         f"(worst {_short(e.worst, metric)}). Check that NIC's cable, transceiver and "
         "switch port on its rail (and its firmware and MTU), then re-test it.",
     )

@@ -32,6 +32,7 @@ from netqual.model.suspects import (
     LinkEvidence,
     LinkSubject,
     Localisation,
+    Measure,
     NicEvidence,
     NicSubject,
     NodeEvidence,
@@ -79,8 +80,10 @@ def _contrast_dict(c: Contrast | None) -> dict[str, Any]:
     return {
         "contrast": {
             "tier": c.tier.value,
-            "level_us": c.level_us,
-            "peers_us": c.peers_us,
+            "measure": c.measure.value,
+            "unit": c.measure.unit,
+            "level": c.level,
+            "peers_level": c.peers_level,
             "peers": c.peers,
             "ratio": c.ratio,
             "threshold": c.threshold,
@@ -251,11 +254,12 @@ class _Reader:
         c = self.sub("contrast")
         return Contrast(
             tier=parse_choice(Tier, c.text("tier"), f"{c.where}.tier"),
-            level_us=c.maybe_us("level_us"),
-            peers_us=c.maybe_us("peers_us"),
+            level=c.maybe_us("level"),
+            peers_level=c.maybe_us("peers_level"),
             peers=c.count("peers"),
             threshold=c.ratio("threshold"),
             source=parse_choice(RepeatSource, c.text("source"), f"{c.where}.source"),
+            measure=parse_choice(Measure, c.text("measure"), f"{c.where}.measure"),
         )
 
 

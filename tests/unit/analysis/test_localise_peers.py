@@ -21,8 +21,15 @@ from netqual.model.path import PathResult
 from netqual.model.plan import ProbePlan
 from netqual.model.policy import Policy
 from netqual.model.run import Interference, Mode, RunMeta, SampledPath
-from netqual.model.stats import RttStats
-from netqual.model.suspects import CauseKind, NodeEvidence, RepeatSource, SuspectKind
+from netqual.model.stats import BulkStats, RttStats
+from netqual.model.suspects import (
+    CauseKind,
+    LinkEvidence,
+    Measure,
+    NodeEvidence,
+    RepeatSource,
+    SuspectKind,
+)
 from netqual.model.verdict import Verdict
 from netqual.report.recommend import recommend
 from netqual.results import summarize
@@ -112,7 +119,7 @@ def test_a_bipartite_storage_node_slower_than_its_twin_is_named_against_it() -> 
     assert isinstance(e, NodeEvidence) and e.contrast is not None
     # against st2 only (storage against storage), at the remote tier
     assert e.contrast.tier.value == "remote" and e.contrast.peers == 1
-    assert e.contrast.peers_us is not None and e.contrast.peers_us < 1400
+    assert e.contrast.peers_level is not None and e.contrast.peers_level < 1400
     assert e.contrast.ratio is not None and e.contrast.ratio > e.contrast.threshold
 
 
@@ -131,12 +138,18 @@ def star(bad: dict[tuple[str, str], float]) -> list[PathResult]:
 
 def test_a_healthy_node_with_half_of_its_paths_noisy_is_not_a_suspect() -> None:
     """The relay's scheduling noise once made two of h5's four paths marginal: "node h5".
-    Half is not most; the two paths stay what they are, paths to re-test (links)."""
+    Half is not most. Nor is either path a link suspect: its tail alone rose (its p50 did
+    not, no counter says why), which is what one path's tail does from run to run."""
     noisy = {("h1", "h5"): 300.0, ("h3", "h5"): 320.0}
-    found = localise.suspects(results(FIVE, star(noisy)))
-    assert [(s.kind, s.subject) for s in found] == [
-        (SuspectKind.LINK, "h1->h5"), (SuspectKind.LINK, "h3->h5"),
-    ]  # fmt: skip
+    assert localise.suspects(results(FIVE, star(noisy))) == ()
+    # the same path with its whole distribution moved (p50 too): a link to check
+    moved = [dataclasses.replace(p, rtt=rtt(250.0, 300.0)) if p.key == ("h1", "h5") else p
+             for p in star(noisy)]  # fmt: skip
+    found = localise.suspects(results(FIVE, moved))
+    assert [(s.kind, s.subject) for s in found] == [(SuspectKind.LINK, "h1->h5")]
+    e = found[0].evidence
+    assert isinstance(e, LinkEvidence) and e.cause is not None
+    assert e.cause.kind is CauseKind.DELAY
     # the same node with most of its paths that slow is one
     bad = {**noisy, ("h2", "h5"): 310.0}
     assert [s.subject for s in localise.suspects(results(FIVE, star(bad)))] == ["h5"]
@@ -238,3 +251,30 @@ def test_unstable_means_noisier_than_the_tier_beyond_the_repeatability() -> None
     assert unstable_paths(results(FIVE, one)) == 1
     titles = [x.title for x in recommend(results(FIVE, shaky))]
     assert "Offload can go live on every measured path" in titles
+
+
+def with_goodput(p: PathResult, gbps: float) -> PathResult:
+    cell = BulkStats(65536, 1, 2048, gbps, 500.0, 900.0, 1000.0)
+    return dataclasses.replace(p, bulk=(cell,))
+
+
+def test_a_nic_far_below_its_peers_in_bulk_goodput_is_named_while_its_rtt_is_fine() -> None:
+    """A NIC shaped to a fifth of its twin once went live: every path offload-safe, no
+    suspect. Goodput is judged against the peers too, beyond the goodput floor (2x: the
+    same path's goodput moved at most 1.66x from run to run in the lab)."""
+    slow = {"h2": 0.2}
+    paths = [with_goodput(p, min(slow.get(p.src, 1.0), slow.get(p.dst, 1.0))) for p in star({})]
+    assert all(p.verdict is Verdict.SAFE for p in paths)
+    (s,) = localise.suspects(results(FIVE, paths))
+    assert (s.kind, s.subject) == (SuspectKind.NODE, "h2")
+    e = s.evidence
+    assert isinstance(e, NodeEvidence) and e.contrast is not None and e.cause is not None
+    assert e.contrast.measure is Measure.GOODPUT and e.contrast.ratio == pytest.approx(5.0)
+    assert (e.cause.kind, e.bad_paths, e.paths) == (CauseKind.BANDWIDTH, 4, 4)
+    # within what goodput moves from run to run (1.66x here), and half of a node's paths
+    # slow, name nothing
+    noisy = [with_goodput(p, 0.6 if "h2" in (p.src, p.dst) else 1.0) for p in star({})]
+    assert localise.suspects(results(FIVE, noisy)) == ()
+    half = [with_goodput(p, 0.2 if p.key in {("h1", "h2"), ("h2", "h3")} else 1.0)
+            for p in star({})]  # fmt: skip
+    assert localise.suspects(results(FIVE, half)) == ()

@@ -193,3 +193,26 @@ def test_a_suspect_holds_the_evidence_and_subject_of_its_kind_and_a_cause_where_
     with pytest.raises(TypeError, match="has no cause"):
         with_cause(rail, cause)
     assert isinstance(suspect_from_dict(OLD_ENTRIES[3]).evidence, LinkEvidence)
+
+
+def test_the_localisation_and_the_contrasts_go_through_the_file(tmp_path: Path) -> None:
+    """What each suspect was judged on (``contrast``: its level, its peers', the ratio and
+    the run's repeatability) and the run-wide ``localisation`` read back as written; a
+    file without them still loads (older runs), a damaged one names the field."""
+    from netqual.analysis.localise import localisation
+
+    run = make_results(16, rack_size=4, slow_nodes=["gpu03"])
+    found, loc = localisation(run)
+    r = dataclasses.replace(run, suspects=found, localisation=loc)
+    write_json(tmp_path / "r.json", r)
+    back = load(tmp_path / "r.json")
+    assert back.suspects == found and back.localisation == loc
+    (node,) = [s for s in found if s.kind is SuspectKind.NODE]
+    assert isinstance(node.evidence, NodeEvidence) and node.evidence.contrast is not None
+    assert node.evidence.contrast.threshold == loc.repeatability.ratio
+    doc = json.loads((tmp_path / "r.json").read_text())
+    doc["localisation"]["repeatability"]["measures"][0]["ratio"] = 0.5
+    (tmp_path / "bad.json").write_text(json.dumps(doc))
+    with pytest.raises(ResultsFileError) as info:
+        load(tmp_path / "bad.json")
+    assert "localisation.repeatability.measures[0].ratio" in str(info.value)

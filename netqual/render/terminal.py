@@ -149,10 +149,12 @@ def contrast_text(c: Contrast, metric: str) -> str:
         return f"{format_us(x)} us" if c.measure is Measure.RTT else f"{x:,.2f} Gbit/s"
 
     what = metric if c.measure is Measure.RTT else "bulk goodput"
-    times = f"x{c.ratio:.1f}" if c.ratio is not None else "failed"
+    peers = value(c.peers_level, "-")
+    if c.level is None or c.ratio is None:
+        return f"{c.tier.value}: failed (no samples) where its peers read {what} {peers}"
     return (
-        f"{c.tier.value} {what} {value(c.level, 'failed')} vs {value(c.peers_level, '-')} on "
-        f"its peers, {times} > x{c.threshold:.2f} ({c.source.value})"
+        f"{c.tier.value} {what} {value(c.level, '-')} vs {peers} on its peers, "
+        f"x{c.ratio:.1f} > x{c.threshold:.2f} ({c.source.value})"
     )
 
 

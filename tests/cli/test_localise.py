@@ -140,3 +140,17 @@ def test_readers_use_the_stored_suspects_and_compute_them_only_for_files_without
     out = run_in_process(["report", str(bare)], tmp_path, monkeypatch, capsys)
     assert out.returncode == 0, out.stderr
     assert "node gpu03: 15 of 15 paths not offload-safe" in out.stdout
+
+
+def test_the_terminal_shows_the_first_suspects_and_counts_the_rest(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    r = make_results(16, rack_size=4, slow_nodes=["gpu03"])
+    (found,) = [s for s in suspects(r) if s.kind is SuspectKind.NODE]
+    many = tuple(dataclasses.replace(found, about=NodeSubject(f"gpu{i:02d}")) for i in range(9))
+    path = write_results(tmp_path / "many.json", dataclasses.replace(r, suspects=many))
+    out = run_in_process(["report", str(path)], tmp_path, monkeypatch, capsys)
+    assert out.returncode == 0, out.stderr
+    assert "... and 3 more in results.json (--all shows them)" in out.stdout
+    every = run_in_process(["report", str(path), "--all"], tmp_path, monkeypatch, capsys)
+    assert "node gpu08:" in every.stdout and "more in results.json" not in every.stdout

@@ -28,6 +28,7 @@ from netqual.analysis.evidence.loss import loss
 from netqual.analysis.evidence.rtt import rtt
 from netqual.analysis.evidence.workload import workload
 from netqual.analysis.narrative import incomplete_note, preliminary_note
+from netqual.analysis.stability import unstable_paths
 from netqual.model.decision import (
     Answer,
     Blocking,
@@ -41,8 +42,6 @@ from netqual.table.kinds import Shared
 from netqual.table.paths import PathTable
 from netqual.table.run import Results
 from netqual.table.summary import summarize
-
-UNSTABLE_SHARE = 0.10  # stdev / mean at or above which a path is "unstable": a caution only
 
 
 def undecided(table: PathTable) -> PathTable:
@@ -104,12 +103,6 @@ def _evidence_column(
     for i, items in per_row.items():
         column[i] = shared.remember(tuple(dict.fromkeys(items)))
     return tuple(column)
-
-
-def _unstable(table: PathTable) -> int:
-    with np.errstate(invalid="ignore", divide="ignore"):
-        ratio = table.rtt["stdev"] / table.rtt["mean"]
-    return int((table.has_rtt & (ratio >= UNSTABLE_SHARE)).sum())
 
 
 def _governs(results: Results, found: Sequence[Found]) -> str:
@@ -174,10 +167,12 @@ def decide(results: Results) -> Results:
     if results.preliminary:
         conditions.append(f"{preliminary_note(results)}: measure again with the policy's samples")
     cautions = [c for f in found for c in f.cautions]
-    if shaky := _unstable(table):
+    if shaky := unstable_paths(base):
         cautions.append(
-            f"{shaky:,} paths have an RTT standard deviation of 10% of the mean or more: on a "
-            "shared host that is the host's noise; a caution, it decides nothing"
+            f"unstable RTT on {shaky:,} offload-safe path{'s' if shaky != 1 else ''}: a "
+            "standard deviation of 10% of the mean or more, and beyond what the other paths "
+            "of its tier vary by the run's repeatability (docs/report.md); re-test before "
+            "sign-off. A caution, it decides nothing"
         )
     blocking = _rank_blocking([b for f in found for b in f.blocking])
     total = len(decided)

@@ -30,14 +30,13 @@ The JSON mapping (``interference`` in the results file) lives here too.
 
 from __future__ import annotations
 
-import enum
 import statistics
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from netqual.base.errors import ResultsFileError
 from netqual.model.path import PathResult, Tier
-from netqual.model.run import Interference, SampledPath, TierInterference
+from netqual.model.run import Interference, RunKind, SampledPath, TierInterference
 from netqual.model.stats import Metric
 from netqual.model.verdict import Verdict
 from netqual.planning.sampling import DEFAULT_FRACTION, DEFAULT_MINIMUM, choose_sample
@@ -162,35 +161,26 @@ def check(
     return compare([(p, measure_alone(p)) for p in sample], tolerance, one_at_a_time)
 
 
-class Command(str, enum.Enum):
-    """The command that measured a run: what its advice may suggest depends on the
-    options that command has."""
-
-    RUN = "run"
-    RETEST = "retest"
-    DEMO = "demo"
-
-
 def headline(
     inter: Interference,
     schedule: str | None = None,
-    command: Command = Command.RUN,
+    kind: RunKind = RunKind.CLUSTER,
     parallel: int | None = None,
 ) -> str | None:
     """One sentence for a report's first screen when the run disturbed itself, else None.
 
     ``schedule``: the run's ``run.schedule.name``, ``parallel`` its ``--parallel`` (None:
-    not recorded, or all disjoint pairs at once); the advice names only options
-    ``command`` has and the run did not use: ``--schedule aligned`` for an unaligned run,
-    ``--parallel 1`` for a run that measured several pairs at once, and only for
-    ``netqual run`` (``retest`` and ``demo`` have neither)."""
+    not recorded, or all disjoint pairs at once); the advice names only options the
+    command that made a run of ``kind`` has and the run did not use: ``--schedule
+    aligned`` for an unaligned run, ``--parallel 1`` for a run that measured several pairs
+    at once, and only for ``netqual run`` (``retest`` and ``demo`` have neither)."""
     if not inter.exceeds or parallel == 1:
         return None
     parts = []
     for t in inter.tiers:
         if t.affected and t.p99_ratio is not None:
             parts.append(f"{t.tier.value} (p99 x{t.p99_ratio:.1f})")
-    if command is not Command.RUN:
+    if kind in (RunKind.DEMO, RunKind.RETEST):
         advice = "look for other traffic on the fabric"
     elif schedule == "unaligned":
         advice = "re-run with --schedule aligned"

@@ -6,7 +6,7 @@ from collections.abc import Sequence, Set
 
 import numpy as np
 
-from netqual.analysis.interference import Command, headline
+from netqual.analysis.interference import headline
 from netqual.base.units import format_us
 from netqual.model.node import Node
 from netqual.model.path import path_label
@@ -55,14 +55,6 @@ def is_demo(results: Results) -> bool:
     return results.run.kind is RunKind.DEMO
 
 
-def command_of(results: Results) -> Command:
-    """The command that measured ``results``: a re-test names the run it re-tested, a demo
-    its inventory (``DEMO_INVENTORY``)."""
-    if results.retest_of is not None:
-        return Command.RETEST
-    return Command.DEMO if is_demo(results) else Command.RUN
-
-
 def interference_headline(results: Results) -> str | None:
     """``interference.headline`` for ``results``, with the options its command has and
     the ``--parallel`` it used (``run.schedule.parallel``)."""
@@ -73,7 +65,7 @@ def interference_headline(results: Results) -> str | None:
     return headline(
         results.interference,
         str(sched.get("name")),
-        command_of(results),
+        results.run.kind,
         parallel if isinstance(parallel, int) and not isinstance(parallel, bool) else None,
     )
 

@@ -22,7 +22,7 @@ from netqual.model.decision import (
     Subject,
     SubjectKind,
 )
-from netqual.model.fleet import FleetOutlier
+from netqual.model.fleet import ComparedKey, FleetOutlier
 from netqual.model.verdict import Verdict
 from netqual.table.run import Results
 
@@ -40,7 +40,7 @@ MARGINAL_KEYS = frozenset({
 
 
 def _key_class(key: str) -> Verdict | None:
-    base = key.split("[", maxsplit=1)[0]
+    base = ComparedKey.parse(key).field
     if base in UNSAFE_KEYS:
         return Verdict.UNSAFE
     if base in MARGINAL_KEYS:
@@ -95,8 +95,8 @@ def config(results: Results, ends: Endpoints) -> Found:
                 kind,
                 verdict,
                 detail,
-                f"set {o.key.split('[')[0]} on {on} to {want} like the rest (netqual check "
-                "--fleet), then re-test",
+                f"set {ComparedKey.parse(o.key).field} on {on} to {want} like the rest "
+                "(netqual check --fleet), then re-test",
                 len(rows),
             )
         )

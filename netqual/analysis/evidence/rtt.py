@@ -118,8 +118,9 @@ def rtt(results: Results, ends: Endpoints) -> Found:
     left = (table.verdict > Verdict.SAFE.rank) & ~limited
     if not left.any():
         return Found(KIND, summary, (), tuple(blocking))
-    cols = localise.columns(results, policy.metric)
-    for tier in sorted(localise.distance_tiers(cols), key=TIERS.index):
+    # the distance localisation stored (a re-test's: over the run it re-tests)
+    far_tiers = {d.tier for d in localise.run_localisation(results).distance}
+    for tier in sorted(far_tiers, key=TIERS.index):
         rows = np.flatnonzero(left & (table.tier == TIERS.index(tier)))
         if not len(rows):
             continue

@@ -8,7 +8,6 @@ import numpy as np
 import pytest
 
 from netqual.analysis.interference import (
-    Command,
     check,
     compare,
     from_dict,
@@ -18,6 +17,7 @@ from netqual.analysis.interference import (
 from netqual.analysis.stats import rtt_stats
 from netqual.base.errors import ResultsFileError
 from netqual.model.path import PathResult, Tier
+from netqual.model.run import RunKind
 from netqual.model.stats import Ci95, Metric
 from netqual.model.verdict import Verdict
 from netqual.planning.sampling import choose_sample, sample_size
@@ -168,12 +168,12 @@ def test_a_run_of_one_pair_at_a_time_cannot_disturb_itself() -> None:
 def test_the_advice_names_only_options_the_command_has_and_the_run_did_not_use() -> None:
     pairs, _ = _inflated_cross_rack()
     inter = compare(pairs)
-    run = headline(inter, "aligned", Command.RUN, None)
+    run = headline(inter, "aligned", RunKind.CLUSTER, None)
     assert run is not None and run.endswith("re-run with --parallel 1.")
-    assert headline(inter, "aligned", Command.RUN, 1) is None  # measured alone already
-    unaligned = headline(inter, "unaligned", Command.RUN, 4)
+    assert headline(inter, "aligned", RunKind.LAB, 1) is None  # measured alone already
+    unaligned = headline(inter, "unaligned", RunKind.LAB, 4)
     assert unaligned is not None and unaligned.endswith("re-run with --schedule aligned.")
-    for command in (Command.RETEST, Command.DEMO):  # neither has --parallel nor --schedule
-        text = headline(inter, "unaligned", command, None)
+    for kind in (RunKind.RETEST, RunKind.DEMO):  # neither has --parallel nor --schedule
+        text = headline(inter, "unaligned", kind, None)
         assert text is not None and text.endswith("look for other traffic on the fabric.")
         assert "--" not in text

@@ -28,11 +28,17 @@ TOPOLOGY = Path(lab.default_topology_path()).parent / "two-rails.toml"
 # moves every sample of a path. A p99 is the 20th-slowest round trip: twenty stalls of the
 # shared two-core machine move it (CI: one clean path's p99 past 300 us while the others
 # read 44-80 us); the p90 needs two hundred.
+# h3's delayed rail-1 link is a TUN device of the lab's relay (up, operstate unknown): the
+# fleet check compares it like any interface a probe uses, and its driver differs from the
+# veths by the lab's design, not by a fault this test is about (docs/lab.md).
 POLICY = """[policy]
 metric = "p90"
 safe_max_us = 300.0
 unsafe_above_us = 500.0
 min_samples = 2000
+
+[fleet]
+allow_differ = ["driver"]
 """
 
 

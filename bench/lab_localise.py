@@ -9,7 +9,8 @@ bulk cell; its results are localised by this checkout (as stored) and, with ``--
 DIR``, by another checkout's ``localise.suspects`` over the same paths (its suspects and
 localisation dropped), so both rules judge identical measurements.
 
-    sudo PYTHONPATH=. bench/lab_localise.py --runs 6 [--relay-all] [--compare /path/to/old]
+    sudo PYTHONPATH=. bench/lab_localise.py --runs 6 [--relay-all] [--unaligned] \
+        [--compare /path/to/old]
 
 Prints per run the hosts each rule names (subjects and evidence: a rail's bad NICs, a
 link's ends), and per rule how many runs named h1 or h5, the shaped NIC, the lossy NIC.
@@ -80,6 +81,9 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--relay-all", action="store_true")
+    ap.add_argument(
+        "--unaligned", action="store_true", help="--schedule unaligned: bulk beside ping-pong"
+    )
     ap.add_argument("--compare", type=Path, help="another checkout: its localisation too")
     args = ap.parse_args()
     if (why := lab.lab_available()) is not None:
@@ -97,7 +101,8 @@ def main() -> int:
                 ["ip", "netns", "exec", info.control_netns, sys.executable, "-m", "netqual",
                  "run", str(info.inventory_path), "--rails", "same", "--out", str(out),
                  "--iterations", "1000", "--warmup", "100", "--chunk", "64KiB", "--depth", "1",
-                 "--timeout", "60", "--policy", str(work / "policy.toml")],
+                 "--timeout", "60", "--policy", str(work / "policy.toml"),
+                 *(["--schedule", "unaligned"] if args.unaligned else [])],
                 capture_output=True, text=True, check=False,
             )  # fmt: skip
             if done.returncode != 0:

@@ -13,6 +13,7 @@ from dataclasses import dataclass, replace
 from typing import Any, TypeAlias
 
 from netqual.analysis import counter_evidence
+from netqual.analysis.evidence.loss import pingpong_counters
 from netqual.model.node import Node
 from netqual.model.path import NotMeasured, PathResult
 from netqual.model.progress import RunObserver, Stage
@@ -129,6 +130,9 @@ def merged_details(pingpong: PathResult, bulk: PathResult) -> dict[str, Any]:
     a, b = pingpong.details.get("counters"), bulk.details.get("counters")
     if isinstance(a, Mapping) and isinstance(b, Mapping):  # both phases' windows as one
         details["counters"] = counter_evidence.merge(a, b)
+        # the ping-pong phase's loss apart: a bulk read's retransmissions are TCP's own
+        # queue-finding, not a lossy link (netqual.analysis.evidence.loss)
+        details["pingpong_counters"] = pingpong_counters(a)
         details["carried_by"] = counter_evidence.carried_by(
             details, pingpong.transport, pingpong.src_nic, pingpong.dst_nic
         )

@@ -14,6 +14,7 @@ import pytest
 from factories import make_results, write_results
 
 from netqual.analysis.decision import decide, undecided
+from netqual.analysis.evidence.loss import path_loss
 from netqual.model.decision import Answer, EvidenceKind, SubjectKind
 from netqual.model.fanin import ChunkStats, FaninLevel, FaninResult
 from netqual.model.fleet import ConfigSnapshot, FleetOutlier, FleetResult
@@ -236,3 +237,23 @@ def test_an_older_file_without_a_decision_is_decided_on_load(tmp_path: Path) -> 
     back = load(doc_path)
     assert (back.paths.verdict[touches(back, "gpu02")] == Verdict.UNSAFE.rank).all()
     assert back.decision is not None and back.decision.blocking[0].subject.name == "gpu02"
+
+
+def test_tcp_loss_is_judged_on_the_ping_pong_phase_where_it_is_kept_apart() -> None:
+    """A bulk read's retransmissions are TCP finding a queue; the ping-pong's are loss."""
+    merged = counters(100, 10_000)["counters"]  # 1% over both phases, all of it bulk
+    quiet = {
+        "src": {"tcp_retrans": 0, "tx_packets": 1_100},
+        "dst": {"tcp_retrans": 1, "tx_packets": 1_100},
+    }
+    lossy = {
+        "src": {"tcp_retrans": 9, "tx_packets": 1_100},
+        "dst": {"tcp_retrans": 8, "tx_packets": 1_100},
+    }
+    assert path_loss({"counters": merged, "pingpong_counters": quiet}, 0.1) is None
+    got = path_loss({"counters": merged, "pingpong_counters": lossy}, 0.1)
+    assert got is not None and got.verdict is Verdict.UNSAFE
+    assert got.detail.startswith("17 TCP retransmissions of 2,200 packets sent in the ping-pong")
+    # a file without the phases apart: both phases count
+    old = path_loss({"counters": merged}, 0.1)
+    assert old is not None and "100 TCP retransmissions of 10,000 packets sent (1.00%" in old.detail

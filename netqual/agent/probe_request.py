@@ -42,6 +42,7 @@ from netqual.base.errors import (
     TransportUnavailableError,
 )
 from netqual.codec.plan import plan_from_dict, plan_to_dict
+from netqual.files import filedata
 from netqual.model.node import Node
 from netqual.model.path import path_label
 from netqual.model.plan import PlanFieldError, ProbePlan
@@ -214,16 +215,19 @@ class ProbeResult:
                     chunk_bytes=b.integer("chunk_bytes", 1, max(plan.chunks_bytes)),
                     depth=b.integer("depth", 1, max(plan.depths)),
                     reads=b.integer("reads", 0, max_reads),
-                    elapsed_ns=b.integer("elapsed_ns", 0, 1 << 62),
+                    elapsed_ns=b.integer("elapsed_ns", 0, sample_limit_ns(plan)),
                     error=None if item.get("error") is None else b.text("error"),
                     ended_ago_ns=None
                     if item.get("ended_ago_ns") is None
-                    else b.integer("ended_ago_ns", 0, 1 << 62),
+                    # the probe's time, and what the counters' end may wait after it
+                    else b.integer("ended_ago_ns", 0, sample_limit_ns(plan) + 10**10),
                 )
             )
         details = dict(f.mapping("details") or {})
         if len(json.dumps(details)) > _MAX_DETAILS_CHARS:
             raise BadRequestError(peer, "probe.result.details", "too large")
+        if (why := filedata.problem(details)) is not None:  # what a results file may hold
+            raise BadRequestError(peer, "probe.result.details", f"holds {why}")
         if details.get("counters") is not None:
             details["counters"] = counters.checked(
                 details["counters"], "probe.result.details.counters", peer
@@ -528,10 +532,13 @@ def _exchange(ch: Channel, request: ProbeRequest, src: Node, timeout_s: float) -
         if first.kind != "probe.result":
             raise ProtocolError(ch.peer, f"expected 'probe.result', got {first.kind!r}")
         res = ProbeResult.decode(first.body, request.plan, src.name)
-        rtt = _samples(ch, res.rtt_count)
+        limit_ns = sample_limit_ns(request.plan)
+        rtt = _samples(ch, res.rtt_count, "an RTT sample", limit_ns)
+        done = "a bulk completion time"
         bulk = tuple(
             RawBulk(
-                b.chunk_bytes, b.depth, _samples(ch, b.reads), b.elapsed_ns, b.error,
+                b.chunk_bytes, b.depth, _samples(ch, b.reads, done, limit_ns), b.elapsed_ns,
+                b.error,
                 None if b.ended_ago_ns is None else arrived_ns - b.ended_ago_ns - b.elapsed_ns,
             )
             for b in res.bulk
@@ -549,10 +556,36 @@ def _exchange(ch: Channel, request: ProbeRequest, src: Node, timeout_s: float) -
     )
 
 
-def _samples(ch: Channel, count: int) -> npt.NDArray[np.int64]:
-    """One data frame of exactly ``count`` int64 samples (the count was checked already)."""
+IMPOSSIBLE_SAMPLE = "agent reported impossible values"
+
+
+SAMPLE_SLACK_S = 1.0  # scheduling past a deadline: a loop notices it a little late
+
+
+def sample_limit_ns(plan: ProbePlan) -> int:
+    """The longest time an initiator can have measured in a probe of ``plan``: its loops
+    stop at the probe's timeout, so no round trip, read or cell lasts longer (plus
+    ``SAMPLE_SLACK_S``)."""
+    return int((plan.timeout_s + SAMPLE_SLACK_S) * 1e9)
+
+
+def _samples(ch: Channel, count: int, what: str, limit_ns: int) -> npt.NDArray[np.int64]:
+    """One data frame of exactly ``count`` int64 samples (the count was checked already),
+    each a physical duration: more than 0 and at most ``limit_ns`` (the probe's timeout).
+    Anything else is refused here, where it enters, so it never reaches a statistic or a
+    results file: the path fails with the reason."""
     data = ch.recv_bytes(count * _SAMPLE.itemsize)
     if len(data) != count * _SAMPLE.itemsize:
         got = len(data) // _SAMPLE.itemsize
         raise ProtocolError(ch.peer, f"sent {got} samples, announced {count}")
-    return np.frombuffer(data, dtype=_SAMPLE).astype(np.int64)
+    samples = np.frombuffer(data, dtype=_SAMPLE).astype(np.int64)
+    if count:
+        low, high = int(samples.min()), int(samples.max())
+        if low <= 0 or high > limit_ns:
+            bad = low if low <= 0 else high
+            raise ProtocolError(
+                ch.peer,
+                f"{IMPOSSIBLE_SAMPLE}: {what} of {bad:,} ns (a measured time is more than 0 "
+                f"and at most the probe's timeout, {limit_ns / 1e9:g} s with slack)",
+            )
+    return samples

@@ -6,15 +6,17 @@ relays the authenticated handshake) could answer the echoes itself and make a sl
 look fast. Everything here is computed before or after the timed loop, never inside it:
 
 * **Ping-pong.** Every ping starts with a fresh random *challenge* (the initiator's, ``w``
-  bytes). The responder echoes it, except in *tagged* rounds (``tagged_rounds``: keyed,
-  one in about 128, at most 256 apart), whose reply starts with the responder's tag for
-  the round instead: a keystream of the session key and a per-request nonce (SHAKE-256).
-  Nothing without the key knows which rounds are tagged, so a forger answering the rounds
-  itself fails every tagged one. After the loop the initiator checks every reply (tags
-  and echoes), and both ends compare a digest of the tagged rounds' challenges as sent
-  with one as received, over the MAC'd channel: a forger that fetches tags early with
-  pings of its own is caught there. The responder's untagged rounds are the plain echo of
-  before: on one CPU everything the responder does per round is inside the round trip.
+  bytes). Every reply starts with the responder's tag for the round instead: a keystream
+  of the session key and a per-request nonce (SHAKE-256). A forger answering any round
+  itself must guess its ``w`` tag bytes (``P(miss) = 2**(-8*w*k)`` for ``k`` forged
+  rounds), so hiding a slow tail by answering only the slowest rounds fails as surely as
+  answering them all (docs/security.md, "Tail forgery"). After the loop the initiator
+  checks every reply head, and both ends compare a digest of the challenges as sent with
+  one as received, over the MAC'd channel: a forger that fetches tags early with pings of
+  its own is caught there. The responder lays its replies out like the initiator's pings
+  (``Rounds``: its tags, reversed) and receives each ping where its challenge stays, so
+  it copies nothing per round: the windows for the next round are cut right after a
+  reply is sent, off the round trip's critical path.
 * **Bulk.** Each read request is a random challenge; each chunk carries the responder's
   tag for its index in its first and its last ``w`` bytes, so a chunk is only complete
   once its last byte really came from the node. The same end-of-cell exchange compares
@@ -67,57 +69,29 @@ def keystream(key: bytes, what: bytes, nonce: bytes, nbytes: int) -> bytes:
     return h.digest(nbytes)
 
 
-MAX_TAG_GAP = 256
+def miss_probability(width: int, forged_rounds: int) -> float:
+    """The chance that ``forged_rounds`` replies forged without the key all pass: each must
+    guess ``width`` keyed bytes (every round is tagged)."""
+    return 2.0 ** (-8 * width * forged_rounds) if width else 1.0
 
 
-def tagged_rounds(key: bytes, nonce: bytes, count: int, size: int) -> list[int]:
-    """The ping-pong rounds whose reply carries the responder's tag (the others echo).
-
-    Keyed, so nothing without the key knows which: a forger answering the rounds itself
-    fails every tagged one. Gaps are 1..span rounds, span = count/8 up to MAX_TAG_GAP
-    (one round in about 128 of a long loop; a short loop gets several)."""
-    span = max(1, min(MAX_TAG_GAP, count // 8))
-    marks: list[int] = []
-    r = -1
-    for g in keystream(key, b"tcp.pingpong.rounds", nonce + size.to_bytes(8, "big"), count):
-        r += 1 + g % span
-        if r >= count:
-            break
-        marks.append(r)
-    return marks
-
-
-def responder_tags(
-    key: bytes, what: bytes, nonce: bytes, count: int, size: int, width: int
-) -> tuple[bytes, list[int]]:
+def responder_tags(key: bytes, what: bytes, nonce: bytes, count: int, width: int) -> bytes:
     """The responder's side of a ping-pong, before its loop: every round's tag (round r's
-    at ``r * width``) and the rounds that carry it (``tagged_rounds``)."""
-    return keystream(key, what, nonce, count * width), tagged_rounds(key, nonce, count, size)
+    at ``r * width``)."""
+    return keystream(key, what, nonce, count * width)
 
 
 def check_replies(
-    key: bytes,
-    what: bytes,
-    nonce: bytes,
-    challenges: bytes,
-    received: bytes,
-    count: int,
-    size: int,
-) -> tuple[int, bytes]:
+    key: bytes, what: bytes, nonce: bytes, challenges: bytes, received: bytes, count: int
+) -> int:
     """The initiator's side, after its loop: how many of the reply heads in ``received``
-    (``width`` bytes per round, as ``challenges``) are wrong (a tagged round must carry the
-    responder's tag, any other round the challenge it was sent), and the tagged rounds'
-    challenges, which the responder must say it received (``check_end``)."""
+    (``width`` bytes per round, as ``challenges``) do not carry the responder's tag for
+    their round. The challenges themselves the responder must say it received
+    (``check_end``)."""
     w = len(challenges) // count if count else 0
-    marks = tagged_rounds(key, nonce, count, size)
-    want = bytearray(challenges)
-    if w:
-        tags = keystream(key, what, nonce, len(challenges))
-        for r in marks:
-            want[r * w : (r + 1) * w] = tags[r * w : (r + 1) * w]
-    bad = mismatches(received, bytes(want), w) if w else 0
-    asked = b"".join(challenges[r * w : (r + 1) * w] for r in marks)
-    return bad, asked
+    if not w:
+        return 0
+    return mismatches(received, keystream(key, what, nonce, len(challenges)), w)
 
 
 def digest(data: bytes | bytearray | memoryview) -> str:

@@ -140,11 +140,11 @@ class TcpTransport(Transport):
         except OSError as err:
             raise PeerUnreachableError(ch.peer, f"ping-pong failed: {err}") from err
         key = _key(ch, responder=False)
-        bad, asked = integrity.check_replies(
-            key, b"tcp.pingpong", nonce, challenges, into.received(), count, size
+        bad = integrity.check_replies(
+            key, b"tcp.pingpong", nonce, challenges, into.received(), count
         )
         end = "tcp.pingpong.end"
-        integrity.check_end(ch, end, deadline, asked, bad, count, "ping-pong replies")
+        integrity.check_end(ch, end, deadline, challenges, bad, count, "ping-pong replies")
         return np.asarray(samples[plan.warmup :], dtype=np.int64)
 
     def _bulk(self, ch: Channel, chunk: int, reads: int, depth: int, deadline: float) -> RawBulk:
@@ -197,9 +197,10 @@ class TcpTransport(Transport):
         budget = buffers or BufferBudget(limits.max_buffer_bytes)
         if kind == "tcp.pingpong":
             ping = PingpongRequest.decode(body, limits, channel.peer)
-            # A tag per round, and the tagged rounds' challenges.
+            # The replies (a tag per round, and the tag stream they are laid out from) and
+            # every round's challenge.
             with budget.hold(
-                2 * (ping.size_bytes + ping.count * integrity.tag_width(ping.size_bytes))
+                2 * ping.size_bytes + 3 * ping.count * integrity.tag_width(ping.size_bytes)
             ):
                 self._serve_pingpong(channel, ping, limits)
         elif kind == "tcp.bulk":
@@ -215,38 +216,37 @@ class TcpTransport(Transport):
         size, count = req.size_bytes, req.count
         w = integrity.tag_width(size)
         key = _key(ch, responder=True)
-        stream, marks = integrity.responder_tags(key, b"tcp.pingpong", req.nonce, count, size, w)
-        tags = memoryview(stream)
-        received = bytearray(len(marks) * w)  # the challenges of the tagged rounds
-        marks.append(count)  # sentinel
+        # Every reply starts with this agent's tag for its round: the replies are laid out
+        # like the initiator's pings (tags reversed), and each ping lands where its
+        # challenge stays, so a round copies nothing. The next round's windows are cut
+        # right after a reply is sent, while it travels.
+        tags = integrity.responder_tags(key, b"tcp.pingpong", req.nonce, count, w)
+        out = Rounds(count, size, tags)
+        into = Rounds(count, size)
         ch.send("ok")
         sock = ch.sock
         clock = _SendDeadline(sock, req.timeout_s)
-        view = memoryview(bytearray(size))
         recv_into = sock.recv_into
         send = sock.send
         waitall = socket.MSG_WAITALL
-        k, nxt = 0, marks[0]
+        sview, rview = out.view, into.view
+        top = (count - 1) * w
+        dst, msg = rview[:size], sview[top : top + size]
         try:
             for i in range(count):
-                if (got := recv_into(view, size, waitall)) != size:
-                    _recv_rest(sock, view, got, ch.peer)
-                # Untagged rounds are a plain echo (no more work than before); one in up to
-                # MAX_TAG_GAP, keyed, answers with this agent's tag instead.
-                if i == nxt:
-                    received[k * w : (k + 1) * w] = view[:w]
-                    view[:w] = tags[i * w : (i + 1) * w]
-                if (sent := send(view)) != size:
-                    sock.sendall(view[sent:])  # pragma: no cover
-                if i == nxt:  # also the deadline check, at least every MAX_TAG_GAP rounds
-                    k += 1
-                    nxt = marks[k]
+                if (got := recv_into(dst, size, waitall)) != size:
+                    _recv_rest(sock, dst, got, ch.peer)
+                if (sent := send(msg)) != size:
+                    sock.sendall(msg[sent:])  # pragma: no cover
+                o = (i + 1) * w
+                dst, msg = rview[o : o + size], sview[top - o : top - o + size]
+                if i % _DEADLINE_CHECK_EVERY == 0:
                     clock.check("ping-pong exceeded its duration")
         except BlockingIOError as err:
             raise ProbeError(f"ping-pong: {ch.peer} went silent") from err
         finally:
             ch.set_timeout(limits.idle_timeout_s)
-        integrity.answer_end(ch, "tcp.pingpong.end", bytes(received), "ping-pong")
+        integrity.answer_end(ch, "tcp.pingpong.end", into.received(), "ping-pong")
 
     def _serve_bulk(self, ch: Channel, req: BulkRequest, limits: AgentLimits) -> None:
         chunk, reads = req.chunk_bytes, req.reads

@@ -44,9 +44,28 @@ LIAR = textwrap.dedent(
 )
 
 
-def start_liar(pool: AgentPool, name: str) -> AgentProc:
+# A liar reporting values no clock can produce: INT64_MIN, INT64_MAX, 2e15 ns (23 days).
+EXTREME_LIAR = textwrap.dedent(
+    """
+    import dataclasses, sys
+    import numpy as np
+    from netqual.transports import tcp
+    honest = tcp.TcpTransport.initiate
+    def lie(self, *args, **kwargs):
+        raw = honest(self, *args, **kwargs)
+        rtt = np.asarray(raw.rtt_ns).copy()
+        rtt[0], rtt[1], rtt[2] = -(2**63), 2**63 - 1, 2 * 10**15
+        return dataclasses.replace(raw, rtt_ns=rtt)
+    tcp.TcpTransport.initiate = lie
+    from netqual.cli import main
+    sys.exit(main(sys.argv[1:]))
+    """
+)
+
+
+def start_liar(pool: AgentPool, name: str, script: str = LIAR) -> AgentProc:
     log = pool.workdir / f"agent-{name}.log"
-    cmd = [sys.executable, "-c", LIAR, "agent", "--listen", "127.0.0.1:0", "--name", name]
+    cmd = [sys.executable, "-c", script, "agent", "--listen", "127.0.0.1:0", "--name", name]
     cmd += ["--token-file", str(pool.token_file)]
     with log.open("w") as err:
         proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=err, text=True, env=cli_env())
@@ -77,7 +96,8 @@ def test_a_liar_agents_paths_are_unsafe_and_the_run_stays_readable(
     assert lied and told
     for p in lied:
         assert p.verdict is Verdict.UNSAFE
-        assert p.reasons[0].startswith(f"{IMPOSSIBLE}: an RTT of zero or less"), p.reasons
+        # Refused where it enters (the agent's reply), naming the value.
+        assert f"{IMPOSSIBLE}: an RTT sample of -" in p.reasons[0], p.reasons
     for p in told:  # judged as usual (a loaded host may make one slow, never "impossible")
         assert p.rtt is not None and p.rtt.p99_us > 0 and p.error is None
         assert (p.verdict, p.reasons) == judge(results.run.policy, p.rtt, p.bulk)
@@ -87,6 +107,63 @@ def test_a_liar_agents_paths_are_unsafe_and_the_run_stays_readable(
         assert r.returncode == code, r.stderr
         assert "Traceback" not in r.stderr
     assert IMPOSSIBLE in netqual("report", "out", cwd=tmp_path).stdout
+
+
+def _numbers(value: Any) -> list[float]:
+    if isinstance(value, dict):
+        return [n for v in value.values() for n in _numbers(v)]
+    if isinstance(value, list):
+        return [n for v in value for n in _numbers(v)]
+    return [value] if isinstance(value, (int, float)) and not isinstance(value, bool) else []
+
+
+def test_an_extreme_liar_is_refused_at_the_door_and_every_reader_reads_the_run(
+    agents: AgentPool, tmp_path: Path
+) -> None:
+    """INT64_MIN / INT64_MAX / 2e15 ns samples: the liar's paths are unsafe with the reason,
+    no file holds a number beyond +-1e15, and report, report --html, gate, diff,
+    campaign add and run --resume all read the run."""
+    honest = agents.start_many([("gpu02",), ("gpu03",)])
+    liar = start_liar(agents, "gpu01", EXTREME_LIAR)
+    inventory = tmp_path / "inventory.toml"
+    nodes = [("gpu01", liar.port), *((a.name, a.port) for a in honest)]
+    write_inventory(inventory, nodes, agents.token_file)
+    run = netqual(
+        "run", str(inventory), "--out", "out", "--iterations", "300", "--warmup", "20",
+        "--no-bulk", "--allow-short-plan", cwd=tmp_path,
+    )  # fmt: skip
+    assert run.returncode == 0, run.stderr
+    assert "Traceback" not in run.stderr
+    for name in ("results.json", "results.jsonl"):
+        text = (tmp_path / "out" / name).read_text()
+        docs = (
+            [json.loads(line) for line in text.splitlines()]
+            if name.endswith("l")
+            else [json.loads(text)]
+        )
+        big = [n for d in docs for n in _numbers(d) if abs(n) > 1e15]
+        assert not big, (name, big[:5])
+    rows = list(load(tmp_path / "out" / "results.json").paths)
+    lied = [p for p in rows if p.src == "gpu01"]
+    assert lied and all(p.verdict is Verdict.UNSAFE for p in lied)
+    for p in lied:
+        assert p.error is not None and "agent reported impossible values" in p.error, p.error
+        assert "an RTT sample of" in p.error
+    assert all(p.error is None for p in rows if p.src != "gpu01")
+    readers = (
+        (["report", "out"], 0),
+        (["report", "out", "--html", "r.html"], 0),
+        (["gate", "out"], 1),
+        (["diff", "out", "out"], 0),
+        (["campaign", "init", "c"], 0),
+        (["campaign", "add", "c", "out", "--week", "1"], 0),
+        (["run", str(inventory), "--out", "out", "--resume", "--iterations", "300",
+          "--warmup", "20", "--no-bulk", "--allow-short-plan"], 0),
+    )  # fmt: skip
+    for args, code in readers:
+        r = netqual(*args, cwd=tmp_path)
+        assert r.returncode == code, (args, r.stdout, r.stderr)
+        assert "Traceback" not in r.stderr and "out of range" not in r.stderr, r.stderr
 
 
 def _doctored(path: Path, edit: Any) -> Path:

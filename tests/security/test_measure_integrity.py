@@ -26,14 +26,15 @@ from netqual.agent.wire.protocol import Channel
 from netqual.model.node import Node
 from netqual.model.path import PathResult
 from netqual.model.plan import ProbePlan
+from netqual.model.policy import Policy
+from netqual.model.verdict import Verdict
 from netqual.run.config import RunConfig
 from netqual.run.pairprobe import measure_pair
 from netqual.transports.integrity import (
-    MAX_TAG_GAP,
     IntegrityFailure,
     Rounds,
+    miss_probability,
     reversed_blocks,
-    tagged_rounds,
 )
 from netqual.transports.interface import AgentLimits
 from netqual.transports.tcp import TcpTransport
@@ -126,22 +127,19 @@ def test_round_windows_reveal_only_past_rounds() -> None:
     assert reversed_blocks(reversed_blocks(blocks, 8), 8) == blocks
 
 
-def test_tagged_rounds_are_keyed_bounded_and_never_none() -> None:
-    nonce = b"n" * 16
-    long = tagged_rounds(b"k1", nonce, 21_000, 64)
-    assert long == tagged_rounds(b"k1", nonce, 21_000, 64)  # both ends agree
-    assert long != tagged_rounds(b"k2", nonce, 21_000, 64)  # the key decides
-    gaps = [b - a for a, b in zip([-1, *long], long, strict=False)]
-    assert max(gaps) <= MAX_TAG_GAP and 120 < len(long) < 210
-    assert tagged_rounds(b"k1", nonce, 1, 64) == [0]
-    assert len(tagged_rounds(b"k1", nonce, 55, 64)) >= 6  # a short loop: several
+def test_every_round_is_bound_to_the_key() -> None:
+    """A forger that answers rounds itself must guess each one's tag: the miss probability
+    the docs derive (docs/security.md, "Tail forgery")."""
+    assert miss_probability(8, 1) == 2.0**-64
+    assert miss_probability(1, 3) < 1e-6 < miss_probability(1, 2)  # a 1-byte message
+    assert miss_probability(0, 100) == 1.0  # nothing to tag: nothing claimed
 
 
 # -- a real forging proxy process in front of a node ---------------------------------------
 @contextmanager
-def proxy(upstream_port: int, mode: str) -> Iterator[int]:
+def proxy(upstream_port: int, mode: str, *extra: str) -> Iterator[int]:
     proc = subprocess.Popen(
-        [sys.executable, str(PROXY), str(upstream_port), mode],
+        [sys.executable, str(PROXY), str(upstream_port), mode, *extra],
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=cli_env(),
     )  # fmt: skip
     try:
@@ -203,3 +201,47 @@ def test_the_same_proxy_relaying_honestly_is_measured_normally(
     assert isinstance(path, PathResult) and path.error is None, path
     assert path.rtt is not None and path.rtt.samples == SMALL.iterations
     assert INTEGRITY not in gpu01.stderr() + gpu02.stderr()
+
+
+# The tail forger: a path whose slowest 2% of rounds take 20 ms more (its p99 is >= 20 ms,
+# unsafe); the proxy relays every other round and answers the slow ones itself at once.
+# 1,020 rounds (20 warm-up; 1,000 kept is the fewest a p99 is trusted with): 20 forged per
+# run. The old sampled tags (about one round in 64 at this size) missed all 20 with
+# probability ~0.73; every round tagged, a forged round passes only by guessing its 8 tag
+# bytes: 2**(-64*20) per run, so 20 runs stay below 1e-380 if nothing else breaks it.
+TAIL_PLAN = ProbePlan(iterations=1000, warmup=20, bulk=False, timeout_s=30)
+TAIL_POLICY = Policy(safe_max_us=10_000, unsafe_above_us=15_000, min_samples=1000)
+
+
+def _tail_probe(agents: AgentPool, token: bytes, mode: str, runs: int) -> list[PathResult]:
+    gpu01, gpu02 = agents.start_many([("gpu01",), ("gpu02",)])
+    paths: list[PathResult] = []
+    with proxy(gpu02.port, mode, "--tail", "2", "--delay-ms", "20") as port:
+        behind = Node(name="gpu02", address="127.0.0.1", port=port)
+        cfg = RunConfig(
+            nodes=(node(gpu01), behind), plan=TAIL_PLAN, token=token, policy=TAIL_POLICY
+        )
+        for _ in range(runs):
+            paths.append(measure_pair(node(gpu01), behind, cfg))
+    return paths
+
+
+def test_forging_only_the_slow_tail_never_makes_a_path_offload_safe(
+    agents: AgentPool, token: bytes
+) -> None:
+    paths = _tail_probe(agents, token, "forge", 20)
+    verdicts = [p.verdict for p in paths]
+    assert verdicts.count(Verdict.SAFE) == 0, verdicts
+    for p in paths:
+        assert p.verdict is Verdict.UNSAFE
+        assert p.error is not None and "ping-pong replies did not carry" in p.error, p.error
+
+
+def test_the_slow_tail_relayed_honestly_is_unsafe_by_its_p99(
+    agents: AgentPool, token: bytes
+) -> None:
+    """Control: the tail the forger hides is real (p99 >= 20 ms), and relaying is clean."""
+    (path,) = _tail_probe(agents, token, "relay", 1)
+    assert path.error is None, path.error
+    assert path.rtt is not None and path.rtt.p99_us >= 20_000
+    assert path.verdict is Verdict.UNSAFE

@@ -13,6 +13,11 @@ moment it arrives:
   chunk (and passed on; the agent's chunks are dropped).
 
 ``--delay-ms`` delays everything it relays from the agent (a slow path the forger hides).
+
+``--tail PCT`` makes only PCT% of ping-pong rounds (at random places) slow (the tail that sets a
+p99): with ``relay`` those rounds' replies are delayed by ``--delay-ms`` (an honest slow
+tail), with ``forge`` they are answered at once with the initiator's own bytes (the ping
+is still passed on and the agent's reply dropped); every other round is relayed as is.
 Exits when its stdin closes (the test's end), so it never outlives the test.
 """
 
@@ -20,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import random
 import socket
 import sys
 import threading
@@ -51,8 +57,18 @@ def read_frame(sock: socket.socket, tagged: bool) -> tuple[bytes, bytes]:
 
 
 class Session:
-    def __init__(self, client: socket.socket, upstream_port: int, forge: bool, delay_s: float):
+    def __init__(
+        self,
+        client: socket.socket,
+        upstream_port: int,
+        forge: bool,
+        delay_s: float,
+        tail: float = 0.0,
+    ):
         self.client = client
+        self.tail = tail / 100  # the fraction of slow rounds (0: the whole stream)
+        self.slow: list[bool] = []  # per round of the current ping-pong (tail mode)
+        self.size = 0
         self.up = socket.create_connection(("127.0.0.1", upstream_port), timeout=60)
         self.forge = forge
         self.delay_s = delay_s
@@ -60,7 +76,7 @@ class Session:
         self.lock = threading.Lock()
 
     def to_client(self, data: bytes) -> None:
-        if self.delay_s:
+        if self.delay_s and not self.tail:
             time.sleep(self.delay_s)
         with self.lock:
             self.client.sendall(data)
@@ -76,6 +92,9 @@ class Session:
                 if payload != ACCEPTED:  # not the agent accepting a tcp.pingpong / tcp.bulk
                     continue
                 n, self.raw_back = self.raw_back, 0
+                if self.tail and self.size and n:
+                    self.pump_tail(n // self.size)
+                    continue
                 while n > 0:  # the agent's replies: dropped when forging, else relayed
                     data = self.up.recv(min(n, 1 << 20))
                     if not data:
@@ -88,6 +107,19 @@ class Session:
         finally:
             self.client.close()
 
+    def pump_tail(self, rounds: int) -> None:
+        """One ping-pong's replies in tail mode: the slow rounds' dropped (forged) or
+        delayed (relayed), the others relayed at once."""
+        for i in range(rounds):
+            reply = recv_exact(self.up, self.size)
+            if not self.slow[i]:
+                with self.lock:
+                    self.client.sendall(reply)
+            elif not self.forge:
+                time.sleep(self.delay_s)
+                with self.lock:
+                    self.client.sendall(reply)
+
     def run(self) -> None:
         back = threading.Thread(target=self.pump_back, daemon=True)
         back.start()
@@ -98,7 +130,19 @@ class Session:
                 frames += 1
                 msg = json.loads(payload) if payload else {}
                 kind, body = msg.get("kind"), msg.get("body", {})
-                if kind == "tcp.pingpong":
+                if kind == "tcp.pingpong" and self.tail:
+                    size, count = int(body["size_bytes"]), int(body["count"])
+                    self.size, self.raw_back = size, size * count
+                    chosen = set(random.sample(range(count), max(1, round(self.tail * count))))
+                    self.slow = [i in chosen for i in range(count)]
+                    self.up.sendall(frame)
+                    for i in range(count):
+                        ping = recv_exact(self.client, size)
+                        if self.forge and self.slow[i]:
+                            with self.lock:
+                                self.client.sendall(ping)  # the forged echo, at once
+                        self.up.sendall(ping)
+                elif kind == "tcp.pingpong":
                     size, count = int(body["size_bytes"]), int(body["count"])
                     self.raw_back = size * count
                     self.up.sendall(frame)
@@ -110,7 +154,7 @@ class Session:
                         self.up.sendall(ping)
                 elif kind == "tcp.bulk":
                     chunk, reads = int(body["chunk_bytes"]), int(body["reads"])
-                    self.raw_back = chunk * reads
+                    self.size, self.raw_back = 0, chunk * reads
                     self.up.sendall(frame)
                     zeros = bytes(chunk)
                     for _ in range(reads):
@@ -133,6 +177,7 @@ def main() -> int:
     parser.add_argument("upstream_port", type=int)
     parser.add_argument("mode", choices=("forge", "relay"))
     parser.add_argument("--delay-ms", type=float, default=0.0)
+    parser.add_argument("--tail", type=float, default=0.0)
     args = parser.parse_args()
     listener = socket.create_server(("127.0.0.1", 0))
     print(f"listening on 127.0.0.1:{listener.getsockname()[1]}", flush=True)
@@ -141,7 +186,8 @@ def main() -> int:
         while True:
             conn, _ = listener.accept()
             conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            session = Session(conn, args.upstream_port, args.mode == "forge", args.delay_ms / 1e3)
+            forge = args.mode == "forge"
+            session = Session(conn, args.upstream_port, forge, args.delay_ms / 1e3, args.tail)
             session.up.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             threading.Thread(target=session.run, daemon=True).start()
 

@@ -194,7 +194,7 @@ int nq_respond(struct nq_loop *l, uint32_t rounds, int64_t deadline_ns, uint32_t
         uint8_t seq = (uint8_t)(i + 1);
         if ((rc = wait_byte(l, recv_byte, seq, deadline_ns)))
             break;
-        if (i == marks[l->mark]) { /* keyed, one round in up to 256: answer with our tag */
+        if (i == marks[l->mark]) { /* a tagged round (every round): answer with our tag */
             __atomic_thread_fence(__ATOMIC_ACQUIRE);
             memcpy(got + (size_t)l->mark * w, (const void *)(uintptr_t)l->recv_addr, w);
             memcpy((void *)(uintptr_t)l->send_addr, blocks + (size_t)i * w, w);

@@ -104,7 +104,7 @@ class _PythonRounds:
         for i in range(rounds):
             seq = (i + 1) & 0xFF
             w.wait(seq, deadline, abort)
-            if i == nxt:  # keyed, one round in up to MAX_TAG_GAP: answer with our tag
+            if i == nxt:  # a tagged round (every round): answer with our tag
                 move(got + k * width, recv, width)
                 move(send, blocks + i * width, width)
                 w.send_byte.value = seq

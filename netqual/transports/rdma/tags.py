@@ -44,8 +44,8 @@ def tag_width(size: int) -> int:
 class Tags:
     """What one end copies per round. Initiator: ``blocks`` the challenges (round i's at
     ``i * width``), ``got`` receives every reply's head. Responder: ``blocks`` its tags,
-    ``got`` receives the tagged rounds' challenges, ``marks`` the tagged rounds then a
-    sentinel (the round count)."""
+    ``got`` receives the tagged rounds' challenges, ``marks`` the tagged rounds (every
+    round) then a sentinel (the round count)."""
 
     width: int
     blocks: npt.NDArray[np.uint8]
@@ -72,11 +72,11 @@ def for_responder(ch: Channel, nonce: bytes, count: int, size: int, bulk_bytes: 
     area's keyed content, before the loop."""
     w = tag_width(size)
     key = _key(ch, responder=True)
-    stream, marks = integrity.responder_tags(key, WHAT, nonce, count, size, w)
+    stream = integrity.responder_tags(key, WHAT, nonce, count, w)
     blocks = np.frombuffer(bytearray(stream), dtype=np.uint8)
-    got = np.zeros(len(marks) * w, dtype=np.uint8)
+    got = np.zeros(count * w, dtype=np.uint8)
     bulk = integrity.keystream(key, BULK_WHAT, nonce, bulk_bytes)
-    return Tags(w, blocks, got, np.array([*marks, count], dtype=np.uint32), bulk)
+    return Tags(w, blocks, got, np.arange(count + 1, dtype=np.uint32), bulk)
 
 
 def untagged(count: int, size: int) -> Tags:
@@ -90,10 +90,10 @@ def check(ch: Channel, tags: Tags, nonce: bytes, count: int, size: int, deadline
     """Initiator, after the loop: every reply head checked, then the tagged rounds'
     challenges compared with the responder's; IntegrityFailure names the peer."""
     challenges = tags.blocks.tobytes()
-    bad, asked = integrity.check_replies(
-        _key(ch, responder=False), WHAT, nonce, challenges, tags.got.tobytes(), count, size
+    bad = integrity.check_replies(
+        _key(ch, responder=False), WHAT, nonce, challenges, tags.got.tobytes(), count
     )
-    integrity.check_end(ch, END, deadline, asked, bad, count, "ping-pong replies")
+    integrity.check_end(ch, END, deadline, challenges, bad, count, "ping-pong replies")
 
 
 def fill_bulk(tags: Tags, address: int) -> None:

@@ -54,9 +54,8 @@ def test_a_responder_without_the_key_fails_naming_the_peer(
         _probe(fake_agent)
     assert str(e.value).startswith("measurement integrity check failed: ")
     assert "ping-pong replies did not carry fakeB's session-key tag" in str(e.value)
-    bad = int(str(e.value).split(": ")[1].split(" of ")[0])
-    # Its tagged rounds (and ours) are about 1 in 128 of 620: the echoed rounds still echo.
-    assert 0 < bad < 100, e.value
+    # Every round is tagged, so every reply carries the wrong key's tag.
+    assert "620 of 620 ping-pong replies" in str(e.value)
     assert "rdma ping-pong integrity check failed" in caplog.text  # the responder's log
 
 
@@ -74,28 +73,33 @@ def test_a_responder_that_only_echoes_fails(
         return dataclasses.replace(rdma_tags.untagged(count, size), bulk=honest.bulk)
 
     monkeypatch.setattr(rdma_tags, "for_responder", echo_only)
-    with pytest.raises(IntegrityFailure, match=r"\d+ of 620 ping-pong replies did not carry"):
+    with pytest.raises(IntegrityFailure, match=r"620 of 620 ping-pong replies did not carry"):
         _probe(fake_agent)
 
 
 def test_replies_are_checked_head_by_head() -> None:
-    """The initiator's side alone: a tag where the round is tagged, the challenge
-    elsewhere; one wrong byte in either is one bad reply."""
+    """The initiator's side alone: every reply must start with the responder's tag for its
+    round; one wrong byte, or the challenge echoed, is one bad reply."""
     count, size, nonce, key = 600, 64, b"n" * 16, b"k" * 32
     t = rdma_tags.for_initiator(count, size)
     w = t.width
-    stream, marks = integrity.responder_tags(key, rdma_tags.WHAT, nonce, count, size, w)
-    replies = bytearray(t.blocks.tobytes())
-    for r in marks:
-        replies[r * w : (r + 1) * w] = stream[r * w : (r + 1) * w]
+    stream = integrity.responder_tags(key, rdma_tags.WHAT, nonce, count, w)
+    replies = bytearray(stream)
     check = integrity.check_replies
     challenges = t.blocks.tobytes()
-    assert check(key, rdma_tags.WHAT, nonce, challenges, bytes(replies), count, size)[0] == 0
-    replies[marks[0] * w] ^= 1
-    replies[(marks[0] + 1) * w] ^= 1  # an echoed round next to it
-    assert check(key, rdma_tags.WHAT, nonce, challenges, bytes(replies), count, size)[0] == 2
+    assert check(key, rdma_tags.WHAT, nonce, challenges, bytes(replies), count) == 0
+    replies[0] ^= 1
+    replies[7 * w : 8 * w] = challenges[7 * w : 8 * w]  # one round echoed (forged)
+    assert check(key, rdma_tags.WHAT, nonce, challenges, bytes(replies), count) == 2
     assert rdma_tags.tag_width(1) == 0 and rdma_tags.tag_width(5) == 4
     assert rdma_tags.tag_width(64) == 8
+
+
+def test_every_round_is_tagged() -> None:
+    """The responder's marks list every round, so no round can be forged unseen."""
+    ch = type("Ch", (), {"measurement_key": lambda self, responder: b"k" * 32})()
+    t = rdma_tags.for_responder(ch, b"n" * 16, 300, 64, 0)
+    assert t.marks.tolist() == [*range(300), 300] and len(t.got) == 300 * t.width
 
 
 def test_the_loop_copies_only_outside_the_timed_span(fabric: Fabric) -> None:

@@ -171,8 +171,10 @@ def guess_bits(text: str) -> float:
 
 
 def write_token(path: Path) -> None:
-    """Create a new random token file readable by its owner only."""
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    """Create a new random token file readable by its owner only (0600, whatever the
+    umask; a symlink planted at ``path`` is never followed: OSError ELOOP)."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0)
+    fd = os.open(path, flags, 0o600)
+    os.fchmod(fd, 0o600)
     with os.fdopen(fd, "w") as f:
         f.write(os.urandom(32).hex() + "\n")
-    os.chmod(path, 0o600)

@@ -18,6 +18,7 @@ from netqual.files.tomlfile import Fields, read_toml
 
 CONFIG_FILE = "campaign.toml"
 STORE_FILE = "history.duckdb"
+MAX_WEEK = 10_000  # about 190 years: what --week, --weeks and a run's date may give
 PROFILES_DIR = "profiles"
 # The default milestones of a 10-week joint test: (name, week, example profile, purpose).
 DEFAULT_MILESTONES = (
@@ -208,8 +209,8 @@ def init_campaign(
     path = directory / CONFIG_FILE
     if path.exists():
         raise CampaignError(str(path), "a campaign already exists here; edit it instead")
-    if weeks < 1:
-        raise CampaignError("command line", f"must be at least 1, got {weeks}", "--weeks")
+    if not 1 <= weeks <= MAX_WEEK:
+        raise CampaignError("command line", f"must be 1-{MAX_WEEK:,}, got {weeks}", "--weeks")
     make_out_dir(directory / PROFILES_DIR)  # no symlinked or foreign directory (outfiles)
     for _, week, profile, _ in DEFAULT_MILESTONES:
         target = directory / PROFILES_DIR / f"{profile}.toml"
@@ -231,8 +232,8 @@ def week_for(
     """A run's campaign week: ``--week``, else its retested run's week, else the week its
     start date falls in (when the campaign has a start), else the week after the last."""
     if explicit is not None:
-        if explicit < 1:
-            raise CampaignError("command line", f"must be at least 1, got {explicit}", "--week")
+        if not 1 <= explicit <= MAX_WEEK:
+            raise CampaignError("command line", f"must be 1-{MAX_WEEK:,}, got {explicit}", "--week")
         return explicit
     if retest_week is not None:
         return retest_week
@@ -241,6 +242,11 @@ def week_for(
     except ValueError:
         day = None
     if day is not None and (week := campaign.week_of(day)) is not None:
+        if week > MAX_WEEK:
+            raise CampaignError(
+                started_at, f"the run is more than {MAX_WEEK:,} weeks after the campaign's "
+                "start; give --week", "run.started_at",
+            )  # fmt: skip
         if week < 1:
             raise CampaignError(
                 started_at,

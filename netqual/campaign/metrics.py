@@ -2,10 +2,12 @@
 --openmetrics``, ``netqual campaign serve``), through ``prometheus-client``.
 
 Label values come from results files and profiles: control and bidi characters are written
-as escapes (``names.visible``), as on the terminal. Cardinality is bounded
-(docs/campaign.md): per-path series (``netqual_path_*``, labels src, dst, src_rack,
-dst_rack, tier) only when the run has at most ``PER_PATH_LIMIT`` paths; rack-pair
-aggregates (``netqual_rack_pair_*``) always, whose count grows with racks², not nodes².
+as escapes (``names.visible``), as on the terminal, and a backslash as two (``label``), so
+two different names never become one label value (``a`` + LF and a literal ``a\x0a``). Each
+label set is written once: a campaign's gates are the latest per milestone and week.
+Cardinality is bounded (docs/campaign.md): per-path series (``netqual_path_*``, labels
+src, dst, src_rack, dst_rack, tier) only when the run has at most ``PER_PATH_LIMIT`` paths;
+rack-pair aggregates (``netqual_rack_pair_*``) always, whose count grows with racks², not nodes².
 A campaign exports its latest week (each path's last measurement that week) plus its
 per-week verdict counts, milestone outcomes, open suspects and waiver expiries.
 """
@@ -25,7 +27,7 @@ from prometheus_client.openmetrics.exposition import generate_latest
 from prometheus_client.registry import Collector, CollectorRegistry
 
 from netqual.base.names import visible
-from netqual.campaign.store import WEEK_PATHS, open_store
+from netqual.campaign.store import WEEK_PATHS, guarded, open_store
 from netqual.campaign.trend import gate_rows, suspect_ages, week_counts
 from netqual.table.paths import TIERS, VERDICTS, verdict_counts
 from netqual.table.run import Results
@@ -37,6 +39,12 @@ _RACK_SQL = """
            count(*) AS paths, median(p99_us) AS p99_median, max(p99_us) AS p99_max,
            count(*) FILTER (verdict = 2) AS unsafe
     FROM paths_now GROUP BY rack_a, rack_b ORDER BY rack_a, rack_b"""
+
+
+def label(text: str) -> str:
+    """A label value that reads literally and stays unique: backslashes doubled, then
+    anything that could act on a terminal or parser escaped (``visible``)."""
+    return visible(text.replace("\\", "\\\\"))
 
 
 @dataclass(frozen=True)
@@ -92,8 +100,12 @@ def _path_families(cols: Mapping[str, Any], con: duckdb.DuckDBPyConnection) -> I
             "Path verdict: 0 offload-safe, 1 marginal, 2 unsafe",
             labels=_PATH_LABELS,
         )
+        seen: set[tuple[str, ...]] = set()
         for i in range(n):
-            labels = [visible(str(cols[k][i] or "")) for k in _PATH_LABELS]
+            labels = [label(str(cols[k][i] or "")) for k in _PATH_LABELS]
+            if (key := tuple(labels)) in seen:
+                continue  # one series per label set (a pair measured twice: its first row)
+            seen.add(key)
             verdict.add_metric(labels, int(cols["verdict"][i]))
             if not np.isnan(cols["p99_us"][i]):
                 p50.add_metric(labels, float(cols["p50_us"][i]))
@@ -118,7 +130,7 @@ def _path_families(cols: Mapping[str, Any], con: duckdb.DuckDBPyConnection) -> I
         "netqual_rack_pair_unsafe_paths", "Unsafe paths between two racks", labels=labels
     )
     for a, b, count, med, mx, bad in racks:
-        pair = [visible(a or ""), visible(b or "")]
+        pair = [label(a or ""), label(b or "")]
         paths.add_metric(pair, count)
         unsafe.add_metric(pair, bad)
         if med is not None:
@@ -133,8 +145,11 @@ def _gate_family(gates: Sequence[GateMetric]) -> Iterator[Metric]:
     fam = GaugeMetricFamily(
         "netqual_gate_passed", "1 when the gate passed, 0 when it failed", labels=["gate", "week"]
     )
-    for g in gates:
-        fam.add_metric([visible(g.name), "" if g.week is None else str(g.week)], int(g.passed))
+    latest: dict[tuple[str, str], GateMetric] = {}
+    for g in gates:  # in the order judged: a later gate of a milestone and week wins
+        latest[(label(g.name), "" if g.week is None else str(g.week))] = g
+    for (name, week), g in latest.items():
+        fam.add_metric([name, week], int(g.passed))
     yield fam
 
 
@@ -158,20 +173,29 @@ class RunCollector(Collector):
 
 
 class CampaignCollector(Collector):
-    """Reads the store at every scrape (read-only), so a served campaign shows each run
-    as soon as ``campaign add`` has committed it."""
+    """Reads the store (read-only) whenever collected, all at once and closed before the
+    first metric is handed on: the store's lock is held for that read only. A writer
+    holding it makes the read wait up to ``wait_s``. ``campaign serve`` collects once per
+    snapshot (campaign/serve.py)."""
 
-    def __init__(self, store_path: Path, milestone_weeks: Mapping[str, int] | None = None) -> None:
+    def __init__(
+        self,
+        store_path: Path,
+        milestone_weeks: Mapping[str, int] | None = None,
+        wait_s: float = 10.0,
+    ) -> None:
         self.store_path = store_path
         self.milestone_weeks = dict(milestone_weeks or {})  # name -> week (campaign.toml)
+        self.wait_s = wait_s
 
     def collect(self) -> Iterator[Metric]:
-        store = open_store(self.store_path, read_only=True)
-        try:
-            yield from self._collect(store.con)
-            yield from self._history(store)
-        finally:
-            store.close()
+        with guarded(self.store_path):
+            store = open_store(self.store_path, read_only=True, wait_s=self.wait_s)
+            try:
+                metrics = [*self._collect(store.con), *self._history(store)]
+            finally:
+                store.close()
+        yield from metrics
 
     def _collect(self, con: duckdb.DuckDBPyConnection) -> Iterator[Metric]:
         latest = con.execute("SELECT max(week) FROM runs").fetchone()
@@ -210,7 +234,8 @@ class CampaignCollector(Collector):
             for verdict, count in zip(VERDICTS, (w.safe, w.marginal, w.unsafe), strict=True):
                 weeks.add_metric([str(w.week), verdict.value], count)
         yield weeks
-        judged = gate_rows(store, self.milestone_weeks)  # never passed before its week
+        # never passed before its week; in the order judged, so the latest of a week wins
+        judged = gate_rows(store, self.milestone_weeks)
         yield from _gate_family([GateMetric(g.milestone, g.passed, g.week) for g in judged])
         latest = max((w.week for w in week_counts(store)), default=0)
         if self.milestone_weeks:
@@ -220,7 +245,7 @@ class CampaignCollector(Collector):
                 labels=["milestone", "week"],
             )
             for name, week in sorted(self.milestone_weeks.items(), key=lambda kv: kv[1]):
-                due.add_metric([visible(name), str(week)], int(latest >= week))
+                due.add_metric([label(name), str(week)], int(latest >= week))
             yield due
         ages = suspect_ages(store)
         yield GaugeMetricFamily(
@@ -237,7 +262,7 @@ class CampaignCollector(Collector):
             "SELECT milestone, src, dst, until, owner FROM waivers"
         ).fetchall():
             end = dt.datetime.combine(until + dt.timedelta(days=1), dt.time(), dt.timezone.utc)
-            due.add_metric([visible(x) for x in (m, src, dst, owner)], end.timestamp())
+            due.add_metric([label(x) for x in (m, src, dst, owner)], end.timestamp())
         yield due
 
 

@@ -11,9 +11,15 @@ row by row.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
+import errno
+import functools
 import hashlib
 import json
+import os
+import stat
+import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -23,12 +29,15 @@ import duckdb
 
 from netqual.analysis import comparable
 from netqual.analysis.comparable import Difference, Setup
-from netqual.base.errors import CampaignError
+from netqual.analysis.plausible import rejudge
+from netqual.base.errors import CampaignError, OutputError
 from netqual.campaign.stored import insert_paths
 from netqual.codec.plan import plan_from_dict, plan_to_dict
-from netqual.model.policy import Waiver
+from netqual.files.outfiles import check_own_file, check_private_dir
+from netqual.model.policy import Policy, PolicyFieldError, Waiver
 from netqual.model.stats import Metric
 from netqual.results import policy_to_dict
+from netqual.results.decode import policy_from_dict
 from netqual.table.paths import verdict_counts
 from netqual.table.run import Results
 
@@ -135,9 +144,12 @@ def run_id_of(results: Results) -> str:
 
 
 class Store:
-    def __init__(self, con: duckdb.DuckDBPyConnection, path: Path) -> None:
+    def __init__(
+        self, con: duckdb.DuckDBPyConnection, path: Path, umask: int | None = None
+    ) -> None:
         self.con = con
         self.path = path
+        self._umask = umask  # the process's own, restored on close (a writer's: 077)
 
     # -- runs -------------------------------------------------------------------------
 
@@ -150,6 +162,18 @@ class Store:
             RunRow(r[0], r[1], r[2], r[3], r[4], r[5], r[6], (r[7], r[8], r[9]), r[10])
             for r in rows
         )
+
+    def policy(self) -> Policy | None:
+        """The campaign's policy: its first run's (every run added without --force has it)."""
+        row = self.con.execute("SELECT policy FROM runs ORDER BY seq LIMIT 1").fetchone()
+        if row is None:
+            return None
+        try:
+            return policy_from_dict(json.loads(row[0]))
+        except (PolicyFieldError, ValueError, TypeError, OverflowError, AttributeError) as err:
+            raise CampaignError(
+                str(self.path), f"the first run's stored policy is unusable: {err}", "runs.policy"
+            ) from err
 
     def run_by_source(self, source: Path) -> RunRow | None:
         return next((r for r in self.runs() if Path(r.source) == source), None)
@@ -179,6 +203,12 @@ class Store:
             self._check_belongs(str(source), policy, nodes, retest=retest_of is not None)
         found = self._check_comparable(results, source, allow_incomparable)
         seq = int(self.con.execute("SELECT coalesce(max(seq), 0) + 1 FROM runs").fetchone()[0])  # type: ignore[index]
+        # The file's verdicts are not taken on trust: each path keeps the worse of its own
+        # and the campaign's policy's judgement of its values (a forced run of another
+        # policy too), so the trend and the exporter show what the values say.
+        results = dataclasses.replace(
+            results, paths=rejudge(results.paths, self.policy() or results.run.policy)
+        )
         counts = list(verdict_counts(results.paths.verdict).values())  # in VERDICTS order
         inter = results.interference
         with self._transaction():
@@ -306,7 +336,12 @@ class Store:
         self.con.execute("COMMIT")
 
     def close(self) -> None:
-        self.con.close()
+        try:
+            self.con.close()
+        finally:
+            if self._umask is not None:
+                os.umask(self._umask)
+                self._umask = None
 
 
 def _few(names: Sequence[str], limit: int = 5) -> str:
@@ -314,31 +349,147 @@ def _few(names: Sequence[str], limit: int = 5) -> str:
     return shown + (f", ... ({len(names) - limit} more)" if len(names) > limit else "")
 
 
-def open_store(path: Path, *, create: bool = False, read_only: bool = False) -> Store:
-    """Open (or, with ``create``, make) the store; an older schema is upgraded in place."""
+# Nothing a store file says may make DuckDB fetch or load code: a foreign file (SQLite named
+# history.duckdb) would otherwise have it download an extension.
+_CONFIG: dict[str, str | bool | int | float | list[str]] = {
+    "autoinstall_known_extensions": False,
+    "autoload_known_extensions": False,
+    "allow_community_extensions": False,
+}
+_MAGIC = b"DUCK"  # bytes 8-11 of every DuckDB database file
+_MAGIC_AT = 8
+# How long a writer waits for another process's lock (a scrape, another `campaign add`).
+LOCK_WAIT_S = 30.0
+
+
+def store_files(path: Path) -> tuple[Path, ...]:
+    """The files DuckDB opens by name beside the store: the database and its log."""
+    return path, path.with_name(path.name + ".wal")
+
+
+def _check_files(path: Path, *, write: bool) -> None:
+    """No symlink, no other user's or non-regular file among the store's files; a writer's
+    directory writable by nobody else (outfiles.check_private_dir): DuckDB opens the files
+    by name, following links, so this is checked before it does."""
+    try:
+        if write:
+            check_private_dir(path.parent)
+        for f in store_files(path):
+            check_own_file(f)
+    except OutputError as err:
+        raise CampaignError(err.source, err.problem) from None
+
+
+def _check_header(path: Path) -> None:
+    """A file that is not a DuckDB database (truncated, SQLite, anything) is refused before
+    DuckDB reads it: nothing it holds can make DuckDB load or fetch an extension."""
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | os.O_CLOEXEC)
+    except OSError as err:
+        raise CampaignError(str(path), f"cannot open: {err.strerror or err}") from err
+    try:
+        head = os.read(fd, 16)
+    finally:
+        os.close(fd)
+    if head[_MAGIC_AT : _MAGIC_AT + len(_MAGIC)] != _MAGIC:
+        what = "an SQLite database" if head.startswith(b"SQLite format 3") else "something else"
+        if len(head) < _MAGIC_AT + len(_MAGIC):
+            what = f"a file of {len(head)} bytes"
+        raise CampaignError(
+            str(path), f"not a netqual history store: not a DuckDB database ({what})"
+        )
+
+
+def _locked(err: duckdb.Error) -> bool:
+    return "Could not set lock" in str(err) or "Conflicting lock" in str(err)
+
+
+def _connect(path: Path, read_only: bool, wait_s: float) -> duckdb.DuckDBPyConnection:
+    """DuckDB allows one writer or many readers per file: a connection refused for a lock
+    is tried again until ``wait_s`` (a reader holds it for one scrape, a writer for one
+    command), then the error names who holds it."""
+    deadline = time.monotonic() + wait_s
+    delay = 0.02
+    while True:
+        try:
+            return duckdb.connect(str(path), read_only=read_only, config=_CONFIG)
+        except duckdb.Error as err:
+            if not _locked(err) or time.monotonic() + delay > deadline:
+                raise CampaignError(
+                    str(path), f"cannot open the history store: {_first_line(err)}"
+                ) from err
+        time.sleep(delay)
+        delay = min(0.5, delay * 2)
+
+
+def _first_line(err: BaseException) -> str:
+    text = str(err).strip().splitlines()
+    return text[0][:300] if text else type(err).__name__
+
+
+def open_store(
+    path: Path, *, create: bool = False, read_only: bool = False, wait_s: float = LOCK_WAIT_S
+) -> Store:
+    """Open (or, with ``create``, make) the store; an older schema is upgraded in place.
+
+    Every failure is a CampaignError naming the file (exit 2): a symlink or another user's
+    file or directory, a foreign or truncated file, a schema netqual did not write, a lock
+    held past ``wait_s``. A writer's store files are private (umask 077 while it is open)."""
+    _check_files(path, write=not read_only)
     exists = path.is_file()
     if not exists and not create:
         raise CampaignError(
             str(path), "no history store here yet: add a run first (`netqual campaign add`)"
         )
+    if exists:
+        _check_header(path)
+    writer = not (read_only and exists)
+    umask = os.umask(0o077) if writer else None
     try:
-        con = duckdb.connect(str(path), read_only=read_only and exists)
+        con = _connect(path, not writer, wait_s)
+        try:
+            store = _opened(con, path, exists, read_only, umask)
+        except BaseException:
+            con.close()
+            raise
     except duckdb.Error as err:
-        raise CampaignError(str(path), f"cannot open the history store: {err}") from err
+        if umask is not None:
+            os.umask(umask)
+        raise CampaignError(str(path), f"unusable history store: {_first_line(err)}") from err
+    except BaseException:
+        if umask is not None:
+            os.umask(umask)
+        raise
+    if writer:
+        _private(path)
+    return store
+
+
+def _private(path: Path) -> None:
+    """A store made before stores were private: 0600 from now on (through a descriptor
+    opened without following a symlink)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | os.O_CLOEXEC)
+    except OSError:
+        return
+    try:
+        if stat.S_IMODE(os.fstat(fd).st_mode) & 0o077:
+            os.fchmod(fd, 0o600)
+    finally:
+        os.close(fd)
+
+
+def _opened(
+    con: duckdb.DuckDBPyConnection, path: Path, exists: bool, read_only: bool, umask: int | None
+) -> Store:
     if not exists:
         for statement in _SCHEMA:
             con.execute(statement)
         con.execute("INSERT INTO meta VALUES ('schema_version', '1')")
         _upgrade(con, 1)
-        return Store(con, path)
-    try:
-        row = con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
-    except duckdb.Error as err:
-        con.close()
-        raise CampaignError(str(path), "not a netqual history store (no meta table)") from err
-    version = int(row[0]) if row else 0
+        return Store(con, path, umask)
+    version = _version(con, path)
     if version > SCHEMA_VERSION:
-        con.close()
         raise CampaignError(
             str(path),
             f"written by a newer netqual (store schema {version},"
@@ -350,7 +501,82 @@ def open_store(path: Path, *, create: bool = False, read_only: bool = False) -> 
             open_store(path).close()
             return open_store(path, read_only=True)
         _upgrade(con, version)
-    return Store(con, path)
+    _check_schema(con, path)
+    return Store(con, path, umask)
+
+
+def _version(con: duckdb.DuckDBPyConnection, path: Path) -> int:
+    try:
+        row = con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+    except duckdb.Error as err:
+        raise CampaignError(str(path), "not a netqual history store (no meta table)") from err
+    text = str(row[0]) if row else ""
+    if not text.isdigit() or not 1 <= int(text) <= 1_000:
+        raise CampaignError(
+            str(path),
+            f"not a netqual history store: schema_version {text[:20]!r} is not one netqual "
+            "writes (1, 2, ...)",
+            "meta.schema_version",
+        )
+    return int(text)
+
+
+@functools.cache
+def _expected_columns() -> dict[str, list[tuple[str, str]]]:
+    """Each table's (column, type) as _SCHEMA makes them (built once, in memory)."""
+    con = duckdb.connect(":memory:", config=_CONFIG)
+    try:
+        for statement in _SCHEMA:  # as a new store is made: version 1, then upgraded
+            con.execute(statement)
+        con.execute("INSERT INTO meta VALUES ('schema_version', '1')")
+        _upgrade(con, 1)
+        return _columns(con)
+    finally:
+        con.close()
+
+
+def _columns(con: duckdb.DuckDBPyConnection) -> dict[str, list[tuple[str, str]]]:
+    rows = con.execute(
+        "SELECT table_name, column_name, data_type FROM information_schema.columns"
+        " WHERE table_schema = 'main' ORDER BY table_name, ordinal_position"
+    ).fetchall()
+    out: dict[str, list[tuple[str, str]]] = {}
+    for table, column, kind in rows:
+        out.setdefault(str(table), []).append((str(column), str(kind)))
+    return out
+
+
+def _check_schema(con: duckdb.DuckDBPyConnection, path: Path) -> None:
+    """The tables and columns netqual wrote, as it wrote them: an edited store (a dropped
+    table, a changed column) is refused naming what differs, not met as a traceback."""
+    have = _columns(con)
+    for table, columns in _expected_columns().items():
+        if table not in have:
+            raise CampaignError(
+                str(path), f"not a netqual history store: table {table} is missing", table
+            )
+        if have[table] != columns:
+            raise CampaignError(
+                str(path),
+                f"not a netqual history store: table {table} was changed (its columns are not "
+                "the ones netqual writes)",
+                table,
+            )
+
+
+@contextmanager
+def guarded(path: Path) -> Iterator[None]:
+    """A store command's work: any DuckDB or file-system failure inside (a full disk at
+    commit, an edit the schema check could not see) is one CampaignError naming the store,
+    never a traceback."""
+    try:
+        yield
+    except duckdb.Error as err:
+        raise CampaignError(str(path), f"history store failed: {_first_line(err)}") from err
+    except OSError as err:
+        if err.errno in (errno.ENOSPC, errno.EDQUOT, errno.EIO, errno.EACCES, errno.EROFS):
+            raise CampaignError(str(path), f"history store failed: {err.strerror}") from err
+        raise
 
 
 def _upgrade(con: duckdb.DuckDBPyConnection, version: int) -> None:

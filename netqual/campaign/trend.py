@@ -274,7 +274,7 @@ def gate_rows(
     milestone is never passed before its week."""
     rows = store.con.execute(
         """SELECT g.milestone, r.week, g.profile, g.passed, g.failed_rules, g.judged_on
-           FROM gates g JOIN runs r USING (seq) ORDER BY r.week, g.milestone"""
+           FROM gates g JOIN runs r USING (seq) ORDER BY r.week, g.milestone, g.seq"""
     ).fetchall()
     weeks = milestone_weeks or {}
     return tuple(

@@ -13,8 +13,9 @@ import typer
 
 from netqual.base.errors import UsageError
 from netqual.campaign import config, milestone
-from netqual.campaign.metrics import CampaignCollector, registry_of
-from netqual.campaign.store import Store, open_store
+from netqual.campaign.metrics import CampaignCollector, openmetrics_text
+from netqual.campaign.serve import MetricsServer, Snapshot
+from netqual.campaign.store import Store, guarded, open_store
 from netqual.campaign.trend import trend, trend_to_dict
 from netqual.cli.app import AllowIncomparableOpt, JsonOpt, app, console, split_endpoint
 from netqual.cli.cmd_gate import _today, emit_gate
@@ -118,31 +119,32 @@ def add(
     camp = config.load_campaign(directory)
     waivers = {m.name: load_profile(m.profile).waivers for m in camp.milestones}
     results = load_run(run)
-    store = open_store(camp.store_path, create=True)
-    try:
-        parent = None
-        if results.retest_of is not None:
-            parent = next(
-                (
-                    store.run_by_source(p)
-                    for p in _candidates(run, results.retest_of)
-                    if store.run_by_source(p)
-                ),
-                None,
-            )
-        runs = store.runs()
-        chosen = config.week_for(
-            camp, explicit=week, retest_week=parent.week if parent else None,
-            started_at=results.run.started_at, last_week=runs[-1].week if runs else None,
-        )  # fmt: skip
-        added = store.add(
-            results, source=run.resolve(), week=chosen,
-            retest_of=parent.run_id if parent else None, force=force,
-            allow_incomparable=allow_incomparable,
-        )  # fmt: skip
-        _record_waivers(store, waivers)
-    finally:
-        store.close()
+    with guarded(camp.store_path):
+        store = open_store(camp.store_path, create=True)
+        try:
+            parent = None
+            if results.retest_of is not None:
+                parent = next(
+                    (
+                        store.run_by_source(p)
+                        for p in _candidates(run, results.retest_of)
+                        if store.run_by_source(p)
+                    ),
+                    None,
+                )
+            runs = store.runs()
+            chosen = config.week_for(
+                camp, explicit=week, retest_week=parent.week if parent else None,
+                started_at=results.run.started_at, last_week=runs[-1].week if runs else None,
+            )  # fmt: skip
+            added = store.add(
+                results, source=run.resolve(), week=chosen,
+                retest_of=parent.run_id if parent else None, force=force,
+                allow_incomparable=allow_incomparable,
+            )  # fmt: skip
+            _record_waivers(store, waivers)
+        finally:
+            store.close()
     print_added(console(), added, str(directory))
 
 
@@ -167,11 +169,12 @@ def report(
       netqual campaign report joint --html joint.html
     """
     camp = config.load_campaign(directory)
-    store = open_store(camp.store_path, read_only=True)
-    try:
-        t = trend(store, camp)
-    finally:
-        store.close()
+    with guarded(camp.store_path):
+        store = open_store(camp.store_path, read_only=True)
+        try:
+            t = trend(store, camp)
+        finally:
+            store.close()
     if html is not None:
         from netqual.report.campaign import write_campaign_html
 
@@ -216,33 +219,36 @@ def gate(
     stone = camp.milestone(milestone_name)
     profile = load_profile(stone.profile)
     day = _today(today)
-    store = open_store(camp.store_path)
-    try:
-        chosen = milestone.runs_to_judge(store, stone)
-        if chosen is None:  # not due: never recorded, so never shown as passed
-            return emit_gate(milestone.not_due(camp, store, stone, profile, day), junit, as_json)
-        target, base = chosen
-        results = load_run(Path(target.source))
-        if stone.workload is not None:
-            results = apply_workload(results, load_workload(stone.workload))
-        if not milestone.compares(profile):
-            base = None  # no baseline rule: no baseline
-        report = milestone.judge(
-            camp, store, stone, profile, target, results,
-            baseline=milestone.stored_baseline(store, base, results) if base else None,
-            baseline_source=base.source if base else None, today=day,
-        )  # fmt: skip
-        store.record_gate(
-            target.seq,
-            stone.name,
-            profile.name,
-            report.passed,
-            [o.rule for o in report.failed],
-            day,
-        )
-        store.set_waivers(stone.name, profile.waivers)
-    finally:
-        store.close()
+    with guarded(camp.store_path):
+        store = open_store(camp.store_path)
+        try:
+            chosen = milestone.runs_to_judge(store, stone)
+            if chosen is None:  # not due: never recorded, so never shown as passed
+                return emit_gate(
+                    milestone.not_due(camp, store, stone, profile, day), junit, as_json
+                )
+            target, base = chosen
+            results = load_run(Path(target.source))
+            if stone.workload is not None:
+                results = apply_workload(results, load_workload(stone.workload))
+            if not milestone.compares(profile):
+                base = None  # no baseline rule: no baseline
+            report = milestone.judge(
+                camp, store, stone, profile, target, results,
+                baseline=milestone.stored_baseline(store, base, results) if base else None,
+                baseline_source=base.source if base else None, today=day,
+            )  # fmt: skip
+            store.record_gate(
+                target.seq,
+                stone.name,
+                profile.name,
+                report.passed,
+                [o.rule for o in report.failed],
+                day,
+            )
+            store.set_waivers(stone.name, profile.waivers)
+        finally:
+            store.close()
     return emit_gate(report, junit, as_json)
 
 
@@ -258,23 +264,21 @@ def serve(
 ) -> None:
     """Serve the campaign's metrics on /metrics for Prometheus (OpenMetrics).
 
+    Listens on loopback unless --listen says otherwise. Safe to expose: per-connection
+    timeouts, a connection cap, one store read per few seconds however many scrape
+    (docs/campaign.md, "Serving").
+
     \b
     Example:
-      netqual campaign serve joint --listen 127.0.0.1:9515
+      netqual campaign serve joint --listen 0.0.0.0:9515
     """
-    from prometheus_client import start_http_server
-
     camp = config.load_campaign(directory)
     open_store(camp.store_path, read_only=True).close()  # fail now, not at the first scrape
     host, port = split_endpoint(listen, 9515, "--listen")
+    collector = CampaignCollector(camp.store_path, {m.name: m.week for m in camp.milestones})
+    server = MetricsServer(Snapshot(lambda: openmetrics_text(collector).encode()), host, port)
     try:
-        server, _ = start_http_server(
-            port,
-            host,
-            registry_of(
-                CampaignCollector(camp.store_path, {m.name: m.week for m in camp.milestones})
-            ),
-        )
+        server.start()
     except OSError as err:
         raise UsageError("--listen", f"cannot listen on {listen}: {err.strerror or err}") from err
     typer.echo(f"serving http://{listen}/metrics (Ctrl-C stops)")
@@ -283,4 +287,4 @@ def serve(
         while deadline is None or time.monotonic() < deadline:
             time.sleep(0.2)
     finally:
-        server.shutdown()
+        server.stop()

@@ -18,6 +18,14 @@ through it, or pre-create the directory a run is about to use. So:
   opened once per write with O_DIRECTORY | O_NOFOLLOW; a run directory, once checked, is
   remembered by device and inode (``_checked``), and a write into one that is no longer
   that very directory is refused: ``_open_parent``;
+- a database file that a library opens by name (DuckDB's store and its write-ahead log)
+  cannot be opened relative to a descriptor or without following a symlink: its
+  directory must be one nobody else can write to (ours, not group- or world-writable,
+  sticky or not: a sticky directory still lets anyone create the log's name first), and
+  the files, when present, regular files of ours: ``check_private_dir``,
+  ``check_own_file``;
+- files are created with mode 0666 less the umask (no mode is forced), except private
+  ones (``private=True``: a campaign's store, tokens), 0600;
 - ENOSPC, EACCES and the like become one ``OutputError`` line naming the file, with the
   temporary file removed.
 """
@@ -108,6 +116,32 @@ def new_run_dir(prefix: str, where: Path = Path()) -> Path:
     raise OutputError(str(where), "could not create a new run directory")
 
 
+def check_private_dir(directory: Path) -> None:
+    """Refuse (exit 2) a directory where another user could plant or swap a file before a
+    library opens it by name: a symlink's target is checked, it must be ours and writable
+    by nobody else. An absent one is fine (``make_out_dir`` creates it)."""
+    try:
+        st = directory.stat()
+    except FileNotFoundError:
+        return
+    except OSError as err:
+        raise OutputError(str(directory), _problem(err)) from err
+    if not stat.S_ISDIR(st.st_mode):
+        raise OutputError(str(directory), "is not a directory")
+    if st.st_uid != os.geteuid():
+        raise OutputError(
+            str(directory),
+            f"belongs to another user (uid {st.st_uid}), who could plant the files netqual "
+            "opens there; use a directory of your own",
+        )
+    if st.st_mode & 0o022:
+        raise OutputError(
+            str(directory),
+            f"is writable by others (mode {stat.S_IMODE(st.st_mode):04o}), who could plant the "
+            f"files netqual opens there; chmod go-w {directory}",
+        )
+
+
 def check_own_file(path: Path) -> None:
     """Refuse (exit 2) a file netqual would read back and append to (results.jsonl) when it
     is a symlink, not a regular file, or another user's; an absent one is fine."""
@@ -177,23 +211,38 @@ def _new_temp(path: Path, dfd: int) -> tuple[int, str]:
         name = f".{path.name}.{secrets.token_hex(6)}.tmp"
         flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC
         try:
-            return os.open(name, flags, 0o644, dir_fd=dfd), name
+            return os.open(name, flags, 0o600, dir_fd=dfd), name
         except FileExistsError:
             continue
     raise OutputError(str(path), "could not create a temporary file beside it")
 
 
-def write_atomic(path: Path, write: Callable[[TextIO], object], *, sync: bool = False) -> None:
+def _file_mode(private: bool) -> int:
+    """0600 for a private file; else 0666 less the process's umask (as open(2) would)."""
+    if private:
+        return 0o600
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return 0o666 & ~mask
+
+
+def write_atomic(
+    path: Path,
+    write: Callable[[TextIO], object],
+    *,
+    sync: bool = False,
+    private: bool = False,
+) -> None:
     """Write ``path`` through a new temporary file beside it, then rename: a reader never
     sees half a file, a planted name is never followed, a failure leaves nothing behind.
     Created and renamed relative to one descriptor of the directory: a directory swapped
-    meanwhile does not redirect the file."""
+    meanwhile does not redirect the file. Mode: the umask's, or 0600 when ``private``."""
     dfd = _open_parent(path)
     tmp: str | None = None
     try:
         _refuse_foreign(path, dfd)
         fd, tmp = _new_temp(path, dfd)
-        os.fchmod(fd, 0o644)
+        os.fchmod(fd, _file_mode(private))
         with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
             write(f)
             f.flush()
@@ -212,8 +261,8 @@ def write_atomic(path: Path, write: Callable[[TextIO], object], *, sync: bool = 
         os.close(dfd)
 
 
-def write_text_atomic(path: Path, text: str, *, sync: bool = False) -> None:
-    write_atomic(path, lambda f: f.write(text), sync=sync)
+def write_text_atomic(path: Path, text: str, *, sync: bool = False, private: bool = False) -> None:
+    write_atomic(path, lambda f: f.write(text), sync=sync, private=private)
 
 
 @contextlib.contextmanager
@@ -240,7 +289,7 @@ def _open_for_append(path: Path, dfd: int, new: bool) -> int:
     else:
         flags = os.O_WRONLY | os.O_APPEND
     try:
-        fd = os.open(name, flags | _NOFOLLOW | _CLOEXEC, 0o644, dir_fd=dfd)
+        fd = os.open(name, flags | _NOFOLLOW | _CLOEXEC, 0o666, dir_fd=dfd)  # less the umask
     except OSError as err:
         if err.errno == errno.ELOOP:
             raise OutputError(str(path), "is a symlink; refusing to write through it") from err

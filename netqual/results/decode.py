@@ -171,6 +171,22 @@ def _kind(run: Mapping[str, Any], retest_of: Any, rd: _Reader) -> RunKind:
     return RunKind.RETEST if retest_of is not None else RunKind.CLUSTER
 
 
+def policy_from_dict(pol: Mapping[str, Any]) -> Policy:
+    """A policy as ``policy_to_dict`` wrote it (absent keys: the defaults). Raises
+    PolicyFieldError, ValueError, TypeError or OverflowError."""
+    return Policy(
+        metric=Metric(pol.get("metric", _DEFAULT_POLICY.metric.value)),
+        safe_max_us=float(pol.get("safe_max_us", _DEFAULT_POLICY.safe_max_us)),
+        unsafe_above_us=float(pol.get("unsafe_above_us", _DEFAULT_POLICY.unsafe_above_us)),
+        min_samples=int(pol.get("min_samples", _DEFAULT_POLICY.min_samples)),
+        fanin_knee_factor=float(pol.get("fanin_knee_factor", _DEFAULT_POLICY.fanin_knee_factor)),
+        max_loss_pct=float(pol.get("max_loss_pct", _DEFAULT_POLICY.max_loss_pct)),
+        max_engine_vs_probe=float(
+            pol.get("max_engine_vs_probe", _DEFAULT_POLICY.max_engine_vs_probe)
+        ),
+    )
+
+
 def _agents(raw: Any, rd: _Reader) -> dict[str, dict[str, object]]:
     """run.agents: per node, the agent's version and clock offset the pre-flight saw."""
     if raw is None:
@@ -231,19 +247,7 @@ def results_from_dict(
     run = rd.get(d, "run", "")
     pol = rd.get(run, "policy", "run")
     try:
-        policy = Policy(
-            metric=Metric(pol.get("metric", _DEFAULT_POLICY.metric.value)),
-            safe_max_us=float(pol.get("safe_max_us", _DEFAULT_POLICY.safe_max_us)),
-            unsafe_above_us=float(pol.get("unsafe_above_us", _DEFAULT_POLICY.unsafe_above_us)),
-            min_samples=int(pol.get("min_samples", _DEFAULT_POLICY.min_samples)),
-            fanin_knee_factor=float(
-                pol.get("fanin_knee_factor", _DEFAULT_POLICY.fanin_knee_factor)
-            ),
-            max_loss_pct=float(pol.get("max_loss_pct", _DEFAULT_POLICY.max_loss_pct)),
-            max_engine_vs_probe=float(
-                pol.get("max_engine_vs_probe", _DEFAULT_POLICY.max_engine_vs_probe)
-            ),
-        )
+        policy = policy_from_dict(pol)
     except PolicyFieldError as err:
         raise rd.fail(f"run.policy.{err.field}", err.problem) from err
     except (ValueError, TypeError, OverflowError) as err:

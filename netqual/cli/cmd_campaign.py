@@ -278,10 +278,11 @@ def serve(
     collector = CampaignCollector(camp.store_path, {m.name: m.week for m in camp.milestones})
     server = MetricsServer(Snapshot(lambda: openmetrics_text(collector).encode()), host, port)
     try:
-        server.start()
+        bound_host, bound_port = server.start()
     except OSError as err:
         raise UsageError("--listen", f"cannot listen on {listen}: {err.strerror or err}") from err
-    typer.echo(f"serving http://{listen}/metrics (Ctrl-C stops)")
+    shown = f"[{bound_host}]" if ":" in bound_host else bound_host
+    typer.echo(f"serving http://{shown}:{bound_port}/metrics (Ctrl-C stops)", color=False)
     deadline = None if seconds is None else time.monotonic() + seconds
     try:
         while deadline is None or time.monotonic() < deadline:

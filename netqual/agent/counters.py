@@ -23,6 +23,7 @@ import re
 import socket
 import struct
 import threading
+import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -318,7 +319,12 @@ class ProbeWindow:
 
     WAIT_S = 5.0  # for the responder's snapshot: outside the timed loop, never long
 
-    def __init__(self, counting: Counting | None, peer_ch: Any, tcp: bool) -> None:
+    def __init__(
+        self, counting: Counting | None, peer_ch: Any, tcp: bool, deadline: float | None = None
+    ) -> None:
+        """``deadline``: the probe's (monotonic); the responder's snapshot is waited for no
+        longer than what is left of it, so a silent responder still fails the probe within
+        its --timeout (a fixed 5 s ran past a --timeout of 3)."""
         self.counting = counting
         self.ch = peer_ch
         self.sock = peer_ch.sock if tcp else None
@@ -327,8 +333,11 @@ class ProbeWindow:
         if counting is None:
             return
         self.before = counting.snapshot(self.sock)
+        wait = self.WAIT_S
+        if deadline is not None:
+            wait = max(0.05, min(wait, deadline - time.monotonic()))
         try:
-            peer_ch.set_timeout(self.WAIT_S)
+            peer_ch.set_timeout(wait)
             peer_ch.request("counters.begin", {"tcp": tcp})
             self.remote = True
         except (NetqualError, OSError, TimeoutError):

@@ -281,7 +281,7 @@ def serve_probe(
         with peer_ch:
             watch.attach(peer_ch.sock)
             # Host counters before and after the phase, both ends (never inside the loop).
-            window = counters.ProbeWindow(counting, peer_ch, req.transport == "tcp")
+            window = counters.ProbeWindow(counting, peer_ch, req.transport == "tcp", deadline)
 
             def another() -> Channel:  # a fetch profile's further connections (tcp_fetch)
                 extra, _ = connect(

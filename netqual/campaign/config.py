@@ -14,7 +14,7 @@ from pathlib import Path
 
 from netqual.base.errors import CampaignError
 from netqual.files.outfiles import make_out_dir, write_text_atomic
-from netqual.files.tomlfile import Fields, read_toml
+from netqual.files.tomlfile import Fields, read_toml, toml_string
 
 CONFIG_FILE = "campaign.toml"
 STORE_FILE = "history.duckdb"
@@ -198,7 +198,11 @@ def init_text(name: str, start: dt.date | None, weeks: int, inventory: str | Non
 
 
 def _quote(text: str) -> str:
-    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    try:
+        return toml_string(text)
+    except ValueError as err:
+        shown = text.encode("utf-8", "backslashreplace").decode()[:80]
+        raise CampaignError("command line", f"{shown!r} {err}") from None
 
 
 def init_campaign(

@@ -27,6 +27,25 @@ _KEY_LINE = re.compile(r"^\s*([A-Za-z0-9_-]+(?:\s*\.\s*[A-Za-z0-9_-]+)*)\s*=")
 _TABLE_LINE = re.compile(r"^\s*(\[\[?)\s*([A-Za-z0-9_.-]+)\s*\]")
 
 
+def toml_string(text: str) -> str:
+    """``text`` as a TOML basic string that reads back as ``text``: backslash, quote and
+    control characters escaped, everything else (an emoji too) written as itself. A JSON
+    string is not one: JSON writes characters beyond U+FFFF as surrogate pairs
+    (``\\ud83d\\ude00``), which TOML rejects. A lone surrogate has no TOML form: ValueError."""
+    out = []
+    for ch in text:
+        code = ord(ch)
+        if ch in ('"', "\\"):
+            out.append("\\" + ch)
+        elif code < 0x20 or code == 0x7F:
+            out.append(f"\\u{code:04x}")
+        elif 0xD800 <= code <= 0xDFFF:
+            raise ValueError(f"holds a lone surrogate (U+{code:04X}), which TOML cannot hold")
+        else:
+            out.append(ch)
+    return '"' + "".join(out) + '"'
+
+
 def _syntax_field(text: str, lineno: int) -> str:
     """Best-effort dotted field for a syntax error on ``lineno``: 'node[1].address (line 7)'."""
     lines = text.splitlines()

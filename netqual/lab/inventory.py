@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
+from netqual.files.tomlfile import toml_string
 from netqual.lab.layout import Kind, LabPlan
 
 
 def _q(text: str) -> str:
-    return json.dumps(text)  # a JSON string is a valid TOML basic string
+    return toml_string(text)
 
 
 def render_inventory(plan: LabPlan, token_file: Path) -> str:

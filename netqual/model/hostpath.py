@@ -18,6 +18,7 @@ reads these records from a sysfs tree; ``netqual.codec.hostpath`` is their JSON 
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -117,11 +118,18 @@ class HostAudit:
     iommu: Iommu = Iommu()
     error: str | None = None  # why the node's audit is missing (its agent's answer)
 
-    def cls(self, gpu: str, nic: str) -> str:
+    @functools.cached_property
+    def _classes(self) -> dict[tuple[str, str], str]:
+        """(gpu, nic) -> class, the first row of a pair winning: built once, so judging a
+        host is linear in what its agent sent (a scan per lookup made a 256 x 256 audit
+        of 14,400 rows take 40 s)."""
+        out: dict[tuple[str, str], str] = {}
         for a in self.affinity:
-            if a.gpu == gpu and a.nic == nic:
-                return a.cls
-        return UNKNOWN
+            out.setdefault((a.gpu, a.nic), a.cls)
+        return out
+
+    def cls(self, gpu: str, nic: str) -> str:
+        return self._classes.get((gpu, nic), UNKNOWN)
 
     def best_nic(self, gpu: str) -> tuple[str | None, str]:
         """The NIC of the best class for ``gpu`` (the first in PCI order on a tie)."""

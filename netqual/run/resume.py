@@ -126,11 +126,27 @@ def abandon(out_dir: Path, created: bool) -> None:
                 out_dir.rmdir()
 
 
+def _stored_nodes(old: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The stored identity's nodes by name, or None when they are not a list of objects
+    with a string name (a hand-edited or hostile run.json)."""
+    nodes = old.get("nodes", [])
+    if not isinstance(nodes, list):
+        return None
+    out: dict[str, Any] = {}
+    for n in nodes:
+        if not isinstance(n, dict) or not isinstance(n.get("name"), str):
+            return None
+        out[n["name"]] = n
+    return out
+
+
 def _differences(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:
     out = []
-    old_nodes = {n["name"]: n for n in old.get("nodes", [])}
+    old_nodes = _stored_nodes(old)
     new_nodes = {n["name"]: n for n in new["nodes"]}
-    if old_nodes != new_nodes:
+    if old_nodes is None:
+        out.append("the stored identity's nodes are not a list of named nodes")
+    elif old_nodes != new_nodes:
         gone, added = sorted(old_nodes.keys() - new_nodes), sorted(new_nodes.keys() - old_nodes)
         changed = sorted(k for k in old_nodes.keys() & new_nodes if old_nodes[k] != new_nodes[k])
         for label, names in (("removed", gone), ("added", added), ("changed", changed)):
@@ -143,7 +159,9 @@ def _differences(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:
         if old.get(key) != new[key]:
             out.append(f"{key} {old.get(key)} -> {new[key]}")
     for key in ("policy", "plan"):
-        o, n = old.get(key) or {}, new[key]
+        o, n = old.get(key), new[key]
+        if not isinstance(o, dict):
+            o = {}
         for k in sorted(n):
             if o.get(k) != n[k]:
                 out.append(f"{key}.{k} {o.get(k)} -> {n[k]}")

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from netqual.base.errors import InputError
 from netqual.base.names import address_problem, name_problem, visible
+from netqual.files.tomlfile import toml_string
 from netqual.model.node import DEFAULT_PORT, Node, Role
 
 
@@ -70,7 +70,7 @@ def check_node_count(count: int, max_nodes: int, source: str, field: str | None)
 
 
 def _q(text: str) -> str:
-    return json.dumps(text)  # a JSON string is a valid TOML basic string
+    return toml_string(text)
 
 
 def render_inventory(draft: Draft) -> str:

@@ -161,3 +161,36 @@ def test_a_host_with_many_busy_interfaces_keeps_the_largest_within_the_bound() -
     assert counters.checked(moved, "probe.result.details.counters", "gpu01")["src"]["truncated"]
     small = {"src": {"interfaces": {"lo": {"tx_bytes": 1}}, "rdma": {}}, "dst": None}
     assert counters.bounded(small) == small
+
+
+def test_the_responders_snapshot_is_waited_for_within_the_probes_deadline() -> None:
+    """A silent responder: counters.begin gives up when the probe's time is up (at most
+    WAIT_S), never a fixed WAIT_S past a short --timeout."""
+    import time as _time
+
+    from netqual.agent.counters import ProbeWindow
+
+    class Counting:
+        def snapshot(self, sock: object) -> object:
+            return object()
+
+    class Silent:
+        sock = None
+
+        def __init__(self) -> None:
+            self.timeouts: list[float] = []
+
+        def set_timeout(self, s: float) -> None:
+            self.timeouts.append(s)
+
+        def request(self, kind: str, body: object) -> None:
+            raise TimeoutError
+
+    ch = Silent()
+    w = ProbeWindow(Counting(), ch, tcp=False, deadline=_time.monotonic() + 1.0)  # type: ignore[arg-type]
+    assert not w.remote
+    assert 0 < ch.timeouts[0] <= 1.0
+    ProbeWindow(Counting(), ch, tcp=False, deadline=_time.monotonic() - 3)  # type: ignore[arg-type]
+    assert ch.timeouts[1] <= 0.05
+    ProbeWindow(Counting(), ch, tcp=False)  # type: ignore[arg-type]
+    assert ch.timeouts[2] == ProbeWindow.WAIT_S

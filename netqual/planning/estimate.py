@@ -204,14 +204,43 @@ def _round_loads(plan: Schedule, parallel: int | None) -> list[tuple[int, int]]:
     return out
 
 
+# Above this many pairs the bulk waves are packed for an even sample of the rounds and
+# scaled up: packing is per pair in Python, and a 10,000-node mesh has 50 million pairs
+# (over 300 s and gigabytes for an estimate). Rounds of one schedule are alike, and each
+# round is packed on its own, so the sample's waves per round stand for every round's.
+MAX_PACKED_PAIRS = 100_000
+
+
+def _sampled_rounds(sched: Schedule, exact: bool) -> tuple[list[int], float]:
+    """The rounds to pack (every one, or an even sample) and the factor that scales their
+    waves up to the whole schedule."""
+    total = sched.round_count
+    per = max(1, sched.max_round_pairs())
+    if exact or total * per <= MAX_PACKED_PAIRS:
+        return list(range(total)), 1.0
+    want = max(1, MAX_PACKED_PAIRS // per)
+    picked = sorted({int(x) for x in np.linspace(0, total - 1, want).round()})
+    return picked, total / len(picked)
+
+
 def _bulk_waves(
     sched: Schedule, cfg: ScheduleConfig, plan: ProbePlan, fabric: Fabric
 ) -> tuple[int, list[int]]:
     """(pairs with bulk, each wave's pairs) as the run would pack them, every ping-pong
-    succeeding."""
-    rounds: list[Sequence[Pair]] = list(sched.rounds())
-    waves = phases.planned_bulk_waves(rounds, cfg, plan, sched.nodes, fabric)
-    return sum(map(len, waves)), [len(w) for w in waves]
+    succeeding; from a sample of the rounds on a large schedule (``MAX_PACKED_PAIRS``)."""
+    aligned = cfg.schedule is Timing.ALIGNED
+    # aligned with a per-node or per-rack-pair coverage: its quotas span every round
+    picked, scale = _sampled_rounds(sched, aligned and cfg.bulk_pairs.kind != "all")
+    nodes = sched.nodes
+    rounds: list[Sequence[Pair]] = [
+        [(nodes[a], nodes[b]) for a, b in sched.round_positions(r).tolist()] for r in picked
+    ]
+    waves = phases.planned_bulk_waves(rounds, cfg, plan, nodes, fabric)
+    pairs, sizes = sum(map(len, waves)), [len(w) for w in waves]
+    if scale != 1.0 and sizes:
+        sizes = np.resize(np.array(sizes), round(len(sizes) * scale)).tolist()
+        pairs = round(pairs * scale)
+    return pairs, sizes
 
 
 def estimate_phases(

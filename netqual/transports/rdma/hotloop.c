@@ -1,7 +1,7 @@
 /* The RDMA write ping-pong's timed loop, compiled: the same rounds as pingpong.py's Python
  * loop (challenge, sequence byte, post, spin on the receive byte, reap every SIGNAL_EVERY-th
- * write; the responder echoes the ping from where it landed, or in its keyed tagged rounds
- * answers with its tag), with the interpreter out of the round trip. Loaded with ctypes, whose calls release the
+ * write; the responder answers each round listed in its marks, every round since the
+ * tail-forgery fix, with its tag), with the interpreter out of the round trip. Loaded with ctypes, whose calls release the
  * GIL for the whole loop.
  *
  * Python keeps the control path: pyverbs creates and connects the QP, CQ and MR; this file

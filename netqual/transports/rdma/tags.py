@@ -2,11 +2,11 @@
 (``netqual.transports.integrity``) over RDMA WRITEs.
 
 Each ping starts with the initiator's random challenge for the round (``width`` bytes: the
-last byte of a message is the round's sequence byte). The responder writes each ping back
-from where it landed (the plain echo of before), except in the keyed tagged rounds, whose
-reply starts with its tag. After the loop the initiator checks every reply head, and the
-two ends compare the tagged rounds' challenges as sent and as received over the MAC'd
-control channel (``rdma.pingpong.end``), exactly as ``tcp.pingpong.end`` does.
+last byte of a message is the round's sequence byte). Every reply starts with the
+responder's tag for its round (``marks`` lists every round: a forger of any round must
+guess its tag; docs/security.md, "Tail forgery"). After the loop the initiator checks
+every reply head, and the two ends compare the challenges as sent and as received over
+the MAC'd control channel (``rdma.pingpong.end``), exactly as ``tcp.pingpong.end`` does.
 
 Bulk READs take no responder CPU, so nothing can be computed per read: the responder's
 bulk area holds keyed bytes instead (``fill_bulk``, once per probe), and after each cell

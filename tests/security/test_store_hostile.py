@@ -234,7 +234,7 @@ def test_writers_wait_for_a_reader_and_for_each_other(camp: Path, tmp_path: Path
     hold.wait(timeout=30)
     assert results == {"run2": 0, "run3": 0}
     s = open_store(camp / STORE, read_only=True)
-    assert [r.week for r in s.runs()] == [1, 2, 3]
+    assert sorted(r.week for r in s.runs()) == [1, 2, 3]  # in whichever order they won
     s.close()
 
 

@@ -444,6 +444,10 @@ def open_store(
     if exists:
         _check_header(path)
     writer = not (read_only and exists)
+    if writer and exists:
+        # Before DuckDB opens it: DuckDB's lock is a POSIX record lock, which closing any
+        # other descriptor of the file in this process would release.
+        _private(path)
     umask = os.umask(0o077) if writer else None
     try:
         con = _connect(path, not writer, wait_s)
@@ -460,14 +464,13 @@ def open_store(
         if umask is not None:
             os.umask(umask)
         raise
-    if writer:
-        _private(path)
     return store
 
 
 def _private(path: Path) -> None:
     """A store made before stores were private: 0600 from now on (through a descriptor
-    opened without following a symlink)."""
+    opened without following a symlink). Never while a connection of this process holds
+    the store: closing this descriptor would drop DuckDB's lock on it."""
     try:
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | os.O_CLOEXEC)
     except OSError:

@@ -47,7 +47,7 @@ from netqual.planning import budget, calibration, phases, sampling
 from netqual.planning import rails as rails_mod
 from netqual.planning.fabric import DEFAULT_NIC_GBPS, Fabric
 from netqual.planning.phases import ScheduleConfig, Timing
-from netqual.planning.schedule import Schedule
+from netqual.planning.schedule import Pair, Schedule
 
 PREVIEW_ROUNDS = 3
 PREVIEW_PAIRS = 6

@@ -222,7 +222,9 @@ def _tail_probe(agents: AgentPool, token: bytes, mode: str, runs: int) -> list[P
             nodes=(node(gpu01), behind), plan=TAIL_PLAN, token=token, policy=TAIL_POLICY
         )
         for _ in range(runs):
-            paths.append(measure_pair(node(gpu01), behind, cfg))
+            measured = measure_pair(node(gpu01), behind, cfg)
+            assert isinstance(measured, PathResult), measured  # both agents answer: measured
+            paths.append(measured)
     return paths
 
 

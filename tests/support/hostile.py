@@ -24,14 +24,20 @@ def assert_literal(text: str) -> None:
 
 
 def hostile_results(path: Path) -> Path:
-    """A run whose node 'gpu02' is named HOSTILE, and one failed path whose error is HOSTILE."""
+    """A run whose node 'gpu02' sits in a rack named HOSTILE and carries HOSTILE labels, and
+    one failed path whose error and reasons are HOSTILE. Node names themselves meet the
+    inventory's rules when a results file is read (a hostile name is refused at the door:
+    tests/unit/results/test_results_nodes.py); everything free-form reaches the outputs."""
     results = make_results(4, error_paths=1)
     write_results(path, results)
     doc = json.loads(path.read_text())
-    text = json.dumps(doc).replace('"gpu02"', json.dumps(HOSTILE))
-    doc = json.loads(text)
+    for n in doc["nodes"]:
+        if n["name"] == "gpu02":
+            n["rack"] = HOSTILE
+            n["labels"] = {"site": HOSTILE}
     for p in doc["paths"]:
         if p.get("error"):
             p["error"] = HOSTILE
+            p["reasons"] = [HOSTILE]
     path.write_text(json.dumps(doc))
     return path

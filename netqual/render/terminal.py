@@ -46,6 +46,7 @@ from netqual.render.decision import print_decision
 from netqual.render.fanin import print_fanin
 from netqual.render.fleet import fleet_line
 from netqual.render.hosts import hosts_line
+from netqual.render.labels import abbreviate
 from netqual.render.multirail import print_multirail
 from netqual.table.paths import TIERS
 from netqual.table.run import Results
@@ -236,15 +237,14 @@ def print_suspects(console: Console, results: Results, limit: int | None = SUSPE
 
 
 def print_matrix(console: Console, results: Results, stat: Statistic) -> None:
-    """N x N of one statistic, coloured by each path's verdict."""
+    """N x N of one statistic, coloured by each path's verdict. Names too long for the
+    columns the console has are cut in the middle (labels.abbreviate: ``h1/…il0`` and
+    ``h1/…il1``, never two identical ``h1/to-ra…``); the row names get what is left."""
     m = build_matrix(results.nodes, results.paths, stat.value)
     console.print(f"{stat.label}: row = source, column = destination", style="bold")
-    table = Table()
-    table.add_column("")
-    for name in m.names:
-        table.add_column(name, justify="right")
-    for i, name in enumerate(m.names):
-        cells: list[Text | str] = [name]
+    rows: list[list[Text]] = []
+    for i in range(len(m.names)):
+        cells: list[Text] = []
         for j in range(len(m.names)):
             v, verdict = m.values[i][j], m.verdicts[i][j]
             if i == j or verdict is None:
@@ -256,7 +256,19 @@ def print_matrix(console: Console, results: Results, stat: Statistic) -> None:
                 cells.append(
                     Text(text if stat.name != "hops" else f"{v:.0f}", style=STYLE[verdict])
                 )
-        table.add_row(*cells)
+        rows.append(cells)
+    n = len(m.names)
+    longest = max((len(name) for name in m.names), default=1)
+    values = max((len(c.plain) for row in rows for c in row), default=1)
+    # a column is its text, one space each side and a rule: 3 more; 1 for the left edge
+    col_w = max(values, min(longest, (console.width - 1) // (n + 1) - 3))
+    row_w = max(col_w, min(longest, console.width - 1 - n * (col_w + 3) - 3))
+    table = Table()
+    table.add_column("", no_wrap=True)
+    for name in abbreviate(m.names, col_w):
+        table.add_column(name, justify="right")
+    for name, cells in zip(abbreviate(m.names, row_w), rows, strict=True):
+        table.add_row(name, *cells)
     console.print(table)
 
 

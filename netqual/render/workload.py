@@ -4,6 +4,8 @@ the workload section of a run (per tier, a speedup matrix, both verdicts per pat
 from __future__ import annotations
 
 import math
+import re
+from typing import Literal
 
 import numpy as np
 from rich import box
@@ -158,13 +160,14 @@ def _print_tiers(console: Console, results: Results, w: Workload) -> None:
         box=box.SIMPLE_HEAD,
         pad_edge=False,
     )
-    lines = "/".join(f"@{line:g}" for line in FIELD_LINES_US)
-    cols = ["tier", "RTT us", "fetch", "speedup/worst"]
+    # Headers of short words: at 80 columns they wrap over lines, never cut to "speedup/…";
+    # no "@200/@500": the lines are said in words
+    lines = " / ".join(f"{line:g}" for line in FIELD_LINES_US)
+    cols = ["tier", "p99 RTT us", "fetch p99", "speedup / worst"]
     if per_request:
         cols.append("per request")
-    cols += [f"{lines} us", "safe/marg/unsafe"]
-    for col in cols:
-        table.add_column(col, justify="left" if col == "tier" else "right")
+    cols += [f"speedup if RTT were {lines} us", "safe / marg / unsafe"]
+    body: list[list[str | Text]] = []
     for r in rows:
         cells: list[str | Text] = [
             r.tier,
@@ -180,9 +183,28 @@ def _print_tiers(console: Console, results: Results, w: Workload) -> None:
                 Text(str(r.counts[v]), style=STYLE[v] if r.counts[v] else "dim") for v in Verdict
             )
         )
+        body.append(cells)
+    # Each column as wide as its longest cell or header word, so no cell is cut and the
+    # headers wrap at their spaces (at 80 columns "speedup / worst" over two lines, not
+    # "speedup/…"). When that does not fit, "per request" wraps between its verb and its
+    # duration ("loses" / "701.8 ms"), never inside the duration.
+    texts = [[c.plain if isinstance(c, Text) else c for c in row] for row in body]
+    widths = [
+        max([len(word) for word in col.split()] + [len(row[k]) for row in texts])
+        for k, col in enumerate(cols)
+    ]
+    if per_request and sum(widths) + 3 * len(cols) > console.width:
+        k = cols.index("per request")
+        widths[k] = max([len("request")] + [len(p) for r in texts for p in _UNBROKEN.findall(r[k])])
+        for row in body:  # wrapped here, between pieces: rich would cut "577.8 / ms"
+            row[k] = _wrap(_UNBROKEN.findall(str(row[k])), widths[k])
+    for col, width in zip(cols, widths, strict=True):
+        justify: Literal["left", "right"] = "left" if col == "tier" else "right"
+        table.add_column(col, justify=justify, width=width)
+    for cells in body:
         table.add_row(*cells)
     console.print(table)
-    notes = ["RTT and fetch: p99; speedup = budget / fetch"]
+    notes = ["tier: same rack, across racks or a remote site; speedup = budget / fetch p99"]
     if per_request and w.prompt_chunks is not None:
         notes.append(
             f"per request: {w.prompt_tokens:,} tokens x {w.hit_ratio:.0%} hits = "
@@ -193,7 +215,11 @@ def _print_tiers(console: Console, results: Results, w: Workload) -> None:
                 else ""
             )
         )
-    notes.append(f"{lines} us: the speedup had the tier's p99 RTT sat on the field report's lines")
+    notes.append(
+        f"if RTT were {lines} us: the speedup had the tier's p99 RTT sat on the field "
+        "report's lines (TTFT stops tracking local NVMe above ~200 us; the gain is gone "
+        "above ~500 us)"
+    )
     console.print("; ".join(notes), style="dim")
 
 
@@ -226,6 +252,20 @@ def ttft_sentence(w: Workload) -> str | None:
     if at_safe is not None:
         text += f", {at_safe:+.0%} at the {w.safe_speedup:g}x line"
     return f"{text}; the gain is gone {where}, {loader}."
+
+
+# What a "per request" cell never breaks: a duration with its unit, the TTFT change
+_UNBROKEN = re.compile(r"\(TTFT [^)]*\)|[\d.,]+ (?:us|ms|s)\b|\S+")
+
+
+def _wrap(pieces: list[str], width: int) -> str:
+    lines: list[str] = []
+    for piece in pieces:
+        if lines and len(lines[-1]) + 1 + len(piece) <= width:
+            lines[-1] += " " + piece
+        else:
+            lines.append(piece)
+    return "\n".join(lines)
 
 
 def _saved_text(saved_us: float | None, ttft_change: float | None = None) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 from pathlib import Path
 
@@ -25,6 +26,8 @@ from netqual.planning.rails import (
     rail_plans,
     split_endpoint,
 )
+from netqual.render.console import LiteralConsole
+from netqual.render.terminal import print_results
 from netqual.results import load, write_json
 from netqual.table.paths import PathTable
 from netqual.table.run import Results
@@ -347,3 +350,26 @@ def test_node_nics_reads_a_node_list_and_a_runs_endpoints() -> None:
     assert [n.name for n in from_endpoints["h1"]] == ["eth0", "eth1"]
     node = Node("h9", "10.0.0.9", nics=(Nic("eth3", "10.3.0.9", 3),))
     assert node_nics([node]) == {"h9": node.nics}
+
+
+@pytest.mark.parametrize("width", [80, 100, 120])
+def test_matrix_labels_keep_node_and_rail_at_any_width(width: int) -> None:
+    # issue: at 80-120 columns every label was cut to "h1/to-ra…": rail 0's and rail 1's
+    # rows and columns read the same. Cut in the middle, each keeps its node and its rail.
+    console = LiteralConsole(width=width)
+    console.file = io.StringIO()
+    print_results(console, rail_results(4, nic_name="to-rail{rail}"))
+    lines = console.file.getvalue().splitlines()
+    at = lines.index("p99 RTT (us): row = source, column = destination")
+    header = lines[at + 2].replace("┃", " ").split()
+    rows = [x.replace("│", " ").split()[0] for x in lines[at + 4 : at + 12]]
+    ends = [f"h{i}/to-rail{r}" for r in range(2) for i in range(1, 5)]
+    for labels in (header, rows):
+        assert len(labels) == len(ends) and len(set(labels)) == len(ends), (labels, lines)
+        for label, end in zip(labels, ends, strict=True):
+            head, _, tail = label.partition("…")
+            assert end.startswith(head) and end.endswith(tail), (label, end)
+            assert label.startswith(end.split("/")[0] + "/") and label[-1] == end[-1]
+    assert all(len(x) <= width for x in lines[at : at + 13])
+    if width == 120:
+        assert rows == ends  # room for the whole names

@@ -389,3 +389,35 @@ def test_every_workload_the_docs_name_is_a_preset_or_a_file() -> None:
     wrong = [(doc, w) for doc, w in named if "/" not in w and not w.endswith(".toml")
              and w.lower() not in presets]  # fmt: skip
     assert wrong == []
+
+
+@pytest.mark.parametrize("width", [80, 90, 100, 110])
+def test_tier_table_headers_and_cells_are_whole_at_80_to_110_columns(width: int) -> None:
+    # issue: at 80-110 columns the tier table cut its headers ("speedup/…", "safe/mar…")
+    # and spoke jargon ("@200/@500 us") before any explanation
+    import io
+
+    from factories import make_results
+
+    from netqual.render.console import LiteralConsole
+    from netqual.render.workload import print_workload_results
+    from netqual.workload.judge import apply
+
+    res = make_results(8, slow_paths=[("gpu01", "stor02", 900.0)])
+    res = apply(res, load_workload("qwen3-coder-480b-tp8"))
+    console = LiteralConsole(width=width)
+    console.file = io.StringIO()
+    print_workload_results(console, res)
+    out = console.file.getvalue()
+    table = out[out.index("by tier (medians") : out.index("tier: same rack, across racks")]
+    assert "…" not in table and "@" not in out, table
+    words = " ".join(table.split())
+    for word in ("tier", "p99", "RTT", "fetch", "speedup", "worst", "per", "request",
+                 "were", "200", "500", "safe", "marg", "unsafe"):  # fmt: skip
+        assert f" {word} " in f" {words} ", (word, table)
+    for tier in ("same-rack", "cross-rack"):
+        assert any(line.split()[:1] == [tier] for line in table.splitlines()), table
+    assert all(len(line) <= width for line in out.splitlines())
+    assert "if RTT were 200 / 500 us: the speedup had the tier's p99 RTT sat" in " ".join(
+        out.split()
+    )

@@ -24,10 +24,14 @@ from netqual.table.run import Results
 
 
 def rail_results(
-    hosts: int = 4, rails: int = 2, slow: dict[tuple[str, int], float] | None = None
+    hosts: int = 4,
+    rails: int = 2,
+    slow: dict[tuple[str, int], float] | None = None,
+    nic_name: str = "eth{rail}",
 ) -> Results:
     """A --rails same run: every host pair on every rail, p99 60 us unless an end is in
-    ``slow`` ((node, rail) -> p99 of its paths)."""
+    ``slow`` ((node, rail) -> p99 of its paths); NICs named ``nic_name`` (the lab's are
+    "to-rail{rail}")."""
     rng = random.Random(5)
     slow = slow or {}
     nodes = [
@@ -35,7 +39,9 @@ def rail_results(
             f"h{i}",
             f"198.18.0.{i}",
             rack="r1",
-            nics=tuple(Nic(f"eth{r}", f"198.18.{10 + r}.{i}", r) for r in range(rails)),
+            nics=tuple(
+                Nic(nic_name.format(rail=r), f"198.18.{10 + r}.{i}", r) for r in range(rails)
+            ),
         )
         for i in range(1, hosts + 1)
     ]

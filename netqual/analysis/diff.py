@@ -29,6 +29,7 @@ from typing import overload
 import numpy as np
 
 from netqual.analysis.comparable import Difference, note
+from netqual.analysis.narrative import preliminary_note
 from netqual.analysis.rise import overlapping, p99_rises
 from netqual.model.path import PathResult, path_label
 from netqual.model.stats import Metric
@@ -278,6 +279,9 @@ class RunDiff:
     min_delta_us: float = DEFAULT_MIN_DELTA_US
     # compared anyway (--allow-incomparable): what the two runs do not share
     incomparable: tuple[Difference, ...] = ()
+    # narrative.preliminary_note of each run that kept fewer samples than its policy needs
+    old_preliminary: str | None = None
+    new_preliminary: str | None = None
 
     @property
     def incomparable_note(self) -> str | None:
@@ -379,6 +383,8 @@ def diff_runs(
         increase_pct=increase_pct,
         min_delta_us=min_delta_us,
         incomparable=incomparable,
+        old_preliminary=preliminary_note(old) if old.preliminary else None,
+        new_preliminary=preliminary_note(new) if new.preliminary else None,
     )
 
 

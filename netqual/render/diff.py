@@ -9,6 +9,7 @@ from rich.table import Table
 from rich.text import Text
 
 from netqual.analysis.diff import PathChange, RunDiff
+from netqual.analysis.diffnotes import change_text, noise_sentence, preliminary_sentence, worse_rule
 from netqual.base.units import format_us
 from netqual.model.path import path_label
 from netqual.model.stats import Metric
@@ -16,14 +17,6 @@ from netqual.model.verdict import Verdict
 
 SHOWN = 20
 _STYLE = {Verdict.SAFE: "green", Verdict.MARGINAL: "yellow", Verdict.UNSAFE: "red"}
-
-
-def _delta(c: PathChange) -> str:
-    if c.delta_us is None:
-        return "-"
-    pct = f" ({c.delta_pct:+.0f}%)" if c.delta_pct is not None else ""
-    noise = ", noise" if c.within_noise else ""
-    return f"{c.delta_us:+.1f}{pct}{noise}"
 
 
 def _verdict(v: Verdict) -> Text:
@@ -36,7 +29,7 @@ def _changes_table(title: str, rows: Sequence[PathChange], metric: str) -> Table
         t.add_column(col, justify="right" if "us" in col else "left")
     for c in rows[:SHOWN]:
         t.add_row(c.label, _verdict(c.old.verdict), _verdict(c.new.verdict), format_us(c.old_us),
-                  format_us(c.new_us), _delta(c))  # fmt: skip
+                  format_us(c.new_us), change_text(c))  # fmt: skip
     return t
 
 
@@ -54,18 +47,10 @@ def print_diff(console: Console, d: RunDiff) -> None:
         f"{len(d.worse)} paths worse, {len(d.better)} better, {len(d.new_paths)} new, "
         f"{len(d.missing_paths)} missing, {len(d.deltas)} compared"
     )
-    judged = d.judged
-    noise = (
-        f"{len(d.noise):,} of {judged:,} changes lie within the run-to-run noise "
-        f"(the two runs' 95% confidence intervals of {m} overlap)"
-        if judged
-        else "run-to-run noise unknown (no confidence intervals in these results)"
-    )
-    console.print(
-        f"worse = dropped a class, or p99 up more than {d.increase_pct:g}% and "
-        f"{d.min_delta_us:g} us (the gate's max_p99_increase_pct, min_delta_us); {noise}",
-        style="dim",
-    )
+    preliminary = preliminary_sentence(d)
+    if preliminary:
+        console.print(preliminary, style="bold yellow")
+    console.print(f"{worse_rule(d)}; {noise_sentence(d)}", style="dim")
     if d.worse_p99:  # the rise judges p99 under any policy: p99's values and noise
         p99 = Metric.P99.value
         title = f"Same class, {p99} up beyond the threshold"

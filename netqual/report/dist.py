@@ -14,13 +14,16 @@ import numpy as np
 from netqual.model.path import Tier
 from netqual.model.verdict import Verdict
 from netqual.report import fmt
-from netqual.report.view import DistRow, Rect
+from netqual.report.view import DistLabel, DistRow, Rect
 from netqual.table.paths import NO_HOPS, TIERS, VERDICTS, FloatArray, IntArray
 from netqual.table.run import Results
 
 PLOT_W = 640.0
 ROW_H = 56.0
 BINS = 36
+MIN_BAD_H = 6.0  # px: the thinnest a marginal or unsafe bar is drawn
+_CHAR_PX = 6.2  # width of a character of the labels (11 px text), to keep them apart
+_BAD = (Verdict.MARGINAL, Verdict.UNSAFE)
 _CLS = {Verdict.SAFE: "safe", Verdict.MARGINAL: "marginal", Verdict.UNSAFE: "unsafe"}
 _UNKNOWN_HOPS = 1 << 30  # sorts groups of unknown hop count last
 # Groups sort by (hops, tier name): tier codes in alphabetical order, and each code's rank.
@@ -81,29 +84,83 @@ def _median(sorted_values: Sequence[float]) -> float | None:
     return sorted_values[mid] if n % 2 else (sorted_values[mid - 1] + sorted_values[mid]) / 2
 
 
-def _rects(label: str, axis: LogAxis, counts: list[list[int]], metric: str) -> list[Rect]:
-    """One group's stacked bars; counts[bin][verdict rank]."""
+def _heights(c: Sequence[int], peak: int) -> dict[Verdict, float]:
+    """One bin's bar height per class present: proportional, but a marginal or unsafe bar
+    never thinner than MIN_BAD_H (1,025 unsafe paths beside 500,000 safe ones would be a
+    sliver); the safe bar gives up what the stack would overflow."""
+    h = {
+        v: max(MIN_BAD_H if v in _BAD else 1.5, c[v.rank] / peak * (ROW_H - 6))
+        for v in Verdict
+        if c[v.rank]
+    }
+    over = sum(h.values()) - (ROW_H - 2)
+    if over > 0 and Verdict.SAFE in h:
+        h[Verdict.SAFE] = max(1.5, h[Verdict.SAFE] - over)
+    return h
+
+
+def _rects(
+    label: str, axis: LogAxis, counts: list[list[int]], metric: str
+) -> tuple[list[Rect], dict[Verdict, tuple[float, float, float]]]:
+    """One group's stacked bars (counts[bin][verdict rank]), and per class not offload-safe
+    where its bars are: (left x, right x, the highest stack top over them)."""
     bin_w = PLOT_W / BINS
     peak = max((sum(c) for c in counts if sum(c)), default=1)
     rects = []
+    spans: dict[Verdict, tuple[float, float, float]] = {}
     for b, c in enumerate(counts):
         if not sum(c):
             continue
         y = ROW_H
         lo_us = 10 ** (axis.lo + (axis.hi - axis.lo) * b / BINS)
         hi_us = 10 ** (axis.lo + (axis.hi - axis.lo) * (b + 1) / BINS)
-        for verdict in Verdict:
+        for verdict, h in _heights(c, peak).items():
             n = c[verdict.rank]
-            if not n:
-                continue
-            h = max(1.5, n / peak * (ROW_H - 6))
             y -= h
             title = (
                 f"{label}: {fmt.plural(n, 'path')} {verdict.value} with "
                 f"{metric} {fmt.us(lo_us)} to {fmt.us(hi_us)}"
             )
             rects.append(Rect(_CLS[verdict], b * bin_w + 0.5, y, bin_w - 1, h, title))
-    return rects
+        for verdict in _BAD:
+            if c[verdict.rank]:
+                x0, _, top = spans.get(verdict, (b * bin_w, b * bin_w, ROW_H))
+                spans[verdict] = (min(x0, b * bin_w), (b + 1) * bin_w, min(top, y))
+    return rects, spans
+
+
+def _labels(
+    spans: dict[Verdict, tuple[float, float, float]], totals: Sequence[int]
+) -> list[DistLabel]:
+    """Each class not offload-safe labelled with its count above its bars (a class whose
+    paths have no value, failed measurements, is said at the plot's left)."""
+    out: list[DistLabel] = []
+    right = -math.inf
+    for verdict in _BAD:
+        n = totals[verdict.rank]
+        if not n:
+            continue
+        text = f"{n:,} {verdict.value}"
+        if verdict not in spans:
+            out.append(
+                DistLabel(
+                    _CLS[verdict],
+                    6.0,
+                    ROW_H / 2 + 4,
+                    f"{text}, no RTT: the measurement failed",
+                    "start",
+                )
+            )
+            continue
+        x0, x1, top = spans[verdict]
+        half = len(text) * _CHAR_PX / 2
+        x = min(max((x0 + x1) / 2, half + 2), PLOT_W - half - 2)
+        y = max(11.0, top - 3)
+        if x - half < right + 6:  # would overlap the label before it: one line lower
+            y = min(ROW_H - 3, y + 13)
+        out.append(DistLabel(_CLS[verdict], x, y, text))
+        right = x + half
+    return out
 
 
 def distribution(
@@ -133,14 +190,16 @@ def distribution(
     for k, code in enumerate(keys.tolist()):
         label = _key_label(code)
         members = by_group[k].tolist()
+        rects, spans = _rects(label, axis, hist[k].tolist(), policy.metric.value)
         rows.append(
             DistRow(
                 label=label,
                 count=sizes[k],
                 counts={_CLS[v]: classes[k][v.rank] for v in Verdict if classes[k][v.rank]},
-                rects=_rects(label, axis, hist[k].tolist(), policy.metric.value),
+                rects=rects,
                 p50_us=_median(members),
                 max_us=members[-1] if members else None,
+                labels=_labels(spans, classes[k]),
             )
         )
     lines = [

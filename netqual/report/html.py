@@ -9,7 +9,6 @@ from __future__ import annotations
 import datetime as dt
 import functools
 import json
-import re
 from collections.abc import Sequence
 from importlib.resources import files
 from pathlib import Path
@@ -19,12 +18,14 @@ import jinja2
 import markupsafe
 
 from netqual.analysis.diff import RunDiff
+from netqual.analysis.diffnotes import change_text, noise_sentence, preliminary_sentence, worse_rule
 from netqual.base.names import visible
 from netqual.files.outfiles import write_text_atomic
 from netqual.model.policy import Waiver
 from netqual.model.verdict import Verdict
 from netqual.report import fmt
 from netqual.report.build import build_view
+from netqual.report.htmltext import keep_units, prose
 from netqual.report.view import GateBanner
 from netqual.table.run import Results
 
@@ -37,13 +38,9 @@ def templates_dir() -> Path:
     return Path(__file__).resolve().parents[2] / "templates"
 
 
-_OPTION = re.compile(r"(--[a-z][a-z0-9-]*(?: [0-9][0-9,]*)?)")
-
-
 def nobreak_options(text: str) -> markupsafe.Markup:
-    """Escape, and keep each command-line option ("--iterations 10000") on one line."""
-    escaped = str(markupsafe.escape(visible(text, newlines=True)))
-    return markupsafe.Markup(_OPTION.sub(r'<span class="opt">\1</span>', escaped))
+    """Running text (htmltext.prose): options, numbers with units and arrows on one line."""
+    return prose(text)
 
 
 @functools.cache
@@ -57,15 +54,17 @@ def environment() -> jinja2.Environment:
         finalize=_literal,
     )
     env.filters["nobreak_options"] = nobreak_options
+    env.filters["prose"] = prose
     return env
 
 
 def _literal(value: Any) -> Any:
     """Every value a template prints: names and reasons from the results file keep their
     control and bidi characters visible (a U+202E would reorder the page's text); our own
-    HTML (Markup) is left alone. Escaping for HTML is autoescape's job, after this."""
+    HTML (Markup) is left alone. Escaping for HTML is autoescape's job, after this. A number
+    keeps its unit on its line ("1,435 us" never wraps between the two)."""
     if isinstance(value, str) and not isinstance(value, markupsafe.Markup):
-        return visible(value, newlines=True)
+        return keep_units(visible(value, newlines=True))
     return value
 
 
@@ -112,11 +111,15 @@ def diff_sentence(d: RunDiff) -> str:
 
 
 def render_diff_html(d: RunDiff, *, limit: int = 200) -> str:
+    """The terminal diff's tables and notes (analysis.diffnotes: noise marks, what "worse"
+    means, which runs are preliminary) as one page."""
     top = d.measured[:20]
     sentence = diff_sentence(d)
+    notes = {"preliminary": preliminary_sentence(d), "rule": worse_rule(d),
+             "noise": noise_sentence(d)}  # fmt: skip
     return render(
         "diff.html.j2", diff=d, sentence=sentence, title=f"netqual diff: {sentence}", top=top,
-        verdicts=list(Verdict), limit=limit,
+        verdicts=list(Verdict), limit=limit, notes=notes, change_text=change_text,
     )  # fmt: skip
 
 

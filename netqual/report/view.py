@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from netqual.analysis.matrix import GroupRow
+from netqual.base.units import format_us
 from netqual.model.node import Node
 from netqual.model.path import PathResult, path_label
 from netqual.report import fmt
@@ -42,6 +43,10 @@ DETAIL_MAX = 500  # paths whose histogram, bulk cells and reasons are embedded
 EMBED_ALL_MAX = 50_000
 EMBED_WORST = 10_000
 WORST_SHOWN = 20
+# A rack pair's cell takes the colour of its worst class only when that class holds at
+# least this share of the pair's paths; a rarer worse class marks the cell's corner. (Pale
+# colour for a small share read as "everything is marginal" where 0.2% of paths were.)
+MATERIAL_SHARE = 0.05
 DIST_BINS = 36
 
 
@@ -60,7 +65,7 @@ class Cell:
     title: str
     text: str = ""
     rack_pair: tuple[int, int] | None = None
-    opacity: float = 1.0  # rack cells: paler when only a few of the pair's paths are bad
+    mark: str = ""  # rack cells: css class of a worse class too rare to colour the cell
 
 
 @dataclass(frozen=True)
@@ -74,6 +79,17 @@ class Rect:
 
 
 @dataclass(frozen=True)
+class DistLabel:
+    """A class's count written on its bars (SVG pixels within the row's plot)."""
+
+    cls: str
+    x: float
+    y: float
+    text: str
+    anchor: str = "middle"
+
+
+@dataclass(frozen=True)
 class DistRow:
     """One topology group (tier and hop count) of the latency distribution plot."""
 
@@ -83,6 +99,7 @@ class DistRow:
     rects: Sequence[Rect]
     p50_us: float | None  # median over the group's paths of the policy metric
     max_us: float | None
+    labels: Sequence[DistLabel] = ()  # each class that is not offload-safe, with its count
 
 
 @dataclass(frozen=True)
@@ -137,6 +154,7 @@ class ReportView:
     # (label, paths, p50 median, p99 worst, safe, marginal, unsafe) for the "by rail" table.
     rails: tuple[int, ...] = ()
     rail_rows: tuple[GroupRow, ...] = ()
+    material_pct: int = round(MATERIAL_SHARE * 100)  # the rack matrix's legend
 
 
 def rack_spans(nodes: Sequence[Node]) -> list[RackSpan]:
@@ -175,15 +193,6 @@ def path_summary(p: PathResult, results: Results) -> str:
     if p.error or v is None:
         return f"{fmt.path_label(p.src, p.dst)}, {p.error or 'no samples'}"
     return f"{fmt.path_label(p.src, p.dst)}, {results.run.policy.metric.value} {fmt.us(v)}"
-
-
-def _compact_us(value_us: float) -> str:
-    """At most four characters: 9.8, 31, 812, 1.3k, 45k."""
-    if value_us < 10:
-        return f"{value_us:.1f}"
-    if value_us < 1000:
-        return f"{value_us:.0f}"
-    return f"{value_us / 1000:.1f}k" if value_us < 10_000 else f"{value_us / 1000:.0f}k"
 
 
 def both_directions(results: Results) -> tuple[IntArray, IntArray]:
@@ -241,8 +250,9 @@ def node_cells(
                     y,
                     p.verdict.value.replace("offload-", ""),
                     _cell_title(p, results, waived),
-                    # The value in the cell itself, so a printout carries it too.
-                    text="fail" if value is None else _compact_us(value),
+                    # The value in the cell itself, so a printout carries it too: the
+                    # terminal matrix's digits (1,435, never 1.4k; the font shrinks to fit)
+                    text="fail" if value is None else format_us(value),
                 )
             )
     return cells
@@ -278,6 +288,18 @@ def rack_pairs(
     return RackPairs(counts.reshape(n_racks * n_racks, 3), worst)
 
 
+def rack_cell_classes(counts: Sequence[int]) -> tuple[str, str]:
+    """(fill, corner mark) of a rack pair with ``counts`` paths per class (Verdict.rank):
+    the fill is the worst class holding at least MATERIAL_SHARE of the paths, the mark the
+    worst class present when that is worse ("" when none). One unsafe path of 1,024 marks a
+    green cell red; 1,024 marginal paths of 1,024 fill it amber."""
+    n = sum(counts)
+    names = ("safe", "marginal", "unsafe")
+    worst = max((k for k in range(3) if counts[k]), default=0)
+    fill = max((k for k in range(3) if counts[k] and counts[k] >= MATERIAL_SHARE * n), default=0)
+    return names[fill], names[worst] if worst > fill else ""
+
+
 def rack_cells(results: Results, spans: Sequence[RackSpan], pairs: RackPairs) -> list[Cell]:
     """One cell per rack pair: its worst class, its non-safe count, its worst path."""
     counts, worst = pairs.counts.tolist(), pairs.worst.tolist()
@@ -306,18 +328,18 @@ def rack_cells(results: Results, spans: Sequence[RackSpan], pairs: RackPairs) ->
                 f"{c[1]:,} marginal, {c[2]:,} unsafe; "
                 f"worst {path_summary(top, results)}. Click for the node view."
             )
-            # a single bad path should not paint a 256-path rack pair as loudly as a dead uplink
-            opacity = 1.0 if not bad else min(1.0, 0.4 + 0.6 * min(1.0, 4 * bad / n))
-            cls = top.verdict.value.replace("offload-", "")
-            cells.append(Cell(x, y, cls, title, str(bad) if bad else "", (y, x), opacity))
+            cls, mark = rack_cell_classes(c)
+            cells.append(Cell(x, y, cls, title, f"{bad:,}" if bad else "", (y, x), mark))
     return cells
 
 
 __all__ = [
     "DETAIL_MAX",
+    "MATERIAL_SHARE",
     "NODE_MATRIX_MAX",
     "WORST_SHOWN",
     "Cell",
+    "DistLabel",
     "DistRow",
     "RackSpan",
     "Rect",

@@ -158,3 +158,44 @@ def test_under_a_p50_policy_the_p99_rises_are_shown_in_p99(
     # largest p99 change first, as the table lists them
     assert [f"{c['src']} -> {c['dst']}" for c in j["worse"]] == list(rows)
     assert j["worse"][0]["delta_us"] == 0.0  # values in the document's metric, p50
+
+
+def test_html_diff_carries_the_noise_marks_and_that_both_runs_are_preliminary(
+    tmp_path: Path, cli: Callable[..., Run]
+) -> None:
+    # issue: the terminal said "-64.8 (-6%), noise" and "11 of 28 changes lie within the
+    # run-to-run noise"; the HTML page said neither, nor that both runs were preliminary
+    base = make_results(4, all_safe=True)
+    old, new = results_to_dict(base), results_to_dict(base)
+    for doc in (old, new):
+        doc["run"]["plan"]["iterations"] = 2000  # the policy needs 10,000: preliminary
+        for p in doc["paths"]:
+            r = p["rtt_us"]
+            r["ci95_by_metric"] = {"p99": [r["p99"] * 0.8, r["p99"] * 1.2]}
+    for k, p in enumerate(new["paths"]):
+        r = p["rtt_us"]
+        r["p99"] *= 1.1 if k else 1.9  # the first path's intervals apart, the others overlap
+        r["ci95_by_metric"] = {"p99": [r["p99"] * 0.8, r["p99"] * 1.2]}
+        r["p999"] = r["max"] = max(r["p999"], r["max"], r["p99"] * 1.5)
+    (tmp_path / "old.json").write_text(json.dumps(old))
+    (tmp_path / "new.json").write_text(json.dumps(new))
+    r = cli("diff", "old.json", "new.json", "--html", "diff.html", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    n = len(new["paths"])
+    said = " ".join(r.stdout.split())
+    html = (tmp_path / "diff.html").read_text().replace("\u00a0", " ")
+    for text in (
+        f"{n - 1} of {n} changes lie within the run-to-run noise",
+        "Both runs are PRELIMINARY (2,000 samples per path, the policy needs 10,000): "
+        "no verdict of either is final",
+        "worse = dropped a class, or p99 up more than 25% and 5 us",
+    ):
+        assert text in said
+        assert text.replace("'", "&#39;") in html
+    marks = re.findall(r"([+-]\d+\.\d \([+-]\d+%\)), noise", r.stdout)
+    assert len(marks) == n - 1
+    for mark in marks:  # each change the terminal marks as noise, the page marks too
+        assert f'<td class="num noise">{mark}, noise</td>' in html
+    apart = re.search(r"([+-]\d+\.\d \([+-]\d+%\))(?!, noise)\s*$", r.stdout, re.M)
+    assert apart is not None
+    assert f'<td class="num">{apart.group(1)}</td>' in html

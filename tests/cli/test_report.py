@@ -58,13 +58,14 @@ def external_references(html: str) -> list[str]:
 def test_first_screen_sentence_counts_policy_date_transport_size() -> None:
     res = make_results(4, slow_paths=[("gpu03", "stor01", 812.0)])
     html = render_html(res)
+    # a number keeps its unit and the arrow its two characters on one line (U+00A0, span.nw)
     assert (
-        '<h1 class="verdict" id="verdict">'
-        "5 of 6 paths offload-safe; 1 unsafe: gpu03 -&gt; stor01, p99 812.0 us</h1>" in html
+        '<h1 class="verdict" id="verdict">5 of 6 paths offload-safe; 1 unsafe: '
+        'gpu03 <span class="nw">-&gt;</span> stor01, p99 812.0\u00a0us</h1>' in html
     )
     for text in ("<b>5</b>offload-safe", "<b>0</b>marginal", "<b>1</b>unsafe"):
         assert text in html
-    assert "p99 RTT &lt;= 200 us offload-safe, &gt; 500 us unsafe" in html
+    assert "p99 RTT &lt;= 200\u00a0us offload-safe, &gt; 500\u00a0us unsafe" in html
     assert "2026-11-29 12:00 UTC" in html
     assert "Transport: <b>tcp</b>" in html
     assert "4 nodes in 1 rack, 6 paths (full-mesh)" in html
@@ -75,8 +76,7 @@ def test_small_cluster_heatmap_has_a_cell_per_node_pair_with_value_and_verdict()
     html = render_html(res)
     cells = re.findall(r'<rect class="cell (\w+)"[^>]*><title>([^<]*)</title>', html)
     assert len(cells) == 36
-    assert ("unsafe", "gpu03 -&gt; stor01, p99 812.0 us: unsafe") in cells
-    assert ("unsafe", "gpu03 -&gt; stor01, p99 812.0 us: unsafe") in cells
+    assert ("unsafe", "gpu03 -&gt; stor01, p99 812.0\u00a0us: unsafe") in cells
     assert sum(1 for cls, _ in cells if cls == "self") == 6
     # ordered by rack: rack r01 (4 nodes) before r02 (2), storage after compute inside a rack
     view = build_view(res)
@@ -115,8 +115,8 @@ def test_worst_paths_reasons_and_methodology() -> None:
     html = render_html(res)
     worst = grab(r'<table id="worst-table">.*?</table>', html, 0)
     first_row = grab(r'<tr class="pick"[^>]*>(.*?)</tr>', worst, 1)
-    assert "<td>1</td><td>gpu02 &rarr; gpu05</td>" in first_row
-    assert "p99 RTT 640.0 us &gt; 500.0 us: the offload gain is gone" in worst
+    assert '<td class="num">1</td><td>gpu02 &rarr; gpu05</td>' in first_row
+    assert "p99 RTT 640.0\u00a0us &gt; 500.0\u00a0us: the offload gain is gone" in worst
     meth = grab(r'<dl class="meth">.*?</dl>', html, 0)
     for text in (
         "5,000 kept iterations after 1,000 warm-up",
@@ -434,6 +434,67 @@ def test_distribution_rows_hold_every_path_once() -> None:
     )
     assert drawn == len(res.paths) - 2  # the two failed paths have no value to draw
     assert not view.directional
+
+
+@pytest.mark.parametrize(
+    ("counts", "fill", "mark"),
+    [
+        ((1024, 0, 0), "safe", ""),
+        ((1022, 2, 0), "safe", "marginal"),  # 0.2% marginal: green, an amber corner
+        ((990, 2, 32), "safe", "unsafe"),  # 3% unsafe: still not the cell's colour
+        ((900, 0, 124), "unsafe", ""),  # 12% unsafe: a red cell
+        ((0, 1024, 0), "marginal", ""),
+        ((0, 1000, 24), "marginal", "unsafe"),
+    ],
+)
+def test_rack_cell_is_coloured_by_a_material_class_and_marks_a_rarer_worse_one(
+    counts: tuple[int, int, int], fill: str, mark: str
+) -> None:
+    # issue: 0.2% marginal paths painted a rack pair pale amber, the whole 1,024-node
+    # matrix read as "everything is marginal"
+    from netqual.report.view import rack_cell_classes
+
+    assert rack_cell_classes(counts) == (fill, mark)
+
+
+def test_rack_matrix_marks_one_bad_path_without_painting_its_rack_pair() -> None:
+    res = make_results(80, slow_paths=[("gpu02", "gpu20", 900.0)], histogram=False, bulk=False)
+    html = render_html(res)
+    cells = re.findall(
+        r'<rect class="cell (\w+)"([^>]*)><title>rack (\S+) -&gt; (\S+): ([^<]*)</title></rect>'
+        r'(<polygon class="(\w+) mark")?',
+        html,
+    )
+    assert len(cells) == 25 and "fill-opacity" not in html
+    marked = {(a, b): (cls, mark) for cls, _, a, b, _, _, mark in cells if mark}
+    racks = {n.name: n.rack for n in res.nodes}
+    pair = racks["gpu02"], racks["gpu20"]
+    assert marked == {pair: ("safe", "unsafe"), pair[::-1]: ("safe", "unsafe")}
+    assert all(cls == "safe" for cls, *_ in cells)
+
+
+def test_a_rare_bad_class_is_drawn_visible_and_labelled_with_its_count() -> None:
+    # issue: 2,128 marginal and 1,025 unsafe of 523,776 paths drew as invisible slivers
+    from netqual.report.dist import MIN_BAD_H
+
+    res = make_results(
+        200, slow_paths=[("gpu02", "gpu05", 900.0)], marginal_fraction=0.002, histogram=False,
+        bulk=False,
+    )  # fmt: skip
+    view = build_view(res)
+    counts = {cls: 0 for cls in ("marginal", "unsafe")}
+    for row in view.dist:
+        labels = {lb.cls: lb.text for lb in row.labels}
+        for cls in counts:
+            n = row.counts.get(cls, 0)
+            counts[cls] += n
+            bars = [r for r in row.rects if r.cls == cls]
+            assert all(r.h >= MIN_BAD_H for r in bars)
+            assert labels.get(cls) == (f"{n:,} {cls}" if n else None), (row.label, labels)
+        assert all(r.y >= 0 and r.y + r.h <= 56.0 + 1e-9 for r in row.rects)  # within the row
+    assert counts["unsafe"] == 1 and counts["marginal"] > 0
+    html = render_html(res)
+    assert '<text class="count unsafe"' in html and ">1 unsafe</text>" in html
 
 
 @pytest.mark.usefixtures("small_page_bound")

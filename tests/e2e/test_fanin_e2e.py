@@ -240,8 +240,8 @@ def test_workload_projects_kv_fetch_per_level_and_says_where_offload_pays(
     for header in ("KV fetch p50", "KV fetch p99", "TTFT change p50", "TTFT change p99"):
         assert header in out
     html = (tmp_path / "run" / "report.html").read_text()
-    first = html.index('id="fanin"')
-    assert first < html.index('id="heatmap"')  # on the first screen, above the matrix
+    # detail after the first screen's answer and "What to do"
+    assert html.index('id="recommendations"') < html.index('id="fanin"')
     assert html.count('class="fanin-chart"') == 2  # chunk p99 and projected fetch curves
     assert "KV fetch per request (10 chunks) vs readers" in html
     assert "<script src" not in html and "http" not in html.split("<body")[1][:200000]

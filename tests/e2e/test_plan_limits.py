@@ -203,7 +203,7 @@ def test_keep_going_lists_configuration_failures_as_not_measured(
     # gpu04 (rack r2, with gpu03) and its rack are never blamed; what the measured paths
     # say on a loaded machine (rack r1, gpu03) is theirs to say.
     assert "Keep gpu04" not in todo and "rack r2" not in todo and "go live" not in todo
-    assert "gpu01 -&gt; gpu04: gpu04 failed the pre-flight check" in todo
+    assert 'gpu01 <span class="nw">-&gt;</span> gpu04: gpu04 failed the pre-flight check' in todo
     gate = cli("gate", "run", cwd=tmp_path)
     assert gate.returncode == 1 and "(complete" in gate.stdout.splitlines()[-1]
     # Fixed: the same agent name with the inventory's token; --resume measures the rest.

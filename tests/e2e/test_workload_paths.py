@@ -304,7 +304,9 @@ def test_demo_with_a_preset_shows_both_verdicts_for_every_path(tmp_path: Path) -
         assert any(c["chunk_bytes"] == 8_126_464 and c["depth"] == 8 for c in p["bulk"])
         assert f"{p['src']} -> {p['dst']}" in r.stdout
     page = (out / "report.html").read_text(encoding="utf-8")
-    assert page.index('id="workload"') < page.index('id="heatmap"')  # the first screen
+    # the first screen: both verdicts in the header, "What to do", then the workload's detail
+    assert page.index('id="two-verdicts"') < page.index('id="recommendations"')
+    assert page.index('id="recommendations"') < page.index('id="workload"')
     lines = finished_paths(out / "results.jsonl")
     assert len(lines) == len(doc["paths"]) and all("workload" in p for p in lines)
 
@@ -321,9 +323,10 @@ def test_html_report_states_the_workload_verdict_first(
         capsys,
     )
     assert r.returncode == 0, r.stderr
-    page = html.read_text(encoding="utf-8")
+    page = html.read_text(encoding="utf-8").replace("\u00a0", " ")  # a number's unit: U+00A0
     assert 'id="workload"' in page and 'id="workload-tiers"' in page
-    section = page[page.index('id="workload"') : page.index('id="heatmap"')]
+    assert page.index('id="recommendations"') < page.index('id="workload"')  # after What to do
+    section = page[page.index('id="workload"') : page.index('id="by-tier"')]
     assert "What this means for test-model (TP8, 512-token chunks of 8.0 MiB per rank" in section
     assert "Budget per chunk: 10.0 ms (recomputing 512 tokens at 51,200 tokens/s)" in section
     assert "same-rack" in section and "cross-rack" in section

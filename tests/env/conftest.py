@@ -5,3 +5,25 @@ Soft-RoCE guest, Slurm, Prometheus, headless Chromium, an RDMA device, a wheel b
 Each skips with the reason where its environment is missing; slow engines start once
 per session.
 """
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+
+@pytest.fixture(scope="session")
+def results_1024(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A 1,024-node full mesh's results.json (bench/scale.py's synthetic file: 523,776
+    paths, 32 racks, one node and one rack pair bad): built once a session, ~20 s."""
+    import sys
+
+    from paths import REPO
+
+    sys.path.insert(0, str(REPO / "bench"))
+    from scale import synthetic_results
+
+    path = tmp_path_factory.mktemp("results1024") / "results.json"
+    synthetic_results(path, 1024)
+    return path

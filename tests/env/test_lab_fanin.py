@@ -87,6 +87,7 @@ def test_aggregate_matches_iperf3_and_three_sweeps_agree_on_safe_up_to(tmp_path:
     assert "fan-in st1 (plain, 256 KiB chunks)" in exp.stdout
     assert f"st1: {shaped['verdict'][:60]}" in " ".join(exp.stdout.split())
     assert "Mbit/s" in exp.stdout and " ms" in exp.stdout
-    assert exp.html.index('id="fanin"') < exp.html.index('id="heatmap"')
+    # after the first screen's answer and "What to do" (and the matrix beside it)
+    assert exp.html.index('id="recommendations"') < exp.html.index('id="fanin"')
     assert exp.html.count('class="fanin-chart"') == 2
     assert exp.html.count('class="fanin-table"') == 2

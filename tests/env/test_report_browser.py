@@ -38,8 +38,9 @@ def test_dom_after_script_has_verdict_heatmap_and_drilldown(report_4: Path) -> N
     assert sentence is not None
     assert (
         sentence.group(1)
-        == "4 of 6 paths offload-safe; 1 unsafe: gpu03 -&gt; stor01, p99 812.0 us; "
-        "1 marginal: gpu01 -&gt; gpu02, p99 300.0 us"
+        == '4 of 6 paths offload-safe; 1 unsafe: gpu03 <span class="nw">-&gt;</span> stor01, '
+        'p99 812.0&nbsp;us; 1 marginal: gpu01 <span class="nw">-&gt;</span> gpu02, '
+        "p99 300.0&nbsp;us"
     )
     assert len(re.findall(r'<rect class="cell (?:safe|marginal|unsafe|self)"', dom)) == 16
     # the script draws the worst path's drill-down: RTT table, histogram, bulk by chunk size
@@ -112,7 +113,7 @@ def test_first_screen_carries_the_decision(tmp_path: Path) -> None:
     assert "max_unsafe" in gate.group(1)
     # values in the cells, not only on hover (a printout carries them)
     values = re.findall(r'<text class="cellval"[^>]*>([^<]+)</text>', dom)
-    assert "812" in values and "300" in values
+    assert "812.0" in values and "300.0" in values  # the terminal matrix's digits
     assert len(values) == 12  # every measured cell of the 4 x 4 matrix
     # one measurement per pair, drawn twice: the page says so
     kind = re.search(r'<div class="muted" id="matrix-kind">(.*?)</div>', dom, re.S)

@@ -68,4 +68,5 @@ def test_wheel_contains_templates_and_schema_and_renders(tmp_path: Path) -> None
     )  # fmt: skip
     assert run.returncode == 0, run.stderr[-3000:]
     assert str(target) in run.stdout
-    assert "1 unsafe: gpu03 -&gt; stor01, p99 812.0 us" in out.read_text()
+    page = out.read_text()
+    assert '1 unsafe: gpu03 <span class="nw">-&gt;</span> stor01, p99 812.0\u00a0us' in page

@@ -33,8 +33,11 @@
   // units.format_us: the same digits as the terminal and the verdict reasons (pinned together
   // by tests/env/test_number_format.py)
   function us(v) { if (v == null || v < 0) return "-"; return (v >= 1000 ? Number(fixed(v, 0)).toLocaleString("en-US") : v >= 10 ? fixed(v, 1) : fixed(v, 2)) + " us"; }
+  // units.format_duration_us: a duration in the unit its magnitude suits (850 us, 2.9 ms, 1.28 s)
+  function duration(v) { if (v == null || v < 0) return "-"; return v >= 1e6 ? fixed(v / 1e6, 2) + " s" : v >= 1e3 ? fixed(v / 1e3, 1) + " ms" : fixed(v, 0) + " us"; }
   function x10(a, i) { return a[i] < 0 ? null : a[i] / 10; }
-  function size(b) { var u = [["GiB", 1 << 30], ["MiB", 1 << 20], ["KiB", 1024]]; for (var k = 0; k < u.length; k++) if (b >= u[k][1] && b % u[k][1] === 0) return b / u[k][1] + u[k][0]; return b + "B"; }
+  // units.format_size: the unit by magnitude, exact in two decimals where it can be (7.75MiB, not 7936KiB)
+  function size(b) { var u = [["GiB", 1073741824], ["MiB", 1048576], ["KiB", 1024]], k, v; for (k = 0; k < u.length; k++) if (b >= u[k][1] && (b * 100) % u[k][1] === 0) return fixed(b / u[k][1], 2).replace(/\.?0+$/, "") + u[k][0]; for (k = 0; k < u.length; k++) if (b >= u[k][1]) { v = b / u[k][1]; return fixed(v, v < 10 ? 2 : v < 100 ? 1 : 0) + u[k][0]; } return b + "B"; }
   var readout = document.getElementById("readout");
   function say(t) { if (readout) readout.textContent = t; }
   function pathText(i) {
@@ -158,8 +161,8 @@
     }
     if (d.bulk.length) {
       s += "<div><b>Bulk read by chunk size</b><table><tr><th>chunk</th><th>depth</th><th>goodput</th><th>completion p50</th><th>completion p99</th></tr>";
-      d.bulk.forEach(function (r) { s += "<tr><td>" + size(r[0]) + '</td><td class="num">' + r[1] + '</td><td class="num">' + r[2].toFixed(2) + ' Gbit/s</td><td class="num">' + us(r[3]) + '</td><td class="num">' + us(r[4]) + "</td></tr>"; });
-      s += "</table>" + barSvg(d.bulk, 2, "goodput, Gbit/s", function (v) { return v.toFixed(2) + " Gbit/s"; }) + barSvg(d.bulk, 4, "chunk completion p99", us) + "</div>";
+      d.bulk.forEach(function (r) { s += "<tr><td>" + size(r[0]) + '</td><td class="num">' + r[1] + '</td><td class="num">' + r[2].toFixed(2) + ' Gbit/s</td><td class="num">' + duration(r[3]) + '</td><td class="num">' + duration(r[4]) + "</td></tr>"; });
+      s += "</table>" + barSvg(d.bulk, 2, "goodput, Gbit/s", function (v) { return v.toFixed(2) + " Gbit/s"; }) + barSvg(d.bulk, 4, "chunk completion p99", duration) + "</div>";
     }
     s += "</div>";
     box.innerHTML = s;

@@ -6,10 +6,17 @@ report and the terminal all read the same findings from here.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from netqual.model.hostpath import NEAR_CLASSES, HostAudit, PcieLink, gpu_rail_table
+from netqual.model.hostpath import (
+    AFFINITY_CLASSES,
+    NEAR_CLASSES,
+    HostAudit,
+    PcieLink,
+    gpu_rail_table,
+)
 from netqual.model.node import Nic
 
 
@@ -78,6 +85,29 @@ def findings(audit: HostAudit, nics: Sequence[Nic] = ()) -> list[HostFinding]:
 
 
 GATED = ("nic_affinity", "pcie_link_full")  # the findings a gate rule judges
+
+# What each of nvidia-smi topo -m's classes means, in words, for a first screen that names one
+CLASS_WORDS = {
+    "PIX": "GPU and NIC below one PCIe switch",
+    "PXB": "GPU and NIC below linked PCIe switches",
+    "PHB": "GPU to NIC through the CPU's host bridge",
+    "NODE": "GPU to NIC across root complexes of one CPU",
+    "SYS": "GPU to NIC across CPU sockets",
+}
+
+
+_CLASS_RE = re.compile(rf"\b(?:{'|'.join(AFFINITY_CLASSES)})\b")
+
+
+def explain_classes(text: str) -> str:
+    """'SYS: GPU to NIC across CPU sockets; PIX: GPU and NIC below one PCIe switch' for the classes
+    ``text`` names (in the order it names them), '' when it names none: the short
+    explanation a first screen gives where it first says "PIX" or "SYS"."""
+    named: list[str] = []
+    for m in _CLASS_RE.finditer(text):
+        if m.group(0) not in named:
+            named.append(m.group(0))
+    return "; ".join(f"{c}: {CLASS_WORDS[c]}" for c in named)
 
 
 def all_findings(

@@ -9,7 +9,7 @@ import numpy as np
 
 from netqual.analysis.fleet import parse_fleet
 from netqual.base.errors import PolicyError
-from netqual.base.units import format_size, format_us
+from netqual.base.units import format_duration_us, format_size, format_us
 from netqual.files.tomlfile import Fields, read_toml
 from netqual.model.policy import Policy, PolicyFieldError
 from netqual.model.stats import BulkStats, Metric, RttStats
@@ -109,9 +109,9 @@ def judge(
         verdict = Verdict.UNSAFE
     elif bulk:
         big = max(bulk, key=lambda b: (b.chunk_bytes, b.depth))
-        reasons.append(
+        reasons.append(  # a chunk's completion in the unit its size suits: "2.9 ms"
             f"{format_size(big.chunk_bytes)} reads at depth {big.depth}: completion p99 "
-            f"{format_us(big.completion_p99_us)} us, {big.goodput_gbps:.1f} Gbit/s"
+            f"{format_duration_us(big.completion_p99_us)}, {big.goodput_gbps:.1f} Gbit/s"
         )
     return verdict, tuple(reasons)
 

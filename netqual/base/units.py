@@ -55,14 +55,21 @@ def _whole(x: Fraction) -> float | int:
 
 
 def format_size(n_bytes: int) -> str:
-    """Binary units, exact when possible: 65536 -> '64KiB', 100 -> '100B'."""
-    for unit, factor in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
-        if n_bytes >= factor and n_bytes % factor == 0:
-            return f"{n_bytes // factor}{unit}"
-    for unit, factor in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+    """Binary units chosen by magnitude, exact when two decimals can say it: 65536 ->
+    '64KiB', 8126464 -> '7.75MiB' (not '7936KiB'), 1536 -> '1.5KiB', 100 -> '100B';
+    otherwise three figures in the largest unit: 100000 -> '97.7KiB'. The report's script
+    mirrors it (templates/_report.js size())."""
+    for unit, factor in _BINARY_UNITS:
+        if n_bytes >= factor and n_bytes * 100 % factor == 0:
+            return f"{n_bytes / factor:.2f}".rstrip("0").rstrip(".") + unit
+    for unit, factor in _BINARY_UNITS:
         if n_bytes >= factor:
-            return f"{n_bytes / factor:.1f}{unit}"
+            v = n_bytes / factor
+            return f"{v:.{2 if v < 10 else 1 if v < 100 else 0}f}{unit}"
     return f"{n_bytes}B"
+
+
+_BINARY_UNITS = (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10))
 
 
 def format_us(value_us: float | None, unit: bool = False) -> str:

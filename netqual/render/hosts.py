@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from rich.text import Text
 
-from netqual.analysis.hostpath import GATED, all_findings
+from netqual.analysis.hostpath import GATED, all_findings, explain_classes
 from netqual.base.names import visible
 from netqual.table.run import Results
 
@@ -28,4 +28,6 @@ def hosts_line(results: Results) -> Text | None:
     more = len(found) - SHOWN
     rest = f" (+{more} more: netqual report --html)" if more > 0 else ""
     word = "finding" if len(found) == 1 else "findings"
-    return Text(visible(f"host path: {len(found)} {word}: {first}{rest}"), style="bold red")
+    words = explain_classes(first)
+    line = f"host path: {len(found)} {word}: {first}{rest}" + (f". {words}" if words else "")
+    return Text(visible(line), style="bold red")

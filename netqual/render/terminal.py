@@ -27,7 +27,7 @@ from netqual.analysis.narrative import (
 )
 from netqual.analysis.repeatability import describe
 from netqual.base.names import visible
-from netqual.base.units import format_size, format_us
+from netqual.base.units import format_duration_us, format_size, format_us
 from netqual.model.path import PathResult, Tier, path_label
 from netqual.model.suspects import (
     AsymmetryEvidence,
@@ -107,6 +107,8 @@ def print_results(
         print_groups(console, results, "rack pair", groups, limit)
     print_groups(console, results, "hops", hop_groups(results.paths))
     if (results.paths.tier != TIERS.index(Tier.UNKNOWN)).any():
+        # the word said before the table that uses it
+        console.print("tier: where a path runs (same rack, across racks, remote site)", style="dim")
         print_groups(console, results, "tier", tier_groups(results.paths))
     if (rails := rail_groups(results.paths)) is not None:
         print_groups(console, results, "rail", rails)
@@ -398,7 +400,8 @@ def print_probe(console: Console, path: PathResult) -> None:
             )
     if path.bulk:
         b = Table(title="bulk read", title_justify="left")
-        for col in ("chunk", "depth", "reads", "Gbit/s", "completion p50 us", "p99 us", "max us"):
+        # completion in the unit its magnitude suits (2.6 ms, 686 ms), as the reasons say it
+        for col in ("chunk", "depth", "reads", "Gbit/s", "completion p50", "p99", "max"):
             b.add_column(col, justify="right")
         for c in path.bulk:
             b.add_row(
@@ -406,9 +409,9 @@ def print_probe(console: Console, path: PathResult) -> None:
                 str(c.depth),
                 str(c.reads),
                 f"{c.goodput_gbps:.2f}",
-                format_us(c.completion_p50_us),
-                format_us(c.completion_p99_us),
-                format_us(c.completion_max_us),
+                format_duration_us(c.completion_p50_us),
+                format_duration_us(c.completion_p99_us),
+                format_duration_us(c.completion_max_us),
             )
         console.print(b)
     for reason in path.reasons:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from netqual.analysis.hostpath import GATED, HostFinding, all_findings
+from netqual.analysis.hostpath import GATED, HostFinding, all_findings, explain_classes
 from netqual.model.hostpath import (
     NEAR_CLASSES,
     UNKNOWN,
@@ -47,7 +47,9 @@ class HostsView:
             return None
         f, more = gated[0], len(gated) - 1
         rest = f" (+{more} more: see Host path)" if more else ""
-        return f"Host path: {f.node} {f.subject}: {f.text} ({f.rule}){rest}"
+        text = f"Host path: {f.node} {f.subject}: {f.text} ({f.rule}){rest}"
+        words = explain_classes(f.text)
+        return f"{text}. {words}" if words else text
 
 
 def _numa(d: HostDevice) -> str:

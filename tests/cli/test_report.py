@@ -507,3 +507,15 @@ def test_report_command_names_the_results_file_in_a_summarised_page(
     note = grab(r'id="summarised">(.*?)</div>', (tmp_path / "out.html").read_text(), 1)
     assert "Every path is in big run.json; netqual report &#39;big run.json&#39; " in note
     assert "paths.csv writes one row per path" in note
+
+
+def test_no_literal_backticks_in_the_page_commands_read_as_code() -> None:
+    # issue: "`netqual gate` judges the RTT verdict" showed its backticks in the HTML
+    from netqual.workload import load_workload
+    from netqual.workload.judge import apply
+
+    res = apply(make_results(4, all_safe=True), load_workload("llama-3.1-70b-tp8"))
+    html = render_html(res)
+    shown = re.sub(r"<script.*?</script>", "", html, flags=re.S)
+    assert "`" not in shown
+    assert "<code>netqual gate</code> judges it" in shown

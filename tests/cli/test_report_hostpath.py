@@ -56,8 +56,29 @@ def test_terminal_line_names_the_first_findings(tmp_path: Path) -> None:
     assert (
         "host path: 3 findings: gpu01 mlx5_3: 0000:19:00.0: trained below its maximum: 32 GT/s x8 "
         "of 32 GT/s x16 (pcie_link_full); gpu02 GPU0: no NIC below a PCIe switch it shares "
-        "(best mlx5_0 SYS) (nic_affinity) (+1 more: netqual report --html)" in flat
+        "(best mlx5_0 SYS) (nic_affinity) (+1 more: netqual report --html). "
+        "SYS: GPU to NIC across CPU sockets" in flat  # the class said in words where first used
     )
+
+
+def test_first_screen_alert_says_what_a_pcie_class_means(tmp_path: Path) -> None:
+    # issue: PIX/PXB/SYS on the first screen before any explanation
+    from netqual.analysis.hostpath import explain_classes
+
+    assert explain_classes("its rail NIC mlx5_4 is SYS (best mlx5_0 PIX)") == (
+        "SYS: GPU to NIC across CPU sockets; PIX: GPU and NIC below one PCIe switch"
+    )
+    assert explain_classes("trained below its maximum") == ""
+    hosts = (pcisysfs.audit(far_nic(tmp_path / "b").root, "gpu02"),)
+    write_results(
+        tmp_path / "r.json", dataclasses.replace(make_results(4, all_safe=True), hosts=hosts)
+    )
+    r = netqual("report", "r.json", "--html", "out.html", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    html = (tmp_path / "out.html").read_text()
+    alert = html[html.index('id="hosts-alert"') :].split(">", 1)[1].split("</div>")[0]
+    assert "(best mlx5_0 SYS) (nic_affinity)" in alert
+    assert alert.endswith("SYS: GPU to NIC across CPU sockets"), alert
 
 
 def test_clean_hosts_say_so(tmp_path: Path) -> None:

@@ -47,8 +47,11 @@ window.addEventListener("load", function () {
   });
   function top(sel) { var e = document.querySelector(sel); return e ? Math.round(e.getBoundingClientRect().top + window.scrollY) : null; }
   function bottom(sel) { var e = document.querySelector(sel); return e ? Math.round(e.getBoundingClientRect().bottom + window.scrollY) : null; }
-  out.tops = {answer: bottom("#answer") || bottom("#verdict"), todo: top("#recommendations"),
-              first_fix: bottom("#recommendations .rec > b")};
+  // the answer: the decision's line when the page has one, else the headline; the first fix:
+  // the decision's first, else the first recommendation's title
+  out.tops = {answer: bottom("#decision .answer") || bottom("#verdict"),
+              todo: top("#recommendations"),
+              first_fix: bottom("#fixes li") || bottom("#recommendations .rec > b")};
   var d = document.documentElement;
   out.page = {scroll: d.scrollWidth, client: d.clientWidth};
   document.body.setAttribute("data-layout", JSON.stringify(out));

@@ -107,8 +107,6 @@ def print_results(
         print_groups(console, results, "rack pair", groups, limit)
     print_groups(console, results, "hops", hop_groups(results.paths))
     if (results.paths.tier != TIERS.index(Tier.UNKNOWN)).any():
-        # the word said before the table that uses it
-        console.print("tier: where a path runs (same rack, across racks, remote site)", style="dim")
         print_groups(console, results, "tier", tier_groups(results.paths))
     if (rails := rail_groups(results.paths)) is not None:
         print_groups(console, results, "rail", rails)
@@ -274,6 +272,10 @@ def print_matrix(console: Console, results: Results, stat: Statistic) -> None:
     console.print(table)
 
 
+# What a grouping's name means, said in its table's title where a reader first meets it
+_SAID = {"tier": "where a path runs: same rack, across racks, remote site; "}
+
+
 def print_groups(
     console: Console,
     results: Results,
@@ -300,7 +302,7 @@ def print_groups(
         rows = [rows[i] for i in ranked[:limit]]
     per_hop = title == "hops"
     # Short headers: the table fits 80 columns without wrapping one (us = microseconds).
-    table = Table(title=f"by {title} (us)", title_justify="left")
+    table = Table(title=f"by {title} ({_SAID.get(title, '')}us)", title_justify="left")
     cols = [title, "paths", "p50 median", *(["p50/hop"] if per_hop else [])]
     for col in [*cols, "p99 worst", "safe", "marginal", "unsafe"]:
         table.add_column(col, justify="left" if col == title else "right", no_wrap=True)
@@ -321,7 +323,10 @@ def print_groups(
             Text(f"{r.unsafe:,}", style="bold red" if r.unsafe else "dim"),
         )
     if hidden:
-        table.title = f"by {title} (us): the {len(rows)} worst of {len(rows) + len(hidden):,}"
+        table.title = (
+            f"by {title} ({_SAID.get(title, '')}us): the {len(rows)} worst of "
+            f"{len(rows) + len(hidden):,}"
+        )
     console.print(table)
     if hidden:
         clean = sum(1 for r in hidden if not r.marginal and not r.unsafe)

@@ -9,18 +9,13 @@ from __future__ import annotations
 
 import json
 import re
-import sys
 from pathlib import Path
 
 import pytest
 from browser import chromium, page_errors
-from paths import REPO
 
 from netqual.report import write_html
 from netqual.results import load
-
-sys.path.insert(0, str(REPO / "bench"))
-from scale import synthetic_results  # bench/scale.py: the 1,024-node file maker
 
 pytestmark = pytest.mark.browser
 
@@ -39,11 +34,10 @@ window.addEventListener("load", function () {
 
 
 @pytest.fixture(scope="module")
-def report_1024(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def report_1024(tmp_path_factory: pytest.TempPathFactory, results_1024: Path) -> Path:
     tmp = tmp_path_factory.mktemp("report1024")
-    synthetic_results(tmp / "results.json", 1024)
     page = tmp / "report.html"
-    write_html(load(tmp / "results.json"), page)
+    write_html(load(results_1024), page)
     probed = tmp / "probed.html"
     probed.write_text(page.read_text().replace("</body>", PROBE + "</body>"))
     return probed

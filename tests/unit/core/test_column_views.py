@@ -92,7 +92,7 @@ def test_a_large_run_prints_rack_pairs_and_tiers_not_a_matrix() -> None:
     print_results(Console(file=buf, width=120, color_system=None), r)
     text = buf.getvalue()
     assert "row = source" not in text
-    assert "by rack pair (us)" in text and "by tier (us)" in text
+    assert "by rack pair (us)" in text and "by tier (where a path runs: " in text
     (row,) = [line for line in text.splitlines() if "r01 <-> r03" in line]
     assert "64" in row.split("│")[2]  # 8 x 8 paths between the two racks
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 import base64
 import contextlib
 import ctypes
+import importlib
 import importlib.metadata
 import os
 from pathlib import Path
@@ -51,11 +52,11 @@ def version() -> str | None:
 
 
 def _api() -> Any:
+    """NIXL's Python API: the CUDA 12 wheel's module, else the plain package's."""
     try:
-        import nixl_cu12._api as api
+        return importlib.import_module("nixl_cu12._api")
     except ImportError:
-        import nixl._api as api
-    return api
+        return importlib.import_module("nixl._api")
 
 
 def ucx_version() -> str | None:

@@ -112,7 +112,9 @@ def test_the_gate_names_the_nic_the_lossy_node_and_the_mtu(
 ) -> None:
     out, _, gate = faulty_run
     lines = _blocking(gate)
-    by_subject = {ln.split()[0]: ln for ln in lines}
+    by_subject: dict[str, str] = {}
+    for ln in lines:  # a subject may block twice (h3: its loss, and the relay's TUN driver)
+        by_subject[ln.split()[0]] = by_subject.get(ln.split()[0], "") + ln + "\n"
     nic = f"{SHAPED}/to-r0"
     assert nic in by_subject and "bandwidth: every one of its" in by_subject[nic], lines
     assert LOSSY in by_subject and "loss: " in by_subject[LOSSY], lines

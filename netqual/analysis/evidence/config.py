@@ -48,6 +48,18 @@ def _key_class(key: str) -> Verdict | None:
     return None
 
 
+# Keys a node does not "set": what the hardware or the installed software is.
+_INSTALLED = frozenset({"driver", "firmware"})
+
+
+def _action(field: str, on: str, want: str) -> str:
+    if field in _INSTALLED:
+        return f"check that {on} has the same NIC and {field} as the rest ({want})"
+    if field == "link_speed_mbps":
+        return f"check why {on}'s link does not negotiate {want} like the rest (cable, optics, port)"
+    return f"set {field} on {on} to {want} like the rest"
+
+
 def _outlier_codes(o: FleetOutlier, ends: Endpoints, results: Results) -> list[int]:
     """The endpoints an outlier sits on: a node-wide key, all of the node's; a NIC's key,
     that NIC's endpoint, or the node's own address when the NIC is not an inventory NIC
@@ -95,7 +107,7 @@ def config(results: Results, ends: Endpoints) -> Found:
                 kind,
                 verdict,
                 detail,
-                f"set {ComparedKey.parse(o.key).field} on {on} to {want} like the rest "
+                f"{_action(ComparedKey.parse(o.key).field, on, want)} "
                 "(netqual check --fleet), then re-test",
                 len(rows),
             )

@@ -57,8 +57,7 @@ def _action(field: str, on: str, want: str) -> str:
         return f"check that {on} has the same NIC and {field} as the rest ({want})"
     if field == "link_speed_mbps":
         return (
-            f"check why {on}'s link does not negotiate {want} like the rest "
-            "(cable, optics, port)"
+            f"check why {on}'s link does not negotiate {want} like the rest (cable, optics, port)"
         )
     return f"set {field} on {on} to {want} like the rest"
 

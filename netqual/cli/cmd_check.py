@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Sequence
 from dataclasses import asdict
 from pathlib import Path
 from typing import Annotated
@@ -26,15 +25,13 @@ from netqual.cli.app import (
     err_console,
 )
 from netqual.cli.engine_opts import engine_names
-from netqual.model.engine import EngineName
 from netqual.model.fleet import FleetPolicy, FleetResult
-from netqual.model.node import Node
-from netqual.model.plan import ProbePlan
 from netqual.model.preflight import PreflightReport
 from netqual.planning.inventory import load_inventory
 from netqual.render.check import engines_lines, print_check, print_nics
 from netqual.render.fleet import print_fleet
 from netqual.run import preflight
+from netqual.run.config import RunConfig
 from netqual.transports import TransportKind
 
 CheckTimeoutOpt = Annotated[
@@ -150,20 +147,15 @@ def report_to_dict(report: PreflightReport, found: FleetResult | None = None) ->
 
 
 def preflight_or_stop(
-    out: Console,
-    nodes: Sequence[Node],
-    token: bytes | None,
-    transport: str,
-    keep_going: bool,
-    timeout_s: float = 5.0,
-    plan: ProbePlan | None = None,
-    engines: tuple[EngineName, ...] = (),
+    out: Console, keep_going: bool, timeout_s: float, cfg: RunConfig
 ) -> PreflightReport:
     """``run``'s first step: the check table, then stop (exit 3) on any configuration error
     unless ``keep_going``, in which case the run measures the other nodes and lists the
     pairs of these as not measured (configuration). The report, with each agent's host path
     audit and running probes, goes to the coordinator, which asks no agent again."""
-    report = preflight.check(nodes, token, transport, timeout_s, plan, True, engines)
+    engines = (cfg.engine.name,) if cfg.engine is not None else ()
+    nodes, transport = cfg.nodes, cfg.transport.value
+    report = preflight.check(nodes, cfg.token, transport, timeout_s, cfg.plan, True, engines)
     if report.ok:
         out.print(
             f"pre-flight: all {len(nodes)} agents ready for {transport} probes "

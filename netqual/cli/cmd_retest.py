@@ -20,9 +20,9 @@ from netqual.planning.limits import DEFAULT_LIMITS, check_limits
 from netqual.render.diff import print_diff
 from netqual.report.fmt import plural
 from netqual.results import load
-from netqual.run import resume as resume_mod
 from netqual.run import retest as retest_mod
-from netqual.run.config import RunConfig, run_identity
+from netqual.run import start
+from netqual.run.config import RunConfig
 from netqual.run.coordinator import run as run_coordinator
 from netqual.transports import TransportKind
 
@@ -145,14 +145,13 @@ def retest(
             f"{pol.min_samples:,}: the re-test stays preliminary",
             style="yellow",
         )
-    previous = resume_mod.prepare(new_dir, run_identity(cfg), force) if resume else None
-    resume_mod.begin(new_dir, run_identity(cfg), previous, cfg.kind)
+    begun = start.begin(cfg, new_dir, resume, force)
     after = measure_into(
         new_dir,
         as_json,
         "auto",
         cfg.policy.metric,
-        lambda progress: run_coordinator(cfg, new_dir, progress, previous),
+        lambda progress: run_coordinator(cfg, new_dir, progress, begun.previous),
     )
     if not as_json:
         print_diff(

@@ -2,18 +2,15 @@
 
 from __future__ import annotations
 
-import dataclasses
-import time
+import functools
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from netqual.analysis.fleet import load_fleet_policy
 from netqual.analysis.interference import TOLERANCE
 from netqual.analysis.policy import load_policy
-from netqual.base.auth import load_token
-from netqual.base.errors import NoAgentsError, UsageError
+from netqual.base.errors import UsageError
 from netqual.cli import rundir
 from netqual.cli.app import (
     ChunkOpt,
@@ -38,16 +35,16 @@ from netqual.cli.app import (
 )
 from netqual.cli.cmd_check import CheckTimeoutOpt, preflight_or_stop
 from netqual.cli.cmd_report import BaselineOpt, check_gate_options, gate_banner
-from netqual.cli.engine_opts import EngineOpt, EngineRequireOpt, engine_plan
+from netqual.cli.engine_opts import EngineOpt, EngineRequireOpt
 from netqual.cli.fanin_opts import (
     DEFAULT_FANIN_CHUNKS,
     FaninChunkOpt,
     FaninChunksOpt,
     FaninOpt,
     FetchProfileOpt,
-    fanin_config,
 )
-from netqual.cli.measuring import InsecureOpt, measure_into, plan_from, workload_plan
+from netqual.cli.measuring import InsecureOpt, measure_into
+from netqual.cli.run_config import RunOptions, completed, planned, show_plan
 from netqual.cli.run_opts import (
     BulkPairsOpt,
     BulkPerNodeOpt,
@@ -58,38 +55,16 @@ from netqual.cli.run_opts import (
     ParallelOpt,
     ScheduleOpt,
     ToleranceOpt,
-    multirail_count,
-    non_negative,
-    parse_mode,
-    rail_share,
-    schedule_config,
-    share,
     short_plan,
-    show_dry_run,
-    tolerance,
 )
 from netqual.gate import load_profile
 from netqual.model.fetchprofile import PLAIN
-from netqual.model.fleet import FleetPolicy
 from netqual.model.multirail import DEFAULT_MIN_SHARE
 from netqual.model.policy import Policy
-from netqual.model.progress import RunObserver, Stage
-from netqual.model.run import Mode
-from netqual.planning import schedule as schedule_mod
 from netqual.planning.inventory import load_inventory
-from netqual.planning.limits import check_limits
-from netqual.planning.rails import Rails, default_rails, endpoint_nodes
-from netqual.planning.rails import build as rails_build
 from netqual.planning.sampling import DEFAULT_FRACTION, DEFAULT_MINIMUM
-from netqual.run import fanin as fanin_run
-from netqual.run import resume as resume_mod
-from netqual.run.config import RunConfig, run_identity
-from netqual.run.coordinator import run as run_coordinator
-from netqual.run.finalise import finalise_interrupted
-from netqual.run.preflight import PreflightFailed
-from netqual.run.runfiles import calibration_from, load_run
-from netqual.table.run import Results
-from netqual.transports import TransportKind, TransportOptions
+from netqual.run import start
+from netqual.run.runfiles import load_run
 
 
 @app.command()
@@ -241,106 +216,26 @@ def run(
       netqual run inventory.toml --out run1
       netqual run inventory.toml --out run2 --transport rdma --policy policy.toml
     """
-    inv = load_inventory(inventory)
-    pol = load_policy(policy) if policy else Policy()
-    prof = load_profile(profile) if profile else None  # bad input stops before measuring
-    check_gate_options(prof, baseline)
-    if baseline is not None:
-        load_run(baseline)  # readable now, not only after the run
-    wl, plan = workload_plan(
-        workload, plan_from(inv.plan, iterations, warmup, size, chunk, depth, no_bulk, timeout)
-    )
-    sched_cfg = schedule_config(schedule, bulk_per_node, bulk_per_rack, incast, bulk_pairs)
-    run_mode = parse_mode(mode) if mode else (inv.mode or Mode.FULL_MESH)
-    sweep = fanin_config(
-        fanin, fetch_profile, fanin_chunk, fanin_chunks, run_mode, wl
-    )  # fmt: skip
-    # Nothing to measure, or a plan every agent refuses: usage errors, before any agent.
-    run_rails = Rails.parse(rails) if rails else default_rails(inv.nodes)
-    engine_cells = engine_plan(
-        engine, engine_require, transport, plan, wl, run_rails is not Rails.NONE
-    )
-    schedule_mod.require_pairs(rails_build(inv.nodes, run_mode, run_rails, sample_k), inv.nodes)
-    check_limits(plan)
-    ends = [n.name for n in endpoint_nodes(inv.nodes, run_rails)]
-    kind = TransportKind.parse(transport).value
-    cal = calibration_from(calibrate_from, kind, ends) if calibrate_from else None
-    if dry_run:
-        interference = (
-            share(interference_fraction),
-            non_negative(interference_sample, "--interference-sample"),
-        )
-        show_dry_run(
-            inv, mode, transport, parallel, sample_k, as_json, plan, sched_cfg, interference,
-            run_rails, sweep, cal,
-        )  # fmt: skip
-        return
-    short_plan(pol, plan, allow_short_plan, err_console() if as_json else console())
-    token = load_token(token_file or inv.token_file, insecure=insecure)
-    cfg = RunConfig(
-        nodes=inv.nodes,
-        transport=TransportKind.parse(transport),
-        mode=run_mode,
-        policy=pol,
-        plan=plan,
-        token=token,
-        parallel=parallel,
-        sample_k=sample_k,
-        inventory=str(inventory),
-        kind=inv.kind,
-        transport_options=TransportOptions.from_flags(
-            rdma_device, rdma_port, gid_index, qp_timeout
-        ),
-        workload=wl,
-        schedule=sched_cfg,
-        fabric=inv.fabric,
-        interference_minimum=non_negative(interference_sample, "--interference-sample"),
-        interference_tolerance=tolerance(interference_tolerance),
-        interference_fraction=share(interference_fraction),
-        fanin=sweep,
-        rails=run_rails,
-        multirail=multirail_count(multirail, run_rails),
-        multirail_share=rail_share(multirail_share),
-        fleet_policy=load_fleet_policy(policy) if policy else FleetPolicy(),
-        engine=engine_cells,
-        calibration=cal,
-    )
-    if resume and out is None:
+    o = RunOptions(**locals())  # every option as given: first, while locals() holds only them
+    inv = load_inventory(o.inventory)
+    pol = load_policy(o.policy) if o.policy else Policy()
+    prof = load_profile(o.profile) if o.profile else None  # bad input stops before measuring
+    check_gate_options(prof, o.baseline)
+    if o.baseline is not None:
+        load_run(o.baseline)  # readable now, not only after the run
+    cfg = planned(o, inv, pol)
+    if o.dry_run:
+        return show_plan(o, inv, cfg)
+    c = err_console() if o.as_json else console()  # notes go to stderr when stdout is JSON
+    short_plan(pol, cfg.plan, o.allow_short_plan, c)
+    cfg = completed(o, inv, cfg)
+    if o.resume and o.out is None:
         raise UsageError("--resume", "needs --out DIR: the directory of the run to continue")
-    out = out or rundir.default_out()
-    rundir.check_out(out, force, resume)
-    previous = resume_mod.prepare(out, run_identity(cfg), force) if resume else None
-    created = not out.exists()
-    resume_mod.begin(out, run_identity(cfg), previous, cfg.kind)
-    # Progress and notes go to stderr when stdout carries JSON.
-    c = err_console() if as_json else console()
-
-    def measure(shown: RunObserver) -> Results:
-        try:
-            shown.phase(Stage.PREFLIGHT, 0, len(cfg.nodes))
-            checked_at = time.monotonic()
-            checked = preflight_or_stop(
-                c, cfg.nodes, token, cfg.transport.value, keep_going, check_timeout, plan,
-                (cfg.engine.name,) if cfg.engine is not None else (),
-            )  # fmt: skip
-            if cfg.fanin is not None:  # a level the agents' sessions cannot serve: exit 2
-                done = previous.journal.fanin if previous else {}
-                fanin_run.check_sessions(cfg.nodes, cfg.fanin, cfg.transport, checked, done)
-            measured = dataclasses.replace(cfg, preflight_s=time.monotonic() - checked_at)
-        except (PreflightFailed, UsageError):
-            if previous is None:
-                resume_mod.abandon(out, created)
-            raise
-        except KeyboardInterrupt:
-            return finalise_interrupted(cfg, out, previous, Stage.PREFLIGHT)
-        try:
-            return run_coordinator(measured, out, shown, previous, checked)
-        except NoAgentsError:  # every agent failed (--keep-going): nothing to resume
-            if previous is None:
-                resume_mod.abandon(out, created)
-            raise
-
+    out = o.out or rundir.default_out()
+    rundir.check_out(out, o.force, o.resume)
+    begun = start.begin(cfg, out, o.resume, o.force)
+    check = functools.partial(preflight_or_stop, c, o.keep_going, o.check_timeout)
     measure_into(
-        out, as_json, progress, pol.metric, measure, lambda r: gate_banner(r, prof, baseline),
-        shown_on=c,
+        out, o.as_json, o.progress, pol.metric, lambda shown: start.measure(begun, shown, check),
+        lambda r: gate_banner(r, prof, o.baseline), shown_on=c,
     )  # fmt: skip

@@ -1,6 +1,7 @@
-"""Live progress for ``run``, ``retest`` and ``demo``: the phase (pre-flight, ping-pong
-rounds, bulk waves, interference sample), its counts, elapsed time, an ETA from the
-phase's measured rate, and the worst path so far.
+"""Live progress for ``run``, ``retest`` and ``demo``: the phase (a stage of the run's step
+table: pre-flight, ping-pong rounds, bulk waves, probe rounds, engine cells, fan-in
+levels, multirail node pairs, interference sample), its counts, elapsed time, an ETA from
+the phase's measured rate, and the worst path so far.
 
 ``--progress``: ``rich`` a live bar on a terminal; ``plain`` one line when a phase starts,
 one when it ends, and at most one per 30 s in between (logs: Slurm .out files, pipes, pod

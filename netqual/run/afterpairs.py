@@ -1,39 +1,35 @@
-"""What a run does after every pair is measured: the fan-in sweep, the multirail levels
-and the interference check, each after the one before, never beside the pair probes."""
+"""The steps after every pair is measured: the engine cells, the fan-in sweep, the
+multirail levels and the interference check, each after the one before, never beside the
+pair probes. Each takes the run's session and records what it found in its results."""
 
 from __future__ import annotations
 
 import dataclasses
-import time
-from typing import TextIO
 
 from netqual.analysis import interference
 from netqual.base import interrupts
 from netqual.model.fanin import FaninLevel
-from netqual.model.multirail import MultiRail
 from netqual.model.node import Node
 from netqual.model.path import PathResult
 from netqual.model.plan import ProbePlan
-from netqual.model.progress import RunObserver, Stage
-from netqual.model.run import Interference
+from netqual.model.progress import Stage
 from netqual.planning import sampling
 from netqual.planning.phases import Phase
 from netqual.results import journal
 from netqual.run import engine_cells
 from netqual.run import fanin as fanin_run
 from netqual.run import multirail as multirail_run
-from netqual.run.config import RunConfig
 from netqual.run.pairprobe import as_path, measure_pair
-from netqual.run.runstate import RunJournal, Spent
-from netqual.table.paths import PathTable
+from netqual.run.session import RunSession
 
 
-def measure_engines(cfg: RunConfig, rec: RunJournal, observer: RunObserver) -> None:
+def measure_engines(s: RunSession) -> None:
     """Each measured path's fetch engine cells (``run --engine``), one path at a time,
     never beside a probe: an engine start costs seconds of both hosts' CPU. Each path's
     cells are journalled as they end; a resumed run keeps those it holds. A path refused
     for its configuration (an engine a node lacks, a fallback from --engine-require) is
     not journalled: --resume tries it again."""
+    cfg, rec, observer = s.config, s.journal, s.observer
     assert cfg.engine is not None
     by_name = {n.name: n for n in cfg.endpoints}
     table = rec.paths.table()
@@ -56,33 +52,32 @@ def measure_engines(cfg: RunConfig, rec: RunJournal, observer: RunObserver) -> N
         observer.item(None)
 
 
-def measure_multirail(cfg: RunConfig, observer: RunObserver) -> tuple[MultiRail, ...]:
+def measure_multirail(s: RunSession) -> None:
     """Node pairs read over 1..R rails at once; not journalled: a resumed run reads again."""
+    cfg = s.config
 
     def bulk(a: Node, b: Node, plan: ProbePlan) -> PathResult:
         one = dataclasses.replace(cfg, plan=plan)
         return as_path(measure_pair(a, b, one, Phase.BULK), a, b, one)
 
     pairs = multirail_run.node_pairs(cfg.nodes, cfg.multirail)
-    observer.phase(Stage.MULTIRAIL, 0, len(pairs))
+    s.observer.phase(Stage.MULTIRAIL, 0, len(pairs))
     found = []
     for a, b in pairs:
         found.append(
             multirail_run.measure_pair(a, b, cfg.plan, bulk, cfg.fabric, cfg.multirail_share)
         )
-        observer.item(None)
-    return tuple(found)
+        s.observer.item(None)
+    s.results.multirail = tuple(found)
 
 
-def sweep_fanin(
-    cfg: RunConfig, spent: Spent, prior: journal.Journal, f: TextIO, observer: RunObserver
-) -> None:
+def sweep_fanin(s: RunSession) -> None:
     """The fan-in sweep, after every pair: it never runs beside the pair probes. Each level
     is journalled as it ends; a resumed run keeps the levels its journal holds."""
+    cfg, f, observer = s.config, s.journal.file, s.observer
     assert cfg.fanin is not None
-    at = time.monotonic()
     levels = fanin_run.level_count(cfg.nodes, cfg.fanin)
-    observer.phase(Stage.FANIN, 0, levels, len(prior.fanin))
+    observer.phase(Stage.FANIN, 0, levels, len(s.prior.fanin))
 
     def done(storage: str, level: FaninLevel) -> None:
         with interrupts.atomic():
@@ -93,23 +88,16 @@ def sweep_fanin(
         cfg.transport, cfg.token, cfg.transport_options, cfg.policy.fanin_knee_factor,
         cfg.plan.timeout_s,
     )  # fmt: skip
-    try:
-        spent.fanin = fanin_run.sweep(cfg.nodes, cfg.fanin, ctx, done, prior.fanin)
-    finally:
-        spent.fanin_s = time.monotonic() - at
+    s.results.fanin = fanin_run.sweep(cfg.nodes, cfg.fanin, ctx, done, s.prior.fanin)
 
 
-def check_interference(
-    cfg: RunConfig,
-    paths: PathTable,
-    prior: journal.Journal,
-    f: TextIO,
-    observer: RunObserver,
-) -> Interference:
+def check_interference(s: RunSession) -> None:
     """Re-measure a sample alone, one pair at a time, ping-pong only
     (netqual.analysis.interference).
     The sample and each alone measurement are journalled, so a resumed run keeps the
     sample and re-measures only what it had not."""
+    cfg, prior, f = s.config, s.prior, s.journal.file
+    paths = s.journal.paths.table()
     by_name = {n.name: n for n in cfg.endpoints}
     rows = paths.rows_of(prior.sample) if prior.sample is not None else [None]
     if prior.sample is not None and all(r is not None for r in rows):
@@ -121,7 +109,7 @@ def check_interference(
         )
         alone = {}
         journal.append_sample(f, [p.key for p in sample])
-    observer.phase(Stage.INTERFERENCE, 0, len(sample), sum(p.key in alone for p in sample))
+    s.observer.phase(Stage.INTERFERENCE, 0, len(sample), sum(p.key in alone for p in sample))
     for p in sample:
         if p.key not in alone:
             src, dst = by_name[p.src], by_name[p.dst]
@@ -129,7 +117,7 @@ def check_interference(
             with interrupts.atomic():
                 journal.append_alone(f, measured)
                 alone[p.key] = measured
-            observer.item(None)
-    return interference.compare(
+            s.observer.item(None)
+    s.results.interference = interference.compare(
         [(p, alone[p.key]) for p in sample], cfg.interference_tolerance, cfg.parallel == 1
     )

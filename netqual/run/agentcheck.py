@@ -16,12 +16,43 @@ from concurrent.futures import ThreadPoolExecutor
 
 from netqual.agent.wire.messages import Fields
 from netqual.agent.wire.protocol import connect
-from netqual.base.errors import NetqualError
+from netqual.base.errors import NetqualError, NoAgentsError
 from netqual.model.hostpath import HostAudit
 from netqual.model.node import Node
 from netqual.model.preflight import PreflightReport
+from netqual.model.progress import Stage
 from netqual.planning.rails import endpoint_name
+from netqual.run import fanin as fanin_run
 from netqual.run.preflight import host_audit
+from netqual.run.session import RunSession
+
+
+def check_at_start(s: RunSession) -> None:
+    """The pre-flight step: the command's check when it has one (``RunSession.check``:
+    ``netqual run``'s table, which stops the run on a configuration error unless
+    --keep-going; a fan-in level the storage agents' sessions cannot serve is a usage
+    error), then the agents the run may use (``at_start``). Every agent failed: nothing
+    can be measured (NoAgentsError)."""
+    cfg, state, found = s.config, s.state, s.results
+    s.observer.phase(Stage.PREFLIGHT, 0, len(cfg.nodes))
+    if s.check is not None:
+        state.preflight = report = s.check(cfg)
+        found.agents = report.agents()
+        if cfg.fanin is not None:
+            fanin_run.check_sessions(cfg.nodes, cfg.fanin, cfg.transport, report, s.prior.fanin)
+    state.down, state.refused = at_start(
+        cfg.nodes, cfg.token, state.preflight, s.resumed, found.busy, found.hosts
+    )
+    for _ in cfg.nodes:  # every agent checked: the phase ends at agents N/N, not 0/N
+        s.observer.item()
+    down = state.down
+    if len(down) == len({n.node_name for n in cfg.nodes}):
+        # Each problem already names its node ("gpu01 unreachable: ..."); don't repeat it.
+        detail = "; ".join(v if v.startswith(k) else f"{k}: {v}" for k, v in down.items())
+        raise NoAgentsError(
+            f"every agent failed the pre-flight check, so nothing was measured ({detail}):"
+            " fix them (netqual check INVENTORY shows each), then run again"
+        )
 
 
 def at_start(

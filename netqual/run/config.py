@@ -47,7 +47,6 @@ class RunConfig:
     retest_base: Results | None = field(default=None, compare=False, repr=False)
     schedule: ScheduleConfig = field(default_factory=ScheduleConfig)
     fabric: Fabric = field(default_factory=Fabric)  # stated NIC and uplink rates
-    preflight_s: float = 0.0  # the CLI's pre-flight pass before the run (run.schedule.actual)
     # Interference check: sample max(minimum, fraction of paths); minimum 0 skips it.
     interference_fraction: float = sampling.DEFAULT_FRACTION
     interference_minimum: int = sampling.DEFAULT_MINIMUM

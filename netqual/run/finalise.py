@@ -1,4 +1,4 @@
-"""results.json from what a run holds, finished, interrupted or stopped before it began."""
+"""results.json from what a run holds, finished or interrupted (the last step of the table)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,6 @@ import platform
 import socket
 import sys
 import time
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -15,21 +14,28 @@ import numpy as np
 from netqual import __version__
 from netqual.analysis import fleet, localise
 from netqual.analysis.decision import decide
-from netqual.files.outfiles import make_out_dir, open_append
 from netqual.files.rundir import RunDir
 from netqual.model.fleet import FleetResult
 from netqual.model.preflight import PreflightReport
 from netqual.model.progress import Stage
-from netqual.model.run import Interference, RunMeta
-from netqual.planning import calibration, estimate, phases, schedule
-from netqual.planning.budget import BulkBudget
-from netqual.results import journal, summarize, write_json
+from netqual.model.run import RunMeta
+from netqual.planning import calibration, estimate, phases
+from netqual.results import summarize, write_json
 from netqual.run import resume as resume_mod
-from netqual.run.config import RunConfig, pair_schedule, run_identity
+from netqual.run.config import RunConfig
 from netqual.run.pairprobe import now_iso
-from netqual.run.runstate import RunJournal, Spent
+from netqual.run.session import RunSession
 from netqual.table.paths import PathTable
 from netqual.table.run import Results
+
+# run.schedule.actual: the key of each step's seconds (the pair steps' are the tally's)
+ACTUAL_KEYS = {
+    Stage.PREFLIGHT: "preflight_s",
+    Stage.INTERFERENCE: "interference_s",
+    Stage.FANIN: "fanin_s",
+    Stage.ENGINE: "engine_s",
+    Stage.MULTIRAIL: "multirail_s",
+}
 
 
 def clock_info() -> dict[str, object]:
@@ -63,42 +69,16 @@ def fleet_of(cfg: RunConfig, preflight: PreflightReport | None) -> FleetResult |
     return fleet.evaluate(snaps, roles, cfg.fleet_policy, {n.name: n.nics for n in cfg.nodes})
 
 
-def finalise_interrupted(
-    cfg: RunConfig, out_dir: Path, resume: resume_mod.Resume | None, stage: Stage
-) -> Results:
-    """A run stopped before the coordinator started (in the command's pre-flight check):
-    results.json and the identity for what exists (a resumed run's pairs, or none)."""
-    prior = resume.journal if resume else journal.Journal()
-    started = (resume.started_at if resume else "") or now_iso()
-    make_out_dir(out_dir)
-    resume_mod.write_identity(out_dir, run_identity(cfg), started, cfg.kind)
-    if not (out_dir / resume_mod.JSONL).exists():
-        with open_append(out_dir / resume_mod.JSONL, new=True):
-            pass
-    budget = phases.resolve(cfg.schedule, cfg.plan, cfg.endpoints, cfg.fabric)
-    spent = Spent(preflight_s=cfg.preflight_s)
-    rec = RunJournal.of(prior, [n.name for n in cfg.endpoints])
-    return finalise(cfg, out_dir, pair_schedule(cfg), started, budget, rec, None, stage, spent)
-
-
-def finalise(
-    cfg: RunConfig,
-    out_dir: Path,
-    pairing: schedule.Schedule,
-    started: str,
-    budget: BulkBudget,
-    rec: RunJournal,
-    inter: Interference | None,
-    stopped: Stage | None,
-    spent: Spent,
-    fleet_found: FleetResult | None = None,
-) -> Results:
-    """results.json from what the run holds; an interrupted run's pairs with ping-pong only
-    are in it as measured so far (``journal.as_pending``)."""
-    sched = phases.layout(cfg.schedule, budget, cfg.plan.bulk)
+def finalise(s: RunSession) -> Results:
+    """results.json from what the run holds, finished or interrupted (``state.stopped``:
+    the step the interrupt stopped); an interrupted run's pairs with ping-pong only are in
+    it as measured so far (``journal.as_pending``)."""
+    cfg, rec, stopped, found = s.config, s.journal, s.state.stopped, s.results
+    inter = found.interference
+    sched = phases.layout(cfg.schedule, s.budget, cfg.plan.bulk)
     sched["parallel"] = cfg.parallel  # pairs at once per round; None: all disjoint pairs
-    if spent.busy:  # --resume: these agents still ran someone's probes when measuring began
-        sched["busy_at_start"] = dict(spent.busy)
+    if found.busy:  # --resume: these agents still ran someone's probes when measuring began
+        sched["busy_at_start"] = dict(found.busy)
     if stopped is not None:
         sched["interference"] = f"skipped (run interrupted during {stopped.value})"
         sched["interrupted_during"] = stopped.value
@@ -108,11 +88,11 @@ def finalise(
     else:
         checked = inter is not None and inter.sample > 0
         sched["interference"] = "checked" if checked else "no measured paths to sample"
-    table = rec.measured([n.name for n in cfg.endpoints])
-    timing = _estimate_and_actual(cfg, pairing, spent, table, inter, stopped)
+    table = rec.measured(s.names)
+    timing = _estimate_and_actual(s, table)
     sched |= timing
     meta = RunMeta(
-        started_at=started,
+        started_at=s.started,
         finished_at=now_iso(),
         transport=cfg.transport.value,
         mode=cfg.mode,
@@ -124,8 +104,8 @@ def finalise(
         kind=cfg.kind,
         schedule=sched,
         complete=stopped is None,
-        pairs_planned=pairing.pair_count,
-        agents=spent.agents,
+        pairs_planned=s.pairing.pair_count,
+        agents=found.agents,
     )
     results = Results(
         run=meta,
@@ -137,28 +117,29 @@ def finalise(
         workload=cfg.workload,
     )
     results = dataclasses.replace(results, retest_of=cfg.retest_of)
-    found, localised = localise.localisation(results, cfg.retest_base)
+    found_suspects, localised = localise.localisation(results, cfg.retest_base)
     results = dataclasses.replace(
         results,
-        suspects=found,
+        suspects=found_suspects,
         localisation=localised,
         not_measured=rec.not_measured(),
-        fanin=spent.fanin,
-        fleet=fleet_found,
+        fanin=found.fanin,
+        fleet=fleet_of(cfg, s.state.preflight),
         hosts=tuple(
-            spent.hosts[k]
+            found.hosts[k]
             for k in dict.fromkeys(n.node_name for n in cfg.nodes)
-            if k in spent.hosts
+            if k in found.hosts
         ),
-        multirail=spent.multirail,
+        multirail=found.multirail,
     )
     results = decide(results)
-    write_json(RunDir(out_dir).results_json, results)
+    write_json(RunDir(s.out).results_json, results)
+    s.state.finished = results
     # run.json: what the run expected of each phase and what it took (after results.json:
     # a directory that refuses writes is reported for the results first)
     actual = timing["actual"]
     resume_mod.record_phases(
-        out_dir,
+        s.out,
         {
             name: {"estimate_s": est["seconds"], "actual_s": actual.get(f"{name}_s")}
             for name, est in timing["estimate"].items()
@@ -168,17 +149,11 @@ def finalise(
     return results
 
 
-def _estimate_and_actual(
-    cfg: RunConfig,
-    pairing: schedule.Schedule,
-    spent: Spent,
-    table: PathTable,
-    inter: Interference | None,
-    stopped: Stage | None,
-) -> dict[str, Any]:
+def _estimate_and_actual(s: RunSession, table: PathTable) -> dict[str, Any]:
     """``run.schedule`` estimate (the dry run's, calibrated by ``--calibrate-from`` when
     given), actual and calibration (this run's phases priced at its own rates, what a later
     ``--calibrate-from`` divides its actual times by)."""
+    cfg, pairing, spent, stopped = s.config, s.pairing, s.spent, s.state.stopped
     # the dry run's model, with this host's cores when every agent is on loopback
     transport = cfg.transport.value
     model = estimate.DurationModel(shared_cores=estimate.local_cores(pairing.nodes))
@@ -200,13 +175,17 @@ def _estimate_and_actual(
         shown = estimate.calibrated_phases(
             estimated, shape(estimate.sample_of(estimated)), cfg.calibration
         )
+
+    def seconds(stage: Stage) -> dict[str, float]:
+        return {ACTUAL_KEYS[stage]: round(spent.of(stage), 3)}
+
     actual = {
-        "preflight_s": round(spent.preflight_s, 3),
+        **seconds(Stage.PREFLIGHT),
         **spent.tally.to_dict(),
-        "interference_s": round(spent.interference_s, 3),
-        **({"fanin_s": round(spent.fanin_s, 3)} if cfg.fanin is not None else {}),
-        **({"engine_s": round(spent.engine_s, 3)} if cfg.engine is not None else {}),
-        **({"multirail_s": round(spent.multirail_s, 3)} if cfg.multirail > 0 else {}),
+        **seconds(Stage.INTERFERENCE),
+        **(seconds(Stage.FANIN) if cfg.fanin is not None else {}),
+        **(seconds(Stage.ENGINE) if cfg.engine is not None else {}),
+        **(seconds(Stage.MULTIRAIL) if cfg.multirail > 0 else {}),
     }
     out: dict[str, Any] = {
         "estimate": {
@@ -216,10 +195,10 @@ def _estimate_and_actual(
         },
         "actual": actual,
     }
-    if stopped is not None or spent.resumed:
+    if stopped is not None or s.resumed:
         out["calibration"] = "interrupted" if stopped is not None else "resumed"
     else:
-        sample = inter.sample if inter is not None else 0
+        sample = s.results.interference.sample if s.results.interference is not None else 0
         rates = calibration.Rates.of(table, cfg.plan)
         out["calibration"] = {"work_s": estimate.work_record(estimated, shape(sample), rates)}
     return out

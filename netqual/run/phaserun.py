@@ -9,7 +9,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any, TypeAlias
 
 from netqual.analysis import counter_evidence
@@ -161,6 +161,104 @@ class Tally:
         }
 
 
+def pair_stages(timing: Timing, bulk: bool) -> tuple[Stage, ...]:
+    """The pair steps a schedule runs, in order (the run's step table asks the same):
+    ping-pong alone without bulk; aligned, every ping-pong and then the bulk waves;
+    per-round and unaligned, one probe step (ping-pong and bulk per round, or per pair)."""
+    if not bulk:
+        return (Stage.PINGPONG,)
+    if timing is Timing.ALIGNED:
+        return (Stage.PINGPONG, Stage.BULK)
+    return (Stage.PROBE,)
+
+
+@dataclass
+class PairRun:
+    """The pair steps of one run: the rounds still to measure (a round is consumed only
+    when it starts), one runner (every phase window counts from its start), where each
+    result goes, what the phases took (``tally``, filled as phases end, so an interrupted
+    run keeps what finished) and, between the aligned ping-pong and bulk steps, the pairs
+    whose bulk phase is due. ``pingpong``, ``bulk_waves`` and ``probe`` are the steps."""
+
+    rounds: Iterable[Sequence[Pair]]
+    totals: Totals
+    schedule: ScheduleConfig
+    budget: BulkBudget
+    bulk: bool
+    parallel: int | None
+    work: Work
+    tally: Tally = field(default_factory=Tally)
+    due: list[Pair] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.runner = _Runner(self.work.measure, time.monotonic())
+
+    def pingpong(self) -> None:
+        """Every round's ping-pong. Without bulk each is the whole pair; else (aligned)
+        each is recorded as it finishes (``work.emit_pingpong``) and its pair is due for
+        the bulk step, after the pairs a resumed run left with their ping-pong only."""
+        if not self.bulk:
+            self._whole(Phase.PINGPONG, Stage.PINGPONG)
+            return
+        totals = self.totals
+        self.work.observer.phase(
+            Stage.PINGPONG, totals.rounds, totals.pairs, totals.finished + len(totals.pending)
+        )
+        measured = _pingpong_phase(
+            self.runner, self.rounds, self.parallel, self.work, self.tally, count=True
+        )
+        self.due = [*totals.pending, *measured]
+
+    def bulk_waves(self) -> None:
+        """The bulk phase of every pair due, in waves under the budget (aligned)."""
+        _bulk_phase(
+            self.runner, self.due, self.budget, self.schedule.bulk_pairs, self.work,
+            self.tally, announce=True,
+        )  # fmt: skip
+
+    def probe(self) -> None:
+        """Ping-pong and bulk together: one request per pair (unaligned), or each round's
+        ping-pong then its bulk waves (per-round), after the bulk phase of the pairs a
+        resumed run left with their ping-pong only."""
+        if self.schedule.schedule is Timing.UNALIGNED:
+            self._whole(Phase.PROBE, Stage.PROBE)
+            return
+        obs, totals, tally = self.work.observer, self.totals, self.tally
+        coverage = self.schedule.bulk_pairs
+        obs.phase(Stage.PROBE, totals.rounds, totals.pairs, totals.finished)
+        if totals.pending:
+            _bulk_phase(self.runner, list(totals.pending), self.budget, coverage, self.work, tally)
+        for pairs in self.rounds:
+            measured = _pingpong_phase(
+                self.runner, [pairs], self.parallel, self.work, tally, count=False
+            )
+            _bulk_phase(self.runner, measured, self.budget, coverage, self.work, tally)
+            obs.step()
+
+    def _whole(self, phase: Phase, stage: Stage) -> None:
+        """One request per pair: the whole pair, finished as it ends."""
+        obs, work, tally = self.work.observer, self.work, self.tally
+        obs.phase(stage, self.totals.rounds, self.totals.pairs, self.totals.finished)
+
+        def finished(pair: Pair, path: Measured) -> None:
+            work.emit(path)
+            obs.item(_shown(path))
+
+        t0 = time.monotonic()
+        for pairs in self.rounds:
+            tally.pingpong_rounds += 1
+            for batch in host_batches(pairs, self.parallel):
+                self.runner.group(batch, phase, finished)
+            obs.step()
+        tally.pingpong_s = time.monotonic() - t0
+
+    def step(self, stage: Stage) -> None:
+        """The pair step of ``stage`` (one of ``pair_stages``)."""
+        steps = {Stage.PINGPONG: self.pingpong, Stage.BULK: self.bulk_waves}
+        steps[Stage.PROBE] = self.probe
+        steps[stage]()
+
+
 def execute(
     rounds: Iterable[Sequence[Pair]],
     totals: Totals,
@@ -172,45 +270,15 @@ def execute(
     work: Work,
     tally: Tally | None = None,
 ) -> Tally:
-    """Measure every pair of ``rounds`` in the configured schedule, and the bulk phase of
-    ``totals.pending``. Each ping-pong goes to ``work.emit_pingpong`` as it finishes, each
-    finished pair to ``work.emit``; a round of ``rounds`` is consumed only when it starts.
-    ``tally`` (filled as phases end, so an interrupted run keeps what finished) is
-    returned."""
-    runner = _Runner(work.measure, time.monotonic())
-    tally = tally if tally is not None else Tally()
-    obs = work.observer
-    if cfg.schedule is Timing.UNALIGNED or not bulk:
-        phase = Phase.PROBE if bulk else Phase.PINGPONG
-        stage = Stage.PROBE if bulk else Stage.PINGPONG
-        obs.phase(stage, totals.rounds, totals.pairs, totals.finished)
-
-        def finished(pair: Pair, path: Measured) -> None:
-            work.emit(path)
-            obs.item(_shown(path))
-
-        t0 = time.monotonic()
-        for pairs in rounds:
-            tally.pingpong_rounds += 1
-            for batch in host_batches(pairs, parallel):
-                runner.group(batch, phase, finished)
-            obs.step()
-        tally.pingpong_s = time.monotonic() - t0
-        return tally
-    if cfg.schedule is Timing.PER_ROUND:
-        obs.phase(Stage.PROBE, totals.rounds, totals.pairs, totals.finished)
-        if totals.pending:
-            _bulk_phase(runner, list(totals.pending), budget, cfg.bulk_pairs, work, tally)
-        for pairs in rounds:
-            measured = _pingpong_phase(runner, [pairs], parallel, work, tally, count=False)
-            _bulk_phase(runner, measured, budget, cfg.bulk_pairs, work, tally)
-            obs.step()
-        return tally
-    obs.phase(Stage.PINGPONG, totals.rounds, totals.pairs, totals.finished + len(totals.pending))
-    measured = _pingpong_phase(runner, rounds, parallel, work, tally, count=True)
-    measured = [*totals.pending, *measured]
-    _bulk_phase(runner, measured, budget, cfg.bulk_pairs, work, tally, announce=True)
-    return tally
+    """Every pair step of the configured schedule, in order (``pair_stages``): every pair
+    of ``rounds`` measured, and the bulk phase of ``totals.pending``. Each ping-pong goes
+    to ``work.emit_pingpong`` as it finishes, each finished pair to ``work.emit``.
+    Returns the tally (``tally``, when given, filled)."""
+    run = PairRun(rounds, totals, cfg, budget, bulk, parallel, work)
+    run.tally = tally if tally is not None else run.tally
+    for stage in pair_stages(cfg.schedule, bulk):
+        run.step(stage)
+    return run.tally
 
 
 def _pingpong_phase(

@@ -1,4 +1,4 @@
-"""What a run holds while it runs: its results.jsonl journal and what each phase took."""
+"""What a run holds while it runs: its results.jsonl journal and what each step took."""
 
 from __future__ import annotations
 
@@ -8,10 +8,8 @@ from typing import TextIO
 
 from netqual.base import interrupts
 from netqual.model.engine import EngineCell
-from netqual.model.fanin import FaninResult
-from netqual.model.hostpath import HostAudit
-from netqual.model.multirail import MultiRail
 from netqual.model.path import NotMeasured, PathResult
+from netqual.model.progress import Stage
 from netqual.results import journal
 from netqual.run.phaserun import Tally
 from netqual.table.paths import PathTable
@@ -22,7 +20,7 @@ from netqual.table.store import KeyedPaths, PathChunks
 class RunJournal:
     """The run's results.jsonl while it runs, and what it holds so far."""
 
-    file: TextIO | None
+    file: TextIO
     paths: PathChunks  # finished pairs, in the order they finished (as columns)
     pending: KeyedPaths  # ping-pong done, bulk phase not yet
     # configuration failures: not measurements, never journalled (--resume tries again)
@@ -33,9 +31,7 @@ class RunJournal:
     engine_refused: dict[tuple[str, str], str] = field(default_factory=dict)
 
     @classmethod
-    def of(
-        cls, prior: journal.Journal, names: Sequence[str], file: TextIO | None = None
-    ) -> RunJournal:
+    def of(cls, prior: journal.Journal, names: Sequence[str], file: TextIO) -> RunJournal:
         """``names``: the run's nodes, the tables' node codes."""
         return cls(
             file, PathChunks(names, [prior.done.table()]), prior.pending.copy(),
@@ -43,7 +39,6 @@ class RunJournal:
         )  # fmt: skip
 
     def finished(self, path: PathResult | NotMeasured) -> None:
-        assert self.file is not None
         if isinstance(path, NotMeasured):  # not journalled: --resume tries it again
             self.pending.pop(path.key, None)
             self.skipped.append(path)
@@ -54,7 +49,6 @@ class RunJournal:
             self.paths.append(path)
 
     def engine_cells(self, key: tuple[str, str], cells: tuple[EngineCell, ...]) -> None:
-        assert self.file is not None
         with interrupts.atomic():
             journal.append_engine(self.file, key, cells)
             self.engine[key] = cells
@@ -76,7 +70,6 @@ class RunJournal:
         return (*self.skipped, *refused)
 
     def pingpong(self, path: PathResult) -> None:
-        assert self.file is not None
         with interrupts.atomic():
             journal.append_pingpong(self.file, path)
             self.pending[path.key] = path
@@ -84,17 +77,15 @@ class RunJournal:
 
 @dataclass
 class Spent:
-    """What the phases took (``run.schedule.actual``), kept as they end."""
+    """What each step took, as steps end: seconds by the step's stage, and the pair steps'
+    tally (``run.schedule.actual``; the tally splits ping-pong from bulk seconds as probes
+    run, which a per-round schedule interleaves within one step)."""
 
-    preflight_s: float = 0.0
     tally: Tally = field(default_factory=Tally)
-    interference_s: float = 0.0
-    busy: dict[str, int] = field(default_factory=dict)  # --resume: probes agents still ran
-    fanin: tuple[FaninResult, ...] = ()
-    fanin_s: float = 0.0
-    agents: dict[str, dict[str, object]] = field(default_factory=dict)  # run.agents
-    hosts: dict[str, HostAudit] = field(default_factory=dict)  # each agent's host path audit
-    multirail: tuple[MultiRail, ...] = ()  # run --multirail (docs/rails.md)
-    multirail_s: float = 0.0
-    engine_s: float = 0.0  # run --engine: the engine cells of every path
-    resumed: bool = False  # --resume: the phase times cover part of the run's pairs
+    seconds: dict[Stage, float] = field(default_factory=dict)
+
+    def add(self, stage: Stage, seconds: float) -> None:
+        self.seconds[stage] = self.seconds.get(stage, 0.0) + seconds
+
+    def of(self, stage: Stage) -> float:
+        return self.seconds.get(stage, 0.0)

@@ -22,7 +22,7 @@ from agentpool import AgentPool
 from cli_helpers import netqual, run_in_process
 from eventually import eventually
 from factories import make_results, write_results
-from hostile import HOSTILE, assert_literal, hostile_results
+from hostile import HOSTILE, assert_literal, hostile_named, hostile_results
 from peers import frame, serving, write_inventory
 
 from netqual.agent.wire.handshake import PROTOCOL_VERSION
@@ -129,6 +129,15 @@ def test_every_file_command_prints_the_hostile_name_literally(
         if (hostile_dir / html).exists():
             page = (hostile_dir / html).read_text()
             assert "\x1b" not in page and '<a href="https://evil' not in page
+
+
+def test_a_node_named_with_markup_is_refused_and_shown_literally(tmp_path: Path) -> None:
+    """A node name follows the inventory's rules in a results file too: refused (exit 2),
+    the offending name shown cut and escaped, never acted on."""
+    hostile_named(tmp_path / "named.json")
+    r = netqual("report", "named.json", cwd=tmp_path)
+    assert r.returncode == 2 and "is not a node name" in r.stderr, r.stderr
+    assert_literal(r.stdout + r.stderr)
 
 
 def test_terminal_report_shows_the_markup_as_text(hostile_dir: Path) -> None:

@@ -41,3 +41,10 @@ def hostile_results(path: Path) -> Path:
             p["reasons"] = [HOSTILE]
     path.write_text(json.dumps(doc))
     return path
+
+
+def hostile_named(path: Path) -> Path:
+    """A run whose node 'gpu02' is named HOSTILE."""
+    write_results(path, make_results(4))
+    path.write_text(path.read_text().replace('"gpu02"', json.dumps(HOSTILE)))
+    return path

@@ -25,9 +25,9 @@ from types import FrameType
 from typing import Any
 
 from netqual import __version__
-from netqual.agent import counters, engine_serve, fleet_snapshot, nicreport, pcisysfs, reach
+from netqual.agent import counters
 from netqual.agent.admission import Admission
-from netqual.agent.probe_request import serve_probe
+from netqual.agent.requests import REQUESTS
 from netqual.agent.wire import hops as hops_mod
 from netqual.agent.wire.handshake import SessionKeys
 from netqual.agent.wire.protocol import Channel
@@ -40,7 +40,6 @@ from netqual.base.errors import (
     NetqualError,
     ProtocolError,
 )
-from netqual.codec import hostpath as hostpath_codec
 from netqual.transports import (
     TRANSPORT_NAMES,
     AgentLimits,
@@ -253,51 +252,15 @@ class Agent:
     def _dispatch(
         self, ch: Channel, kind: str, body: dict[str, Any], counting: counters.Counting
     ) -> None:
-        if kind == "info":
-            ch.send("info", self.info())
-        elif kind == "doctor":
-            ch.send("doctor", _doctor_report())
-        elif kind == "snapshot":
-            roots = fleet_snapshot.Roots(self.sysfs_root)
-            main = None
-            if roots.live:  # the interface the address the coordinator reached uses
-                with contextlib.suppress(OSError):
-                    local, peer = ch.sock.getsockname()[0], ch.sock.getpeername()[0]
-                    main = fleet_snapshot.main_interface(local, peer)
-            snapshot = fleet_snapshot.collect(roots, main)
-            ch.send("snapshot", fleet_snapshot.to_wire(snapshot))
-        elif kind == "hostpath":
-            ch.send("hostpath", hostpath_codec.to_dict(pcisysfs.audit(self.sysfs_root, self.name)))
-        elif kind == "reach":  # can probes reach it at its NIC addresses (agent/reach.py)
-            ch.send("reach", reach.serve(body, self.port, self.host, ch.peer))
-        elif kind == "nics":  # its IP interfaces and RDMA ports (docs/rails.md)
-            ch.send("nics", nicreport.to_wire(nicreport.collect(self.sysfs_root)))
-        elif kind == "probe":
-            with self._measurement(counting):
-                serve_probe(ch, body, self.name, self.token, self.limits, self.transport, counting)
-        elif kind in engine_serve.KINDS:  # fetch engines in worker processes (docs/engines.md)
-            self._engine(ch, kind, body, counting)
-        elif kind.startswith("counters."):  # before/after a probe phase (netqual.agent.counters)
-            counters.serve(ch, kind, body, counting)
-        elif "." in kind and kind.split(".", 1)[0] in TRANSPORT_NAMES:
-            transport = self.transport(kind.split(".", 1)[0])
-            with self._measurement(counting):
-                transport.respond(ch, kind, body, self.limits, self.buffers)
-        else:
+        """One request, by its kind (``netqual.agent.requests``)."""
+        request = REQUESTS.get(kind)
+        if request is None:
             raise BadRequestError(ch.peer, "kind", f"unknown request {kind[:40]!r}")
-
-    def _engine(
-        self, ch: Channel, kind: str, body: dict[str, Any], counting: counters.Counting
-    ) -> None:
-        if kind == "engines":
-            engine_serve.serve_engines(ch, body)
+        if not request.measures:
+            request.serve(self, ch, kind, body, counting)
             return
-        serve = (
-            engine_serve.serve_target if kind == "engine.target" else engine_serve.serve_initiate
-        )
-        own = self.transport_options.rdma.device if self.transport_options else None
         with self._measurement(counting):
-            serve(ch, body, self.name, self.limits, own)
+            request.serve(self, ch, kind, body, counting)
 
     def transport(self, name: str, run: TransportOptions | None = None) -> Transport:
         """The transport for one request: this agent's name and options, and the run's
@@ -339,12 +302,3 @@ def _wake_udp(sock: socket.socket) -> None:
         host = "::1" if sock.family == socket.AF_INET6 else "127.0.0.1"
     with contextlib.suppress(OSError):
         sock.sendto(b"", (host, port))
-
-
-def _doctor_report() -> dict[str, Any]:
-    try:
-        from netqual.agent.doctor import local_report
-    except ImportError as err:  # doctor is optional in minimal builds
-        return {"problems": [{"severity": "error", "message": f"doctor unavailable: {err}"}]}
-    report: dict[str, Any] = local_report()
-    return report

@@ -25,7 +25,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
@@ -49,15 +49,12 @@ from netqual.table.store import KeyedPaths, PathChunks, concat
 
 Key = tuple[str, str]
 
+PATH = "path"  # a bare path object: no "record" key
 PINGPONG = "pingpong"
 SAMPLE = "interference-sample"
 ALONE = "alone"
 FANIN = "fanin-level"
 ENGINE = "engine"
-_WRAPPED = (PINGPONG, ALONE)
-# How the writer lays out a wrapped record, so a reader can cut the path out of the line
-# without parsing it twice (a 1,024-node run has half a million of them).
-_PREFIX = {kind: f'{{"record":"{kind}","path":'.encode() for kind in _WRAPPED}
 
 PENDING_REASON = "bulk phase not measured: the run stopped before it (--resume measures it)"
 
@@ -120,8 +117,108 @@ class Journal:
     duplicates: int = 0  # records of something already recorded (a rewrite drops them)
 
 
+def _sample(doc: Mapping[str, Any], source: str, where: str) -> tuple[Key, ...]:
+    pairs = doc.get("pairs")
+    if not isinstance(pairs, list) or not all(
+        isinstance(p, list) and len(p) == 2 and all(isinstance(x, str) for x in p) for p in pairs
+    ):
+        raise ResultsFileError(source, "expected a list of [src, dst] pairs", f"{where}.pairs")
+    return tuple((str(a), str(b)) for a, b in pairs)
+
+
+def _fanin(doc: Mapping[str, Any], source: str, where: str) -> tuple[str, FaninLevel]:
+    storage, level = doc.get("storage"), doc.get("level")
+    if not isinstance(storage, str) or not isinstance(level, dict):
+        raise ResultsFileError(source, "expected storage and level", where)
+    try:
+        return storage, fanin_level(level)
+    except (KeyError, TypeError, ValueError, AttributeError) as err:
+        raise ResultsFileError(source, f"malformed level: {err!r}", f"{where}.level") from err
+
+
+def _engine(doc: Mapping[str, Any], source: str, where: str) -> tuple[Key, tuple[EngineCell, ...]]:
+    src, dst, cells = doc.get("src"), doc.get("dst"), doc.get("cells")
+    if not isinstance(src, str) or not isinstance(dst, str) or not isinstance(cells, list):
+        raise ResultsFileError(source, "expected src, dst and cells", where)
+    try:
+        wire = msgspec.convert(cells, list[WireEngineCell])
+    except msgspec.ValidationError as err:
+        raise ResultsFileError(source, f"malformed cell: {err}", f"{where}.cells") from err
+    return (src, dst), tuple(c.cell() for c in wire)
+
+
+def _path(doc: Mapping[str, Any], source: str, where: str) -> Any:
+    if not isinstance(doc.get("path"), dict):
+        raise ResultsFileError(source, "expected a path object", f"{where}.path")
+    return decode_path(json.dumps(doc["path"]), source, f"{where}.path")
+
+
+class _Reading:
+    """What ``read`` gathers, line by line, before the paths become columns."""
+
+    def __init__(self) -> None:
+        self.kinds: list[str] = []  # per path-carrying line (and sample), in file order
+        self.wire = PathChunks()
+        self.sample: tuple[Key, ...] | None = None
+        self.levels: dict[tuple[str, int], FaninLevel] = {}
+        self.engine: dict[Key, tuple[EngineCell, ...]] = {}
+
+    def path(self, kind: str, wire: Any) -> None:
+        self.kinds.append(kind)
+        self.wire.append(wire)
+
+    def keep_sample(self, kind: str, sample: tuple[Key, ...]) -> None:
+        self.sample = self.sample or sample  # the first one: a resumed run keeps it
+        self.kinds.append(kind)
+
+    def keep_level(self, kind: str, got: tuple[str, FaninLevel]) -> None:
+        storage, level = got
+        self.levels.setdefault((storage, level.readers), level)
+
+    def keep_engine(self, kind: str, got: tuple[Key, tuple[EngineCell, ...]]) -> None:
+        self.engine.setdefault(*got)
+
+
+@dataclass(frozen=True)
+class Record:
+    """One kind of results.jsonl line: its ``record`` name (``path``: a bare path object),
+    what it means (docs/results.md lists them), how a line of it is read (``decode``, from
+    the parsed line; the writers' own layout of a path record is cut out without parsing
+    it twice) and what reading keeps of it (``keep``)."""
+
+    kind: str
+    meaning: str
+    decode: Callable[[Mapping[str, Any], str, str], Any]
+    keep: Callable[[_Reading, str, Any], None]
+
+    @property
+    def wraps_path(self) -> bool:
+        return self.decode is _path
+
+
+RECORDS: Mapping[str, Record] = {
+    r.kind: r
+    for r in (
+        Record(PATH, "finished pair: every phase of the pair is done", _path, _Reading.path),
+        Record(PINGPONG, "ping-pong done, its bulk phase still to run", _path, _Reading.path),
+        Record(SAMPLE, "the interference check's sample, chosen once", _sample,
+               _Reading.keep_sample),
+        Record(ALONE, "one sampled path re-measured alone", _path, _Reading.path),
+        Record(FANIN, "one level of the --fanin sweep", _fanin, _Reading.keep_level),
+        Record(ENGINE, "a finished pair's --engine cells", _engine, _Reading.keep_engine),
+    )
+}  # fmt: skip
+# How the writer lays out a wrapped record, so a reader can cut the path out of the line
+# without parsing it twice (a 1,024-node run has half a million of them).
+_PREFIX = {
+    kind: f'{{"record":"{kind}","path":'.encode()
+    for kind, r in RECORDS.items()
+    if r.wraps_path and kind != PATH
+}
+
+
 def _wrapped(line: bytes, source: str, where: str) -> tuple[str, Any] | None:
-    """(kind, wire path) of a pingpong/alone record, or None for a bare path object."""
+    """(kind, what the line holds) of a record line, or None for a bare path object."""
     for kind, prefix in _PREFIX.items():
         if line.startswith(prefix) and line.rstrip().endswith(b"}"):
             return kind, decode_path(line.rstrip()[len(prefix) : -1], source, where)
@@ -132,34 +229,10 @@ def _wrapped(line: bytes, source: str, where: str) -> tuple[str, Any] | None:
     if not isinstance(doc, dict) or "record" not in doc:
         return None  # a path object that merely mentions the word (a node named so)
     kind = doc["record"]
-    if kind == SAMPLE:
-        pairs = doc.get("pairs")
-        if not isinstance(pairs, list) or not all(
-            isinstance(p, list) and len(p) == 2 and all(isinstance(x, str) for x in p)
-            for p in pairs
-        ):
-            raise ResultsFileError(source, "expected a list of [src, dst] pairs", f"{where}.pairs")
-        return kind, tuple((str(a), str(b)) for a, b in pairs)
-    if kind == FANIN:
-        storage, level = doc.get("storage"), doc.get("level")
-        if not isinstance(storage, str) or not isinstance(level, dict):
-            raise ResultsFileError(source, "expected storage and level", where)
-        try:
-            return kind, (storage, fanin_level(level))
-        except (KeyError, TypeError, ValueError, AttributeError) as err:
-            raise ResultsFileError(source, f"malformed level: {err!r}", f"{where}.level") from err
-    if kind == ENGINE:
-        src, dst, cells = doc.get("src"), doc.get("dst"), doc.get("cells")
-        if not isinstance(src, str) or not isinstance(dst, str) or not isinstance(cells, list):
-            raise ResultsFileError(source, "expected src, dst and cells", where)
-        try:
-            wire = msgspec.convert(cells, list[WireEngineCell])
-        except msgspec.ValidationError as err:
-            raise ResultsFileError(source, f"malformed cell: {err}", f"{where}.cells") from err
-        return kind, ((src, dst), tuple(c.cell() for c in wire))
-    if kind in _WRAPPED and isinstance(doc.get("path"), dict):
-        return str(kind), decode_path(json.dumps(doc["path"]), source, f"{where}.path")
-    raise ResultsFileError(source, f"unknown record kind {kind!r}", f"{where}.record")
+    record = RECORDS.get(kind) if isinstance(kind, str) and kind != PATH else None
+    if record is None:
+        raise ResultsFileError(source, f"unknown record kind {kind!r}", f"{where}.record")
+    return kind, record.decode(doc, source, where)
 
 
 def read(path: Path) -> Journal:
@@ -169,32 +242,17 @@ def read(path: Path) -> Journal:
         lines = path.read_bytes().splitlines()
     except OSError as err:
         raise ResultsFileError(source, f"cannot read: {err.strerror or err}") from err
-    kinds: list[str] = []
-    wire = PathChunks()
-    sample: tuple[Key, ...] | None = None
-    levels: dict[tuple[str, int], FaninLevel] = {}
-    engine: dict[Key, tuple[EngineCell, ...]] = {}
+    got = _Reading()
     for i, line in enumerate(lines):
         if not line.strip():
             continue
         where = f"line {i + 1}"
         try:
-            got = _wrapped(line, source, where)
-            if got is None:
-                wire.append(decode_path(line, source, where))
-                kinds.append("path")
-            elif got[0] == SAMPLE:
-                sample = sample or got[1]
-                kinds.append(SAMPLE)
-            elif got[0] == FANIN:
-                storage, level = got[1]
-                levels.setdefault((storage, level.readers), level)
-            elif got[0] == ENGINE:
-                key, cells = got[1]
-                engine.setdefault(key, cells)
+            found = _wrapped(line, source, where)
+            if found is None:
+                got.path(PATH, decode_path(line, source, where))
             else:
-                kinds.append(got[0])
-                wire.append(got[1])
+                RECORDS[found[0]].keep(got, *found)
         except msgspec.DecodeError as err:
             if i == len(lines) - 1:
                 break  # the torn last line of a crash mid-write: that record is not done
@@ -203,8 +261,9 @@ def read(path: Path) -> Journal:
             if i == len(lines) - 1:
                 break
             raise
+    kinds, sample, levels, engine = got.kinds, got.sample, got.levels, got.engine
     # A liar agent's impossible values make its path unsafe here too (netqual.analysis.plausible).
-    table = mark_impossible(wire.table())
+    table = mark_impossible(got.wire.table())
     keys = iter(table.keys())
     done: dict[Key, int] = {}
     pending: dict[Key, int] = {}
@@ -216,7 +275,7 @@ def read(path: Path) -> Journal:
         if kind == SAMPLE:
             continue
         key, row = next(keys), row + 1
-        if kind == "path":
+        if kind == PATH:
             dupes += key in done
             done.setdefault(key, row)
             pending.pop(key, None)

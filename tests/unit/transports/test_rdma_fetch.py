@@ -6,6 +6,7 @@ ranks over RDMA. Real verbs: tests/env/test_rxe_guest.py (Soft-RoCE)."""
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import socket
 import threading
@@ -14,6 +15,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 import pytest
+from eventually import eventually
 from rdma_fakeverbs import Fabric, module
 
 from netqual.agent.wire.protocol import connect
@@ -200,10 +202,14 @@ def test_a_coordinator_that_leaves_ends_a_fetch_from_a_stalled_responder(
     ch, _hello = connect("127.0.0.1", fake_agent, None, peer="fakeB")
     left: list[float] = []
 
-    def leave() -> None:  # once the fetch's READs have begun
-        end = time.monotonic() + 30
-        while sum(fabric.reads_by_qp.values()) < 100 and time.monotonic() < end:
-            time.sleep(0.01)
+    def leave() -> None:  # once the fetch's READs have begun (if never, the test fails below)
+        with contextlib.suppress(AssertionError):
+            eventually(
+                lambda: sum(fabric.reads_by_qp.values()) >= 100,
+                within_s=30,
+                every_s=0.01,
+                what="the fetch's READs begin",
+            )
         left.append(time.monotonic())
         ch.sock.shutdown(socket.SHUT_RDWR)
 

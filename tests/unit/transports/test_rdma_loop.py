@@ -16,6 +16,7 @@ import threading
 import time
 
 import pytest
+from eventually import eventually
 from rdma_fakeverbs import Fabric, module
 from rdma_fakeverbs_c import SilentDevice
 
@@ -331,9 +332,12 @@ def test_initiator_failure_after_connect_releases_both_ends(
         )
     # The responder tears down in its own thread: wait for its last release (the context),
     # not for an interval that a loaded machine may not honour.
-    end = time.monotonic() + 10
-    while fabric.closed.count("ctx") < 4 and time.monotonic() < end:
-        time.sleep(0.01)
+    eventually(
+        lambda: fabric.closed.count("ctx") >= 4,
+        within_s=10,
+        every_s=0.01,
+        what=lambda: f"the responder's last release (its context): {fabric.closed}",
+    )
     for kind in ("qp", "cq", "mr", "pd"):
         assert fabric.closed.count(kind) == 2, (kind, fabric.closed)
     assert fabric.closed.count("ctx") == 4  # two device scans and two endpoints

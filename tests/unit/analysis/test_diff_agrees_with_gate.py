@@ -1,13 +1,16 @@
 """diff and the re-qualification gate agree on what is worse (same test, same
-thresholds), and diff says which changes lie within the two runs' noise."""
+thresholds), and diff says which changes lie within the two runs' noise. The commands run
+in-process (run_in_process): a unit test starts no process."""
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
-from cli_helpers import netqual
+import pytest
+from cli_helpers import Run, run_in_process
 from factories import make_results, write_results
 
 from netqual.model.stats import Ci95
@@ -25,7 +28,19 @@ min_delta_us = 5.0
 """
 
 
-def test_a_57_percent_rise_is_worse_in_diff_and_fails_the_gate(tmp_path: Path) -> None:
+@pytest.fixture
+def netqual(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> Callable[..., Run]:
+    def run(*args: str, cwd: Path) -> Run:
+        return run_in_process(list(args), cwd, monkeypatch, capsys)
+
+    return run
+
+
+def test_a_57_percent_rise_is_worse_in_diff_and_fails_the_gate(
+    tmp_path: Path, netqual: Callable[..., Run]
+) -> None:
     old = make_results(4, slow_paths=[("gpu03", "stor01", 100.0)])
     new = make_results(
         4, slow_paths=[("gpu03", "stor01", 157.0)], started_at="2026-11-30T12:00:00+00:00"
@@ -62,7 +77,9 @@ def _with_ci(run: Results, scale: float, half_width_pct: float) -> Results:
     return replace(run, paths=PathTable.from_paths(paths))
 
 
-def test_changes_inside_both_confidence_intervals_are_noise(tmp_path: Path) -> None:
+def test_changes_inside_both_confidence_intervals_are_noise(
+    tmp_path: Path, netqual: Callable[..., Run]
+) -> None:
     run = make_results(4, all_safe=True)
     write_results(tmp_path / "a.json", _with_ci(run, 1.0, 10.0))
     write_results(tmp_path / "b.json", _with_ci(run, 1.08, 10.0))  # +8%: the CIs overlap
@@ -91,7 +108,9 @@ def _tail_up(run: Results, scale: float, half_width_pct: float) -> Results:
     return replace(run, paths=PathTable.from_paths(paths))
 
 
-def test_a_p99_rise_within_both_intervals_still_fails_and_says_so(tmp_path: Path) -> None:
+def test_a_p99_rise_within_both_intervals_still_fails_and_says_so(
+    tmp_path: Path, netqual: Callable[..., Run]
+) -> None:
     # min_delta_us is the rule's noise floor; the intervals tell the reader to re-test
     run = make_results(3, all_safe=True)
     write_results(tmp_path / "old.json", _tail_up(run, 1.0, 10.0))

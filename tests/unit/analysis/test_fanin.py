@@ -211,10 +211,15 @@ def test_no_projection_when_the_sweep_did_not_fetch_the_workloads_chunk() -> Non
     assert fanin.pays_sentence(fanin.project(same, w)) == "offload pays up to 2 concurrent readers"
 
 
-def test_dry_run_estimates_the_sweep_through_the_storage_link(tmp_path: Path) -> None:
+def test_dry_run_estimates_the_sweep_through_the_storage_link(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     """Per storage node and measured level: one request plus k readers' chunks at the lesser
     of the model's TCP goodput (10 Gbit/s) and the storage node's NIC (stated 1 Gbit/s)."""
-    from cli_helpers import netqual
+    from cli_helpers import Run, run_in_process
+
+    def netqual(*args: str, cwd: Path) -> Run:  # in-process: a unit test starts no process
+        return run_in_process(list(args), cwd, monkeypatch, capsys)
 
     lines = ["[defaults]\nport = 18515\n"]
     lines.append('[[node]]\nname = "st"\naddress = "10.0.0.1"\nrole = "storage"\nnic_gbps = 1.0\n')

@@ -53,6 +53,10 @@ class RunObserver(Protocol):
     def item(self, path: PathResult | None = None) -> None:
         """One pair (agent, sampled path) of the current phase finished."""
 
+    def end(self, stopped: bool = False) -> None:
+        """The measuring is over (``stopped``: by an interrupt); what follows writes the
+        run's files, and a command may go on to other work (the demo removes its fabric)."""
+
 
 class NullObserver:
     def phase(self, stage: Stage, steps: int, items: int, done_before: int = 0) -> None:
@@ -62,6 +66,9 @@ class NullObserver:
         pass
 
     def item(self, path: PathResult | None = None) -> None:
+        pass
+
+    def end(self, stopped: bool = False) -> None:
         pass
 
 

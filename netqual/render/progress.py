@@ -108,6 +108,9 @@ class ProgressObserver:
         self.shown.count(path)
         self._show()
 
+    def end(self, stopped: bool = False) -> None:
+        """Nothing to say: the bar is transient, gone when the command's block ends."""
+
 
 class PlainObserver:
     """Lines for logs: one when a phase starts, then at most one per ``every_s`` (a timer
@@ -178,6 +181,13 @@ class PlainObserver:
         with self.shown.lock:
             self.shown.count(path)
             self._maybe_print()
+
+    def end(self, stopped: bool = False) -> None:
+        """The last phase's end line when its measuring ends: its time is its own, not the
+        writing of the files or what the command does next."""
+        with self.shown.lock:
+            self._end("stopped" if stopped else "done")
+            self.shown.state = None
 
 
 class _Quiet(NullObserver):

@@ -130,10 +130,14 @@ def walk(s: RunSession, table: Sequence[Step] = STEPS) -> None:
     """Run the steps ``s`` has, in order, each timed into ``s.spent`` by its stage. A
     KeyboardInterrupt (Ctrl-C, or SIGTERM turned into one by the command) in a step with a
     stage ends the measuring: ``s.state.stopped`` is that step's stage, and only the steps
-    without one (finalise) still run."""
+    without one (finalise) still run; the observer hears the measuring end before them."""
+    measuring = True
     for step in steps_of(s.config, table):
         if s.state.stopped is not None and step.stage is not None:
             continue
+        if measuring and step.stage is None:
+            measuring = False
+            s.observer.end(stopped=s.state.stopped is not None)
         if not step.sessions:
             s.agents.close()  # idle sessions end; a later probing step opens new ones
         started = s.clock()

@@ -177,6 +177,9 @@ class KillAfterFirstPair:
     def step(self) -> None:
         pass
 
+    def end(self, stopped: bool = False) -> None:
+        pass
+
     def item(self, path: PathResult | None = None) -> None:
         if self.stages[-1][0] is not Stage.BULK:
             return

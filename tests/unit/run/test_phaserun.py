@@ -40,6 +40,9 @@ class FakeProbes:
     def step(self) -> None:
         self.progress.append(("step",))
 
+    def end(self, stopped: bool = False) -> None:
+        pass
+
     def item(self, path: PathResult | None = None) -> None:
         self.progress.append(("item",))
 

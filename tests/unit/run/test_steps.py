@@ -21,7 +21,7 @@ from netqual.model.fanin import FaninConfig
 from netqual.model.node import Node
 from netqual.model.plan import ProbePlan
 from netqual.model.preflight import PreflightReport
-from netqual.model.progress import UNITS, Stage
+from netqual.model.progress import UNITS, NullObserver, Stage
 from netqual.model.stats import Metric
 from netqual.planning.phases import ScheduleConfig, Timing
 from netqual.render.progress import PlainObserver
@@ -215,3 +215,40 @@ def test_only_the_pair_steps_hold_the_agents_sessions_open(tmp_path: Path) -> No
     counts = [0, *(c for _, c in seen)]
     closed = [name for (name, c), prev in zip(seen, counts, strict=False) if c > prev]
     assert closed == ["pre-flight", "engine", "fan-in", "multirail", "interference", "finalise"]
+
+
+class Ends(NullObserver):
+    """Notes when the measuring ended: the files results.json is written after it."""
+
+    def __init__(self, out: Path) -> None:
+        self.out = out
+        self.ends: list[tuple[bool, bool]] = []  # (stopped, results.json there yet)
+
+    def end(self, stopped: bool = False) -> None:
+        self.ends.append((stopped, (self.out / "results.json").exists()))
+
+
+@pytest.mark.parametrize("stop_in", [None, "bulk"])
+def test_the_observer_hears_the_measuring_end_once_before_finalise(
+    stop_in: str | None, tmp_path: Path
+) -> None:
+    """The demo removes its fabric after the run: the last phase's 'done' line must come
+    when its measuring ends (it came after 'demo: fabric removed', timed to the exit)."""
+    seen = Ends(tmp_path)
+    with open_session(EVERYTHING, tmp_path, seen) as s:
+        walk(s, recorded([], stop_in=stop_in))
+    assert seen.ends == [(stop_in is not None, False)]
+    assert (tmp_path / "results.json").exists()
+
+
+def test_the_plain_lines_end_the_last_phase_when_the_measuring_ends() -> None:
+    out = io.StringIO()
+    console = Console(file=out, width=100, force_terminal=False)
+    with PlainObserver(console, Metric.P99, ticker=False) as shown:
+        shown.phase(Stage.INTERFERENCE, 0, 2)
+        shown.item()
+        shown.end()
+        console.print("demo: fabric removed")
+    lines = out.getvalue().splitlines()
+    assert lines[-2].startswith("interference done: paths re-measured alone 1/2 in ")
+    assert lines[-1] == "demo: fabric removed"  # and no second end line at the block's exit

@@ -17,7 +17,7 @@ import logging
 import socket
 import tempfile
 import time
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from typing import Any
 
 import numpy as np
@@ -67,6 +67,18 @@ def installed(engine: EngineName) -> str | None:
                 if importlib.util.find_spec(name) is not None:
                     return None
     return f"{engine.value} is not installed (pip install '{EXTRA[engine]}'; docs/engines.md)"
+
+
+def available(engine: EngineName, offered: Collection[EngineName] | None = None) -> str | None:
+    """Why this agent cannot run ``engine``, or None: not among the engines it offers
+    (``netqual agent --engines``; None: every one installed), else not installed."""
+    if offered is not None and engine not in offered:
+        listed = ",".join(e.value for e in offered) or "none"
+        return (
+            f"{engine.value} is not offered by this agent (started with --engines {listed}; "
+            "docs/engines.md)"
+        )
+    return installed(engine)
 
 
 def version(engine: EngineName) -> str | None:
@@ -138,10 +150,11 @@ def serve_target(
     agent: str,
     limits: AgentLimits,
     own_device: str | None = None,
+    offered: Collection[EngineName] | None = None,
 ) -> None:
     """``engine.target``: a target worker, its descriptor, then wait for ``engine.stop``."""
     spec = EngineSpec.decode(Fields(body, "engine.target", ch.peer), limits)
-    if (problem := installed(spec.engine)) is not None:
+    if (problem := available(spec.engine, offered)) is not None:
         ch.send_error(ErrorCode.UNAVAILABLE, f"{agent}: {problem}")
         return
     with tempfile.TemporaryDirectory(prefix="netqual-engine-") as tmp:
@@ -203,12 +216,13 @@ def serve_initiate(
     agent: str,
     limits: AgentLimits,
     own_device: str | None = None,
+    offered: Collection[EngineName] | None = None,
 ) -> None:
     """``engine.initiate``: the initiator worker, every operation it reports kept (also
     when it fails or crashes after some), answered as ``engine.result``."""
     req = InitiateRequest.decode(body, limits, ch.peer)
     spec = req.spec
-    if (problem := installed(spec.engine)) is not None:
+    if (problem := available(spec.engine, offered)) is not None:
         ch.send_error(ErrorCode.UNAVAILABLE, f"{agent}: {problem}")
         return
     with tempfile.TemporaryDirectory(prefix="netqual-engine-") as tmp:
@@ -287,8 +301,11 @@ def _op(msg: Mapping[str, Any], most: int, depths: tuple[int, ...]) -> OpReply:
     )
 
 
-def serve_engines(ch: Channel, body: Mapping[str, Any]) -> None:
-    """``engines``: each asked engine, imported in a worker of its own (never here)."""
+def serve_engines(
+    ch: Channel, body: Mapping[str, Any], offered: Collection[EngineName] | None = None
+) -> None:
+    """``engines``: each asked engine, imported in a worker of its own (never here);
+    ``offered``: the engines this agent offers (None: every one installed)."""
     f = Fields(body, "engines", ch.peer)
     names = f.strings("engines", 16)
     found = []
@@ -299,13 +316,14 @@ def serve_engines(ch: Channel, body: Mapping[str, Any]) -> None:
             raise BadRequestError(
                 ch.peer, "engines.engines", f"unknown engine {name[:20]!r}"
             ) from None
-        found.append(availability_to_body(check(engine)))
+        found.append(availability_to_body(check(engine, offered)))
     ch.send("engines", {"engines": found})
 
 
-def check(engine: EngineName) -> EngineAvailability:
-    """Whether ``engine`` is installed and loads on this node (a worker imports it)."""
-    if (problem := installed(engine)) is not None:
+def check(engine: EngineName, offered: Collection[EngineName] | None = None) -> EngineAvailability:
+    """Whether ``engine`` is offered, installed and loads on this node (a worker imports
+    it). One the agent does not offer reads as not installed: it runs none of its cells."""
+    if (problem := available(engine, offered)) is not None:
         return EngineAvailability(engine, False, problem=problem)
     with tempfile.TemporaryDirectory(prefix="netqual-engine-") as tmp:
         job = EngineJob(Role.CHECK, engine, "", "", log_dir=tmp)

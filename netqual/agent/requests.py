@@ -22,6 +22,7 @@ from netqual.agent import counters, engine_serve, fleet_snapshot, nicreport, pci
 from netqual.agent.probe_request import serve_probe
 from netqual.agent.wire.protocol import Channel
 from netqual.codec import hostpath as hostpath_codec
+from netqual.model.engine import EngineName
 from netqual.model.limits import AgentLimits
 from netqual.transports import Transport, TransportOptions
 from netqual.transports.interface import BufferBudget
@@ -38,6 +39,7 @@ class Served(Protocol):
     buffers: BufferBudget
     sysfs_root: Path
     transport_options: TransportOptions | None
+    engines: tuple[EngineName, ...] | None  # the fetch engines it offers; None: every one
 
     def info(self) -> dict[str, Any]: ...
     def transport(self, name: str, run: TransportOptions | None = None) -> Transport: ...
@@ -106,7 +108,7 @@ def _probe(
 def _engines(
     agent: Served, ch: Channel, kind: str, body: dict[str, Any], counting: counters.Counting
 ) -> None:
-    engine_serve.serve_engines(ch, body)
+    engine_serve.serve_engines(ch, body, agent.engines)
 
 
 def _engine(serve: Callable[..., None]) -> Handler:
@@ -114,7 +116,7 @@ def _engine(serve: Callable[..., None]) -> Handler:
         agent: Served, ch: Channel, kind: str, body: dict[str, Any], counting: counters.Counting
     ) -> None:
         own = agent.transport_options.rdma.device if agent.transport_options else None
-        serve(ch, body, agent.name, agent.limits, own)
+        serve(ch, body, agent.name, agent.limits, own, agent.engines)
 
     return handler
 

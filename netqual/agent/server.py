@@ -40,6 +40,7 @@ from netqual.base.errors import (
     NetqualError,
     ProtocolError,
 )
+from netqual.model.engine import EngineName
 from netqual.transports import (
     TRANSPORT_NAMES,
     AgentLimits,
@@ -62,8 +63,11 @@ class Agent:
         limits: AgentLimits | None = None,
         transport_options: TransportOptions | None = None,
         sysfs_root: Path = Path("/"),
+        engines: tuple[EngineName, ...] | None = None,
     ) -> None:
         self.host = host
+        # the fetch engines it offers (netqual agent --engines); None: every one installed
+        self.engines = engines
         self.sysfs_root = sysfs_root  # hostpath, nics and snapshot read sysfs below it
         self.port = port
         self.token = token

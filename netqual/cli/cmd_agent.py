@@ -24,6 +24,7 @@ from netqual.cli.app import (
     err_console,
     split_endpoint,
 )
+from netqual.cli.engine_opts import offered_engines
 from netqual.model.node import DEFAULT_PORT
 from netqual.transports import AgentLimits, TransportOptions
 
@@ -54,6 +55,15 @@ def agent(
     rdma_port: RdmaPortOpt = None,
     gid_index: GidIndexOpt = None,
     qp_timeout: QpTimeoutOpt = None,
+    engines: Annotated[
+        str | None,
+        typer.Option(
+            "--engines",
+            metavar="mooncake,nixl|none",
+            help="The fetch engines this agent offers (--engine runs; docs/engines.md); an "
+            "engine left out is one this node lacks.  [default: every one installed]",
+        ),
+    ] = None,
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Log every session.")] = False,
     sysfs_root: SysfsRootOpt = Path("/"),
 ) -> None:
@@ -92,6 +102,7 @@ def agent(
         limits=AgentLimits(max_sessions=max_sessions, auth_timeout_s=auth_timeout),
         transport_options=own.over(TransportOptions.from_env()),
         sysfs_root=sysfs_root,
+        engines=None if engines is None else offered_engines(engines),
     )
     a.bind()
     a.install_signal_handlers()

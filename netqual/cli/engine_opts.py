@@ -40,6 +40,20 @@ def engine_names(texts: list[str]) -> list[EngineName]:
         raise UsageError(err.where, err.problem) from None
 
 
+def offered_engines(text: str) -> tuple[EngineName, ...]:
+    """``netqual agent --engines``: comma-separated engine names, or ``none``."""
+    words = [w.strip() for w in text.split(",") if w.strip()]
+    if words == ["none"]:
+        return ()
+    if not words:
+        raise UsageError("--engines", "give engine names (mooncake,nixl) or none")
+    try:
+        names = [parse_choice(EngineName, w, "--engines", "engine") for w in words]
+    except ChoiceError as err:
+        raise UsageError(err.where, err.problem) from None
+    return tuple(dict.fromkeys(names))
+
+
 def engine_plan(
     engine: str | None,
     require: str | None,

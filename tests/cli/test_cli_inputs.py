@@ -14,6 +14,8 @@ import pytest
 from agentpool import cli_env
 
 from netqual.cli import main
+from netqual.cli.engine_opts import offered_engines
+from netqual.model.engine import EngineName
 
 GOOD_NODES = """
 [[node]]
@@ -232,12 +234,28 @@ def test_bad_inventory_through_a_real_process(tmp_path: Path) -> None:
         ("--listen", "h:x"),
         ("--name", "gpu 01"),
         ("--name", "=cmd|' /C calc'!A0"),
+        ("--engines", "ucx"),
+        ("--engines", "none,nixl"),
+        ("--engines", ","),
     ],
 )
 def test_bad_agent_options(capsys: pytest.CaptureFixture[str], option: str, value: str) -> None:
     code, err = run_main(capsys, "agent", "--insecure", option, value)
     assert code == 2
     assert f"error: command line: {option}: " in err
+
+
+@pytest.mark.parametrize(
+    ("text", "want"),
+    [
+        ("mooncake", (EngineName.MOONCAKE,)),
+        ("nixl, mooncake,nixl", (EngineName.NIXL, EngineName.MOONCAKE)),
+        ("none", ()),
+    ],
+)
+def test_agent_engines_names_what_it_offers(text: str, want: tuple[EngineName, ...]) -> None:
+    """``netqual agent --engines``: a node lacks what is left out (docs/engines.md)."""
+    assert offered_engines(text) == want
 
 
 def test_sizes_say_which_unit_and_take_whole_fractions(

@@ -22,6 +22,7 @@ from netqual.agent.engine_serve import installed
 from netqual.engines import runner
 from netqual.engines.interface import EngineDescriptor, EngineJob, Role
 from netqual.engines.worker import EXIT_ENV
+from netqual.lab import system as lab_system
 from netqual.model.engine import EngineName
 
 REASON = lab.lab_available()
@@ -181,17 +182,90 @@ def test_a_crash_at_exit_of_the_real_nixl_worker_loses_no_measurement(
     assert note is None or note.startswith("killed by")
 
 
-def test_probe_names_a_missing_engine_as_configuration(four: lab.LabInfo) -> None:
-    """An engine the nodes lack: `probe` exits 3, not measured (configuration)."""
-    missing = [e for e in EngineName if installed(e) is not None]
-    if not missing:
-        pytest.skip("every engine is installed here: nothing to miss")
-    h1, h2 = (n for n in four.nodes if n.name in ("h1", "h2"))
+NO_NIXL_PORT = 18516
+
+
+@pytest.fixture(scope="module")
+def h3_lacks_nixl(four: lab.LabInfo, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """A second agent for h3 (its namespace, port 18516) started with ``--engines mooncake``:
+    a node that lacks NIXL, whatever this host has installed. Yields an inventory of the
+    four hosts that reaches h3 through it."""
+    h3 = next(n for n in four.nodes if n.name == "h3")
+    d = tmp_path_factory.mktemp("no-nixl")
+    log = (d / "agent.log").open("w")
+    proc = subprocess.Popen(
+        ["ip", "netns", "exec", h3.netns, sys.executable, "-m", "netqual", "agent",
+         "--listen", f"{h3.address}:{NO_NIXL_PORT}", "--name", "h3",
+         "--token-file", str(four.token_file), "--engines", "mooncake"],
+        stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 30
+        while not lab_system.listening(proc.pid, NO_NIXL_PORT):
+            alive = proc.poll() is None and time.monotonic() < deadline
+            assert alive, (d / "agent.log").read_text()
+            time.sleep(0.05)
+        text = four.inventory_path.read_text()
+        assert text.count('name = "h3"\n') == 1
+        inv = d / "inventory.toml"
+        inv.write_text(text.replace('name = "h3"\n', f'name = "h3"\nport = {NO_NIXL_PORT}\n'))
+        yield inv
+    finally:
+        proc.kill()
+        proc.wait(10)
+        log.close()
+
+
+def test_a_run_asking_for_an_engine_a_node_lacks_stops_before_measuring_naming_it(
+    four: lab.LabInfo, h3_lacks_nixl: Path, tmp_path: Path
+) -> None:
+    """Exit 3 before anything is measured, naming h3 and why; --keep-going measures the
+    other nodes' paths with NIXL and lists h3's as not measured (configuration)."""
+    needs(EngineName.NIXL)
+    out = tmp_path / "run"
+    done = netqual(
+        "run", str(h3_lacks_nixl), "--out", str(out), *PLAN, "--engine", "nixl",
+        netns=four.control_netns,
+    )  # fmt: skip
+    said = " ".join((done.stdout + done.stderr).split())
+    assert done.returncode == 3, said[-3000:]
+    assert "pre-flight check failed on 1 of 4 nodes (h3); nothing was measured" in said
+    assert "nixl: nixl is not offered by this agent (started with --engines mooncake" in said
+    assert not (out / "results.json").exists() and not (out / "results.jsonl").exists()
+
+    done = netqual(
+        "run", str(h3_lacks_nixl), "--out", str(out), *PLAN, "--engine", "nixl",
+        "--keep-going", netns=four.control_netns,
+    )  # fmt: skip
+    said = " ".join((done.stdout + done.stderr).split())
+    assert done.returncode == 0, said[-3000:]
+    doc = json.loads((out / "results.json").read_text())
+    measured = {frozenset((p["src"], p["dst"])) for p in doc["paths"]}
+    assert measured == {frozenset(p) for p in (("h1", "h2"), ("h1", "h4"), ("h2", "h4"))}
+    for p in doc["paths"]:
+        assert [c["op"] for c in p["engine"]] == ["read", "write"], p["src"]
+        assert all(c["name"] == "nixl" and c["error"] is None for c in p["engine"])
+    missing = doc["not_measured"]
+    assert len(missing) == 3 and all("h3" in (m["src"], m["dst"]) for m in missing)
+    for m in missing:
+        assert m["kind"] == "configuration"
+        assert "h3 failed the pre-flight check" in m["reason"]
+        assert "--engines mooncake" in m["reason"]
+    assert "INCOMPLETE" in said and "0 unsafe" in said
+
+
+def test_probe_names_an_engine_the_node_lacks_as_configuration(
+    four: lab.LabInfo, h3_lacks_nixl: Path
+) -> None:
+    """`probe --engine nixl` towards h3's agent that lacks it: exit 3, not measured
+    (configuration), naming the node and why."""
+    h1, h3 = (n for n in four.nodes if n.name in ("h1", "h3"))
     token = f"--token-file={four.token_file}"
     done = netqual(
-        "probe", f"h1@{h1.address}:18515", f"h2@{h2.address}:18515", token, *PLAN[:8],
-        "--engine", missing[0].value, netns=four.control_netns,
+        "probe", f"h1@{h1.address}:18515", f"h3@{h3.address}:{NO_NIXL_PORT}", token, *PLAN[:8],
+        "--engine", "nixl", netns=four.control_netns,
     )  # fmt: skip
+    said = " ".join(done.stderr.split())
     assert done.returncode == 3, done.stdout + done.stderr
-    assert "not measured (configuration)" in done.stderr
-    assert f"pip install 'netqual[{missing[0].value}]'" in done.stderr
+    assert "not measured (configuration)" in said
+    assert "h3: nixl is not offered by this agent (started with --engines mooncake" in said

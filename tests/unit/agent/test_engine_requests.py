@@ -102,3 +102,22 @@ def test_a_request_over_the_agents_bounds_is_refused_by_field(
         pytest.raises(error, match=pattern),
     ):
         engine_serve.serve_target(agent, spec(**over), "h2", LIMITS)
+
+
+def test_an_engine_the_agent_does_not_offer_is_one_the_node_lacks() -> None:
+    """``netqual agent --engines mooncake``: NIXL is refused as unavailable (configuration)
+    whether installed or not, and the ``engines`` answer says so without a worker."""
+    offered = (EngineName.MOONCAKE,)
+    body = spec(engine="nixl")
+    err = exchange(
+        lambda ch: engine_serve.serve_target(ch, body, "h2", LIMITS, None, offered),
+        "engine.target",
+        body,
+    )
+    assert err.code is ErrorCode.UNAVAILABLE
+    assert "h2: nixl is not offered by this agent (started with --engines mooncake" in err.message
+    found = engine_serve.check(EngineName.NIXL, offered)
+    assert not found.installed and found.would_install is None
+    assert found.problem is not None and "--engines mooncake" in found.problem
+    nothing = engine_serve.check(EngineName.MOONCAKE, ())
+    assert nothing.problem is not None and "--engines none" in nothing.problem

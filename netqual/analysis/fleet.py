@@ -23,6 +23,7 @@ Also the ``[fleet]`` section of the policy file, and the results file's ``fleet`
 
 from __future__ import annotations
 
+import itertools
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -35,6 +36,7 @@ from netqual.model.fleet import (
     FLEET_KEYS,
     KEY_PATTERN,
     MAIN_INTERFACE,
+    MAJORITY_NAMED,
     MAX_KEYS,
     MAX_VALUE_CHARS,
     UNKNOWN,
@@ -50,6 +52,7 @@ from netqual.model.node import Nic
 
 GID_TYPES = {"roce v2": "RoCE v2", "rocev2": "RoCE v2", "roce v1": "RoCE v1", "rocev1": "RoCE v1"}
 GID_TYPES["ib"] = "IB"
+MAX_NODES = 10_000_000  # a count of nodes read from a file: beyond any fleet
 
 
 def compared(snap: ConfigSnapshot, nics: Sequence[Nic] = ()) -> dict[str, tuple[str, str | None]]:
@@ -116,10 +119,20 @@ def _differ(
     ranked = counts.most_common()
     if ranked[0][1] == ranked[1][1]:  # a tie: no value is the majority
         return [FleetOutlier(n, key, v, role=role, nic=nic) for n, v, nic in known]
-    majority = ranked[0][0]
-    holders = tuple(n for n, v, _nic in known if v == majority)
+    majority, count = ranked[0]
+    named = tuple(itertools.islice((n for n, v, _nic in known if v == majority), MAJORITY_NAMED))
     return [
-        FleetOutlier(n, key, v, majority=majority, majority_nodes=holders, role=role, nic=nic)
+        FleetOutlier(
+            n,
+            key,
+            v,
+            majority=majority,
+            majority_nodes=named,
+            role=role,
+            nic=nic,
+            majority_count=count,
+            compared=len(known),
+        )
         for n, v, nic in known
         if v != majority
     ]
@@ -136,6 +149,23 @@ def key_rows(result: FleetResult) -> list[tuple[str, list[tuple[str, list[str]]]
         ranked = sorted(by_value.items(), key=lambda kv: (kv[0] == UNKNOWN, -len(kv[1]), kv[0]))
         rows.append((key, ranked))
     return rows
+
+
+def by_deviation(result: FleetResult) -> list[tuple[FleetOutlier, list[str]]]:
+    """The outliers grouped by deviation (key, value, interface and what they differ
+    from), in order of first appearance: one deviation on 1,000 nodes is one group of
+    1,000 names, shown as one line (terminal) or row (report), never 1,000."""
+    groups: dict[tuple[str, str, str | None, str], tuple[FleetOutlier, list[str]]] = {}
+    for o in result.outliers:
+        groups.setdefault((o.key, o.value, o.nic, o.against), (o, []))[1].append(o.node)
+    return list(groups.values())
+
+
+def who_text(nodes: Sequence[str], total: int) -> str:
+    """The nodes of one deviation: 'all 1,000 nodes' or 'a1, a2 ... and 994 more'."""
+    if len(nodes) == total and total > 2:
+        return f"all {total:,} nodes"
+    return ", ".join(nodes[:6]) + (f" and {len(nodes) - 6:,} more" if len(nodes) > 6 else "")
 
 
 def nodes_text(names: Sequence[str], total: int) -> str:
@@ -204,7 +234,11 @@ def to_dict(result: FleetResult) -> dict[str, Any]:
             item["expected"] = o.expected
         else:
             item["majority"] = o.majority
-            item["majority_nodes"] = list(o.majority_nodes)
+            item["majority_nodes"] = list(o.majority_nodes[:MAJORITY_NAMED])
+            if o.majority is not None:
+                item["majority_count"] = o.holders
+                if o.compared:
+                    item["compared"] = o.compared
         outliers.append(item)
     return {
         "snapshot": {s.node: dict(s.values) for s in result.snapshot},
@@ -251,6 +285,14 @@ def from_dict(data: object, source: str) -> FleetResult:
         holders = item.get("majority_nodes", [])
         if not isinstance(holders, list) or not all(isinstance(h, str) for h in holders):
             raise bad(f"outliers[{i}].majority_nodes", "must be a list of node names")
+        counts: dict[str, int] = {}
+        for field in ("majority_count", "compared"):
+            value = item.get(field, 0)
+            if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value <= MAX_NODES:
+                raise bad(
+                    f"outliers[{i}].{field}", f"must be a count of nodes (0 to {MAX_NODES:,})"
+                )
+            counts[field] = value
         outliers.append(
             FleetOutlier(
                 text["node"],
@@ -258,9 +300,12 @@ def from_dict(data: object, source: str) -> FleetResult:
                 text["value"],
                 expected=text["expected"],
                 majority=text["majority"],
-                majority_nodes=tuple(visible(h[:255]) for h in holders),
+                majority_nodes=tuple(visible(h[:255]) for h in holders[:MAJORITY_NAMED]),
                 role=text["role"] or "any",
                 nic=text["nic"],
+                # an older file listed every holder: its length is the count
+                majority_count=max(counts["majority_count"], len(holders)),
+                compared=counts["compared"],
             )
         )
     return FleetResult(tuple(snaps), tuple(outliers))

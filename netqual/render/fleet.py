@@ -10,7 +10,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from netqual.analysis.fleet import key_rows, nodes_text
+from netqual.analysis.fleet import by_deviation, key_rows, nodes_text, who_text
 from netqual.model.fleet import (
     MAIN_INTERFACE,
     UNKNOWN,
@@ -28,21 +28,8 @@ def grouped(result: FleetResult) -> list[str]:
     """One line per deviation, naming every node that has it: 'gpu01, gpu02: mtu 1500
     (expected 9000)', 'all 1,000 nodes: ...' (one deviation on 1,000 nodes was 1,000
     identical lines)."""
-    groups: dict[tuple[str, str, str | None, str], list[str]] = {}
-    for o in result.outliers:
-        groups.setdefault((o.key, o.value, o.nic, o.against), []).append(o.node)
     total = len(result.snapshot)
-    out = []
-    for o in result.outliers:
-        nodes = groups.pop((o.key, o.value, o.nic, o.against), None)
-        if nodes is None:
-            continue  # its group is written already
-        if len(nodes) == total and total > 2:
-            who = f"all {total:,} nodes"
-        else:
-            who = ", ".join(nodes[:6]) + (f" and {len(nodes) - 6:,} more" if len(nodes) > 6 else "")
-        out.append(f"{who}: {o.finding}")
-    return out
+    return [f"{who_text(nodes, total)}: {o.finding}" for o, nodes in by_deviation(result)]
 
 
 def fleet_line(result: FleetResult) -> Text:

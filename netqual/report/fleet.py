@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from netqual.analysis.fleet import key_rows, nodes_text
+from netqual.analysis.fleet import by_deviation, key_rows, nodes_text, who_text
 from netqual.model.fleet import FleetOutlier
 from netqual.table.run import Results
 
@@ -15,6 +15,9 @@ class FleetView:
     nodes: int
     outliers: tuple[FleetOutlier, ...]
     rows: tuple[tuple[str, str, bool], ...]  # key, "9000 (all 4); 1400 (b1)", an outlier's key
+    # one row per deviation: its first outlier and the nodes that have it ("n1, n2 and 98
+    # more"); a row per outlier grew with the fleet
+    deviations: tuple[tuple[FleetOutlier, str], ...] = ()
 
     @property
     def headline(self) -> str | None:
@@ -36,4 +39,5 @@ def fleet_view(results: Results) -> FleetView | None:
         (key, "; ".join(f"{v} ({nodes_text(ns, n)})" for v, ns in ranked), key in odd)
         for key, ranked in key_rows(found)
     )
-    return FleetView(n, found.outliers, rows)
+    deviations = tuple((o, who_text(nodes, n)) for o, nodes in by_deviation(found))
+    return FleetView(n, found.outliers, rows, deviations)

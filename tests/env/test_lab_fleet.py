@@ -114,6 +114,8 @@ def test_lowered_mtu_is_named_by_check_run_report_and_gate(
             "role": "compute",
             "majority": "9000",
             "majority_nodes": ["h1", "h2"],
+            "majority_count": 2,
+            "compared": 3,
         }
     ]
     html = (out / "report.html").read_text()

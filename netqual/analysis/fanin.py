@@ -337,9 +337,11 @@ def judge(
     first_open = next((lv for lv in measured if lv.call is Call.UNDECIDED), None)
     k = at.readers if at is not None else None
     parts = []
+    # "knee" is said in words before it is used: where a chunk's p99 rises past the factor
     if at is None and first_open is None:
         parts.append(
-            f"no knee: chunk p99 within {factor:g}x of that at {_n(base.readers)} up to {safe}"
+            f"a chunk's p99 completion stays within {factor:g}x that at {_n(base.readers)} "
+            f"up to {_n(safe)}: no knee"
         )
     if first_open is not None and (at is None or first_open.readers < at.readers):
         parts.append(_undecided(first_open, base, factor))
@@ -347,24 +349,28 @@ def judge(
         assert at.chunk is not None
         ratio = at.chunk.p99_us / base.chunk.p99_us
         parts.append(
-            f"knee at {at.readers}: chunk p99 {format_duration_us(at.chunk.p99_us)}, "
-            f"{ratio:.1f}x the {format_duration_us(base.chunk.p99_us)} at {_n(base.readers)}"
+            f"at {at.readers} readers a chunk's p99 completion rises past {factor:g}x that at "
+            f"{_n(base.readers)}, the knee: {format_duration_us(at.chunk.p99_us)}, "
+            f"{ratio:.1f}x the {format_duration_us(base.chunk.p99_us)}"
         )
     verdict = f"safe up to {_readers(safe)} ({'; '.join(parts)})"
-    cleared = None
+    cleared: str | None = None
+    implicated: tuple[str, ...] = ()
     if at is not None:
-        cleared, words = _uplinks(storage, at, siblings)
+        cleared, implicated, words = _uplinks(storage, at, siblings)
         verdict += words
         if at.storage_tcp_retrans:
             verdict += (
-                f"; {storage} retransmitted {at.storage_tcp_retrans:,} TCP segments at {k} "
-                "readers: loss behind the tail"
+                f"; {storage} retransmitted {at.storage_tcp_retrans:,} TCP "
+                f"segment{'' if at.storage_tcp_retrans == 1 else 's'} at {k} readers: loss "
+                "behind the tail"
             )
         if found := storage_findings(storage, at):
             verdict += f"; {storage}'s counters at {k} readers: {', '.join(found[:3])}"
     return FaninResult(
-        storage, profile, chunk_bytes, factor, called, k, safe, verdict, uplinks_cleared_by=cleared
-    )
+        storage, profile, chunk_bytes, factor, called, k, safe, verdict,
+        uplinks_cleared_by=cleared, uplinks_implicated_by=implicated,
+    )  # fmt: skip
 
 
 def judge_all(results: Sequence[FaninResult]) -> tuple[FaninResult, ...]:
@@ -381,10 +387,11 @@ def judge_all(results: Sequence[FaninResult]) -> tuple[FaninResult, ...]:
 
 def _uplinks(
     storage: str, at: FaninLevel, siblings: Sequence[FaninResult]
-) -> tuple[str | None, str]:
-    """(the sibling that clears the shared uplinks, or None; the verdict's words on them)."""
+) -> tuple[str | None, tuple[str, ...], str]:
+    """(the sibling that clears the shared uplinks, or None; those that show the knee
+    there too; the verdict's words on them)."""
     if not at.shared_uplinks:
-        return None, ""
+        return None, (), ""
     shared = ", ".join(at.shared_uplinks)
     same = [
         (s, lv)
@@ -397,21 +404,33 @@ def _uplinks(
     ]
     clear = [s.storage for s, lv in same if lv.call is Call.WITHIN]
     if clear:
-        return clear[0], (
-            f"; at {at.readers} readers rack uplinks are shared ({shared}), but {clear[0]} "
-            f"was read by the same readers over the same uplinks with no knee: the knee is "
-            f"{storage}'s own port"
+        return (
+            clear[0],
+            (),
+            (
+                f"; at {at.readers} readers rack uplinks are shared ({shared}), but {clear[0]} "
+                f"was read by the same readers over the same uplinks with no knee: the knee is "
+                f"{storage}'s own port"
+            ),
         )
     also = [s.storage for s, lv in same if lv.call is Call.BEYOND]
     if also:
-        return None, (
-            f"; at {at.readers} readers rack uplinks are shared ({shared}) and "
-            f"{', '.join(also)} shows the knee too with the same readers: the uplinks (or "
-            "the readers) are the likelier cause"
+        return (
+            None,
+            tuple(also),
+            (
+                f"; at {at.readers} readers rack uplinks are shared ({shared}) and "
+                f"{', '.join(also)} shows the knee too with the same readers: the uplinks (or "
+                "the readers) are the likelier cause"
+            ),
         )
-    return None, (
-        f"; at {at.readers} readers rack uplinks are shared: {shared} (no other storage node "
-        "was read by the same readers to tell them from the storage port)"
+    return (
+        None,
+        (),
+        (
+            f"; at {at.readers} readers rack uplinks are shared: {shared} (no other storage node "
+            "was read by the same readers to tell them from the storage port)"
+        ),
     )
 
 
@@ -567,14 +586,6 @@ def project(
             change = w.kv_share * (chunk50 / w.budget_us - 1)
         out.append(Projection(lv.readers, chunks, p50, p99, base, p50 - base, p99 - base, change))
     return tuple(out)
-
-
-def pays_sentence(projections: Sequence[Projection]) -> str:
-    """Up to which concurrency offload pays (every chunk at p99); needs one projection."""
-    k = pays_up_to(projections)
-    if k is None:
-        return f"offload does not pay even at {projections[0].readers} reader(s)"
-    return f"offload pays up to {_readers(k)}"
 
 
 def pays_up_to(projections: Sequence[Projection]) -> int | None:

@@ -22,7 +22,8 @@ PROJECTION_HEADERS = (
 )  # fmt: skip
 NOTE = (
     "vs first: the level's chunk p99 over the first level's; within, beyond or undecided: "
-    "its 95% CI against the knee factor x the first's (docs/fanin.md). aggregate: what "
+    "its 95% CI against the knee factor x the first's; knee: the first level beyond, where "
+    "a chunk's p99 completion rises past that factor (docs/fanin.md). aggregate: what "
     "arrived while every reader was reading"
 )
 
@@ -59,9 +60,17 @@ def headline(f: FaninResult, proj: Sequence[Projection]) -> str:
             f" against {base} without offload"
         )
     else:
+        # a level the fan-in rule left preliminary is as unsure for the projection
+        unsure = [lv.readers for lv in f.levels if lv.call is Call.UNDECIDED and lv.readers <= k]
+        hedge = (
+            f" (preliminary: the chunk p99 at {', '.join(map(str, unsure))} readers is not "
+            "yet sure, see fan-in alone)"
+            if unsure
+            else ""
+        )
         pays = (
-            f"{f.storage}: offload pays up to {k} concurrent reader{'' if k == 1 else 's'}: "
-            "the projected KV fetch per "
+            f"{f.storage}: offload pays up to {k} concurrent reader{'' if k == 1 else 's'}"
+            f"{hedge}: the projected KV fetch per "
             f"request, every chunk at p99, stays under the {base} without offload"
         )
     return f"{pays}. Fan-in alone: {f.verdict}"

@@ -113,6 +113,9 @@ class FaninResult:
     # another storage node whose sweep had the knee's readers, over the same rack
     # uplinks, without a knee: the knee is this node's own port, not the uplinks
     uplinks_cleared_by: str | None = None
+    # other storage nodes read by the same readers over the same shared rack uplinks that
+    # show the knee there too: the uplinks (or the readers) are the likelier cause
+    uplinks_implicated_by: tuple[str, ...] = ()
 
     @property
     def undecided(self) -> tuple[int, ...]:

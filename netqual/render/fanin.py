@@ -29,7 +29,7 @@ def print_fanin(console: Console, results: Results) -> None:
             Text.assemble(("fan-in ", "bold"), (f.storage, "bold"), f" ({chunk_words(f)})"),
             soft_wrap=True,
         )
-        console.print(Text(headline(f, proj)), soft_wrap=True)
+        console.print(Text(headline(f, proj)))  # wrapped at the width, like the note
         console.print(_table(level_table(f)))
         if proj:
             console.print(

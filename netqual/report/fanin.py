@@ -124,7 +124,10 @@ def chunk_chart(f: FaninResult) -> Chart | None:
         title=f"chunk completion vs readers ({f.profile}, {format_bytes(f.chunk_bytes)})",
         lines=(("p99", _pts(p99), "p99"), ("p50", _pts(p50), "p50")),
         band="",
-        hline=(_y(knee_line, per), f"knee: {f.knee_factor:g} x p99 at {ks[0]}"),
+        hline=(
+            _y(knee_line, per),
+            f"knee: {f.knee_factor:g}x the p99 at {ks[0]} reader{'' if ks[0] == 1 else 's'}",
+        ),
         xticks=[(xs[k], str(k)) for k in ks],
         yticks=_yticks(top, per),
         marks=marks,

@@ -21,6 +21,7 @@ def to_list(results: tuple[FaninResult, ...]) -> list[dict[str, Any]]:
             "safe_up_to": r.safe_up_to,
             "undecided": list(r.undecided),
             "uplinks_cleared_by": r.uplinks_cleared_by,
+            "uplinks_implicated_by": list(r.uplinks_implicated_by),
             "verdict": r.verdict,
         }
         for r in results

@@ -9,6 +9,7 @@ import numpy as np
 
 from netqual.analysis.evidence import Endpoints, Found, Hit, cannot, plural, touching, worst
 from netqual.analysis.fanin import no_projection, pays_up_to, project, storage_rtt_us
+from netqual.base.units import format_duration_us
 from netqual.model.decision import RUN_SUBJECT, Blocking, Evidence, EvidenceKind, Subject
 from netqual.model.decision import SubjectKind as SK
 from netqual.model.fanin import FaninResult
@@ -46,30 +47,44 @@ def judge_sweep(
     if len(measured) < 2:
         return None, r.verdict, f"sweep at least two levels (run --fanin 1,{max(2, readers)})"
     if few:
-        return (
-            None,
-            f"preliminary at {', '.join(map(str, few))} readers: the knee rule could not call "
-            f"the level ({r.verdict})",
-            rerun,
-        )
+        levels = ", ".join(map(str, few))
+        return None, f"preliminary at {levels} readers, not judged: {r.verdict}", rerun
+    pays_note = ""
     if w is not None and no_projection(r, w) is None:
-        pays = pays_up_to(project(r, w, rtt))
+        proj = project(r, w, rtt)
+        pays = pays_up_to(proj)
         need = min(readers, top)
-        if pays is None or pays < need:
-            at = "not even at 1 reader" if pays is None else f"only up to {plural(pays, 'reader')}"
+        name = w.model.name
+        if pays is None:  # at the first level already: no spread over storage helps
+            first = proj[0]
             return (
                 Verdict.UNSAFE,
-                f"offload of {w.model.name} pays {at}, {readers} compute nodes would read "
-                f"{r.storage} ({r.verdict})",
-                f"add storage bandwidth or storage nodes so each holds at most {pays or 1} "
-                "readers, then sweep again",
+                f"offload of {name} does not pay even at {plural(first.readers, 'reader')} "
+                f"of {r.storage}: the projected KV fetch per request, every chunk at p99, takes "
+                f"{format_duration_us(first.fetch_p99_us)} against "
+                f"{format_duration_us(first.baseline_us)} without offload, whatever the "
+                f"fan-in (fan-in alone: {r.verdict})",
+                f"keep {name}'s KV off {r.storage} (local NVMe or recompute), or give one "
+                f"reader a faster fetch from it; more storage nodes do not help",
             )
+        if pays < need:
+            return (
+                Verdict.UNSAFE,
+                f"offload of {name} pays only up to {plural(pays, 'reader')} of "
+                f"{r.storage}, {readers} compute nodes would read it (fan-in alone: "
+                f"{r.verdict})",
+                f"add storage bandwidth or storage nodes so each holds at most "
+                f"{plural(pays, 'reader')}, then sweep again",
+            )
+        pays_note = (
+            f"; offload of {name} still pays at {plural(need, 'reader')} (the projected KV "
+            "fetch per request, every chunk at p99, stays under the baseline)"
+        )
     if r.knee is not None and (r.safe_up_to or 0) < readers:
         return (
             Verdict.MARGINAL,
-            f"{r.verdict}; {readers} compute nodes would read it",
-            f"give {r.storage} more bandwidth or fewer readers (at most {r.safe_up_to or 1}), "
-            "then sweep again",
+            f"{r.verdict}; {readers} compute nodes would read it{pays_note}",
+            _knee_action(r),
         )
     if top < readers:
         return (
@@ -78,6 +93,28 @@ def judge_sweep(
             f"sweep up to {readers} readers (run --fanin ...,{readers})",
         )
     return Verdict.SAFE, r.verdict, ""
+
+
+def _knee_action(r: FaninResult) -> str:
+    """What to do about a knee below the readers, as its verdict placed it: the storage
+    node's port, the shared rack uplinks, or (no sibling to tell them apart) either."""
+    at = next(lv for lv in r.levels if lv.readers == r.knee)
+    port = (
+        f"give {r.storage} more bandwidth or fewer readers (at most "
+        f"{plural(r.safe_up_to or 1, 'reader')})"
+    )
+    uplinks = ", ".join(u.split(" (")[0] for u in at.shared_uplinks)
+    if not at.shared_uplinks or r.uplinks_cleared_by is not None:
+        return f"{port}, then sweep again"
+    if r.uplinks_implicated_by:
+        return (
+            f"relieve the shared rack uplinks ({uplinks}) or spread the readers over more "
+            "racks, then sweep again"
+        )
+    return (
+        f"{port}, or relieve the shared rack uplinks ({uplinks}); sweep a second storage "
+        "node with the same readers to tell which"
+    )
 
 
 def fanin(results: Results, ends: Endpoints) -> Found:

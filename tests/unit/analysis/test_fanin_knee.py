@@ -151,13 +151,14 @@ def test_safe_up_to_ends_at_the_first_level_not_surely_within() -> None:
     assert r.verdict.startswith(
         "safe up to 2 concurrent readers (preliminary at 4: chunk p99 200 us (95% CI 180 us "
         "to 240 us) is not surely within or past 2x the 105 us at 1 reader (CI 100 us to "
-        "110 us): more --fanin-chunks decide it; knee at 8: chunk p99 900 us, 8.6x the "
-        "105 us at 1 reader)"
+        "110 us): more --fanin-chunks decide it; at 8 readers a chunk's p99 completion rises "
+        "past 2x that at 1 reader, the knee: 900 us, 8.6x the 105 us)"
     )
     # all within: no knee; a level after an undecided one never extends "safe up to"
     calm = [level(1, 105, 100, 110), level(2, 120, 110, 130), level(4, 150, 140, 160)]
     assert fanin.judge("st1", PLAIN, MIB, 2.0, calm).verdict == (
-        "safe up to 4 concurrent readers (no knee: chunk p99 within 2x of that at 1 reader up to 4)"
+        "safe up to 4 concurrent readers (a chunk's p99 completion stays within 2x that at 1 "
+        "reader up to 4 readers: no knee)"
     )
     bumpy = [calm[0], level(2, 200, 180, 240), calm[2]]
     assert fanin.judge("st1", PLAIN, MIB, 2.0, bumpy).safe_up_to == 1

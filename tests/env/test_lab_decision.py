@@ -3,7 +3,9 @@ gate as a user runs them): five hosts behind one router; h2's link shaped to a f
 its twins' (kernel tbf), h3's link losing 0.5% of its packets each way (the relay), h4's
 only interface at MTU 1400 where the others have 9000. The default `netqual gate` exits 1
 naming that NIC (bandwidth), the lossy node (loss) and the MTU (configuration); the healthy
-hosts h1 and h5 are named nowhere: not as a blocker, not as a suspect, not in a fix.
+hosts h1 and h5 are named nowhere: not as a blocker, not as a suspect, not in a fix; and
+not in `netqual retest` of that run either (it localised on its re-tested subset alone and
+named healthy nodes once), nor in the retest's gate.
 
 The RTT lines are set wide (p90, 5 / 10 ms): this test is about the evidence beyond the
 round trip, and a loaded two-core host's ping-pong tail says nothing about these faults.
@@ -13,9 +15,11 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -71,9 +75,19 @@ def netqual(netns: str, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=400, check=False)
 
 
+@dataclass(frozen=True)
+class Seen:
+    """A run directory, its command's terminal output and the default gate's output."""
+
+    out: Path
+    terminal: str
+    gate: str
+
+
 @pytest.fixture(scope="module")
-def faulty_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, str, str]]:
-    """(the run directory, the run's terminal output, the default gate's output)."""
+def faulty_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Seen, Seen]]:
+    """The faulty run and its `netqual retest` (unsafe and marginal paths, 1,000
+    iterations: the policy's minimum), each with its default gate."""
     tmp = tmp_path_factory.mktemp("lab-decision")
     topo = tmp / "decision.toml"
     topo.write_text(TOPOLOGY)
@@ -95,7 +109,16 @@ def faulty_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path,
         gate = netqual(info.control_netns, "gate", str(out), "--junit", str(tmp / "gate.xml"))
         (tmp / "gate.txt").write_text(gate.stdout + gate.stderr)
         assert gate.returncode == 1, gate.stdout[-3000:] + gate.stderr[-2000:]
-        yield out, run.stdout, gate.stdout
+        again = tmp / "retest"
+        retest = netqual(
+            info.control_netns, "retest", str(out), "--out", str(again), "--iterations", "1000"
+        )
+        (tmp / "retest.txt").write_text(retest.stdout + retest.stderr)
+        assert retest.returncode == 0, retest.stdout[-3000:] + retest.stderr[-2000:]
+        regate = netqual(info.control_netns, "gate", str(again))
+        (tmp / "regate.txt").write_text(regate.stdout + regate.stderr)
+        assert regate.returncode in (0, 1), regate.stdout[-3000:] + regate.stderr[-2000:]
+        yield Seen(out, run.stdout, gate.stdout), Seen(again, retest.stdout, regate.stdout)
     finally:
         lab.down(state)
 
@@ -108,9 +131,9 @@ def _blocking(gate: str) -> list[str]:
 
 
 def test_the_gate_names_the_nic_the_lossy_node_and_the_mtu(
-    faulty_run: tuple[Path, str, str],
+    faulty_run: tuple[Seen, Seen],
 ) -> None:
-    out, _, gate = faulty_run
+    out, gate = faulty_run[0].out, faulty_run[0].gate
     lines = _blocking(gate)
     by_subject: dict[str, str] = {}
     for ln in lines:  # a subject may block twice (h3: its loss, and the relay's TUN driver)
@@ -126,18 +149,40 @@ def test_the_gate_names_the_nic_the_lossy_node_and_the_mtu(
     assert {(nic, "bandwidth"), (LOSSY, "loss"), (SMALL_MTU, "config")} <= kinds, kinds
 
 
-def test_healthy_hosts_are_named_nowhere(faulty_run: tuple[Path, str, str]) -> None:
-    out, terminal, gate = faulty_run
-    doc = json.loads((out / "results.json").read_text())
+def _named(seen: Seen) -> None:
+    """No healthy host in the decision's blockers, the suspects, the gate's blocking list
+    or the terminal's ranked fixes and suspects of ``seen``."""
+    doc = json.loads((seen.out / "results.json").read_text())
     subjects = [b["subject"] for b in doc["decision"]["blocking"]]
     suspects = [s["subject"] for s in doc.get("suspects") or ()]
-    blocking = _blocking(gate)
-    fixes = [ln for ln in terminal.splitlines() if ln.startswith("  ") and ". " in ln[:6]]
+    blocking = _blocking(seen.gate)
+    fixes = [ln for ln in seen.terminal.splitlines() if ln.startswith("  ") and ". " in ln[:6]]
+    said = seen.terminal.split("suspects (where the problem sits", 1)[1:]
     for healthy in HEALTHY:
         # a path between two healthy hosts blocks nothing; no healthy host is a subject
         assert not any(healthy in s.split(" ")[0].split("/")[0] for s in subjects), subjects
         assert not any(healthy in s for s in suspects), suspects
         assert not any(ln.split()[0].split("/")[0] == healthy for ln in blocking), blocking
         assert not any(f". {healthy} " in ln or f". {healthy}/" in ln for ln in fixes), fixes
+        for text in said:  # the terminal's suspects list, when it has one
+            assert not re.search(rf"\b(node|nic) {healthy}\b", text), text
+
+
+def test_healthy_hosts_are_named_nowhere(faulty_run: tuple[Seen, Seen]) -> None:
+    run, _ = faulty_run
+    _named(run)
+    doc = json.loads((run.out / "results.json").read_text())
     pair = [p for p in doc["paths"] if {p["src"], p["dst"]} == set(HEALTHY)]
     assert pair and pair[0]["verdict"] == "offload-safe", pair
+
+
+def test_healthy_hosts_are_named_nowhere_in_the_retest(faulty_run: tuple[Seen, Seen]) -> None:
+    """Issue 34: `retest` localised on its 12-path subset and named 5 healthy nodes. It
+    re-measures the faulty hosts' paths (the healthy pair was offload-safe) and localises
+    on the run with those in place: the healthy hosts stay unnamed."""
+    run, retest = faulty_run
+    doc = json.loads((retest.out / "results.json").read_text())
+    assert doc["retest_of"] == str(run.out.resolve())
+    again = {frozenset((p["src"], p["dst"])) for p in doc["paths"]}
+    assert frozenset(HEALTHY) not in again and len(again) >= 6, again
+    _named(retest)

@@ -13,6 +13,14 @@ agent the coordinator already trusts:
    frame of int64 completion times per operation;
 3. ``engine.stop`` to the target agent.
 
+A fan-in level through the engine (``run --fanin --engine``, docs/fanin.md) is one
+``engine.target`` on the storage node's agent and one ``engine.initiate`` (READ only, with
+``barrier``) on each reader's: each reader's agent answers ``engine.ready`` when its
+worker is connected and has read one chunk; once every reader has, the coordinator sends
+each ``engine.go`` and the timed READs start together. Each answer's operations say how
+long before it they ended (``ended_ago_ns``), so the coordinator places every reader on
+its own clock.
+
 ``engines`` asks an agent which engines it has (pre-flight and doctor). The agent's side
 is ``netqual.agent.engine_serve``; this module holds the bodies and the coordinator's
 decoding of every answer (a peer's values, checked like any other).
@@ -20,6 +28,7 @@ decoding of every answer (a peer's values, checked like any other).
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -40,6 +49,7 @@ MAX_LANES = 16
 MAX_MOVED = 16
 MAX_TEXT = 300
 MAX_DEPTHS = 8  # depths one engine cell runs (each READ and WRITE)
+MAX_AGO_NS = 3600 * 10**9  # an operation's end, before its answer: within a request's hour
 
 
 @dataclass(frozen=True)
@@ -100,10 +110,17 @@ class EngineSpec:
 
 @dataclass(frozen=True)
 class InitiateRequest:
+    """``engine.initiate``. ``operations``: READ and WRITE, or READ alone (a fan-in reader
+    fetches). ``barrier``: the fan-in's start barrier (module doc): the agent answers
+    ``engine.ready`` once its worker is connected and has read one chunk, and starts the
+    timed operations only on ``engine.go``."""
+
     spec: EngineSpec
     warmup: int
     ops: int
     descriptor: EngineDescriptor
+    operations: tuple[EngineOp, ...] = (EngineOp.READ, EngineOp.WRITE)
+    barrier: bool = False
 
     def to_body(self) -> dict[str, Any]:
         return {
@@ -111,6 +128,8 @@ class InitiateRequest:
             "warmup": self.warmup,
             "ops": self.ops,
             "descriptor": self.descriptor.to_wire(),
+            "operations": [op.value for op in self.operations],
+            "barrier": self.barrier,
         }
 
     @classmethod
@@ -127,7 +146,18 @@ class InitiateRequest:
         )
         warmup = f.integer("warmup", 0, MAX_OPS)
         ops = f.integer("ops", 1, MAX_OPS)
-        return cls(spec, warmup, ops, desc)
+        operations: tuple[EngineOp, ...] = (EngineOp.READ, EngineOp.WRITE)
+        if body.get("operations") is not None:
+            names = f.strings("operations", 8)
+            if not names or len(names) > len(EngineOp) or len(set(names)) < len(names):
+                raise BadRequestError(peer, "engine.initiate.operations", "read and/or write")
+            try:
+                operations = tuple(EngineOp(n) for n in names)
+            except ValueError:
+                raise BadRequestError(
+                    peer, "engine.initiate.operations", "read and/or write"
+                ) from None
+        return cls(spec, warmup, ops, desc, operations, f.flag("barrier", False))
 
 
 # -- answers ---------------------------------------------------------------------------------
@@ -199,8 +229,13 @@ class OpReply:
     moved: Mapping[str, int]
     lanes: tuple[str, ...]
     transport: EngineTransport
+    # the last completion on the holder's monotonic clock (time.monotonic_ns): the
+    # agent's (its worker shares the host's clock), then, once received, the
+    # coordinator's (the agent says how long before its answer; ``receive``). A fan-in
+    # level's readers are placed on one clock by it. None: not known
+    ended_ns: int | None = None
 
-    def header(self) -> dict[str, Any]:
+    def header(self, now_ns: int | None = None) -> dict[str, Any]:
         return {
             "op": self.op.value,
             "depth": self.depth,
@@ -213,6 +248,9 @@ class OpReply:
             "moved": dict(self.moved),
             "lanes": list(self.lanes),
             "transport": self.transport.value,
+            "ended_ago_ns": None
+            if self.ended_ns is None or now_ns is None
+            else max(0, now_ns - self.ended_ns),
         }
 
 
@@ -230,10 +268,10 @@ class InitiatorReply:
     error: str | None = None  # the worker failed (after the ops listed, if any)
     exit_note: str | None = None  # how it ended when not cleanly (a crash after its result)
 
-    def to_body(self) -> dict[str, Any]:
+    def to_body(self, now_ns: int | None = None) -> dict[str, Any]:
         return {
             "version": self.version,
-            "ops": [o.header() for o in self.ops],
+            "ops": [o.header(now_ns) for o in self.ops],
             "start_s": self.start_s,
             "connect_us": self.connect_us,
             "claimed": list(self.claimed),
@@ -244,7 +282,7 @@ class InitiatorReply:
         }
 
     def send(self, ch: Channel) -> None:
-        ch.send("engine.result", self.to_body())
+        ch.send("engine.result", self.to_body(time.monotonic_ns()))
         for o in self.ops:
             ch.send_bytes(np.asarray(o.completion_ns, dtype=_SAMPLE).tobytes())
 
@@ -253,7 +291,9 @@ class InitiatorReply:
         cls, ch: Channel, body: Mapping[str, Any], request: InitiateRequest
     ) -> InitiatorReply:
         """The coordinator's side: the header checked against the request (counts size the
-        sample frames), then exactly one frame per operation."""
+        sample frames), then exactly one frame per operation. Called as the header has
+        arrived: each operation's end is placed on this process's monotonic clock."""
+        arrived_ns = time.monotonic_ns()
         peer = ch.peer
         f = Fields(body, "engine.result", peer)
         items = body.get("ops", [])
@@ -280,6 +320,9 @@ class InitiatorReply:
                     _moved(g),
                     g.strings("lanes", MAX_TEXT)[:MAX_LANES],
                     EngineTransport(g.choice("transport", tuple(t.value for t in EngineTransport))),
+                    None
+                    if item.get("ended_ago_ns") is None
+                    else arrived_ns - g.integer("ended_ago_ns", 0, MAX_AGO_NS),
                 )
             )
         ops = []
@@ -295,6 +338,7 @@ class InitiatorReply:
             moved,
             lanes,
             transport,
+            ended,
         ) in headers:
             data = ch.recv_bytes(count * _SAMPLE.itemsize)
             if len(data) != count * _SAMPLE.itemsize:
@@ -303,7 +347,7 @@ class InitiatorReply:
             ops.append(
                 OpReply(
                     op, depth, first, samples, elapsed, errors, error, data_ok, moved, lanes,
-                    transport,
+                    transport, ended,
                 )
             )  # fmt: skip
         start = None if body.get("start_s") is None else f.number("start_s", 0.0, 3600.0)

@@ -52,6 +52,9 @@ log = logging.getLogger("netqual.agent")
 START_S = 90.0  # a worker's import and engine start (1.5-4 s here; a loaded host takes more)
 STOP_S = 30.0  # a target's answer to stop
 CHECK_S = 60.0  # ``engines``: one engine's import
+# a fan-in reader, ready, waits this long for the coordinator's go (every other reader's
+# worker starting and connecting, on a loaded host)
+BARRIER_S = START_S
 KINDS = ("engine.target", "engine.initiate", "engines")
 _MODULES = {EngineName.MOONCAKE: ("mooncake",), EngineName.NIXL: ("nixl_cu12", "nixl")}
 EXTRA = {EngineName.MOONCAKE: "netqual[mooncake]", EngineName.NIXL: "netqual[nixl]"}
@@ -231,9 +234,11 @@ def serve_initiate(
             job = _job(
                 Role.INITIATOR, spec, address, holder, tmp, own_device,
                 warmup=req.warmup, ops=req.ops, descriptor=req.descriptor,
+                ops_list=req.operations, barrier=req.barrier,
             )  # fmt: skip
             limit = START_S + spec.timeout_s
-            worker = Worker(job, time.monotonic() + limit + 10.0, limit)
+            wait = BARRIER_S if req.barrier else 0.0
+            worker = Worker(job, time.monotonic() + limit + wait + 10.0, limit)
         except EngineUnavailableError as err:
             ch.send_error(*_failure(spec.engine, Role.INITIATOR, agent, err))
             return
@@ -242,6 +247,8 @@ def serve_initiate(
         error = note = None
         with worker:
             try:
+                if req.barrier:
+                    _barrier(ch, worker, limits)
                 while True:
                     msg = worker.message("op", "result")
                     if msg["type"] == "result":
@@ -270,6 +277,31 @@ def serve_initiate(
     ).send(ch)
 
 
+def _barrier(ch: Channel, worker: Worker, limits: AgentLimits) -> None:
+    """The fan-in's start barrier: the worker's ``ready`` (connected, one chunk read) as
+    ``engine.ready``, then the coordinator's ``engine.go`` to the worker. Anything else
+    from the coordinator, its silence past ``BARRIER_S`` or its channel closing raises:
+    the session ends and the ``with worker`` kills the worker."""
+    ready = worker.message("ready")
+    first = ready.get("first_op_ns")
+    connect = ready.get("connect_us")
+    ch.send(
+        "engine.ready",
+        {
+            "first_op_ns": first if isinstance(first, int) and first >= 0 else None,
+            "connect_us": float(connect) if isinstance(connect, (int, float)) else None,
+        },
+    )
+    ch.set_timeout(BARRIER_S)
+    try:
+        msg = ch.recv()
+    finally:
+        ch.set_timeout(limits.idle_timeout_s)
+    if msg.kind != "engine.go":
+        raise ProtocolError(ch.peer, f"expected 'engine.go', got {msg.kind[:40]!r}")
+    worker.send("go")
+
+
 def _op(msg: Mapping[str, Any], most: int, depths: tuple[int, ...]) -> OpReply:
     """An ``op`` line of this agent's own worker (read defensively all the same)."""
     samples = msg.get("completion_ns")
@@ -279,6 +311,7 @@ def _op(msg: Mapping[str, Any], most: int, depths: tuple[int, ...]) -> OpReply:
     errors = msg.get("errors")
     data_ok = msg.get("data_ok")
     depth = msg.get("depth")
+    ended = msg.get("ended_mono_ns")
     if depth not in depths:
         raise EngineWorkerError("ops", f"worker wrote an op at depth {depth!r}")
     try:
@@ -298,6 +331,7 @@ def _op(msg: Mapping[str, Any], most: int, depths: tuple[int, ...]) -> OpReply:
         moved=_ints(msg.get("moved")),
         lanes=_strings(msg.get("lanes"))[:MAX_LANES],
         transport=transport,
+        ended_ns=ended if isinstance(ended, int) and 0 <= ended <= time.monotonic_ns() else None,
     )
 
 

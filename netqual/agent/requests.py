@@ -174,7 +174,7 @@ REQUESTS: Mapping[str, Request] = {
         ),
         Request(
             "engine.initiate", _engine(engine_serve.serve_initiate),
-            (*_ENGINE_FIELDS, "warmup", "ops", "descriptor"), True,
+            (*_ENGINE_FIELDS, "warmup", "ops", "descriptor", "operations", "barrier"), True,
             "fetch through an engine from a peer's target",
         ),
         Request("counters.begin", _counters, ("tcp",), False, "snapshot host counters now"),

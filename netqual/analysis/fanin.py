@@ -379,9 +379,10 @@ def judge_all(results: Sequence[FaninResult]) -> tuple[FaninResult, ...]:
     over the same uplinks shows none there."""
     alone = [judge(r.storage, r.profile, r.chunk_bytes, r.knee_factor, r.levels) for r in results]
     out = []
-    for r in alone:
+    for r, was in zip(alone, results, strict=True):
         others = [s for s in alone if s.storage != r.storage]
-        out.append(judge(r.storage, r.profile, r.chunk_bytes, r.knee_factor, r.levels, others))
+        again = judge(r.storage, r.profile, r.chunk_bytes, r.knee_factor, r.levels, others)
+        out.append(dataclasses.replace(again, engine=was.engine))  # judged on its own
     return tuple(out)
 
 

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from netqual.analysis.fanin import Projection, p99_interval, pays_up_to, storage_findings
 from netqual.base.units import format_bytes, format_duration_us, format_gbps
-from netqual.model.fanin import Call, FaninLevel, FaninResult
+from netqual.model.fanin import Call, EngineFaninLevel, FaninLevel, FaninResult
 
 HEADERS = (
     "readers", "chunk p50", "chunk p99", "p99 95% CI", "vs first", "chunks", "aggregate", "note",
@@ -25,6 +25,18 @@ NOTE = (
     "its 95% CI against the knee factor x the first's; knee: the first level beyond, where "
     "a chunk's p99 completion rises past that factor (docs/fanin.md). aggregate: what "
     "arrived while every reader was reading"
+)
+
+
+# run --fanin --engine: each level through the fetch engine beside the probe's
+ENGINE_HEADERS = (
+    "readers", "engine p50", "engine p99", "engine aggregate", "probe p50", "probe aggregate",
+    "vs probe", "note",
+)  # fmt: skip
+ENGINE_NOTE = (
+    "engine: one worker of the fetch engine per reader, all started together once every "
+    "reader was connected; vs probe: its chunk p50 over the probe's at as many readers "
+    "(docs/fanin.md, Through the fetch engine)"
 )
 
 
@@ -97,6 +109,66 @@ def level_table(f: FaninResult) -> LevelTable:
         row.append("; ".join(_notes(f, lv)))
         rows.append(tuple(row))
     return LevelTable(HEADERS, tuple(rows))
+
+
+def engine_headline(f: FaninResult) -> str | None:
+    """'st1 through mooncake (mooncake-transfer-engine-non-cuda 0.3.13.post1): safe up
+    to ...'; None without the engine's levels."""
+    e = f.engine
+    if e is None:
+        return None
+    said = f" ({e.version})" if e.version else ""
+    return f"{f.storage} through {e.engine.value}{said}: {e.verdict}"
+
+
+def engine_table(f: FaninResult) -> LevelTable | None:
+    """Per level, the engine's chunk completion and aggregate beside the probe's at as
+    many readers (its p50 and aggregate, and the ratio of the p50s); None without the
+    engine's levels."""
+    if f.engine is None:
+        return None
+    probe = {lv.readers: lv for lv in f.levels}
+    rows = []
+    for e in f.engine.levels:
+        lv, p = e.level, probe.get(e.readers)
+        pc = p.chunk if p is not None else None
+        rows.append(
+            (
+                str(e.readers),
+                _us(lv.chunk.p50_us if lv.chunk else None),
+                _us(lv.chunk.p99_us if lv.chunk else None),
+                _gbps(lv.aggregate_gbps),
+                _us(pc.p50_us if pc else None),
+                _gbps(p.aggregate_gbps if p is not None else None),
+                "-" if e.vs_probe is None else f"{e.vs_probe:.2f}x",
+                "; ".join(_engine_notes(e, f.engine.knee)),
+            )
+        )
+    return LevelTable(ENGINE_HEADERS, tuple(rows))
+
+
+def _us(value: float | None) -> str:
+    return "-" if value is None else format_duration_us(value)
+
+
+def _gbps(value: float | None) -> str:
+    return "-" if value is None else format_gbps(value)
+
+
+def _engine_notes(e: EngineFaninLevel, knee: int | None) -> list[str]:
+    lv = e.level
+    notes = [s for s in (lv.skipped,) if s]
+    if e.transports:
+        notes.append("/".join(e.transports))
+    if lv.call is not None and lv.call is not Call.BASE:
+        notes.append("knee" if lv.readers == knee else lv.call.value)
+    if lv.readers_busy is not None and lv.readers > 1:
+        notes.append(f"{lv.readers_busy:.1f} of {lv.readers} at once")
+    if e.fallback:
+        notes.append(e.fallback)
+    if lv.errors:
+        notes.append(f"{len(lv.errors)} failed: {lv.errors[0]}")
+    return notes
 
 
 def projection_table(proj: Sequence[Projection]) -> LevelTable:

@@ -110,6 +110,9 @@ class EngineJob:
     timeout_s: float = 60.0  # initiator: all operations; target: waiting for stop
     log_dir: str = ""
     descriptor: EngineDescriptor | None = None  # initiator: the target's
+    # initiator: connected and one operation done, say "ready" and wait for "go" on stdin
+    # before the timed operations (a fan-in level's readers start together)
+    barrier: bool = False
 
     @property
     def slots(self) -> int:
@@ -148,6 +151,7 @@ class EngineJob:
             timeout_s=float(d.get("timeout_s", 60.0)),
             log_dir=str(d.get("log_dir", "")),
             descriptor=None if desc is None else EngineDescriptor.from_worker(desc),
+            barrier=bool(d.get("barrier", False)),
         )
 
 

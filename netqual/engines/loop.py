@@ -41,6 +41,9 @@ class Timed:
     elapsed_ns: int
     errors: int
     error: str | None
+    # the last kept completion on this process's perf_counter_ns clock (0: none); a fan-in
+    # reader's operations are placed on its agent's clock from it
+    last_ns: int = 0
 
 
 def first_op(mover: Mover, op: EngineOp, deadline: float) -> tuple[int | None, str | None]:
@@ -56,12 +59,24 @@ def first_op(mover: Mover, op: EngineOp, deadline: float) -> tuple[int | None, s
     return time.perf_counter_ns() - t0, None
 
 
-def run(mover: Mover, op: EngineOp, slots: int, warmup: int, ops: int, deadline: float) -> Timed:
+def run(
+    mover: Mover,
+    op: EngineOp,
+    slots: int,
+    warmup: int,
+    ops: int,
+    deadline: float,
+    first: bool = True,
+) -> Timed:
     """``warmup`` then ``ops`` operations, at most ``slots`` outstanding. Stops at the first
-    failure or at ``deadline``, keeping what completed."""
-    first_ns, error = first_op(mover, op, deadline)
-    if error is not None:
-        return Timed(first_ns, (), 0, 1, error)
+    failure or at ``deadline``, keeping what completed. ``first``: one operation alone
+    before them (``first_op``); False when the caller ran it (a fan-in reader, before its
+    start barrier)."""
+    first_ns: int | None = None
+    if first:
+        first_ns, error = first_op(mover, op, deadline)
+        if error is not None:
+            return Timed(first_ns, (), 0, 1, error)
     total = warmup + ops
     posted_at = [0] * slots
     seq = [-1] * slots  # the operation number in each slot, -1 = free
@@ -103,7 +118,7 @@ def run(mover: Mover, op: EngineOp, slots: int, warmup: int, ops: int, deadline:
                 return _failed(first_ns, kept, started, last, why, op, done, total, timeout=True)
             os.sched_yield()  # the engine's own threads need the CPU on a small host
     elapsed = last - started if started is not None and kept else 0
-    return Timed(first_ns, tuple(kept), elapsed, 0, None)
+    return Timed(first_ns, tuple(kept), elapsed, 0, None, last if kept else 0)
 
 
 def _complete(i: int, seq: list[int], posted_at: list[int], warmup: int, kept: list[int]) -> int:
@@ -127,4 +142,4 @@ def _failed(
 ) -> Timed:
     elapsed = last - started if started is not None and kept else 0
     text = why if timeout else f"{op.value} failed after {done} of {total} operations: {why}"
-    return Timed(first_ns, tuple(kept), elapsed, 1, text)
+    return Timed(first_ns, tuple(kept), elapsed, 1, text, last if kept else 0)

@@ -9,6 +9,8 @@ each flushed as written:
     {"type": "check", ...}                                check: version, what it would install
     {"type": "descriptor", "descriptor": {...}, ...}      target: then it waits for a stdin line
     {"type": "bye", "written": true, "moved": {...}}      target: after "stop" (or EOF)
+    {"type": "ready", "first_op_ns": N, ...}              initiator with a barrier: then it
+                                                          waits for a stdin line "go"
     {"type": "op", "op": "read", "completion_ns": [...]}  initiator: each operation as it ends
     {"type": "result", ...}                               initiator: the end
     {"type": "error", "phase": ..., "message": ...}       any role: why it stops
@@ -23,6 +25,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import dataclasses
 import json
 import os
 import sys
@@ -165,6 +168,22 @@ def target(job: EngineJob, out: _Out, log_dir: Path, t0: float) -> None:
     out.emit({"type": "bye", "written": side.written(), "moved": moved})
 
 
+def _barrier(job: EngineJob, side: Any, out: _Out, connect_us: float | None) -> int:
+    """A fan-in reader: one operation alone (the connection is up after it), "ready", then
+    wait for the agent's "go" (every reader of the level is ready). Its first operation's
+    time, ns; anything but "go" (EOF: the agent is gone) ends the worker."""
+    op = job.ops_list[0]
+    out.enter(f"first_op:{op.value}")
+    first_ns, error = loop.first_op(side, op, time.monotonic() + job.timeout_s)
+    if error is not None or first_ns is None:
+        raise RuntimeError(error or "first operation failed")
+    out.emit({"type": "ready", "first_op_ns": first_ns, "connect_us": connect_us})
+    out.enter("barrier")
+    if sys.stdin.buffer.readline().strip() != b"go":
+        raise RuntimeError("not released by the agent (no 'go')")
+    return first_ns
+
+
 def initiator(job: EngineJob, out: _Out, log_dir: Path, t0: float) -> None:
     module = _module(job.engine)
     settings = _prepare(job, module, log_dir)
@@ -175,11 +194,20 @@ def initiator(job: EngineJob, out: _Out, log_dir: Path, t0: float) -> None:
     out.enter("connect")
     connect_us = side.connect()
     ours = _ours(job)
+    first_ns: int | None = None
+    if job.barrier:
+        first_ns = _barrier(job, side, out, connect_us)
+        deadline = time.monotonic() + job.timeout_s  # the operations' time, from "go"
     # every READ before any WRITE: a READ proves it brought the target's own bytes
     for op, depth in [(op, d) for op in job.ops_list for d in job.depths]:
         out.enter(f"first_op:{op.value}@{depth}")
         before = netdev.counters()
-        timed = loop.run(side, op, depth, job.warmup, job.ops, deadline)
+        timed = loop.run(side, op, depth, job.warmup, job.ops, deadline, first_ns is None)
+        if first_ns is not None:
+            timed = dataclasses.replace(timed, first_op_ns=first_ns)
+            first_ns = None  # the barrier's operation was the first of the first cell only
+        # the last completion on the host's monotonic clock, which the agent shares
+        ended = time.monotonic_ns() - (time.perf_counter_ns() - timed.last_ns)
         moved = ours(netdev.moved(before, netdev.counters()))
         data_ok = None
         if op is EngineOp.READ and timed.error is None:
@@ -193,6 +221,7 @@ def initiator(job: EngineJob, out: _Out, log_dir: Path, t0: float) -> None:
                 "first_op_ns": timed.first_op_ns,
                 "completion_ns": list(timed.completion_ns),
                 "elapsed_ns": timed.elapsed_ns,
+                "ended_mono_ns": ended if timed.last_ns else None,
                 "errors": timed.errors,
                 "error": timed.error,
                 "data_ok": data_ok,

@@ -9,6 +9,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from netqual.model.engine import EngineName
 from netqual.model.fetchprofile import PLAIN
 
 DEFAULT_FANIN_CHUNK_BYTES = 256 * 1024
@@ -99,6 +100,44 @@ class FaninLevel:
 
 
 @dataclass(frozen=True)
+class EngineFaninLevel:
+    """One fan-in level read through a fetch engine (``run --fanin --engine``,
+    docs/fanin.md "Through the fetch engine"): one engine worker per reader, all reading
+    the storage node's one engine target, started together once every reader was
+    connected. ``level`` is reduced exactly as the probe's levels are (each reader a rank:
+    chunk completion, busy time, the aggregate while all read, the knee rule's call)."""
+
+    level: FaninLevel
+    transports: tuple[str, ...] = ()  # what the readers' engines moved the bytes over
+    carried_by: tuple[str, ...] = ()  # the readers' interfaces that carried them (counters)
+    storage_carried_by: str | None = None  # the storage node's interface that sent them
+    fallback: str | None = None  # the first reader whose engine did not do as asked: why
+    # the level's first request to the last reader connected and its first chunk read,
+    # when the start barrier released them (engine start-up, the connection; a reader
+    # that failed before is not waited for); None: no reader got there
+    ready_s: float | None = None
+    # chunk p50 over the probe's chunk p50 at the same readers (None: either is missing)
+    vs_probe: float | None = None
+
+    @property
+    def readers(self) -> int:
+        return self.level.readers
+
+
+@dataclass(frozen=True)
+class EngineFanin:
+    """A storage node's fan-in levels through a fetch engine, judged by the same knee rule
+    as the probe's levels, beside them in ``FaninResult.engine``."""
+
+    engine: EngineName
+    version: str | None
+    levels: tuple[EngineFaninLevel, ...]
+    knee: int | None
+    safe_up_to: int | None
+    verdict: str
+
+
+@dataclass(frozen=True)
 class FaninResult:
     storage: str
     profile: str
@@ -116,6 +155,8 @@ class FaninResult:
     # other storage nodes read by the same readers over the same shared rack uplinks that
     # show the knee there too: the uplinks (or the readers) are the likelier cause
     uplinks_implicated_by: tuple[str, ...] = ()
+    # the same levels read through the run's fetch engine (--engine), None without one
+    engine: EngineFanin | None = None
 
     @property
     def undecided(self) -> tuple[int, ...]:

@@ -18,8 +18,11 @@ from netqual.analysis.fanin import (
     storage_sent,
 )
 from netqual.analysis.fanin_table import (
+    ENGINE_NOTE,
     NOTE,
     LevelTable,
+    engine_headline,
+    engine_table,
     headline,
     level_table,
     projection_table,
@@ -58,6 +61,10 @@ class FaninPanel:
     # per measured level, what the storage node's own counters saw over it: "8 readers:
     # eth0 sent 1.25 GiB; rx_prio3_pause 40 on st1 eth0" (empty: its agent did not count)
     counters: Sequence[str] = ()
+    # run --fanin --engine: the levels through the fetch engine beside the probe's
+    engine_headline: str | None = None
+    engine: LevelTable | None = None
+    engine_note: str = ENGINE_NOTE
 
 
 def _scale(levels: Sequence[int], top_value: float) -> tuple[dict[int, float], float]:
@@ -192,6 +199,8 @@ def fanin_panels(results: Results) -> tuple[FaninPanel, ...]:
                 level_table(f),
                 projection_table(proj) if proj else None,
                 counters=counter_lines(f),
+                engine_headline=engine_headline(f),
+                engine=engine_table(f),
             )
         )
     return tuple(out)

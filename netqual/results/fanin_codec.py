@@ -2,11 +2,22 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
+from netqual.analysis import fanin_engine
 from netqual.analysis.fanin import judge_all
 from netqual.base.errors import ResultsFileError
-from netqual.model.fanin import Call, ChunkStats, FaninLevel, FaninResult, RankSpan
+from netqual.model.engine import EngineName
+from netqual.model.fanin import (
+    Call,
+    ChunkStats,
+    EngineFanin,
+    EngineFaninLevel,
+    FaninLevel,
+    FaninResult,
+    RankSpan,
+)
 
 
 def to_list(results: tuple[FaninResult, ...]) -> list[dict[str, Any]]:
@@ -23,6 +34,7 @@ def to_list(results: tuple[FaninResult, ...]) -> list[dict[str, Any]]:
             "uplinks_cleared_by": r.uplinks_cleared_by,
             "uplinks_implicated_by": list(r.uplinks_implicated_by),
             "verdict": r.verdict,
+            **({} if r.engine is None else {"engine": engine_to_dict(r.engine)}),
         }
         for r in results
     ]
@@ -88,11 +100,20 @@ def from_list(data: Any, source: str) -> tuple[FaninResult, ...]:
                     knee=None if knee is None else int(knee),
                     safe_up_to=None if safe is None else int(safe),
                     verdict=str(d["verdict"]),
+                    engine=_engine(d.get("engine")),
                 )
             )
         except (KeyError, TypeError, ValueError, AttributeError) as err:
             raise ResultsFileError(source, f"malformed: {err!r}", field=f"fanin[{i}]") from err
-    return judge_all(out)
+    return tuple(_judged_engine(r) for r in judge_all(out))
+
+
+def _judged_engine(r: FaninResult) -> FaninResult:
+    """The engine's levels judged again by the current rule, beside the probe's."""
+    if r.engine is None:
+        return r
+    e = r.engine
+    return dataclasses.replace(r, engine=fanin_engine.judge(e.engine, e.version, r, e.levels))
 
 
 def _opt(d: Any, key: str) -> float | None:
@@ -156,3 +177,59 @@ def _window(value: Any) -> dict[str, Any] | None:
     if not isinstance(value, dict):
         raise TypeError(f"storage_counters must be an object, got {type(value).__name__}")
     return value
+
+
+def engine_to_dict(e: EngineFanin) -> dict[str, Any]:
+    """``fanin[].engine``: the levels through the fetch engine (docs/results.md)."""
+    return {
+        "name": e.engine.value,
+        "version": e.version,
+        "levels": [engine_level_to_dict(lv) for lv in e.levels],
+        "knee": e.knee,
+        "safe_up_to": e.safe_up_to,
+        "verdict": e.verdict,
+    }
+
+
+def engine_level_to_dict(lv: EngineFaninLevel) -> dict[str, Any]:
+    """A level's keys (``level_to_dict``) and the engine's own."""
+    return level_to_dict(lv.level) | {
+        "transports": list(lv.transports),
+        "carried_by": list(lv.carried_by),
+        "storage_carried_by": lv.storage_carried_by,
+        "fallback": lv.fallback,
+        "ready_s": lv.ready_s,
+        "vs_probe": lv.vs_probe,
+    }
+
+
+def engine_level(d: Any) -> EngineFaninLevel:
+    """One engine level from its JSON; KeyError/TypeError/ValueError when malformed."""
+    return EngineFaninLevel(
+        level=fanin_level(d),
+        transports=tuple(str(t) for t in d.get("transports", ())),
+        carried_by=tuple(str(t) for t in d.get("carried_by", ())),
+        storage_carried_by=_opt_str(d, "storage_carried_by"),
+        fallback=_opt_str(d, "fallback"),
+        ready_s=_opt(d, "ready_s"),
+        vs_probe=_opt(d, "vs_probe"),
+    )
+
+
+def _engine(d: Any) -> EngineFanin | None:
+    if d is None:
+        return None
+    version = d.get("version")
+    return EngineFanin(
+        engine=EngineName(d["name"]),
+        version=None if version is None else str(version),
+        levels=tuple(engine_level(lv) for lv in d["levels"]),
+        knee=None,
+        safe_up_to=None,
+        verdict=str(d.get("verdict", "")),
+    )
+
+
+def _opt_str(d: Any, key: str) -> str | None:
+    v = d.get(key)
+    return None if v is None else str(v)

@@ -12,6 +12,9 @@ Record kinds (docs/results.md):
 - ``{"record": "alone", "path": {...}}``: one of them, re-measured alone (ping-pong only).
 - ``{"record": "fanin-level", "storage": NAME, "level": {...}}``: one level of the fan-in
   sweep (``run --fanin``), as in results.json's ``fanin[].levels``; ``--resume`` keeps it.
+- ``{"record": "fanin-engine-level", "storage": NAME, "engine": E, "level": {...}}``: one
+  fan-in level read through the fetch engine (``run --fanin --engine``), as in
+  results.json's ``fanin[].engine.levels``; ``--resume`` keeps it for the same engine.
 - ``{"record": "engine", "src": A, "dst": B, "cells": [...]}``: the fetch engine's cells of
   a finished pair (``run --engine``), as in results.json's path ``engine``; ``--resume``
   keeps them (a pair whose engine was refused for its configuration has none: redone).
@@ -36,13 +39,18 @@ from netqual.analysis.plausible import mark_impossible
 from netqual.base.errors import OutputError, ResultsFileError
 from netqual.files.filedata import load_json
 from netqual.files.outfiles import write_atomic
-from netqual.model.engine import EngineCell
-from netqual.model.fanin import FaninLevel
+from netqual.model.engine import EngineCell, EngineName
+from netqual.model.fanin import EngineFaninLevel, FaninLevel
 from netqual.model.path import PathResult
 from netqual.model.verdict import Verdict
 from netqual.results.encode import path_to_dict
 from netqual.results.engine_codec import WireEngineCell, cell_to_dict
-from netqual.results.fanin_codec import fanin_level, level_to_dict
+from netqual.results.fanin_codec import (
+    engine_level,
+    engine_level_to_dict,
+    fanin_level,
+    level_to_dict,
+)
 from netqual.results.wirepath import decode_path
 from netqual.table.paths import PathTable
 from netqual.table.store import KeyedPaths, PathChunks, concat
@@ -54,6 +62,7 @@ PINGPONG = "pingpong"
 SAMPLE = "interference-sample"
 ALONE = "alone"
 FANIN = "fanin-level"
+FANIN_ENGINE = "fanin-engine-level"
 ENGINE = "engine"
 
 PENDING_REASON = "bulk phase not measured: the run stopped before it (--resume measures it)"
@@ -90,6 +99,13 @@ def append_fanin(f: TextIO, storage: str, level: FaninLevel) -> None:
     _line(f, _compact({"record": FANIN, "storage": storage, "level": level_to_dict(level)}))
 
 
+def append_fanin_engine(
+    f: TextIO, storage: str, engine: EngineName, level: EngineFaninLevel
+) -> None:
+    record = {"record": FANIN_ENGINE, "storage": storage, "engine": engine.value}
+    _line(f, _compact({**record, "level": engine_level_to_dict(level)}))
+
+
 def append_engine(f: TextIO, key: Key, cells: Sequence[EngineCell]) -> None:
     """A finished pair's fetch engine cells (after the pair's own record)."""
     record = {"record": ENGINE, "src": key[0], "dst": key[1]}
@@ -115,6 +131,14 @@ class Journal:
     engine: dict[Key, tuple[EngineCell, ...]] = field(default_factory=dict)  # --engine
     records: int = 0  # lines read (torn tail excluded)
     duplicates: int = 0  # records of something already recorded (a rewrite drops them)
+    # fan-in levels through the fetch engine, by (storage node, readers): (engine, level)
+    fanin_engine: dict[tuple[str, int], tuple[EngineName, EngineFaninLevel]] = field(
+        default_factory=dict
+    )
+
+    def engine_levels(self, engine: EngineName) -> dict[tuple[str, int], EngineFaninLevel]:
+        """The fan-in levels read through ``engine`` (another engine's are measured again)."""
+        return {k: lv for k, (name, lv) in self.fanin_engine.items() if name is engine}
 
 
 def _sample(doc: Mapping[str, Any], source: str, where: str) -> tuple[Key, ...]:
@@ -132,6 +156,19 @@ def _fanin(doc: Mapping[str, Any], source: str, where: str) -> tuple[str, FaninL
         raise ResultsFileError(source, "expected storage and level", where)
     try:
         return storage, fanin_level(level)
+    except (KeyError, TypeError, ValueError, AttributeError) as err:
+        raise ResultsFileError(source, f"malformed level: {err!r}", f"{where}.level") from err
+
+
+def _fanin_engine(
+    doc: Mapping[str, Any], source: str, where: str
+) -> tuple[str, EngineName, EngineFaninLevel]:
+    storage, level, engine = doc.get("storage"), doc.get("level"), doc.get("engine")
+    names = [e.value for e in EngineName]
+    if not isinstance(storage, str) or not isinstance(level, dict) or engine not in names:
+        raise ResultsFileError(source, "expected storage, engine and level", where)
+    try:
+        return storage, EngineName(engine), engine_level(level)
     except (KeyError, TypeError, ValueError, AttributeError) as err:
         raise ResultsFileError(source, f"malformed level: {err!r}", f"{where}.level") from err
 
@@ -162,6 +199,7 @@ class _Reading:
         self.sample: tuple[Key, ...] | None = None
         self.levels: dict[tuple[str, int], FaninLevel] = {}
         self.engine: dict[Key, tuple[EngineCell, ...]] = {}
+        self.engine_levels: dict[tuple[str, int], tuple[EngineName, EngineFaninLevel]] = {}
 
     def path(self, kind: str, wire: Any) -> None:
         self.kinds.append(kind)
@@ -177,6 +215,10 @@ class _Reading:
 
     def keep_engine(self, kind: str, got: tuple[Key, tuple[EngineCell, ...]]) -> None:
         self.engine.setdefault(*got)
+
+    def keep_engine_level(self, kind: str, got: tuple[str, EngineName, EngineFaninLevel]) -> None:
+        storage, engine, level = got
+        self.engine_levels.setdefault((storage, level.readers), (engine, level))
 
 
 @dataclass(frozen=True)
@@ -205,6 +247,8 @@ RECORDS: Mapping[str, Record] = {
                _Reading.keep_sample),
         Record(ALONE, "one sampled path re-measured alone", _path, _Reading.path),
         Record(FANIN, "one level of the --fanin sweep", _fanin, _Reading.keep_level),
+        Record(FANIN_ENGINE, "one --fanin level read through the --engine", _fanin_engine,
+               _Reading.keep_engine_level),
         Record(ENGINE, "a finished pair's --engine cells", _engine, _Reading.keep_engine),
     )
 }  # fmt: skip
@@ -294,8 +338,9 @@ def read(path: Path) -> Journal:
         {k: table.row(r) for k, r in alone.items()},
         levels,
         engine,
-        len(kinds) + len(levels) + len(engine),
+        len(kinds) + len(levels) + len(engine) + len(got.engine_levels),
         dupes,
+        got.engine_levels,
     )
 
 
@@ -313,6 +358,8 @@ def rewrite(path: Path, journal: Journal) -> None:
                 append_alone(f, p)
         for (storage, _), level in journal.fanin.items():
             append_fanin(f, storage, level)
+        for (storage, _), (engine, elevel) in journal.fanin_engine.items():
+            append_fanin_engine(f, storage, engine, elevel)
         for key, cells in journal.engine.items():
             append_engine(f, key, cells)
 

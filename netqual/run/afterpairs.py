@@ -8,7 +8,7 @@ import dataclasses
 
 from netqual.analysis import interference
 from netqual.base import interrupts
-from netqual.model.fanin import FaninLevel
+from netqual.model.fanin import EngineFaninLevel, FaninLevel
 from netqual.model.node import Node
 from netqual.model.path import PathResult
 from netqual.model.plan import ProbePlan
@@ -16,7 +16,7 @@ from netqual.model.progress import Stage
 from netqual.planning import sampling
 from netqual.planning.phases import Phase
 from netqual.results import journal
-from netqual.run import engine_cells
+from netqual.run import engine_cells, fanin_engine
 from netqual.run import fanin as fanin_run
 from netqual.run import multirail as multirail_run
 from netqual.run.pairprobe import as_path, measure_pair
@@ -73,11 +73,15 @@ def measure_multirail(s: RunSession) -> None:
 
 def sweep_fanin(s: RunSession) -> None:
     """The fan-in sweep, after every pair: it never runs beside the pair probes. Each level
-    is journalled as it ends; a resumed run keeps the levels its journal holds."""
+    is journalled as it ends; a resumed run keeps the levels its journal holds. With
+    ``--engine``, then the same levels through the fetch engine (``run.fanin_engine``),
+    journalled likewise."""
     cfg, f, observer = s.config, s.journal.file, s.observer
     assert cfg.fanin is not None
     levels = fanin_run.level_count(cfg.nodes, cfg.fanin)
-    observer.phase(Stage.FANIN, 0, levels, len(s.prior.fanin))
+    held = s.prior.engine_levels(cfg.engine.name) if cfg.engine is not None else {}
+    total = levels * (2 if cfg.engine is not None else 1)
+    observer.phase(Stage.FANIN, 0, total, len(s.prior.fanin) + len(held))
 
     def done(storage: str, level: FaninLevel) -> None:
         with interrupts.atomic():
@@ -89,6 +93,19 @@ def sweep_fanin(s: RunSession) -> None:
         cfg.plan.timeout_s,
     )  # fmt: skip
     s.results.fanin = fanin_run.sweep(cfg.nodes, cfg.fanin, ctx, done, s.prior.fanin)
+    if cfg.engine is None:
+        return
+    name = cfg.engine.name
+
+    def engine_done(storage: str, level: EngineFaninLevel) -> None:
+        with interrupts.atomic():
+            journal.append_fanin_engine(f, storage, name, level)
+        observer.item(None)
+
+    through = fanin_engine.EngineSweep(cfg.engine, cfg.token, cfg.transport_options.rdma.device)
+    s.results.fanin = fanin_engine.sweep(
+        cfg.nodes, cfg.fanin, through, s.results.fanin, engine_done, held
+    )
 
 
 def check_interference(s: RunSession) -> None:

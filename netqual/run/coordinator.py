@@ -94,8 +94,9 @@ STEPS: tuple[Step, ...] = (
         "fan-in", Stage.FANIN, afterpairs.sweep_fanin, lambda c: c.fanin is not None,
         "`--fanin`",
         needs="the storage and compute nodes",
-        records="each level in results.jsonl; the sweep in `RunResults.fanin`",
-        resumed="levels the journal holds are kept",
+        records="each level (with `--engine`, each through the engine too) in "
+        "results.jsonl; the sweep in `RunResults.fanin`",
+        resumed="levels the journal holds are kept (the engine's: for the same engine)",
     ),
     Step(
         "multirail", Stage.MULTIRAIL, afterpairs.measure_multirail, lambda c: c.multirail > 0,

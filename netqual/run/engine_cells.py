@@ -87,7 +87,8 @@ def _spec(eplan: EnginePlan, me: Node, peer: Node, device: str | None) -> Engine
     )
 
 
-def _open(node: Node, token: bytes | None) -> Channel:
+def open_channel(node: Node, token: bytes | None) -> Channel:
+    """A session with ``node``'s agent, for one engine exchange."""
     ch, _ = connect(
         node.control_address, node.port, token, node.name, CONNECT_S, expect_name=node.identity
     )
@@ -105,10 +106,10 @@ def measure(
     """The engine cells of the path ``src`` -> ``dst``: ``dst`` is the target (the data's
     home, as the probe's responder), ``src`` reads and writes it. ``bulk``: the path's own
     bulk cells (``vs_probe``)."""
-    t_spec = _spec(eplan, dst, src, _device(dst, rdma_device))
-    i_spec = _spec(eplan, src, dst, _device(src, rdma_device))
+    t_spec = _spec(eplan, dst, src, device_filter(dst, rdma_device))
+    i_spec = _spec(eplan, src, dst, device_filter(src, rdma_device))
     try:
-        target = _open(dst, token)
+        target = open_channel(dst, token)
     except NetqualError as err:
         return _failed(eplan, f"target agent {dst.name}: {err}")
     with target:
@@ -124,7 +125,7 @@ def measure(
         reply: InitiatorReply | None = None
         failure: str | None = None
         try:
-            with _open(src, token) as ch:
+            with open_channel(src, token) as ch:
                 ch.set_timeout(START_S + eplan.timeout_s + 30.0)
                 ch.send("engine.initiate", request.to_body())
                 reply = InitiatorReply.receive(ch, expect(ch, "engine.result"), request)
@@ -136,14 +137,14 @@ def measure(
             failure = f"initiator on {src.name}: {err.message}"
         except (NetqualError, OSError, TimeoutError) as err:
             failure = f"initiator on {src.name}: {err}"
-        bye = _stop(target, dst.name)
+        bye = stop_target(target, dst.name)
     if reply is None:
         return _failed(eplan, failure or "no result")
     cells = build_cells(eplan, reply, ready, bye, src, dst, bulk)
     return EngineOutcome(cells, required(eplan, cells))
 
 
-def _device(node: Node, run_device: str | None) -> str | None:
+def device_filter(node: Node, run_device: str | None) -> str | None:
     """The RDMA device filter: the NIC's device (``--rails``), else the run's
     ``--rdma-device``, else none (the engine looks for itself)."""
     if node.nic is not None and node.nic.device:
@@ -151,7 +152,7 @@ def _device(node: Node, run_device: str | None) -> str | None:
     return run_device
 
 
-def _stop(target: Channel, name: str) -> TargetBye | None:
+def stop_target(target: Channel, name: str) -> TargetBye | None:
     try:
         target.set_timeout(STOP_S + 10.0)
         target.send("engine.stop")
@@ -264,7 +265,7 @@ def _cell(
     transport = o.transport
     if transport is EngineTransport.UNKNOWN and carried and not carried.startswith("rdma:"):
         transport = EngineTransport.TCP  # the engine said nothing; an IP interface moved it
-    device = carried or _lane_device(o.lanes)
+    device = carried or _lanedevice_filter(o.lanes)
     data_ok = o.data_ok if o.op is EngineOp.READ else (bye.written if bye else None)
     error = o.error
     if error is None and data_ok is False:
@@ -310,7 +311,7 @@ def _cell(
     return dataclasses.replace(cell, vs_probe=judge.vs_probe(cell, bulk))
 
 
-def _lane_device(lanes: Sequence[str]) -> str | None:
+def _lanedevice_filter(lanes: Sequence[str]) -> str | None:
     from netqual.engines.ucxinfo import LANE
 
     devices = dict.fromkeys(m.group(2) for lane in lanes for m in LANE.finditer(lane))

@@ -12,7 +12,7 @@ import os
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -30,6 +30,7 @@ pytestmark = [pytest.mark.root, pytest.mark.skipif(REASON is not None, reason=RE
 TOPOLOGY = Path(lab.default_topology_path()).parent / "four-hosts.toml"
 # The plan: one 64 KiB cell at depth 1 (the engine's too), a short ping-pong: this is about
 # the engine cells, not about the RTT verdicts.
+FANIN_CHUNKS = 60  # per reader and level: a few ms of reading each
 PLAN = (
     "--chunk", "64KiB", "--depth", "1", "--iterations", "500", "--warmup", "50",
     "--allow-short-plan", "--interference-sample", "0",
@@ -180,6 +181,71 @@ def test_a_crash_at_exit_of_the_real_nixl_worker_loses_no_measurement(
     # whether this host's UCX crashes at exit or not, the result came first; say which
     print(f"NIXL worker's normal exit: {note or 'clean'}")
     assert note is None or note.startswith("killed by")
+
+
+@pytest.mark.parametrize("engine", [EngineName.MOONCAKE, EngineName.NIXL])
+def test_the_fanin_sweep_reads_each_level_through_the_engine_beside_the_probe(
+    four: lab.LabInfo,
+    tmp_path: Path,
+    engine: EngineName,
+    artefact: Callable[[str], None],
+) -> None:
+    """`run --fanin 1,2 --engine E` with h1 as the storage node: each level's readers
+    (h2, then h2 and h3) fetch the chunk through the engine, one worker each, all reading
+    h1's one engine target after a start barrier, and the level is reduced as the probe's
+    (chunk completion, per-reader spans, the aggregate while all read), beside it."""
+    needs(engine)
+    text = four.inventory_path.read_text()
+    h1 = text.index('name = "h1"')
+    role = text.index('role = "compute"', h1)
+    inv = tmp_path / "inventory.toml"
+    inv.write_text(text[:role] + 'role = "storage"' + text[role + len('role = "compute"') :])
+    out = tmp_path / "run"
+    t0 = time.monotonic()
+    done = netqual(
+        "run", str(inv), "--out", str(out), *PLAN, "--mode", "bipartite", "--fanin", "1,2",
+        "--fanin-chunk", "256KiB", "--fanin-chunks", str(FANIN_CHUNKS), "--engine", engine.value,
+        netns=four.control_netns,
+    )  # fmt: skip
+    took = time.monotonic() - t0
+    said = done.stdout + done.stderr
+    assert done.returncode == 0, said[-3000:]
+    assert took < 300
+    doc = json.loads((out / "results.json").read_text())
+    (sweep,) = doc["fanin"]
+    assert sweep["storage"] == "h1"
+    e = sweep["engine"]
+    assert e["name"] == engine.value and e["version"]
+    assert [lv["readers"] for lv in e["levels"]] == [1, 2]
+    probe = {lv["readers"]: lv for lv in sweep["levels"]}
+    for lv in e["levels"]:
+        k = lv["readers"]
+        assert lv["errors"] == [], lv["errors"]
+        assert lv["nodes"] == probe[k]["nodes"]  # the same readers as the probe's level
+        assert [r["node"] for r in lv["ranks"]] == lv["nodes"]  # one worker per reader
+        assert all(r["bytes"] == FANIN_CHUNKS * 256 * 1024 for r in lv["ranks"])
+        assert lv["chunk_us"]["samples"] == k * FANIN_CHUNKS
+        assert 0 < lv["chunk_us"]["p50"] <= lv["chunk_us"]["p99"]
+        # proven, not assumed: the engines said TCP, both ends' links carried it
+        assert lv["transports"] == ["tcp"] and lv["carried_by"] == ["to-sw"]
+        assert lv["storage_carried_by"] == "to-sw" and lv["fallback"] is None
+        assert lv["aggregate_gbps"] > 0 and lv["busy_s"] > 0 and lv["ready_s"] > 0
+        ratio = lv["chunk_us"]["p50"] / probe[k]["chunk_us"]["p50"]
+        assert lv["vs_probe"] == pytest.approx(ratio, rel=1e-6)
+        starts = [r["start_s"] for r in lv["ranks"]]
+        artefact(
+            f"{engine.value} fan-in at {k}: engine chunk p50 {lv['chunk_us']['p50']:.0f} us, "
+            f"probe {probe[k]['chunk_us']['p50']:.0f} us ({lv['vs_probe']:.2f}x); aggregate "
+            f"{lv['aggregate_gbps']:.2f} Gbit/s, probe {probe[k]['aggregate_gbps']:.2f}; "
+            f"readers started within {1e3 * (max(starts) - min(starts)):.1f} ms, "
+            f"{lv['readers_busy']:.2f} of {k} at once; ready after {lv['ready_s']:.2f} s"
+        )
+    assert e["levels"][0]["call"] == "base" and e["verdict"]
+    jsonl = (out / "results.jsonl").read_text()
+    assert jsonl.count('"record":"fanin-engine-level"') == 2
+    assert f"h1 through {engine.value}" in said and "vs probe" in said
+    html = (out / "report.html").read_text()
+    assert 'id="fanin-engine-0"' in html and "fanin-engine-table" in html
 
 
 NO_NIXL_PORT = 18516

@@ -29,6 +29,7 @@ from netqual.report.fleet import fleet_view
 from netqual.report.grid import NODE_MATRIX_MAX, pair_rows, report_nodes
 from netqual.report.hosts import hosts_view
 from netqual.report.methodology import methodology
+from netqual.report.notes import Recommendation
 from netqual.report.recommend import recommend
 from netqual.report.view import (
     DETAIL_MAX,
@@ -317,7 +318,7 @@ def build_view(
         dist_axis=axis,
         dist_lines=lines,
         worst=worst,
-        recommendations=recommend(
+        recommendations=_cards(
             results, [f"{n.waiver.label} (expired {n.waiver.until})" for n in notes if n.expired]
         ),
         waivers=notes,
@@ -337,6 +338,17 @@ def build_view(
         engine=engine_view(results),
         **_rails(results),
     )
+
+
+def _cards(results: Results, expired: Sequence[str]) -> list[Recommendation]:
+    """ "What to do" beside the decision's ranked fixes: with a fix to list, only the cards
+    that say what no fix says (issue 36: "Keep KV offload inside each rack" under a fix
+    "cross-rack paths ... keep KV offload inside each rack", every thing to do twice)."""
+    cards = recommend(results, expired)
+    d = results.decision
+    if d is None or not d.blocking:
+        return cards
+    return [c for c in cards if not c.fix]
 
 
 def _rails(results: Results) -> dict[str, Any]:

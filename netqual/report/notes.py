@@ -24,9 +24,17 @@ LISTED = 8
 
 @dataclass(frozen=True)
 class Recommendation:
+    """A card of "What to do". ``fix``: it advises on something the decision's ranked
+    fixes (``Decision.blocking``) or cautions already hold (a node, a tier, a rack pair,
+    a path, the sample count, a configuration outlier, loss, marginal or unstable paths):
+    report.html shows it only when the decision has no fix, so that each thing to do is
+    said once. The others (an incomplete run, a topology that cannot be localised, the
+    go-live note, an expired waiver) say what no fix says."""
+
     severity: str  # css class: unsafe | marginal | safe | info
     title: str
     text: str
+    fix: bool = True
 
 
 def listed(items: Sequence[str], total: int | None = None) -> str:
@@ -51,6 +59,7 @@ def finish_notes(results: Results) -> list[Recommendation]:
             f"Incomplete run: {head}",
             f"{action[0].upper()}{action[1:]}.{why} No go-live decision until every "
             "scheduled pair is measured: an unmeasured pair may be the one that fails.",
+            fix=False,
         )
     ]
 

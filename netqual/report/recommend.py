@@ -99,6 +99,7 @@ def recommend(results: Results, expired_waivers: Sequence[str] = ()) -> list[Rec
                 f"holds ({policy.metric.value} <= {policy.safe_max_us:g} us and nothing "
                 f"blocking).{caveat} Keep this results file as the baseline and re-qualify "
                 "(netqual gate --baseline) after any fabric, firmware or cabling change.",
+                fix=False,
             )
         )
     nodes = {n.name: n for n in results.nodes}
@@ -173,6 +174,7 @@ def recommend(results: Results, expired_waivers: Sequence[str] = ()) -> list[Rec
                 "marginal",
                 f"Waiver expired: {label}",
                 "The waiver no longer applies; fix the path or renew the waiver with a new date.",
+                fix=False,
             )
         )
     return out
@@ -203,6 +205,7 @@ def _unlocalised(results: Results, problem: str) -> Recommendation:
         "offload-safe "
         f"({listed(worst, len(bad))}), but {problem.removeprefix('cannot localise: ')}. "
         "Until then, do not offload KV over these paths.",
+        fix=False,
     )
 
 

@@ -210,9 +210,23 @@ def test_the_first_screen_gives_one_answer_then_the_fixes_ranked(
     header = html.split("<header")[1].split("</header>")[0]
     section = header.split('id="decision"')[1].split("</section>")[0]
     assert "Decision: <b>GO WITH CONDITIONS</b>" in section
-    assert section.count("<li>") == 3 and "(loss, 7 paths)" in section
+    assert "3 fixes to make: see What to do." in section
     assert "Not judged: workload: no workload given" in section
     assert header.index('id="decision"') < header.index('class="chips"')
+    # one ranked list, the decision's, each fix once (issue 36: the header's "Fix first"
+    # and the "What to do" cards "Keep gpu05 on local NVMe", "Fix the configuration of
+    # gpu03 first" and "Packet loss behind the tail of 7 paths" said each thing twice)
+    assert "<li>" not in section
+    todo = html.split('id="recommendations"')[1].split("</section>")[0]
+    assert todo.count("<li>") == 3 and "(loss, 7 paths)" in todo
+    items = [li.split("</li>")[0] for li in todo.split("<li>")[1:]]
+    assert [li.split("</b>")[0].removeprefix("<b>") for li in items] == [
+        "gpu05", "gpu03", "gpu02",
+    ]  # fmt: skip
+    assert '<div class="rec ' not in todo, todo
+    for subject in ("gpu05", "gpu03", "gpu02"):  # named by its one fix, and in no card
+        assert sum(subject in li.split("</b>")[0] for li in items) == 1
+    assert html.count("et mtu on gpu03 to 9000") == 1  # its action, once ("Set mtu ...")
 
 
 def test_noisy_paths_are_a_caution_and_the_go_live_sentence_does_not_wait_on_them(

@@ -57,10 +57,12 @@ def test_allow_short_plan_marks_every_output_preliminary(agents: AgentPool, tmp_
     h1 = html[html.index('id="verdict">') :].split("</h1>")[0]
     assert "PRELIMINARY" in h1
     todo = html[html.index('id="recommendations"') :]
-    first = todo[todo.index('<div class="rec') :].split("</div>")[0]
-    # Cause 1 is the sample count, with these paths' own numbers; no hardware is blamed.
-    assert "Too few samples to decide on 3 paths" in first
-    assert "kept 300 samples and the policy needs 10,000" in first
+    first = todo[todo.index('<ol class="fixes"') :].split("</li>")[0]
+    # Fix 1 is the sample count, with these paths' own numbers; no hardware is blamed (the
+    # decision's ranked list: said once, no card beside it saying it again)
+    assert "<b>run</b>" in first and "3 paths marginal only for want of samples" in first
+    assert "the plan kept 300 per path, the policy needs 10,000" in first
+    assert "not the hardware" in first and "Too few samples" not in todo
     assert "local NVMe" not in todo.split("</section>")[0]
     assert "top-of-rack" not in todo.split("</section>")[0]
 

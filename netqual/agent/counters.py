@@ -96,16 +96,6 @@ def rdma_ports(root: Path = SYS_INFINIBAND) -> dict[str, dict[str, int]]:
     return out
 
 
-def rdma_parents(root: Path = SYS_INFINIBAND) -> dict[str, str]:
-    """``DEV`` -> its netdev, where the kernel says (``parent``: rxe, siw)."""
-    out: dict[str, str] = {}
-    with contextlib.suppress(OSError):
-        for dev in root.iterdir():
-            with contextlib.suppress(OSError):
-                out[dev.name] = (dev / "parent").read_text().strip()
-    return out
-
-
 def tcp_retrans(sock: socket.socket | None) -> int | None:
     """Segments this TCP connection retransmitted so far; None when not TCP or unknown."""
     if sock is None or sock.type != socket.SOCK_STREAM:

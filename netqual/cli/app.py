@@ -171,7 +171,7 @@ TimeoutOpt = Annotated[
 ]
 
 
-def split_endpoint(text: str, default_port: int, option: str) -> tuple[str, int]:
+def host_port(text: str, default_port: int, option: str) -> tuple[str, int]:
     """'host:port', '[v6]:port', 'host' or ':port' -> (host, port)."""
     from netqual.base.errors import UsageError
 
@@ -197,7 +197,7 @@ def probe_node(text: str, option: str) -> Node:
     from netqual.model.node import DEFAULT_PORT
 
     name, at, endpoint = text.rpartition("@")
-    host, port = split_endpoint(endpoint, DEFAULT_PORT, option)
+    host, port = host_port(endpoint, DEFAULT_PORT, option)
     if not at:
         return Node(name=text, address=host, port=port, verify_name=False)
     if (problem := name_problem(name)) is not None:

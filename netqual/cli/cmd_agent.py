@@ -22,7 +22,7 @@ from netqual.cli.app import (
     SysfsRootOpt,
     app,
     err_console,
-    split_endpoint,
+    host_port,
 )
 from netqual.cli.engine_opts import offered_engines
 from netqual.model.node import DEFAULT_PORT
@@ -86,7 +86,7 @@ def agent(
             "reach this port can make this node send traffic",
             style="bold yellow",
         )
-    host, port = split_endpoint(listen, DEFAULT_PORT, "--listen")
+    host, port = host_port(listen, DEFAULT_PORT, "--listen")
     if name is not None and (problem := name_problem(name)) is not None:
         raise UsageError("--name", problem)
     if max_sessions < 1:

@@ -17,7 +17,7 @@ from netqual.campaign.metrics import CampaignCollector, openmetrics_text
 from netqual.campaign.serve import MetricsServer, Snapshot
 from netqual.campaign.store import Store, guarded, open_store
 from netqual.campaign.trend import trend, trend_to_dict
-from netqual.cli.app import AllowIncomparableOpt, JsonOpt, app, console, split_endpoint
+from netqual.cli.app import AllowIncomparableOpt, JsonOpt, app, console, host_port
 from netqual.cli.cmd_gate import _today, emit_gate
 from netqual.gate import Waiver, load_profile
 from netqual.render.campaign import print_added, print_trend
@@ -274,7 +274,7 @@ def serve(
     """
     camp = config.load_campaign(directory)
     open_store(camp.store_path, read_only=True).close()  # fail now, not at the first scrape
-    host, port = split_endpoint(listen, 9515, "--listen")
+    host, port = host_port(listen, 9515, "--listen")
     collector = CampaignCollector(camp.store_path, {m.name: m.week for m in camp.milestones})
     server = MetricsServer(Snapshot(lambda: openmetrics_text(collector).encode()), host, port)
     try:

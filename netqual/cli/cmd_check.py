@@ -115,7 +115,7 @@ def check(
         snaps = [n.snapshot for n in report.nodes if n.snapshot is not None]
         found = evaluate(snaps, roles, expect, {n.name: n.nics for n in inv.nodes})
     if as_json:
-        typer.echo(json.dumps(report_to_dict(report, found), indent=1))
+        typer.echo(json.dumps(preflight_to_dict(report, found), indent=1))
     else:
         print_check(console(), report)
         if found is not None:
@@ -130,7 +130,9 @@ def check(
 _NOT_IN_JSON = frozenset({"snapshot", "host", "measuring"})
 
 
-def report_to_dict(report: PreflightReport, found: FleetResult | None = None) -> dict[str, object]:
+def preflight_to_dict(
+    report: PreflightReport, found: FleetResult | None = None
+) -> dict[str, object]:
     doc: dict[str, object] = {
         "ok": report.ok,
         "transport": report.transport,

@@ -63,6 +63,7 @@ from netqual.model.multirail import DEFAULT_MIN_SHARE
 from netqual.model.policy import Policy
 from netqual.planning.inventory import load_inventory
 from netqual.planning.sampling import DEFAULT_FRACTION, DEFAULT_MINIMUM
+from netqual.planning.schedule import DEFAULT_SAMPLE_K
 from netqual.run import start
 from netqual.run.runfiles import load_run
 
@@ -97,7 +98,7 @@ def run(
     parallel: ParallelOpt = None,
     sample_k: Annotated[
         int, typer.Option("--sample-k", help="Pairs between every two racks in sampled mode.")
-    ] = 2,
+    ] = DEFAULT_SAMPLE_K,
     schedule: ScheduleOpt = "aligned",
     bulk_per_node: BulkPerNodeOpt = None,
     bulk_per_rack: BulkPerRackOpt = None,

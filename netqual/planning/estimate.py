@@ -47,7 +47,7 @@ from netqual.planning import budget, calibration, phases, sampling
 from netqual.planning import rails as rails_mod
 from netqual.planning.fabric import DEFAULT_NIC_GBPS, Fabric
 from netqual.planning.phases import ScheduleConfig, Timing
-from netqual.planning.schedule import Pair, Schedule
+from netqual.planning.schedule import DEFAULT_SAMPLE_K, Pair, Schedule
 
 PREVIEW_ROUNDS = 3
 PREVIEW_PAIRS = 6
@@ -183,11 +183,6 @@ def _loopback(address: str) -> bool:
 def _host_codes(nodes: tuple[Node, ...]) -> np.ndarray:
     codes: dict[str, int] = {}
     return np.array([codes.setdefault(n.address, len(codes)) for n in nodes], dtype=np.int64)
-
-
-def round_batches(plan: Schedule, parallel: int | None) -> int:
-    """Sum over rounds of max(most pairs touching one host, ceil(pairs / parallel))."""
-    return sum(b for b, _ in _round_loads(plan, parallel))
 
 
 def _round_loads(plan: Schedule, parallel: int | None) -> list[tuple[int, int]]:
@@ -421,7 +416,7 @@ def dry_run(
     transport: str,
     plan: ProbePlan,
     parallel: int | None = None,
-    sample_k: int = 2,
+    sample_k: int = DEFAULT_SAMPLE_K,
     model: DurationModel | None = None,
     cfg: ScheduleConfig | None = None,
     fabric: Fabric | None = None,

@@ -98,7 +98,9 @@ def check_nics(nodes: Sequence[Node], rails: Rails) -> None:
         )
 
 
-def build(nodes: Sequence[Node], mode: Mode, rails: Rails, sample_k: int = 2) -> schedule.Schedule:
+def build(
+    nodes: Sequence[Node], mode: Mode, rails: Rails, sample_k: int = schedule.DEFAULT_SAMPLE_K
+) -> schedule.Schedule:
     """The run's schedule: the mode's node pairs, expanded to endpoint pairs per ``rails``."""
     base = schedule.build(nodes, mode, sample_k)
     if rails is Rails.NONE:

@@ -34,6 +34,8 @@ Pair = tuple[Node, Node]
 Positions = npt.NDArray[np.int64]  # shape (k, 2): (src position, dst position) per pair
 IntArray = npt.NDArray[np.int64]
 
+DEFAULT_SAMPLE_K = 2  # sampled mode: pairs between every two racks (run --sample-k)
+
 
 def _circle_round(m: int, r: int) -> Positions:
     """Round r of the circle method on m slots (m even), as slot pairs (low, high)."""
@@ -189,7 +191,7 @@ def explicit(nodes: Sequence[Node], pairs: Sequence[tuple[str, str]], mode: Mode
     return _from_blocks(nodes, mode, [np.array(pos, dtype=np.int64)], [_pack(pos, len(nodes))])
 
 
-def build(nodes: Sequence[Node], mode: Mode, sample_k: int = 2) -> Schedule:
+def build(nodes: Sequence[Node], mode: Mode, sample_k: int = DEFAULT_SAMPLE_K) -> Schedule:
     if mode is Mode.FULL_MESH:
         return full_mesh(nodes)
     if mode is Mode.BIPARTITE:
@@ -226,7 +228,9 @@ def sampled_pairs(nodes: Sequence[Node], k: int, seed: int = 0) -> list[Pair]:
     return [p for r in sampled(nodes, k, seed).rounds() for p in r]
 
 
-def plan_rounds(nodes: Sequence[Node], mode: Mode, sample_k: int = 2) -> list[list[Pair]]:
+def plan_rounds(
+    nodes: Sequence[Node], mode: Mode, sample_k: int = DEFAULT_SAMPLE_K
+) -> list[list[Pair]]:
     return list(build(nodes, mode, sample_k).rounds())
 
 

@@ -35,7 +35,7 @@ class RunConfig:
     plan: ProbePlan = field(default_factory=ProbePlan)
     token: bytes | None = None
     parallel: int | None = None  # max concurrent pairs per round; None = all disjoint pairs
-    sample_k: int = 2  # sampled mode: pairs between every two racks
+    sample_k: int = schedule.DEFAULT_SAMPLE_K  # sampled mode: pairs between every two racks
     transport_options: TransportOptions = field(default_factory=TransportOptions)
     inventory: str | None = None
     kind: RunKind = RunKind.CLUSTER  # what the run is (results.json run.kind)

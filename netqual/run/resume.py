@@ -26,7 +26,7 @@ from netqual.base.errors import InputError, UsageError
 from netqual.codec.plan import plan_to_dict
 from netqual.files.filedata import load_json
 from netqual.files.outfiles import make_out_dir, open_append, write_text_atomic
-from netqual.files.rundir import IDENTITY_JSON, RESULTS_JSONL
+from netqual.files.rundir import RunDir
 from netqual.model.node import Node
 from netqual.model.path import PathResult
 from netqual.model.plan import ProbePlan
@@ -35,9 +35,6 @@ from netqual.model.run import Mode, RunKind
 from netqual.planning.schedule import build
 from netqual.results import journal, node_to_dict, policy_to_dict
 from netqual.results.journal import Journal
-
-IDENTITY_FILE = IDENTITY_JSON
-JSONL = RESULTS_JSONL
 
 
 class ResumeMismatchError(InputError):
@@ -87,13 +84,13 @@ def write_identity(out_dir: Path, ident: Mapping[str, Any], started_at: str, kin
         "fingerprint": fingerprint(ident),
         "identity": ident,
     }
-    write_text_atomic(out_dir / IDENTITY_FILE, json.dumps(doc, indent=1) + "\n", sync=True)
+    write_text_atomic(RunDir(out_dir).identity, json.dumps(doc, indent=1) + "\n", sync=True)
 
 
 def record_phases(out_dir: Path, phases: Mapping[str, Mapping[str, Any]]) -> None:
     """run.json's ``phases``: per phase ``estimate_s`` (what the run expected) and
     ``actual_s`` (what it took), when the run ends. Nothing else of run.json changes."""
-    path = out_dir / IDENTITY_FILE
+    path = RunDir(out_dir).identity
     try:
         doc = _read_identity(out_dir)
     except ResumeMismatchError:
@@ -110,17 +107,17 @@ def begin(out_dir: Path, ident: Mapping[str, Any], resume: Resume | None, kind: 
         timespec="milliseconds"
     )
     write_identity(out_dir, ident, started, kind)
-    with open_append(out_dir / JSONL, new=resume is None):
+    with open_append(RunDir(out_dir).results_jsonl, new=resume is None):
         pass
 
 
 def abandon(out_dir: Path, created: bool) -> None:
     """Undo ``begin`` for a run that stopped before measuring anything (its pre-flight
     check failed): the same --out works again once the configuration is fixed."""
-    jsonl = out_dir / JSONL
+    jsonl = RunDir(out_dir).results_jsonl
     if jsonl.is_file() and jsonl.stat().st_size == 0:
         jsonl.unlink()
-        (out_dir / IDENTITY_FILE).unlink(missing_ok=True)
+        (RunDir(out_dir).identity).unlink(missing_ok=True)
         if created:
             with contextlib.suppress(OSError):  # not empty: leave it
                 out_dir.rmdir()
@@ -172,14 +169,14 @@ def recorded_kind(out_dir: Path) -> RunKind | None:
     """The kind run.json records; None where it records none (an older netqual) or cannot
     be read."""
     try:
-        doc = load_json((out_dir / IDENTITY_FILE).read_bytes(), "run.json", ResumeMismatchError)
+        doc = load_json((RunDir(out_dir).identity).read_bytes(), "run.json", ResumeMismatchError)
         return RunKind(doc["kind"])
     except (OSError, ResumeMismatchError, TypeError, KeyError, ValueError):
         return None
 
 
 def _read_identity(out_dir: Path) -> dict[str, Any]:
-    path = out_dir / IDENTITY_FILE
+    path = RunDir(out_dir).identity
     try:
         raw = path.read_bytes()
     except FileNotFoundError:
@@ -221,11 +218,11 @@ def prepare(out_dir: Path, ident: Mapping[str, Any], force: bool) -> Resume:
 
     With ``force`` a different identity is accepted: finished pairs the new plan also has
     are kept, the others dropped from results.jsonl."""
-    jsonl = out_dir / JSONL
+    jsonl = RunDir(out_dir).results_jsonl
     # Killed after run.json and before its first record: nothing was measured, so the run
     # starts from nothing under run.json's identity (checked below, as always).
     fresh = not jsonl.is_file()
-    if fresh and not (out_dir / IDENTITY_FILE).is_file():
+    if fresh and not (RunDir(out_dir).identity).is_file():
         raise UsageError("--resume", f"{jsonl} does not exist: nothing to resume")
     started_at = ""
     same = False
@@ -236,7 +233,7 @@ def prepare(out_dir: Path, ident: Mapping[str, Any], force: bool) -> Resume:
         same = not diffs and doc.get("fingerprint") == fingerprint(ident)
         if not same and not force:
             raise ResumeMismatchError(
-                str(out_dir / IDENTITY_FILE),
+                str(RunDir(out_dir).identity),
                 "this directory holds a different run: "
                 + "; ".join(diffs or ["identity differs"])
                 + " (--force resumes anyway, keeping the finished pairs the new plan has)",

@@ -18,14 +18,13 @@ from netqual.analysis import localise
 from netqual.base.errors import NetqualError, ResultsFileError, UsageError
 from netqual.campaign.config import CONFIG_FILE, load_campaign
 from netqual.files.filedata import load_json
-from netqual.files.rundir import RESULT_FILES
+from netqual.files.rundir import RESULT_FILES, RunDir
 from netqual.files.schema import validate
 from netqual.model.node import DEFAULT_PORT, Node, Role
 from netqual.model.run import SCHEMA_VERSION, Mode
 from netqual.planning.calibration import Calibration, EarlierRun
 from netqual.planning.schedule import build
 from netqual.results import journal, load, results_from_dict, summarize
-from netqual.run.resume import IDENTITY_FILE
 from netqual.table.paths import PathTable
 from netqual.table.run import Results
 from netqual.table.store import concat
@@ -58,7 +57,7 @@ def load_partial(jsonl: Path) -> Results:
     as ``journal.as_pending`` shows them); its run.json supplies the rest."""
     source = str(jsonl)
     held = journal.read(jsonl)
-    ident = _identity(jsonl.parent / IDENTITY_FILE)
+    ident = _identity(RunDir(jsonl.parent).identity)
     listed = [n["name"] for n in ident.get("nodes") or () if isinstance(n, dict) and "name" in n]
     paths = journal.measured_paths(held.done, held.pending, listed, held.engine)
     nodes = ident.get("nodes") or _nodes_of(paths)

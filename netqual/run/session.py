@@ -17,6 +17,7 @@ from pathlib import Path
 
 from netqual.agent.wire.sessions import Sessions
 from netqual.files.outfiles import make_out_dir, open_append
+from netqual.files.rundir import RunDir
 from netqual.model.fanin import FaninResult
 from netqual.model.hostpath import HostAudit
 from netqual.model.multirail import MultiRail
@@ -112,7 +113,7 @@ def open_session(
     resume_mod.write_identity(out, run_identity(cfg), started, cfg.kind)
     budget = phases.resolve(cfg.schedule, cfg.plan, cfg.endpoints, cfg.fabric)
     names = [n.name for n in cfg.endpoints]
-    with open_append(out / resume_mod.JSONL, new=resume is None) as f:
+    with open_append(RunDir(out).results_jsonl, new=resume is None) as f:
         agents = Sessions(cfg.token)
         try:
             yield RunSession(

@@ -29,6 +29,7 @@ import numpy.typing as npt
 
 from netqual.analysis import counter_evidence
 from netqual.analysis.policy import sample_limited
+from netqual.analysis.stats import lower_median
 from netqual.model.fleet import FleetOutlier, compared_key
 from netqual.model.stats import Metric
 from netqual.model.suspects import (
@@ -61,11 +62,6 @@ class Shown:
 
     kind: CauseKind
     text: str
-
-
-def _lower_median(values: FloatArray) -> float:
-    v = np.sort(values[np.isfinite(values)])
-    return float(v[(len(v) - 1) // 2]) if len(v) else float("nan")
 
 
 def best_goodput(table: PathTable) -> FloatArray:
@@ -106,14 +102,10 @@ def path_shows(
         return {}
     threshold = repeat.ratio
     p50 = table.values(Metric.P50)
-    tier_p50 = {
-        t: _lower_median(p50[table.tier == t]) for t in np.unique(table.tier[rows]).tolist()
-    }
+    tier_p50 = {t: lower_median(p50[table.tier == t]) for t in np.unique(table.tier[rows]).tolist()}
     goodput = best_goodput(table) if len(table.bulk.goodput_gbps) else None
     tier_gbps = (
-        {t: _lower_median(goodput[table.tier == t]) for t in tier_p50}
-        if goodput is not None
-        else {}
+        {t: lower_median(goodput[table.tier == t]) for t in tier_p50} if goodput is not None else {}
     )
     mtu = _mtu_outliers(results)
     out: dict[int, list[Shown]] = {}

@@ -28,9 +28,10 @@ from typing import overload
 
 import numpy as np
 
+from netqual.analysis import rise
 from netqual.analysis.comparable import Difference, note
 from netqual.analysis.narrative import preliminary_note
-from netqual.analysis.rise import overlapping, p99_rises
+from netqual.analysis.rise import DEFAULT_INCREASE_PCT, DEFAULT_MIN_DELTA_US, overlapping
 from netqual.model.path import PathResult, path_label
 from netqual.model.stats import Metric
 from netqual.model.verdict import Verdict
@@ -44,11 +45,6 @@ from netqual.table.paths import (
     verdict_counts,
 )
 from netqual.table.run import Results
-
-# The re-qualification example profile's numbers (docs/gate-profiles/requalify.toml):
-# what `diff` calls worse when no --profile says otherwise.
-DEFAULT_INCREASE_PCT = 25.0
-DEFAULT_MIN_DELTA_US = 5.0
 
 # within_noise as a column: the two CIs overlap, do not, or a run has no CI for the metric
 NOISE_UNKNOWN, NOISE_NO, NOISE_YES = -1, 0, 1
@@ -163,8 +159,10 @@ class Matched:
         order: IntArray = np.lexsort((self.label_order, -size))
         return order
 
-    def p99_rises(self, pct: float, min_delta_us: float) -> BoolArray:
-        return p99_rises(
+    def worse(self, pct: float, min_delta_us: float) -> BoolArray:
+        """Per pair, ``rise.worse``: a worse class or a p99 rise (whatever the metric)."""
+        return rise.worse(
+            self.old.verdict[self.old_rows], self.new.verdict[self.new_rows],
             self.old.values(Metric.P99)[self.old_rows], self.new.values(Metric.P99)[self.new_rows],
             pct, min_delta_us,
         )  # fmt: skip
@@ -290,10 +288,12 @@ class RunDiff:
 
     @property
     def worse(self) -> Changes:
-        """What the re-qualification gate fails: a class drop or a p99 rise."""
-        up = self.deltas.matched.class_change > 0
-        rises = Changes(self.deltas.matched, self.worse_p99.positions)  # in the run's metric
-        return self.changed_class.where(up) + rises
+        """What the re-qualification gate fails (``rise.worse``): the class drops first, then
+        the p99 rises within a class or a better one."""
+        m = self.deltas.matched
+        drops = m.worse(self.increase_pct, self.min_delta_us) & (m.class_change > 0)
+        rises = Changes(m, self.worse_p99.positions)  # in the run's metric
+        return self.changed_class.where(drops) + rises
 
     @property
     def noise(self) -> Changes:
@@ -392,5 +392,5 @@ def _p99_rises(m: Matched, increase_pct: float, min_delta_us: float) -> Changes:
     """Same class, p99 up beyond the thresholds: p99's values and intervals, largest p99
     change first (the run's metric may be another)."""
     p99 = m.judging(Metric.P99)
-    up = (m.class_change <= 0) & m.p99_rises(increase_pct, min_delta_us)
+    up = m.worse(increase_pct, min_delta_us) & (m.class_change <= 0)
     return Changes(p99, p99.largest_first).where(up)

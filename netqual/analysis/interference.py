@@ -30,10 +30,10 @@ The JSON mapping (``interference`` in the results file) lives here too.
 
 from __future__ import annotations
 
-import statistics
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
+from netqual.analysis.stats import median
 from netqual.base.errors import ResultsFileError
 from netqual.model.path import PathResult, Tier
 from netqual.model.run import Interference, RunKind, SampledPath, TierInterference
@@ -69,11 +69,6 @@ def _disturbed(run: PathResult, alone: PathResult, tolerance: float) -> bool:
     return ci is None or run.rtt.p99_us > ci[1]
 
 
-def _median(values: Sequence[float | None]) -> float | None:
-    kept = [v for v in values if v is not None]
-    return statistics.median(kept) if kept else None
-
-
 def by_tier(sampled: Iterable[SampledPath]) -> dict[Tier, list[SampledPath]]:
     out: dict[Tier, list[SampledPath]] = {}
     for s in sorted(sampled, key=lambda s: s.tier.value):
@@ -86,12 +81,12 @@ def tier_record(
 ) -> TierInterference:
     """``line``: what the median must exceed (the larger of the tolerance and the noise;
     the tolerance when not given: the members' ``disturbed`` flags carry the noise)."""
-    p99 = _median([s.p99_ratio for s in members])
+    p99 = median([s.p99_ratio for s in members])
     over = max(tolerance, line or 0.0)
     return TierInterference(
         tier=tier,
         paths=len(members),
-        p50_ratio=_median([s.p50_ratio for s in members]),
+        p50_ratio=median([s.p50_ratio for s in members]),
         p99_ratio=p99,
         affected=p99 is not None and p99 > over and any(s.disturbed for s in members),
     )
@@ -136,8 +131,8 @@ def compare(
     ]
     return Interference(
         sample=len(sampled),
-        p50_ratio=_median([s.p50_ratio for s in sampled]),
-        p99_ratio=_median([s.p99_ratio for s in sampled]),
+        p50_ratio=median([s.p50_ratio for s in sampled]),
+        p99_ratio=median([s.p99_ratio for s in sampled]),
         verdict_changes=sum(
             1 for s in sampled if s.alone_verdict is not None and s.alone_verdict != s.run_verdict
         ),

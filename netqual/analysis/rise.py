@@ -11,7 +11,12 @@ from __future__ import annotations
 import numpy as np
 
 from netqual.base.units import format_us
-from netqual.table.paths import BoolArray, FloatArray
+from netqual.table.paths import BoolArray, FloatArray, IntArray
+
+# What is worse when nothing says otherwise (`diff` without --profile, a campaign's
+# [history]): the re-qualification example profile's numbers (docs/gate-profiles/requalify.toml).
+DEFAULT_INCREASE_PCT = 25.0
+DEFAULT_MIN_DELTA_US = 5.0
 
 
 def p99_rises(
@@ -25,6 +30,35 @@ def p99_rises(
         rise = 100.0 * delta / old_p99
         got: BoolArray = (old_p99 > 0) & (rise > pct) & (delta >= min_delta_us)
     return got  # NaN compares False: no RTT on either side is never worse
+
+
+def worse(
+    old_rank: IntArray,
+    new_rank: IntArray,
+    old_p99: FloatArray,
+    new_p99: FloatArray,
+    pct: float,
+    min_delta_us: float,
+) -> BoolArray:
+    """Worse than before: a worse class (a higher verdict rank) or a p99 rise
+    (``p99_rises``): the one "worse" of ``diff`` and the campaign's movements."""
+    got: BoolArray = (new_rank > old_rank) | p99_rises(old_p99, new_p99, pct, min_delta_us)
+    return got
+
+
+def better(
+    old_rank: IntArray,
+    new_rank: IntArray,
+    old_p99: FloatArray,
+    new_p99: FloatArray,
+    pct: float,
+    min_delta_us: float,
+) -> BoolArray:
+    """Not ``worse``, and a better class or a p99 fall as large as a rise would have to be
+    (the campaign's movements; ``diff`` counts class changes alone as better)."""
+    fell = (new_rank < old_rank) | p99_rises(new_p99, old_p99, pct, min_delta_us)
+    got: BoolArray = ~worse(old_rank, new_rank, old_p99, new_p99, pct, min_delta_us) & fell
+    return got
 
 
 def p99_rise_text(old_p99_us: float, new_p99_us: float, within_noise: bool = False) -> str:

@@ -6,6 +6,9 @@
   So p50 needs 20 samples, p90 100, p99 1,000 and p99.9 10,000 (see docs/results.md).
 - stdev is the population standard deviation (ddof=0) of the kept samples.
 - The histogram uses one fixed log grid for every path: 10 bins per decade of microseconds.
+- A median is ``statistics.median``'s: the middle value, or the mean of the two middle
+  ones (``median``); a lower median is the middle value, or the lower of the two
+  (``lower_median``: more than half of the values are at least this large).
 - ci95 is the distribution-free (order-statistic) 95% confidence interval of a quantile,
   from the normal approximation of the binomial: ranks n*q -/+ 1.96*sqrt(n*q*(1-q)),
   clamped to the samples (so the interval of a percentile with too few samples beyond it
@@ -16,6 +19,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 
 import numpy as np
 import numpy.typing as npt
@@ -28,6 +32,26 @@ BINS_PER_DECADE = 10
 MIN_BIN_US = 1e-3
 _Z95 = 1.959963984540054
 _PERCENTS = [m.quantile * 100.0 for m in Metric]
+
+
+def median(values: Iterable[float | None] | npt.NDArray[np.float64]) -> float | None:
+    """The middle value, or the mean of the two middle ones (``statistics.median``), of the
+    values there are (None: not measured, left out); None when there is none. The one
+    median of single values (a tier's, a sample's ratios, a histogram row's)."""
+    if isinstance(values, np.ndarray):
+        v = np.sort(values.astype(np.float64, copy=False))
+    else:
+        v = np.sort(np.array([x for x in values if x is not None], dtype=np.float64))
+    n = len(v)
+    if not n:
+        return None
+    return float(v[n // 2]) if n % 2 else float((v[n // 2 - 1] + v[n // 2]) / 2)
+
+
+def lower_median(values: npt.NDArray[np.float64]) -> float:
+    """The lower median of the finite values (NaN when there is none)."""
+    v = np.sort(values[np.isfinite(values)])
+    return float(v[(len(v) - 1) // 2]) if len(v) else float("nan")
 
 
 def needed_samples(q: float) -> int:

@@ -107,6 +107,13 @@ def format_duration_us(value_us: float) -> str:
     return f"{value_us:.0f} us"
 
 
+def format_speedup(value: float | None) -> str:
+    """A workload speedup (budget / fetch p99): '2.4x', 'inf' (no fetch time), '-' (none)."""
+    if value is None:
+        return "-"
+    return "inf" if value == float("inf") else f"{value:.1f}x"
+
+
 def format_gbps(value_gbps: float) -> str:
     """Rates for tables and sentences, three digits in the unit that suits them:
     '330 Mbit/s', '1.32 Gbit/s', '25.0 Gbit/s', '950 kbit/s', '1,200 Gbit/s'."""

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from importlib.resources import files
 from pathlib import Path
 
+from netqual.analysis.rise import DEFAULT_INCREASE_PCT, DEFAULT_MIN_DELTA_US
 from netqual.base.errors import CampaignError
 from netqual.files.outfiles import make_out_dir, write_text_atomic
 from netqual.files.tomlfile import Fields, read_toml, toml_string
@@ -45,8 +46,8 @@ class HistoryRules:
     percent and by at least ``min_delta_us`` over its lowest weekly p99: the noise rule of
     ``netqual diff`` and the gate's ``max_p99_increase_pct`` / ``min_delta_us``."""
 
-    increase_pct: float = 25.0
-    min_delta_us: float = 5.0
+    increase_pct: float = DEFAULT_INCREASE_PCT
+    min_delta_us: float = DEFAULT_MIN_DELTA_US
     max_suspect_age_weeks: int = 2  # a suspect open longer than this fails the milestone
 
 

@@ -2,8 +2,8 @@
 (terminal, JSON, HTML) and the exporter. Queries only; no output here.
 
 A week's state of a path is its last measurement that week (``store.WEEK_PATHS``). "Worse"
-and "better" are ``netqual diff``'s rule (``rise.p99_rises``: p99 up by more than the
-campaign's percentage and at least its noise floor in microseconds), plus a class change.
+is ``netqual diff``'s (``rise.worse``: a worse class, or p99 up by more than the campaign's
+percentage and at least its noise floor in microseconds); "better" is ``rise.better``.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from netqual.analysis.rise import p99_rises
+from netqual.analysis import rise
 from netqual.campaign.config import Campaign
 from netqual.campaign.store import WEEK_PATHS, Store
 from netqual.table.paths import VERDICTS
@@ -182,8 +182,8 @@ def movement(
     new_p99 = np.asarray(rows["new_p99"], dtype=np.float64)
     old_v = np.asarray(rows["old_v"], dtype=np.int64)
     new_v = np.asarray(rows["new_v"], dtype=np.int64)
-    worse = (new_v > old_v) | p99_rises(old_p99, new_p99, pct, min_delta_us)
-    better = ~worse & ((new_v < old_v) | p99_rises(new_p99, old_p99, pct, min_delta_us))
+    worse = rise.worse(old_v, new_v, old_p99, new_p99, pct, min_delta_us)
+    better = rise.better(old_v, new_v, old_p99, new_p99, pct, min_delta_us)
 
     def moves(mask: np.ndarray, worst_first: bool) -> tuple[PathMove, ...]:
         idx = np.flatnonzero(mask)

@@ -12,9 +12,10 @@ from rich.console import Console
 
 from netqual.analysis import comparable
 from netqual.analysis.comparable import Setup
-from netqual.analysis.diff import DEFAULT_INCREASE_PCT, DEFAULT_MIN_DELTA_US, diff_runs
+from netqual.analysis.diff import diff_runs
 from netqual.analysis.diffjson import diff_json
 from netqual.analysis.matrix import STATISTICS
+from netqual.analysis.rise import DEFAULT_INCREASE_PCT, DEFAULT_MIN_DELTA_US
 from netqual.base.errors import NetqualError, UsageError
 from netqual.cli import rundir
 from netqual.cli.app import AllowIncomparableOpt, ForceOpt, JsonOpt, WorkloadOpt, app, console

@@ -7,11 +7,11 @@ interference check fails them: nothing shows that its numbers are undisturbed.
 
 from __future__ import annotations
 
-import statistics
 from dataclasses import dataclass
 
 import numpy as np
 
+from netqual.analysis import stats
 from netqual.analysis.interference import TOLERANCE, by_tier, tier_record
 from netqual.base.units import format_us
 from netqual.gate.model import (
@@ -98,7 +98,8 @@ class MaxInterferenceRatio(Rule):
         ratios = [r for s in sampled if (r := s.p99_ratio) is not None]
         if not ratios:
             return Outcome(self.name, Status.PASS, "no sampled path in scope")
-        median = statistics.median(ratios)
+        median = stats.median(ratios)
+        assert median is not None
         failing = [_finding(s) for s in sampled if (s.p99_ratio or 0) > self.limit]
         ok = median <= self.limit
         msg = f"median run/alone p99 ratio {median:.2f} (limit {self.limit:g})"

@@ -13,7 +13,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from netqual.base.units import format_bytes, format_duration_us, format_us
+from netqual.base.units import format_bytes, format_duration_us, format_speedup, format_us
 from netqual.model.path import PathResult, path_label
 from netqual.model.ttft import HEALTHY_RDMA_RTT_US, Loader, ttft_break_even_rtt_us
 from netqual.model.verdict import Verdict
@@ -125,12 +125,6 @@ def print_workload(console: Console, w: Workload) -> None:
 WORKLOAD_PATHS_SHOWN = 16 * 15  # every path of a 16-node mesh; beyond, the worst ones
 
 
-def _speedup_text(value: float | None) -> str:
-    if value is None:
-        return "-"
-    return "inf" if value == float("inf") else f"{value:.1f}x"
-
-
 def print_workload_results(console: Console, results: Results) -> None:
     """The workload section: headline, per-tier impact, a matrix coloured by workload
     verdict (small runs), and the RTT verdict beside the workload verdict per path."""
@@ -173,11 +167,11 @@ def _print_tiers(console: Console, results: Results, w: Workload) -> None:
             r.tier,
             format_us(r.rtt_p99_us),
             "-" if r.fetch_p99_us is None else format_duration_us(r.fetch_p99_us),
-            f"{_speedup_text(r.speedup)}/{_speedup_text(r.worst_speedup)}",
+            f"{format_speedup(r.speedup)}/{format_speedup(r.worst_speedup)}",
         ]
         if per_request:
             cells.append(_saved_text(r.request_saved_us, r.ttft_change))
-        cells.append("/".join(_speedup_text(s) for _, s in r.speedup_at_lines))
+        cells.append("/".join(format_speedup(s) for _, s in r.speedup_at_lines))
         cells.append(
             Text("/").join(
                 Text(str(r.counts[v]), style=STYLE[v] if r.counts[v] else "dim") for v in Verdict
@@ -300,7 +294,7 @@ def _print_speedup_matrix(console: Console, results: Results) -> None:
                 cells.append(Text("-", style="dim"))
                 continue
             wr = p.workload
-            text = "fail" if wr.speedup is None else _speedup_text(wr.speedup)
+            text = "fail" if wr.speedup is None else format_speedup(wr.speedup)
             cells.append(Text(text, style=STYLE[wr.verdict]))
         table.add_row(*cells)
     console.print(table)
@@ -340,7 +334,7 @@ def _print_paths(console: Console, results: Results) -> None:
             "-" if p.rtt is None else format_us(p.rtt.p99_us),
             Text(SHORT[p.verdict], style=STYLE[p.verdict]),
             "-" if wr.fetch_p99_us is None else format_duration_us(wr.fetch_p99_us),
-            _speedup_text(wr.speedup),
+            format_speedup(wr.speedup),
             Text(SHORT[wr.verdict] + ("*" if wr.interpolated else ""), style=STYLE[wr.verdict]),
             "never" if wr.break_even_rtt_us is None else format_duration_us(wr.break_even_rtt_us),
         )

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from netqual.analysis.stats import median
 from netqual.model.path import Tier
 from netqual.model.verdict import Verdict
 from netqual.report import fmt
@@ -74,14 +75,6 @@ def _groups(results: Results) -> tuple[IntArray, IntArray]:
 def _key_label(code: int) -> str:
     hops, rank = divmod(code, len(TIERS))
     return group_label(None if hops == _UNKNOWN_HOPS else hops, TIERS[_BY_NAME[rank]])
-
-
-def _median(sorted_values: Sequence[float]) -> float | None:
-    n = len(sorted_values)
-    if n == 0:
-        return None
-    mid = n // 2
-    return sorted_values[mid] if n % 2 else (sorted_values[mid - 1] + sorted_values[mid]) / 2
 
 
 def _heights(c: Sequence[int], peak: int) -> dict[Verdict, float]:
@@ -197,7 +190,7 @@ def distribution(
                 count=sizes[k],
                 counts={_CLS[v]: classes[k][v.rank] for v in Verdict if classes[k][v.rank]},
                 rects=rects,
-                p50_us=_median(members),
+                p50_us=median(members),
                 max_us=members[-1] if members else None,
                 labels=_labels(spans, classes[k]),
             )

@@ -9,12 +9,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from netqual.base.units import format_bytes, format_duration_us, format_us
+from netqual.base.units import format_bytes, format_duration_us, format_speedup, format_us
 from netqual.model.path import path_label
 from netqual.model.verdict import Verdict
 from netqual.model.workload import BaselineKind, Workload
 from netqual.report.grid import NODE_MATRIX_MAX, pair_rows, report_nodes
 from netqual.table.run import Results
+from netqual.workload.columns import speedup_verdict
 from netqual.workload.impact import (
     FIELD_LINES_US,
     impact_sentence,
@@ -62,18 +63,6 @@ class WorkloadView:
     interpolated: int  # paths whose fetch was interpolated
 
 
-def _speedup(value: float | None) -> str:
-    if value is None:
-        return "-"
-    return "inf" if value == float("inf") else f"{value:.1f}x"
-
-
-def _class_of(w: Workload, speedup: float | None) -> str:
-    if speedup is None or speedup < w.unsafe_speedup:
-        return "unsafe"
-    return "safe" if speedup >= w.safe_speedup else "marginal"
-
-
 def _shape(w: Workload) -> str:
     return (
         f"{w.model.name} at TP{w.tp}, {w.dtype.value} KV cache: "
@@ -115,12 +104,13 @@ def _matrix(results: Results) -> tuple[list[str], list[list[MatrixCell]]]:
                 continue
             wr = p.workload
             fetch = "-" if wr.fetch_p99_us is None else format_duration_us(wr.fetch_p99_us)
+            speedup = format_speedup(wr.speedup)
             title = (
-                f"{path_label(p.src, p.dst)}: {wr.verdict.value}, speedup {_speedup(wr.speedup)}, "
+                f"{path_label(p.src, p.dst)}: {wr.verdict.value}, speedup {speedup}, "
                 f"chunk fetch p99 {fetch}; RTT verdict {p.verdict.value}"
                 + (" (interpolated)" if wr.interpolated else "")
             )
-            row.append(MatrixCell(CSS[wr.verdict], _speedup(wr.speedup), title))
+            row.append(MatrixCell(CSS[wr.verdict], speedup, title))
         rows.append(row)
     return names, rows
 
@@ -145,16 +135,16 @@ def workload_view(results: Results) -> WorkloadView | None:
                 paths=t.paths,
                 rtt="-" if t.rtt_p99_us is None else f"{format_us(t.rtt_p99_us)} us",
                 fetch="-" if t.fetch_p99_us is None else format_duration_us(t.fetch_p99_us),
-                speedup=_speedup(t.speedup),
-                worst=_speedup(t.worst_speedup),
+                speedup=format_speedup(t.speedup),
+                worst=format_speedup(t.worst_speedup),
                 per_request="-"
                 if saved is None
                 else f"{'saves' if saved >= 0 else 'loses'} {format_duration_us(abs(saved))}"
                 + ("" if t.ttft_change is None else f" (TTFT {t.ttft_change:+.0%})"),
                 per_request_cls="" if saved is None else ("safe" if saved >= 0 else "unsafe"),
-                at_lines=[_speedup(s) for _, s in t.speedup_at_lines],
+                at_lines=[format_speedup(s) for _, s in t.speedup_at_lines],
                 counts=[(CSS[v], t.counts[v]) for v in Verdict],
-                cls=_class_of(w, t.speedup),
+                cls=CSS[speedup_verdict(w, t.speedup)],
             )
         )
     names, matrix = _matrix(results)

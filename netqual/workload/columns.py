@@ -33,6 +33,22 @@ from netqual.workload.wording import Wording, cell_label
 NONE = -1  # "no such cell" in a per-path cell index
 
 
+def speedup_ranks(w: Workload, speedup: FloatArray) -> IntArray:
+    """The verdict rank of each speedup (budget / chunk fetch p99): offload-safe from
+    ``safe_speedup`` up, unsafe below ``unsafe_speedup`` or without one (NaN), marginal
+    between. The one speedup -> class of paths, tiers and the report."""
+    ranks = np.full(len(speedup), Verdict.UNSAFE.rank, dtype=np.int64)
+    ranks[speedup >= w.safe_speedup] = Verdict.SAFE.rank
+    ranks[(speedup < w.safe_speedup) & (speedup >= w.unsafe_speedup)] = Verdict.MARGINAL.rank
+    return ranks
+
+
+def speedup_verdict(w: Workload, speedup: float | None) -> Verdict:
+    """``speedup_ranks`` of one speedup (None: unsafe)."""
+    value = math.nan if speedup is None else speedup
+    return VERDICTS[int(speedup_ranks(w, np.array([value], dtype=np.float64))[0])]
+
+
 def _is_none(values: tuple[object, ...]) -> BoolArray:
     return np.fromiter(map(operator.is_, values, repeat(None)), np.bool_, len(values))
 
@@ -186,11 +202,7 @@ def judge_columns(table: PathTable, w: Workload) -> WorkloadColumns:
     pays = fetched & (p99 > 0)
     speedup[pays] = w.budget_us / p99[pays]
     speedup[fetched & ~pays] = math.inf
-    verdict = np.full(n, Verdict.UNSAFE.rank, dtype=np.int64)
-    verdict[fetched & (speedup >= w.safe_speedup)] = Verdict.SAFE.rank
-    verdict[fetched & (speedup < w.safe_speedup) & (speedup >= w.unsafe_speedup)] = (
-        Verdict.MARGINAL.rank
-    )
+    verdict = speedup_ranks(w, speedup)  # NaN: not fetched
     room = break_even_from_cell_us(w.budget_us, p99, rtt_p99, w.round_trips_per_chunk)
     room = np.where(np.isinf(room), math.nan, room)  # no serial round trip: no line
     break_even = np.full(n, math.nan)

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from netqual.analysis.stats import median
 from netqual.base.units import format_bytes, format_duration_us
 from netqual.model.path import Tier
 from netqual.model.verdict import Verdict
@@ -47,14 +48,6 @@ class TierImpact:
     ttft_change: float | None = None
 
 
-def _median(values: FloatArray) -> float | None:
-    """``statistics.median`` of a column: the middle value, or the mean of the two."""
-    if not len(values):
-        return None
-    v, n = np.sort(values), len(values)
-    return float(v[n // 2]) if n % 2 else float((v[n // 2 - 1] + v[n // 2]) / 2)
-
-
 def _present(values: FloatArray) -> FloatArray:
     """The values a path has (NaN is a path without one)."""
     kept: FloatArray = values[~np.isnan(values)]
@@ -89,15 +82,15 @@ def tier_impacts(results: Results, w: Workload) -> tuple[TierImpact, ...]:
         fetch99 = _present(wl.fetch_p99_us[members])
         fetch50 = _present(wl.fetch_p50_us[members])
         speedups = _present(wl.speedup[members])
-        rtt = _median(table.rtt["p99"][members & table.has_rtt])
-        fetch = _median(fetch99)
+        rtt = median(table.rtt["p99"][members & table.has_rtt])
+        fetch = median(fetch99)
         chunks = w.prompt_chunks
         saved = None
-        median50 = _median(fetch50)
+        median50 = median(fetch50)
         if chunks is not None and median50 is not None:
             saved = chunks * (w.budget_us - median50)
         change = None
-        rtt50 = _median(table.rtt["p50"][members & table.has_rtt])
+        rtt50 = median(table.rtt["p50"][members & table.has_rtt])
         if median50 is not None:
             trips = w.round_trips_per_chunk * (rtt50 or 0.0)
             change = w.ttft_change(rtt50 or 0.0, median50 - trips)
@@ -116,7 +109,7 @@ def tier_impacts(results: Results, w: Workload) -> tuple[TierImpact, ...]:
                 rtt_p99_us=rtt,
                 fetch_p99_us=fetch,
                 worst_fetch_p99_us=float(fetch99.max()) if len(fetch99) else None,
-                speedup=_median(speedups),
+                speedup=median(speedups),
                 worst_speedup=float(speedups.min()) if len(speedups) else None,
                 request_saved_us=saved,
                 speedup_at_lines=lines,

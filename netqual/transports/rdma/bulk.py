@@ -33,6 +33,45 @@ LOCAL_BULK_CAP_BYTES = 256 << 20  # reads beyond this many bytes in flight share
 EMPTY_POLLS_PER_CHECK = 1024
 
 
+class ReadCompletions:
+    """The RDMA READ completions on an endpoint's CQ, found by polling: the one completion
+    loop of bulk reads (``read_cell``) and fetches (``fetch.read_chunks``). A late ping-pong
+    completion on the shared CQ is passed over; a failed READ raises the endpoint's
+    completion error. Empty polls are counted over the object's life, and every
+    ``EMPTY_POLLS_PER_CHECK`` of them the deadline is looked at, however often reads end."""
+
+    def __init__(self, ep: Endpoint, deadline: float) -> None:
+        self.ep = ep
+        self.deadline = deadline
+        self.empty = 0
+
+    def wait(self, most: int, timed_out: Callable[[], str]) -> tuple[int, list[int]]:
+        """Polls (``most`` a poll) until READs complete: the clock (``perf_counter_ns``)
+        when they were found, and their work request ids. Past the deadline: ProbeError
+        saying ``timed_out()``."""
+        poll, empty = self.ep.cq.poll, self.empty
+        while True:
+            count, wcs = poll(most)
+            if not count:
+                empty += 1
+                if empty % EMPTY_POLLS_PER_CHECK == 0 and time.monotonic() > self.deadline:
+                    self.empty = empty
+                    raise ProbeError(timed_out())
+                continue
+            now = time.perf_counter_ns()
+            done = []
+            for wc in wcs[:count]:
+                if wc.wr_id == PINGPONG_WR_ID:
+                    continue  # a late ping-pong write completion on the shared CQ
+                if wc.status != 0:
+                    self.empty = empty
+                    raise self.ep.completion_error("RDMA READ", int(wc.status), int(wc.vendor_err))
+                done.append(int(wc.wr_id))
+            if done:
+                self.empty = empty
+                return now, done
+
+
 def effective_depth(depth: int, rd_atomic: int) -> int:
     return max(1, min(depth, rd_atomic))
 
@@ -65,7 +104,7 @@ def read_cell(
         raise ProbeError(
             f"{chunk} B exceeds the port's max message size {ep.sel.port.max_msg_bytes}"
         )
-    pv, qp, cq = ep.pv, ep.qp, ep.cq
+    pv, qp = ep.pv, ep.qp
     inflight = effective_depth(depth, ep.rd_atomic)
     slots = landing_slots(ep, chunk, depth)
     lkey = int(ep.mr.lkey)
@@ -78,28 +117,20 @@ def read_cell(
     clock = time.perf_counter_ns
     posted_at = [0] * inflight
     completion = np.empty(reads, dtype=np.int64)
-    posted = done = empty = 0
+    posted = done = 0
+    completions = ReadCompletions(ep, deadline)
+
+    def timed_out() -> str:
+        return f"rdma bulk read {chunk} B x{depth} timed out after {done} of {reads} reads"
+
     start = clock()
     for s in range(min(inflight, reads)):
         posted_at[s] = clock()
         qp.post_send(wrs[s])
         posted += 1
     while done < reads:
-        count, wcs = cq.poll(inflight)
-        if not count:
-            empty += 1
-            if empty % EMPTY_POLLS_PER_CHECK == 0 and time.monotonic() > deadline:
-                raise ProbeError(
-                    f"rdma bulk read {chunk} B x{depth} timed out after {done} of {reads} reads"
-                )
-            continue
-        now = clock()
-        for wc in wcs[:count]:
-            if wc.wr_id == PINGPONG_WR_ID:
-                continue  # a late ping-pong write completion on the shared CQ
-            if wc.status != 0:
-                raise ep.completion_error("RDMA READ", int(wc.status), int(wc.vendor_err))
-            s = int(wc.wr_id)
+        now, ended = completions.wait(inflight, timed_out)
+        for s in ended:
             completion[done] = now - posted_at[s]
             done += 1
             if posted < reads:

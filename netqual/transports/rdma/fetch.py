@@ -37,12 +37,11 @@ from netqual.model.plan import ProbePlan
 from netqual.transports.integrity import IntegrityFailure
 from netqual.transports.interface import RawBulk
 from netqual.transports.rdma import verbs
-from netqual.transports.rdma.bulk import EMPTY_POLLS_PER_CHECK, run_cells
+from netqual.transports.rdma.bulk import ReadCompletions, run_cells
 from netqual.transports.rdma.conninfo import ConnInfo
 from netqual.transports.rdma.endpoint import Endpoint
 from netqual.transports.rdma.session import responder_stopped
 from netqual.transports.rdma.tags import BulkCheck
-from netqual.transports.rdma.writer import PINGPONG_WR_ID
 
 log = logging.getLogger("netqual.transports.rdma.transport")  # where the session's go
 
@@ -147,7 +146,7 @@ def read_chunks(
         raise ProbeError(f"the landing area ({ep.bulk_bytes} B) is smaller than {fetched} B")
     if size > ep.sel.port.max_msg_bytes:
         raise ProbeError(f"{size} B exceeds the port's max message size")
-    pv, cq, lkey = ep.pv, ep.cq, int(ep.mr.lkey)
+    pv, lkey = ep.pv, int(ep.mr.lkey)
     landing, remote = ep.buf + ep.bulk_offset, peer.addr + peer.bulk_offset
     wrs: list[Any] = []
     owner: list[int] = []
@@ -163,7 +162,12 @@ def read_chunks(
     used = range(len(sh.shares))
     clock = time.perf_counter_ns
     completion = np.empty(chunks, dtype=np.int64)
-    empty = 0
+    completions = ReadCompletions(ep, deadline)
+    j = 0
+
+    def timed_out() -> str:
+        return f"rdma fetch ({prof.name}) timed out after {j} of {chunks} chunks"
+
     start = clock()
     for j in range(chunks):
         posted = [0] * len(used)  # per QP: slices of its share posted, arrived
@@ -177,21 +181,9 @@ def read_chunks(
                 posted[q] += 1
         left = sh.slices
         while left:
-            count, wcs = cq.poll(sh.depth * len(used))
-            if not count:
-                empty += 1
-                if empty % EMPTY_POLLS_PER_CHECK == 0 and time.monotonic() > deadline:
-                    raise ProbeError(
-                        f"rdma fetch ({prof.name}) timed out after {j} of {chunks} chunks"
-                    )
-                continue
-            now = clock()
-            for wc in wcs[:count]:
-                if wc.wr_id == PINGPONG_WR_ID:
-                    continue  # a late ping-pong write completion on the shared CQ
-                if wc.status != 0:
-                    raise ep.completion_error("RDMA READ", int(wc.status), int(wc.vendor_err))
-                q = owner[int(wc.wr_id)]
+            now, ended = completions.wait(sh.depth * len(used), timed_out)
+            for i in ended:
+                q = owner[i]
                 arrived[q] += 1
                 left -= 1
                 if arrived[q] == wave_end[q] and wave[q] + 1 < len(sh.waves[q]):

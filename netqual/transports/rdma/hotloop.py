@@ -13,7 +13,7 @@ import ctypes
 import os
 import signal
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -143,19 +143,35 @@ _CHECK_PROBLEMS = {
 }
 
 
-def status(qp_class: type | None) -> tuple[bool, str]:
-    """(the compiled loop will run, in words) for ``netqual doctor``. ``qp_class``: the
-    binding's QP class, whose objects must give up their ibv_qp address."""
-    from netqual.transports.rdma.verbs import pyverbs_qp_offset
+FORCED = f"{LOOP_ENV}=python"
+NO_QP = "this pyverbs does not give the compiled loop its QP"
 
+
+def chosen(qp_address: Callable[[], int | None]) -> tuple[Library, int] | str:
+    """The compiled loop and the ``ibv_qp *`` it is to drive, or why the Python loop runs
+    (one line: ``FORCED``, the library not built or not loadable, ``NO_QP``). The one choice
+    of ``netqual doctor`` (``status``) and of every ping-pong (``pingpong.compiled_loop``,
+    which then checks the QP found). ``qp_address`` is asked only once the library loaded;
+    None: this pyverbs gives no address."""
     if forced_python():
-        return False, f"python loop ({LOOP_ENV}=python)"
+        return FORCED
     lib = library()
     if isinstance(lib, str):
-        return False, f"python loop: {lib}"
-    if qp_class is None or pyverbs_qp_offset(qp_class) is None:
-        return False, "python loop: this pyverbs does not give the compiled loop its QP"
-    return True, f"compiled loop ({lib.path})"
+        return lib
+    address = qp_address()
+    return NO_QP if address is None else (lib, address)
+
+
+def status(qp_class: type | None) -> tuple[bool, str]:
+    """(the compiled loop will run, in words) for ``netqual doctor``, before any QP exists:
+    ``qp_class`` is the binding's QP class, whose objects must give up their ibv_qp
+    address (where it lies in them stands for the address)."""
+    from netqual.transports.rdma.verbs import pyverbs_qp_offset
+
+    found = chosen(lambda: None if qp_class is None else pyverbs_qp_offset(qp_class))
+    if isinstance(found, str):
+        return False, f"python loop ({found})" if found == FORCED else f"python loop: {found}"
+    return True, f"compiled loop ({found[0].path})"
 
 
 def check_qp(lib: Library, address: int, qp_num: int) -> str | None:

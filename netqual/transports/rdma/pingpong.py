@@ -214,17 +214,13 @@ Rounds = _PythonRounds | _CompiledRounds
 
 
 def compiled_loop(ep: Endpoint) -> tuple[hotloop.Library, int] | str:
-    """The compiled loop and the address of ``ep``'s ibv_qp, or why the Python loop runs."""
-    if hotloop.forced_python():
-        return f"{hotloop.LOOP_ENV}=python"
-    lib = hotloop.library()
-    if isinstance(lib, str):
-        return lib
-    address = ep.pv.qp_address(ep.qp)
-    if address is None:
-        return "this pyverbs does not give the compiled loop its QP"
-    problem = hotloop.check_qp(lib, address, int(ep.qp.qp_num))
-    return problem if problem is not None else (lib, address)
+    """The compiled loop and the address of ``ep``'s ibv_qp, or why the Python loop runs
+    (``hotloop.chosen``, then the QP found is checked)."""
+    found = hotloop.chosen(lambda: ep.pv.qp_address(ep.qp))
+    if isinstance(found, str):
+        return found
+    problem = hotloop.check_qp(found[0], found[1], int(ep.qp.qp_num))
+    return problem if problem is not None else found
 
 
 def loop_name(ep: Endpoint) -> str:

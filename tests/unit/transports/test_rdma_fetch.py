@@ -12,6 +12,7 @@ import socket
 import threading
 import time
 from collections.abc import Iterator, Mapping
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -31,9 +32,11 @@ from netqual.transports.interface import AgentLimits
 from netqual.transports.rdma import (
     RdmaOptions,
     RdmaTransport,
+    bulk,
     devices,
     fetch,
     verbs,
+    writer,
 )
 from netqual.transports.rdma import tags as rdma_tags
 from netqual.transports.rdma.endpoint import Endpoint
@@ -108,6 +111,50 @@ def test_a_peer_with_fewer_qps_is_refused_in_plain_words() -> None:
     assert str(caught.value) == (
         "the peer opened 1 QP(s), 2 asked (an agent older than fetch profiles over RDMA?)"
     )
+
+
+class _SilentCq:
+    """A CQ that never completes anything: every poll is empty."""
+
+    def __init__(self) -> None:
+        self.polls = 0
+
+    def poll(self, num_entries: int = 1) -> tuple[int, list[Any]]:
+        self.polls += 1
+        return 0, []
+
+
+def test_bulk_reads_and_fetches_wait_for_reads_in_one_loop_with_one_deadline() -> None:
+    # bulk.ReadCompletions: the deadline is looked at every EMPTY_POLLS_PER_CHECK empty
+    # polls, and each caller says how far it got
+    a, b = _pair(Fabric(), qps=2, bulk_bytes=256 * KIB)
+    a.cq = cq = _SilentCq()
+    late = time.monotonic() + 0.05
+    with pytest.raises(ProbeError, match=r"^rdma bulk read 4096 B x1 timed out after 0 of 3"):
+        bulk.read_cell(a, b.conninfo(), chunk=4096, depth=1, reads=3, deadline=late)
+    assert cq.polls % bulk.EMPTY_POLLS_PER_CHECK == 0
+    with pytest.raises(ProbeError, match=r"^rdma fetch \(mooncake\) timed out after 0 of 9"):
+        fetch.read_chunks(a, b.conninfo(), MOONCAKE, 256 * KIB, 9, time.monotonic() + 0.05)
+    assert cq.polls % bulk.EMPTY_POLLS_PER_CHECK == 0
+
+
+def test_read_completions_pass_over_ping_pong_writes_and_raise_a_failed_read() -> None:
+    a, _ = _pair(Fabric(), qps=1, bulk_bytes=64 * KIB)
+    wc = SimpleNamespace
+    batches = [
+        (2, [wc(wr_id=writer.PINGPONG_WR_ID, status=0), wc(wr_id=3, status=0), None]),
+        (1, [wc(wr_id=writer.PINGPONG_WR_ID, status=0)]),  # only a late write: wait on
+        (0, []),
+        (2, [wc(wr_id=5, status=0), wc(wr_id=1, status=0)]),
+        (1, [wc(wr_id=2, status=12, vendor_err=0x81)]),
+    ]
+    a.cq = SimpleNamespace(poll=lambda most: batches.pop(0))
+    reads = bulk.ReadCompletions(a, time.monotonic() + 30)
+    assert reads.wait(4, lambda: "late")[1] == [3]
+    assert reads.wait(4, lambda: "late")[1] == [5, 1]
+    assert reads.empty == 1
+    with pytest.raises(ProbeError, match=r"RDMA READ completion failed: IBV_WC_RETRY_EXC_ERR"):
+        reads.wait(4, lambda: "late")
 
 
 def test_the_deadline_ends_a_fetch() -> None:

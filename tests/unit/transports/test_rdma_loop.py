@@ -392,6 +392,34 @@ def test_a_qp_handle_that_fails_its_check_runs_the_python_loop_and_says_why() ->
     )
 
 
+@pytest.mark.parametrize("case", ["forced", "not built", "no QP address"])
+def test_doctor_and_every_pingpong_choose_the_loop_alike(
+    case: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # hotloop.chosen: one decision, worded by the doctor and by the path's details
+    monkeypatch.delenv(hotloop.LOOP_ENV, raising=False)
+    fabric = Fabric()
+    fabric.compiled = True
+    a, _ = _pair(fabric)
+    qp_class: type | None = type(a.qp)
+    if case == "forced":
+        monkeypatch.setenv(hotloop.LOOP_ENV, "Python ")
+        why, doctor = hotloop.FORCED, "python loop (NETQUAL_RDMA_LOOP=python)"
+    elif case == "not built":
+        monkeypatch.setitem(hotloop._cache, "lib", "the compiled loop was not built (test)")
+        why = "the compiled loop was not built (test)"
+        doctor = f"python loop: {why}"
+    else:
+        if isinstance(lib := hotloop.library(), str):
+            pytest.skip(lib)
+        a.pv = dataclasses.replace(a.pv, qp_address=lambda qp: None)
+        qp_class = None
+        why = "this pyverbs does not give the compiled loop its QP"
+        doctor = f"python loop: {why}"
+    assert pingpong.loop_name(a) == f"python (pyverbs; {why})"
+    assert hotloop.status(qp_class) == (False, doctor)
+
+
 class _Interrupted(Exception):
     pass
 

@@ -10,8 +10,8 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any, TypeVar
 
-from netqual.base.choices import ChoiceError, parse_choice
 from netqual.base.errors import InputError
+from netqual.base.fields import FieldReader, is_integer, is_number
 from netqual.files.filedata import MAX_DEPTH, checked
 
 if sys.version_info >= (3, 11):
@@ -97,31 +97,35 @@ def loads_toml(
     return data
 
 
-class Fields:
+class Fields(FieldReader[InputError]):
     """Typed access to one TOML table: the one field reader of every input file (inventory,
     policy, workload, gate profile, campaign, lab topology). Every mistake names the file
-    and the dotted field (``node[2].port``); ``error`` makes the file kind's InputError."""
+    and the dotted field (``node[2].port``); ``make_error`` makes the file kind's
+    InputError."""
+
+    MISSING = "missing required field"
 
     def __init__(
         self,
         source: str,
         table: Mapping[str, Any],
         prefix: str,
-        error: Callable[[str, str, str | None], InputError],
+        make_error: Callable[[str, str, str | None], InputError],
     ) -> None:
+        super().__init__(table, prefix)
         self.source = source
-        self.table = table
-        self.prefix = prefix
-        self.error = error
+        self.make_error = make_error
 
-    def name(self, key: str) -> str:
-        """The dotted field of ``key`` in this table; "" names the table itself."""
-        if not key:
-            return self.prefix
-        return f"{self.prefix}.{key}" if self.prefix else key
+    @property
+    def table(self) -> Mapping[str, Any]:
+        return self.data
 
-    def fail(self, key: str, problem: str) -> InputError:
-        return self.error(self.source, problem, self.name(key))
+    @property
+    def prefix(self) -> str:
+        return self.where
+
+    def error(self, field: str, problem: str) -> InputError:
+        return self.make_error(self.source, problem, field)
 
     def check_keys(self, allowed: Iterable[str]) -> None:
         allowed = set(allowed)
@@ -130,7 +134,7 @@ class Fields:
                 raise self.fail(key, f"unknown key (allowed: {', '.join(sorted(allowed))})")
 
     def _child(self, key: str, table: Mapping[str, Any], allowed: Iterable[str] | None) -> Fields:
-        child = Fields(self.source, table, self.name(key), self.error)
+        child = Fields(self.source, table, self.field(key), self.make_error)
         if allowed is not None:
             child.check_keys(allowed)
         return child
@@ -163,7 +167,7 @@ class Fields:
     ) -> str | None:
         if key not in self.table:
             if required:
-                raise self.fail(key, "missing required field")
+                raise self.fail(key, self.MISSING)
             return default
         value = self.table[key]
         if not isinstance(value, str) or not (empty_ok or value.strip()):
@@ -184,16 +188,10 @@ class Fields:
 
     def choice(self, kind: type[E], key: str, default: E) -> E:
         """A member of ``kind`` named by its value; one wording (``netqual.base.choices``)."""
-        return self._member(kind, self.text(key, str(default.value)), key)
+        return self.member(kind, self.text(key, str(default.value)), key)
 
     def choices(self, kind: type[E], key: str) -> frozenset[E]:
-        return frozenset(self._member(kind, v, key) for v in self.strings(key))
-
-    def _member(self, kind: type[E], text: str, key: str) -> E:
-        try:
-            return parse_choice(kind, text, key)
-        except ChoiceError as err:
-            raise self.fail(err.where, err.problem) from None
+        return frozenset(self.member(kind, v, key) for v in self.strings(key))
 
     def flag(self, key: str, default: bool = False) -> bool:
         value = self.table.get(key, default)
@@ -205,7 +203,7 @@ class Fields:
         self, key: str, default: int, low: int | None = None, high: int | None = None
     ) -> int:
         value = self.table.get(key, default)
-        if isinstance(value, bool) or not isinstance(value, int):
+        if not is_integer(value):
             raise self.fail(key, f"expected an integer, got {value!r}")
         if low is not None and value < low:
             raise self.fail(key, f"must be >= {low}, got {value}")
@@ -215,7 +213,7 @@ class Fields:
 
     def count(self, key: str, default: int = 0) -> int:
         value = self.table.get(key, default)
-        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        if not is_integer(value) or value < 0:
             raise self.fail(key, f"expected a non-negative integer, got {value!r}")
         return value
 
@@ -228,7 +226,7 @@ class Fields:
         high: float | None = None,
     ) -> float:
         value = self.table.get(key, default)
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
+        if not is_number(value):
             raise self.fail(key, f"expected a number, got {value!r}")
         if positive and not value > 0:
             raise self.fail(key, f"must be a positive number, got {value}")
@@ -252,7 +250,7 @@ class Fields:
         """A TOML date (``2026-12-31``) or the same as a string; not a date-time."""
         if key not in self.table:
             if required:
-                raise self.fail(key, "missing required field")
+                raise self.fail(key, self.MISSING)
             return None
         value = self.table[key]
         if isinstance(value, str):

@@ -25,8 +25,8 @@ from netqual.analysis.fleet import from_dict as fleet_from_dict
 from netqual.analysis.interference import from_dict as interference_from_dict
 from netqual.analysis.matrix import fill_tiers
 from netqual.analysis.plausible import mark_impossible
-from netqual.base.choices import ChoiceError, parse_choice
 from netqual.base.errors import ResultsFileError
+from netqual.base.fields import FieldReader, is_number
 from netqual.base.names import address_problem, name_problem, nic_name_problem
 from netqual.codec.hostpath import from_dict as hosts_from_dict
 from netqual.codec.plan import plan_from_dict
@@ -50,28 +50,28 @@ from netqual.table.run import Results
 from netqual.table.store import CHUNK, concat
 
 
-def _checked(rd: _Reader, where: str, value: str, problem: str | None) -> str:
+def _checked(rd: _Reader, key: str, value: str, problem: str | None) -> str:
     """``value`` where ``problem`` (a base.names rule) is None, else the file's error."""
     if problem is not None:
-        raise rd.fail(where, problem)
+        raise rd.fail(key, problem)
     return value
 
 
-def _nic(rd: _Reader, obj: Any, where: str) -> Nic:
+def _nic(rd: _Reader) -> Nic:
     """A NIC as an inventory's ``nics`` have it (base.names: the inventory's rules)."""
-    rail = rd.num(obj, "rail", where)
+    rail = rd.num("rail")
     if rail != int(rail) or rail < 0:
-        raise rd.fail(f"{where}.rail", f"expected a rail number >= 0, got {rail:g}")
-    name = rd.string(obj, "name", where)
-    address = rd.string(obj, "address", where)
-    device = None if obj.get("device") is None else rd.string(obj, "device", where)
+        raise rd.fail("rail", f"expected a rail number >= 0, got {rail:g}")
+    name = rd.string("name")
+    address = rd.string("address")
+    device = None if rd.data.get("device") is None else rd.string("device")
     return Nic(
-        name=_checked(rd, f"{where}.name", name, nic_name_problem(name)),
-        address=_checked(rd, f"{where}.address", address, address_problem(address)),
+        name=_checked(rd, "name", name, nic_name_problem(name)),
+        address=_checked(rd, "address", address, address_problem(address)),
         rail=int(rail),
         device=None
         if device is None
-        else _checked(rd, f"{where}.device", device, nic_name_problem(device, device=True)),
+        else _checked(rd, "device", device, nic_name_problem(device, device=True)),
     )
 
 
@@ -85,71 +85,70 @@ def _endpoint_problem(name: str, agent: str | None) -> str | None:
     return nic_name_problem(nic)
 
 
-def _node(rd: _Reader, n: Any, w: str) -> Node:
+def _node(rd: _Reader) -> Node:
     """A node as the inventory has it, held to the inventory's rules (base.names); an
     address may be empty (a run read from results.jsonl whose run.json lists no nodes)."""
-    try:
-        role = parse_choice(Role, n.get("role") or Role.ANY.value, f"{w}.role")
-    except ChoiceError as err:
-        raise rd.fail(err.where, err.problem) from err
-    agent = None if n.get("agent") is None else rd.string(n, "agent", w)
+    n = rd.data
+    role = rd.member(Role, n.get("role") or Role.ANY.value, "role")
+    agent = None if n.get("agent") is None else rd.string("agent")
     if agent is not None:
-        _checked(rd, f"{w}.agent", agent, name_problem(agent))
-    name = rd.string(n, "name", w)
-    address = rd.string(n, "address", w)
-    agent_address = None if n.get("agent_address") is None else rd.string(n, "agent_address", w)
+        _checked(rd, "agent", agent, name_problem(agent))
+    name = rd.string("name")
+    address = rd.string("address")
+    agent_address = None if n.get("agent_address") is None else rd.string("agent_address")
     for key, value in (("address", address), ("agent_address", agent_address)):
         if value:
-            _checked(rd, f"{w}.{key}", value, address_problem(value))
+            _checked(rd, key, value, address_problem(value))
     return Node(
-        name=_checked(rd, f"{w}.name", name, _endpoint_problem(name, agent)),
+        name=_checked(rd, "name", name, _endpoint_problem(name, agent)),
         address=address,
         port=int(n.get("port") or DEFAULT_PORT),
         role=role,
-        rack=rd.get(n, "rack", w),
-        labels=dict(rd.get(n, "labels", w) or {}),
-        nics=tuple(_nic(rd, x, f"{w}.nics[{j}]") for j, x in enumerate(n.get("nics") or [])),
+        rack=rd.value("rack"),
+        labels=dict(rd.value("labels") or {}),
+        nics=tuple(_nic(rd.of(x, f"nics[{j}]")) for j, x in enumerate(n.get("nics") or [])),
         agent=agent,
         agent_address=agent_address,
-        nic=None if n.get("nic") is None else _nic(rd, n["nic"], f"{w}.nic"),
+        nic=None if n.get("nic") is None else _nic(rd.at("nic")),
     )
 
 
-class _Reader:
-    """Pulls typed fields out of parsed JSON, naming the field on any mistake."""
+class _Reader(FieldReader[ResultsFileError]):
+    """Typed reads from one object of a results file (``where`` in it), naming the file
+    and the field on any mistake."""
 
-    def __init__(self, source: str) -> None:
+    MISSING = "missing required key"
+
+    def __init__(self, source: str, data: object, where: str = "") -> None:
+        if not isinstance(data, Mapping):
+            raise ResultsFileError(source, "expected an object", field=where)
+        super().__init__(data, where)
         self.source = source
 
-    def fail(self, where: str, problem: str) -> ResultsFileError:
-        return ResultsFileError(self.source, problem, field=where)
+    def error(self, field: str, problem: str) -> ResultsFileError:
+        return ResultsFileError(self.source, problem, field=field)
 
-    # Exact-type fast paths first: a 512-node file has ~7 million fields, and an
-    # isinstance() against the Mapping ABC costs several times a type() comparison.
-    def get(self, obj: Mapping[str, Any], key: str, where: str) -> Any:
-        if type(obj) is dict and key in obj:
-            return obj[key]
-        if not isinstance(obj, Mapping):
-            raise self.fail(where, "expected an object")
-        if key not in obj:
-            raise self.fail(f"{where}.{key}" if where else key, "missing required key")
-        return obj[key]
+    def of(self, value: object, key: str) -> _Reader:
+        """``value`` (found at ``key`` in this object) as an object of its own."""
+        return _Reader(self.source, value, self.field(key))
 
-    def num(self, obj: Mapping[str, Any], key: str, where: str) -> float:
-        v = self.get(obj, key, where)
-        if type(v) is float or type(v) is int:
-            return float(v)
-        if isinstance(v, bool) or not isinstance(v, (int, float)):
-            raise self.fail(f"{where}.{key}", f"expected a number, got {v!r}")
+    def at(self, key: str) -> _Reader:
+        """The object at ``key``, which must be there."""
+        return self.of(self.value(key), key)
+
+    def num(self, key: str) -> float:
+        v = self.value(key)
+        if not is_number(v):
+            raise self.fail(key, f"expected a number, got {v!r}")
         return float(v)
 
-    def opt_num(self, obj: Mapping[str, Any], key: str, where: str) -> float | None:
-        return None if obj.get(key) is None else self.num(obj, key, where)
+    def opt_num(self, key: str) -> float | None:
+        return None if self.data.get(key) is None else self.num(key)
 
-    def string(self, obj: Mapping[str, Any], key: str, where: str) -> str:
-        v = self.get(obj, key, where)
+    def string(self, key: str) -> str:
+        v = self.value(key)
         if not isinstance(v, str):
-            raise self.fail(f"{where}.{key}", f"expected a string, got {v!r}")
+            raise self.fail(key, f"expected a string, got {v!r}")
         return v
 
 
@@ -157,15 +156,12 @@ _DEFAULT_POLICY = Policy()  # what a file written without a policy was judged by
 _OLDER_DEMO = "(demo "  # how netqual demo named its inventory before run.kind existed
 
 
-def _kind(run: Mapping[str, Any], retest_of: Any, rd: _Reader) -> RunKind:
+def _kind(run: _Reader, retest_of: Any) -> RunKind:
     """``run.kind``; a file from before it was recorded is judged the one way it was: a
     demo by its inventory's name, a retest by ``retest_of``, else a cluster run."""
-    if run.get("kind") is not None:
-        try:
-            return parse_choice(RunKind, rd.string(run, "kind", "run"), "run.kind")
-        except ChoiceError as err:
-            raise rd.fail(err.where, err.problem) from err
-    inventory = run.get("inventory")
+    if run.data.get("kind") is not None:
+        return run.member(RunKind, run.string("kind"), "kind")
+    inventory = run.data.get("inventory")
     if isinstance(inventory, str) and inventory.startswith(_OLDER_DEMO):
         return RunKind.DEMO
     return RunKind.RETEST if retest_of is not None else RunKind.CLUSTER
@@ -187,24 +183,18 @@ def policy_from_dict(pol: Mapping[str, Any]) -> Policy:
     )
 
 
-def _agents(raw: Any, rd: _Reader) -> dict[str, dict[str, object]]:
+def _agents(run: _Reader) -> dict[str, dict[str, object]]:
     """run.agents: per node, the agent's version and clock offset the pre-flight saw."""
-    if raw is None:
+    if run.data.get("agents") is None:
         return {}
-    if not isinstance(raw, dict):
-        raise rd.fail("run.agents", "expected an object")
+    agents = run.at("agents")
     out: dict[str, dict[str, object]] = {}
-    for node, entry in raw.items():
-        where = f"run.agents.{node}"
-        if not isinstance(entry, dict):
-            raise rd.fail(where, "expected an object")
-        version = entry.get("version")
+    for node, value in agents.data.items():
+        entry = agents.of(value, node)
+        version = entry.data.get("version")
         if version is not None and not isinstance(version, str):
-            raise rd.fail(f"{where}.version", f"expected a string, got {version!r}")
-        out[node] = {
-            "version": version,
-            "clock_offset_s": rd.opt_num(entry, "clock_offset_s", where),
-        }
+            raise entry.fail("version", f"expected a string, got {version!r}")
+        out[node] = {"version": version, "clock_offset_s": entry.opt_num("clock_offset_s")}
     return out
 
 
@@ -238,14 +228,15 @@ def results_from_dict(
 ) -> Results:
     """Results from parsed JSON; ``decoded``: the paths, already decoded (``load``),
     else ``d["paths"]`` is converted here."""
-    rd = _Reader(source)
-    version = rd.get(d, "schema_version", "")
+    rd = _Reader(source, d)
+    version = rd.value("schema_version")
     if version != SCHEMA_VERSION:
         raise rd.fail(
             "schema_version", f"unsupported version {version!r} (expected {SCHEMA_VERSION!r})"
         )
-    run = rd.get(d, "run", "")
-    pol = rd.get(run, "policy", "run")
+    runs = rd.at("run")
+    run = runs.data
+    pol = runs.value("policy")
     try:
         policy = policy_from_dict(pol)
     except PolicyFieldError as err:
@@ -253,7 +244,7 @@ def results_from_dict(
     except (ValueError, TypeError, OverflowError) as err:
         raise rd.fail("run.policy", str(err)) from err
     try:
-        mode = Mode(rd.string(run, "mode", "run"))
+        mode = Mode(runs.string("mode"))
     except (ValueError, TypeError) as err:
         raise rd.fail("run", str(err)) from err
     try:
@@ -261,17 +252,17 @@ def results_from_dict(
     except (TypeError, ValueError) as err:
         raise rd.fail("run.plan", str(err)) from err
     meta = RunMeta(
-        started_at=rd.string(run, "started_at", "run"),
-        finished_at=rd.string(run, "finished_at", "run"),
-        transport=rd.string(run, "transport", "run"),
+        started_at=runs.string("started_at"),
+        finished_at=runs.string("finished_at"),
+        transport=runs.string("transport"),
         mode=mode,
         policy=policy,
         plan=plan,
         clock=dict(run.get("clock") or {}),
         host=dict(run.get("host") or {}),
-        agents=_agents(run.get("agents"), rd),
+        agents=_agents(runs),
         inventory=run.get("inventory"),
-        kind=_kind(run, d.get("retest_of"), rd),
+        kind=_kind(runs, d.get("retest_of")),
         schedule=dict(run.get("schedule") or {}),
         complete=run.get("complete", True) is not False,
         pairs_planned=run.get("pairs_planned")
@@ -281,8 +272,8 @@ def results_from_dict(
     )
     nodes: list[Node] = []
     seen: dict[str, int] = {}
-    for i, n in enumerate(rd.get(d, "nodes", "")):
-        node = _node(rd, n, f"nodes[{i}]")
+    for i, n in enumerate(rd.value("nodes")):
+        node = _node(rd.of(n, f"nodes[{i}]"))
         if node.name in seen:
             raise rd.fail(
                 f"nodes[{i}].name",
@@ -292,7 +283,7 @@ def results_from_dict(
         nodes.append(node)
     names = [n.name for n in nodes]
     if decoded is None:
-        items = rd.get(d, "paths", "")
+        items = rd.value("paths")
         if not isinstance(items, list):
             raise rd.fail("paths", "expected a list")
         wire = [convert_path(p, source, f"paths[{i}]") for i, p in enumerate(items)]
@@ -308,8 +299,8 @@ def results_from_dict(
     _check_path_ends(table, len(names), rd)
     _check_intervals(table, rd)
     paths = mark_impossible(table)
-    rd.get(d, "summary", "")
-    tool = rd.get(d, "tool", "")
+    rd.value("summary")
+    tool = rd.value("tool")
     workload = None
     if d.get("workload") is not None:
         try:
@@ -334,12 +325,12 @@ def results_from_dict(
         raise rd.fail("retest_of", f"expected a string, got {retest_of!r}")
     not_measured = []
     for i, entry in enumerate(d.get("not_measured") or ()):
-        w = f"not_measured[{i}]"
+        nm = rd.of(entry, f"not_measured[{i}]")
         not_measured.append(
             NotMeasured(
-                src=rd.string(entry, "src", w),
-                dst=rd.string(entry, "dst", w),
-                reason=rd.string(entry, "reason", w),
+                src=nm.string("src"),
+                dst=nm.string("dst"),
+                reason=nm.string("reason"),
                 kind=str(entry.get("kind") or "configuration"),
             )
         )

@@ -18,7 +18,7 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from netqual.base.choices import parse_choice
+from netqual.base.fields import FieldReader, is_integer, is_number
 from netqual.model.path import Tier
 from netqual.model.stats import Metric
 from netqual.model.suspects import (
@@ -164,102 +164,101 @@ def suspect_to_dict(s: Suspect) -> dict[str, Any]:
     return {"kind": s.kind.value, "subject": s.subject, "evidence": evidence_to_dict(s.evidence)}
 
 
-class _Reader:
-    """Typed reads from one JSON object; a wrong value raises ValueError naming its key."""
+class _Reader(FieldReader[ValueError]):
+    """Typed reads from one JSON object; a wrong value raises ValueError naming its key
+    (``results.decode`` says which suspect or the localisation it was)."""
 
     def __init__(self, d: object, where: str) -> None:
         if not isinstance(d, Mapping):
             raise ValueError(f"{where}: expected an object, got {type(d).__name__}")
-        self.d, self.where = d, where
+        super().__init__(d, where)
 
-    def _get(self, key: str) -> object:
-        if key not in self.d:
-            raise ValueError(f"{self.where}.{key}: missing")
-        return self.d[key]
+    def error(self, field: str, problem: str) -> ValueError:
+        return ValueError(f"{field}: {problem}")
 
     def _bad(self, key: str, what: str) -> ValueError:
-        return ValueError(f"{self.where}.{key}: expected {what}, got {self.d.get(key)!r:.80}")
+        return self.fail(key, f"expected {what}, got {self.data.get(key)!r:.80}")
 
     def text(self, key: str) -> str:
-        v = self._get(key)
+        v = self.value(key)
         if not isinstance(v, str):
             raise self._bad(key, "a string")
         return v
 
     def maybe_text(self, key: str) -> str | None:
-        v = self.d.get(key)
+        v = self.data.get(key)
         if v is not None and not isinstance(v, str):
             raise self._bad(key, "a string or null")
         return v
 
     def count(self, key: str) -> int:
-        v = self._get(key)
-        if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+        v = self.value(key)
+        if not is_integer(v) or v < 0:
             raise self._bad(key, "a non-negative integer")
         return v
 
     def maybe_count(self, key: str) -> int | None:
-        return None if self.d.get(key) is None else self.count(key)
+        return None if self.data.get(key) is None else self.count(key)
 
     def maybe_us(self, key: str) -> float | None:
-        v = self.d.get(key)
+        v = self.data.get(key)
         if v is None:
             return None
-        if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v):
+        if not is_number(v) or not math.isfinite(v):
             raise self._bad(key, "a finite number or null")
         return float(v)
 
     def texts(self, key: str) -> tuple[str, ...]:
-        v = self._get(key)
+        v = self.value(key)
         if not isinstance(v, list) or not all(isinstance(x, str) for x in v):
             raise self._bad(key, "a list of strings")
         return tuple(v)
 
     def sub(self, key: str) -> _Reader:
-        return _Reader(self._get(key), f"{self.where}.{key}")
+        return _Reader(self.value(key), self.field(key))
 
     def metric(self) -> Metric:
-        return parse_choice(Metric, self.text("metric"), f"{self.where}.metric")
+        return self.member(Metric, self.text("metric"), "metric")
 
     def path(self) -> PathEvidence:
         return PathEvidence(
             src=self.text("src"),
             dst=self.text("dst"),
-            verdict=parse_choice(Verdict, self.text("verdict"), f"{self.where}.verdict"),
+            verdict=self.member(Verdict, self.text("verdict"), "verdict"),
             value_us=self.maybe_us("value_us"),
             error=self.maybe_text("error"),
         )
 
     def ratio(self, key: str) -> float:
-        v = self._get(key)
-        if isinstance(v, bool) or not isinstance(v, int | float) or not v >= 1 or v == math.inf:
+        v = self.value(key)
+        if not is_number(v) or not v >= 1 or v == math.inf:
             raise self._bad(key, "a finite ratio >= 1")
         return float(v)
 
     def cause(self) -> Cause | None:
         """``counters`` (the counters' cause, as files always held it) or ``cause``."""
-        if self.d.get("counters") is not None:
+        if self.data.get("counters") is not None:
             c = self.sub("counters")
-            kind = parse_choice(CauseKind, c.text("cause"), f"{c.where}.cause")
-        elif self.d.get("cause") is not None:
+            kind = c.member(CauseKind, c.text("cause"), "cause")
+        elif self.data.get("cause") is not None:
             c = self.sub("cause")
-            kind = parse_choice(CauseKind, c.text("kind"), f"{c.where}.kind")
+            kind = c.member(CauseKind, c.text("kind"), "kind")
         else:
             return None
         return Cause(kind, c.count("paths"), c.text("example"), c.maybe_count("of"))
 
     def contrast(self) -> Contrast | None:
-        if self.d.get("contrast") is None:
+        if self.data.get("contrast") is None:
             return None
         c = self.sub("contrast")
         return Contrast(
-            tier=parse_choice(Tier, c.text("tier"), f"{c.where}.tier"),
+            tier=c.member(Tier, c.text("tier"), "tier"),
             level=c.maybe_us("level"),
             peers_level=c.maybe_us("peers_level"),
             peers=c.count("peers"),
             threshold=c.ratio("threshold"),
-            source=parse_choice(RepeatSource, c.text("source"), f"{c.where}.source"),
-            measure=parse_choice(Measure, c.text("measure"), f"{c.where}.measure"),
+            source=c.member(RepeatSource, c.text("source"), "source"),
+            measure=c.member(Measure, c.text("measure"), "measure"),
         )
 
 
@@ -289,10 +288,10 @@ def _other_nic(r: _Reader) -> OtherNic:
 def evidence_from_dict(kind: SuspectKind, d: object) -> Evidence:
     r = _Reader(d, "evidence")
     if kind is SuspectKind.NODE:
-        nics = r.texts("nics") if r.d.get("nics") is not None else None
+        nics = r.texts("nics") if r.data.get("nics") is not None else None
         return NodeEvidence(**_spread(r), nics=nics)
     if kind is SuspectKind.NIC:
-        others = r._get("other_nics")
+        others = r.value("other_nics")
         if not isinstance(others, list):
             raise r._bad("other_nics", "a list")
         return NicEvidence(
@@ -329,7 +328,7 @@ def evidence_from_dict(kind: SuspectKind, d: object) -> Evidence:
             forward=r.sub("forward").path(),
             reverse=r.sub("reverse").path(),
             ratio=r.maybe_us("ratio"),
-            threshold=None if r.d.get("threshold") is None else r.ratio("threshold"),
+            threshold=None if r.data.get("threshold") is None else r.ratio("threshold"),
         )
     return RailEvidence(
         metric=r.metric(),
@@ -404,32 +403,32 @@ def localisation_from_dict(d: object) -> Localisation:
     """Inverse of localisation_to_dict; a bad value raises ValueError naming its key."""
     r = _Reader(d, "localisation")
     rep = r.sub("repeatability")
-    raw = rep._get("measures")
+    raw = rep.value("measures")
     if not isinstance(raw, list) or not raw:
         raise rep._bad("measures", "a non-empty list")
     measures = []
     for i, m in enumerate(raw):
         mr = _Reader(m, f"{rep.where}.measures[{i}]")
-        source = parse_choice(RepeatSource, mr.text("source"), f"{mr.where}.source")
+        source = mr.member(RepeatSource, mr.text("source"), "source")
         measures.append(RepeatMeasure(source, mr.ratio("ratio"), mr.count("paths")))
-    far = r._get("distance")
+    far = r.value("distance")
     if not isinstance(far, list):
         raise r._bad("distance", "a list")
     distance = []
     for i, item in enumerate(far):
         dr = _Reader(item, f"localisation.distance[{i}]")
-        hops = dr._get("hops")
+        hops = dr.value("hops")
         if not isinstance(hops, list) or not all(
             isinstance(h, int) and not isinstance(h, bool) for h in hops
         ):
             raise dr._bad("hops", "a list of integers")
-        unsafe = dr._get("unsafe")
+        unsafe = dr.value("unsafe")
         if not isinstance(unsafe, bool):
             raise dr._bad("unsafe", "true or false")
         distance.append(
             DistanceEvidence(
                 metric=dr.metric(),
-                tier=parse_choice(Tier, dr.text("tier"), f"{dr.where}.tier"),
+                tier=dr.member(Tier, dr.text("tier"), "tier"),
                 bad_paths=dr.count("bad_paths"),
                 paths=dr.count("paths"),
                 unsafe=unsafe,

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from netqual.base.errors import BadRequestError
+from netqual.base.fields import FieldReader, is_integer
 from netqual.transports.rdma.gid import GidType, LinkLayer, gid_text
 
 _U24 = (1 << 24) - 1
@@ -114,28 +115,27 @@ class ConnInfo:
         return info
 
 
-class _Reader:
+class _Reader(FieldReader[ConnInfoError]):
     def __init__(self, obj: Mapping[str, Any], peer: str) -> None:
-        self.obj, self.peer = obj, peer
+        super().__init__(obj, "")
+        self.peer = peer
 
-    def _get(self, name: str) -> Any:
-        if name not in self.obj:
-            raise ConnInfoError(self.peer, name, "missing")
-        return self.obj[name]
+    def error(self, field: str, problem: str) -> ConnInfoError:
+        return ConnInfoError(self.peer, field, problem)
 
     def integer(self, name: str, low: int, high: int) -> int:
-        value = self._get(name)
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise ConnInfoError(self.peer, name, f"expected an integer, got {value!r}")
+        value = self.value(name)
+        if not is_integer(value):
+            raise self.fail(name, f"expected an integer, got {value!r}")
         if not low <= value <= high:
-            raise ConnInfoError(self.peer, name, f"{value} is outside {low}..{high}")
+            raise self.fail(name, f"{value} is outside {low}..{high}")
         return value
 
     def qp_list(self, name: str) -> tuple[tuple[int, int], ...]:
         """Optional ``[[qpn, psn], ...]``: absent from an end with one QP (older agents)."""
-        value = self.obj.get(name, [])
+        value = self.data.get(name, [])
         if not isinstance(value, list) or len(value) >= MAX_QPS:
-            raise ConnInfoError(self.peer, name, f"expected a list of at most {MAX_QPS - 1}")
+            raise self.fail(name, f"expected a list of at most {MAX_QPS - 1}")
         out = []
         for item in value:
             if not (
@@ -145,27 +145,25 @@ class _Reader:
                 and 1 <= item[0] <= _U24
                 and 0 <= item[1] <= _U24
             ):
-                raise ConnInfoError(self.peer, name, f"expected [qpn, psn], got {item!r}")
+                raise self.fail(name, f"expected [qpn, psn], got {item!r}")
             out.append((item[0], item[1]))
         return tuple(out)
 
     def hexint(self, name: str, high: int) -> int:
-        value = self._get(name)
+        value = self.value(name)
         try:
             number = int(value, 16) if isinstance(value, str) else None
         except ValueError:
             number = None
         if number is None or not 0 <= number <= high:
-            raise ConnInfoError(
-                self.peer, name, f"expected a hex string such as '0x1a2b', got {value!r}"
-            )
+            raise self.fail(name, f"expected a hex string such as '0x1a2b', got {value!r}")
         return number
 
     def text(self, name: str, convert: Callable[[str], Any], expected: str) -> Any:
-        value = self._get(name)
+        value = self.value(name)
         try:
             if not isinstance(value, str):
                 raise ValueError(value)
             return convert(value)
         except ValueError:
-            raise ConnInfoError(self.peer, name, f"expected {expected}, got {value!r}") from None
+            raise self.fail(name, f"expected {expected}, got {value!r}") from None

@@ -41,23 +41,9 @@ def worse(
     min_delta_us: float,
 ) -> BoolArray:
     """Worse than before: a worse class (a higher verdict rank) or a p99 rise
-    (``p99_rises``): the one "worse" of ``diff`` and the campaign's movements."""
+    (``p99_rises``): the one "worse" of ``diff`` and the campaign's movements. Run
+    backwards (new as old) it is the campaign's "better", where not worse."""
     got: BoolArray = (new_rank > old_rank) | p99_rises(old_p99, new_p99, pct, min_delta_us)
-    return got
-
-
-def better(
-    old_rank: IntArray,
-    new_rank: IntArray,
-    old_p99: FloatArray,
-    new_p99: FloatArray,
-    pct: float,
-    min_delta_us: float,
-) -> BoolArray:
-    """Not ``worse``, and a better class or a p99 fall as large as a rise would have to be
-    (the campaign's movements; ``diff`` counts class changes alone as better)."""
-    fell = (new_rank < old_rank) | p99_rises(new_p99, old_p99, pct, min_delta_us)
-    got: BoolArray = ~worse(old_rank, new_rank, old_p99, new_p99, pct, min_delta_us) & fell
     return got
 
 

@@ -3,7 +3,8 @@
 
 A week's state of a path is its last measurement that week (``store.WEEK_PATHS``). "Worse"
 is ``netqual diff``'s (``rise.worse``: a worse class, or p99 up by more than the campaign's
-percentage and at least its noise floor in microseconds); "better" is ``rise.better``.
+percentage and at least its noise floor in microseconds); "better" is the same run
+backwards, where not worse.
 """
 
 from __future__ import annotations
@@ -183,7 +184,7 @@ def movement(
     old_v = np.asarray(rows["old_v"], dtype=np.int64)
     new_v = np.asarray(rows["new_v"], dtype=np.int64)
     worse = rise.worse(old_v, new_v, old_p99, new_p99, pct, min_delta_us)
-    better = rise.better(old_v, new_v, old_p99, new_p99, pct, min_delta_us)
+    better = ~worse & rise.worse(new_v, old_v, new_p99, old_p99, pct, min_delta_us)
 
     def moves(mask: np.ndarray, worst_first: bool) -> tuple[PathMove, ...]:
         idx = np.flatnonzero(mask)

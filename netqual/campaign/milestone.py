@@ -25,11 +25,9 @@ from netqual.campaign.config import Campaign, Milestone
 from netqual.campaign.store import WEEK_PATHS, RunRow, Store
 from netqual.campaign.stored import stored_paths
 from netqual.gate import Finding, GateReport, Outcome, Profile, Status, evaluate
-from netqual.gate.regression import MaxP99IncreasePct, NoClassDrop, NoMissingPaths
+from netqual.gate.registry import compares_baseline
 from netqual.model.policy import Waiver
 from netqual.table.run import Results
-
-BASELINE_RULES = (MaxP99IncreasePct, NoClassDrop, NoMissingPaths)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -94,7 +92,7 @@ def not_due(
 
 def compares(profile: Profile) -> bool:
     """Whether the profile has a rule against a baseline run."""
-    return profile.baseline_required or any(isinstance(r, BASELINE_RULES) for r in profile.rules)
+    return profile.baseline_required or any(compares_baseline(r) for r in profile.rules)
 
 
 def stored_baseline(store: Store, base: RunRow, results: Results) -> Results:

@@ -249,6 +249,12 @@ def judges_paths(rule: Rule) -> bool:
     return spec is not None and spec.paths
 
 
+def compares_baseline(rule: Rule) -> bool:
+    """Whether the rule judges the run against a baseline run (its key is [baseline]'s)."""
+    spec = BY_KEY.get(rule.key)
+    return spec is not None and spec.section == "baseline"
+
+
 def docs_table() -> str:
     """docs/gates.md's key table: key, section, value, meaning."""
 

@@ -20,11 +20,13 @@ from netqual.analysis.diff import diff_runs
 from netqual.analysis.interference import tier_record
 from netqual.analysis.stats import lower_median, median
 from netqual.base.units import format_speedup
+from netqual.campaign import milestone
 from netqual.campaign.config import HistoryRules
 from netqual.campaign.store import open_store
 from netqual.campaign.trend import movement
 from netqual.cli.cmd_run import run as cmd_run
-from netqual.gate.profile import load_profile
+from netqual.gate.profile import load_profile, parse_profile_text
+from netqual.gate.registry import RULES, compares_baseline
 from netqual.gate.regression import MaxP99IncreasePct
 from netqual.model.path import Tier
 from netqual.model.run import SampledPath
@@ -170,3 +172,15 @@ def test_architecture_md_names_only_homes_that_exist() -> None:
     ]
     assert len(refs) > 60
     assert [ref for ref in refs if not _resolves(ref)] == []
+
+
+def test_the_rules_that_compare_with_a_baseline_are_the_registrys_baseline_section() -> None:
+    for spec in RULES:
+        value = "5" if spec.value.name in ("COUNT", "PERCENT", "MICROSECONDS") else "true"
+        value = {"VERDICT": '"marginal"', "FRACTION": "0.5", "RATIO": "1.5"}.get(
+            spec.value.name, value
+        )
+        profile = parse_profile_text(f"[{spec.section}]\n{spec.key} = {value}\n", "p.toml")
+        (rule,) = [r for r in profile.rules if r.key == spec.key]
+        assert compares_baseline(rule) is (spec.section == "baseline"), spec.key
+        assert milestone.compares(profile) is (spec.section == "baseline"), spec.key

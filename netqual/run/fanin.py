@@ -191,7 +191,7 @@ def _level(
     the level against ``base`` (the sweep's first measured level), another round, up to
     MAX_ROUNDS. The storage node's counter window spans all of them."""
     got = _Rounds([], [], [])
-    window = StorageWindow(storage, ctx.token)
+    window = StorageWindow(storage, ctx.token, ctx.timeout_s)
     try:
         while True:
             _round(storage, readers, ranks, plan, ctx, got)
@@ -250,21 +250,27 @@ class StorageWindow:
     ``counters.end`` after the last answer (the ranks' probe windows overlap one another,
     so no rank's can say what the storage node's NIC did over the level). It costs the
     storage agent one session for the level. ``close`` gives None when the agent does not
-    count (an older agent refuses the request) or does not answer within ``WAIT_S``."""
+    count (an older agent refuses the request) or does not answer within ``wait_s``.
 
-    WAIT_S = 5.0  # a snapshot, outside the level's timing: never long
+    A snapshot takes milliseconds on a server, but it is outside the level's timing, so
+    waiting is free: ``wait_s`` is the rank's request timeout, at least ``WAIT_S``. (5 s
+    alone missed the window on a loaded host's emulated guest, where Python runs ~20x
+    slower, and the level lost its counters.)"""
 
-    def __init__(self, storage: Node, token: bytes | None) -> None:
+    WAIT_S = 5.0
+
+    def __init__(self, storage: Node, token: bytes | None, wait_s: float = WAIT_S) -> None:
         self.ch: Channel | None = None
+        self.wait_s = max(self.WAIT_S, wait_s)
         try:
             ch, _ = connect(
-                storage.control_address, storage.port, token, storage.name, self.WAIT_S,
+                storage.control_address, storage.port, token, storage.name, self.wait_s,
                 expect_name=storage.identity,
             )  # fmt: skip
         except (NetqualError, OSError):
             return
         try:
-            ch.set_timeout(self.WAIT_S)
+            ch.set_timeout(self.wait_s)
             ch.request("counters.begin", {"tcp": False})  # no data path of its own
             self.ch = ch
         except (NetqualError, OSError, TimeoutError):
@@ -276,7 +282,7 @@ class StorageWindow:
             return None
         with self.ch as ch:
             try:
-                ch.set_timeout(self.WAIT_S)
+                ch.set_timeout(self.wait_s)
                 body = ch.request("counters.end", {}, reply="counters")
                 moved = counters.checked_window(body, "counters", ch.peer)
             except (NetqualError, OSError, TimeoutError):

@@ -1,0 +1,58 @@
+"""The storage node's counter window around a fan-in level (``run.fanin.StorageWindow``):
+it waits as long as a rank's request may, never less than WAIT_S (outside the level's
+timing, waiting costs nothing; 5 s alone lost the counters on a loaded emulated guest)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from netqual.agent import counters
+from netqual.model.node import Node, Role
+from netqual.run import fanin
+
+STORAGE = Node("st", "127.0.0.1", role=Role.STORAGE)
+
+
+class Channel:
+    peer = "st"
+
+    def __init__(self) -> None:
+        self.timeouts: list[float] = []
+
+    def set_timeout(self, seconds: float) -> None:
+        self.timeouts.append(seconds)
+
+    def request(self, kind: str, body: dict[str, Any], reply: str | None = None) -> Any:
+        return {"interfaces": {}} if kind == "counters.end" else {}
+
+    def send(self, kind: str) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+    def __enter__(self) -> Channel:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        pass
+
+
+@pytest.mark.parametrize(("request_s", "waited_s"), [(60.0, 60.0), (1.0, 5.0)])
+def test_the_window_waits_as_long_as_a_rank_may(
+    request_s: float, waited_s: float, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ch = Channel()
+    connected: list[float] = []
+
+    def connect(*args: Any, **kw: Any) -> tuple[Channel, None]:
+        connected.append(args[4])
+        return ch, None
+
+    monkeypatch.setattr(fanin, "connect", connect)
+    monkeypatch.setattr(counters, "checked_window", lambda body, *_: body)
+    window = fanin.StorageWindow(STORAGE, None, request_s)
+    assert window.close() == {"interfaces": {}}
+    assert connected == [waited_s] and ch.timeouts == [waited_s, waited_s]

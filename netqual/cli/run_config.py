@@ -1,7 +1,7 @@
 """``netqual run``'s options as typer gives them (``RunOptions``, one field per parameter of
 ``cmd_run.run``) and the RunConfig they make, checked in the order a user meets them:
 what a dry run shows first (``planned``: usage errors before any agent), then what only
-a real run needs (``completed``: the token, the interference check, multirail, [fleet])."""
+a real run needs (``completed``: the token, the interference check, [fleet])."""
 
 from __future__ import annotations
 
@@ -95,7 +95,8 @@ class RunOptions:
 
 def planned(o: RunOptions, inv: Inventory, pol: Policy) -> RunConfig:
     """What the run measures, as far as a dry run shows it: the plan (and workload), the
-    schedule, the mode, the fan-in sweep, the rails, the engine cells, the calibration.
+    schedule, the mode, the fan-in sweep, the rails, the engine cells, multirail, the
+    calibration.
     Nothing to measure, or a plan every agent refuses: usage errors, before any agent."""
     wl, plan = workload_plan(
         o.workload,
@@ -133,6 +134,8 @@ def planned(o: RunOptions, inv: Inventory, pol: Policy) -> RunConfig:
         rails=run_rails,
         engine=engine_cells,
         calibration=cal,
+        multirail=multirail_count(o.multirail, run_rails),
+        multirail_share=rail_share(o.multirail_share),
     )
 
 
@@ -144,13 +147,13 @@ def show_plan(o: RunOptions, inv: Inventory, cfg: RunConfig) -> None:
     )
     show_dry_run(
         inv, o.mode, o.transport, o.parallel, o.sample_k, o.as_json, cfg.plan, cfg.schedule,
-        interference, cfg.rails, cfg.fanin, cfg.calibration,
+        interference, cfg.rails, cfg.fanin, cfg.calibration, cfg.engine, cfg.multirail,
     )  # fmt: skip
 
 
 def completed(o: RunOptions, inv: Inventory, cfg: RunConfig) -> RunConfig:
     """``cfg`` with what only a real run needs: the token, the transport's options, the
-    interference check, multirail and the policy's [fleet]."""
+    interference check and the policy's [fleet]."""
     return dataclasses.replace(
         cfg,
         token=load_token(o.token_file or inv.token_file, insecure=o.insecure),
@@ -160,7 +163,5 @@ def completed(o: RunOptions, inv: Inventory, cfg: RunConfig) -> RunConfig:
         interference_minimum=non_negative(o.interference_sample, "--interference-sample"),
         interference_tolerance=tolerance(o.interference_tolerance),
         interference_fraction=share(o.interference_fraction),
-        multirail=multirail_count(o.multirail, cfg.rails),
-        multirail_share=rail_share(o.multirail_share),
         fleet_policy=load_fleet_policy(o.policy) if o.policy else FleetPolicy(),
     )

@@ -12,6 +12,7 @@ from netqual.analysis.policy import short_plan_problem
 from netqual.base.choices import ChoiceError, parse_choice
 from netqual.base.errors import UsageError
 from netqual.cli.app import console
+from netqual.model.engine import EnginePlan
 from netqual.model.fanin import FaninConfig
 from netqual.model.plan import ProbePlan
 from netqual.model.policy import Policy
@@ -146,6 +147,8 @@ def show_dry_run(
     rails: Rails,
     fanin: FaninConfig | None = None,
     cal: Calibration | None = None,
+    engine: EnginePlan | None = None,
+    multirail: int = 0,
 ) -> None:
     d = estimate.dry_run(
         inv.source,
@@ -162,6 +165,8 @@ def show_dry_run(
         rails=rails,
         fanin=fanin,
         cal=cal,
+        engine=engine,
+        multirail=multirail,
     )
     if as_json:
         print(json.dumps(estimate.dry_run_to_dict(d), indent=1))

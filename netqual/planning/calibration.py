@@ -21,6 +21,11 @@ same inventory it is the earlier run's phase times; where the plan differs (iter
 chunks, pairs, batches, waves) it follows the measured rates. The range it expects is
 ``MARGIN`` (at least ``FLOOR_S``) around the lowest and highest of the earlier runs'
 estimates: what one run says about the next on the same fabric.
+
+The steps after the pairs (engine, the fan-in's levels through it, multirail) are items
+at a fixed cost plus what they move (``planning.stepcosts``): a run records their units
+and moving seconds (``items``), and a later estimate takes the measured seconds per item
+from them instead of a factor.
 """
 
 from __future__ import annotations
@@ -32,7 +37,9 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from netqual.base.errors import UsageError
+from netqual.model.multirail import MultiRail
 from netqual.model.plan import ProbePlan
+from netqual.planning import stepcosts
 from netqual.planning.fabric import Fabric
 from netqual.planning.phases import ScheduleConfig, Timing, batch_numbers, planned_bulk_waves
 from netqual.planning.schedule import Pair, Schedule
@@ -57,6 +64,8 @@ class Rates:
     cells: Mapping[Cell, tuple[IntArray, FloatArray]]  # cell -> (sorted keys, goodput_gbps)
     pingpong_request_s: float | None  # median time of a ping-pong request beyond its samples
     bulk_request_s: float | None  # the same for a bulk request beyond its cells' bytes
+    # the steps after the pairs: engine operations, multi-rail levels (planning.stepcosts)
+    steps: stepcosts.StepRates = field(default_factory=stepcosts.StepRates)
 
     @property
     def median_rtt_us(self) -> float:
@@ -68,7 +77,7 @@ class Rates:
         return float(np.mean(self.rtt_us)) if len(self.rtt_us) else math.nan
 
     @classmethod
-    def of(cls, paths: PathTable, plan: ProbePlan) -> Rates:
+    def of(cls, paths: PathTable, plan: ProbePlan, multirail: Sequence[MultiRail] = ()) -> Rates:
         n = len(paths.names)
         key = np.minimum(paths.src, paths.dst) * n + np.maximum(paths.src, paths.dst)
         mean = paths.rtt["mean"]
@@ -84,7 +93,8 @@ class Rates:
             at = good & (b.chunk_bytes == chunk) & (b.depth == depth)
             cells[(chunk, depth)] = _per_key(key[owner[at]], b.goodput_gbps[at])
         pp, bulk = _request_times(paths, plan)
-        return cls(paths.names, keys, rtt, cells, pp, bulk)
+        steps = stepcosts.StepRates.of(paths.engine, multirail)
+        return cls(paths.names, keys, rtt, cells, pp, bulk, steps)
 
     def codes(self, names: Sequence[str]) -> IntArray:
         """Each name's code in this run, -1 where it did not measure that endpoint."""
@@ -172,6 +182,7 @@ class Shape:
     interference_sample: int  # paths the interference check re-measures
     request_s: float  # the stated model's request time, where a run's windows gave none
     model_gbps: Callable[[int, int], float]  # the stated model's rate of a (chunk, depth) cell
+    steps: stepcosts.StepPlan | None = None  # engine, engine fan-in, multirail (stepcosts)
 
 
 def work_s(shape: Shape, rates: Rates) -> dict[str, float]:
@@ -251,6 +262,8 @@ class EarlierRun:
     rates: Rates
     factors: Mapping[str, float]
     shared_nodes: int  # endpoints of this run that the estimated inventory also has
+    # per phase after the pairs: its units, moving seconds and actual (planning.stepcosts)
+    items: Mapping[str, stepcosts.ItemRecord] = field(default_factory=dict)
 
     @classmethod
     def of(cls, source: str, results: Results, transport: str, names: Sequence[str]) -> EarlierRun:
@@ -283,7 +296,14 @@ class EarlierRun:
             got = actual.get(f"{phase}_s")
             if isinstance(w, (int, float)) and isinstance(got, (int, float)) and w > 0 and got > 0:
                 factors[str(phase)] = float(got) / float(w)
-        return cls(source, Rates.of(results.paths, run.plan), factors, shared)
+        raw = recorded.get("items")
+        items = {
+            str(phase): rec
+            for phase, one in (raw.items() if isinstance(raw, Mapping) else ())
+            if (rec := stepcosts.ItemRecord.read(one, actual.get(f"{phase}_s"))) is not None
+        }
+        rates = Rates.of(results.paths, run.plan, results.multirail)
+        return cls(source, rates, factors, shared, items)
 
 
 @dataclass(frozen=True)
@@ -312,17 +332,26 @@ def calibrate(
     uncalibrated: Mapping[str, float], shape: Shape, calibration: Calibration
 ) -> dict[str, Calibrated]:
     """Per phase an earlier run measured: its factor times the work of ``shape`` at its
-    rates (pre-flight and fan-in: the stated model's seconds); phases no earlier run
-    measured are left out (the caller keeps them uncalibrated and says so)."""
+    rates (pre-flight and fan-in: the stated model's seconds); the steps after the pairs
+    (``stepcosts.ITEMISED``): their items at the earlier run's measured seconds per item
+    plus what they move at its rates. Phases no earlier run measured are left out (the
+    caller keeps them uncalibrated and says so)."""
     per_phase: dict[str, list[float]] = {}
+    skip = (*RATED, *stepcosts.ITEMISED)
     for run in calibration.runs:
         work = {
-            **{k: v for k, v in uncalibrated.items() if k not in RATED},
+            **{k: v for k, v in uncalibrated.items() if k not in skip},
             **work_s(shape, run.rates),
         }
         for phase, seconds in work.items():
             if phase in run.factors and phase in uncalibrated:
                 per_phase.setdefault(phase, []).append(run.factors[phase] * seconds)
+        for phase, record in run.items.items():
+            if shape.steps is None or phase not in uncalibrated:
+                continue
+            got = stepcosts.calibrated(shape.steps, phase, record, run.rates.steps)
+            if got is not None:
+                per_phase.setdefault(phase, []).append(got)
     return {
         phase: Calibrated(
             float(np.median(values)),

@@ -38,12 +38,13 @@ from typing import Any
 import numpy as np
 
 from netqual.codec.plan import plan_to_dict
+from netqual.model.engine import EnginePlan
 from netqual.model.fanin import FaninConfig
 from netqual.model.fetchprofile import PROFILES
 from netqual.model.node import Node, Role
 from netqual.model.plan import ProbePlan
 from netqual.model.run import Mode
-from netqual.planning import budget, calibration, phases, sampling
+from netqual.planning import budget, calibration, phases, sampling, stepcosts
 from netqual.planning import rails as rails_mod
 from netqual.planning.fabric import DEFAULT_NIC_GBPS, Fabric
 from netqual.planning.phases import ScheduleConfig, Timing
@@ -118,15 +119,23 @@ class DurationModel:
 
 @dataclass(frozen=True)
 class PhaseEstimate:
-    name: str  # preflight | pingpong | bulk | interference | fanin
+    # preflight | pingpong | bulk | interference | fanin | engine | fanin_engine | multirail
+    name: str
     count: int  # agent checks, batches, waves, sampled paths
     unit_s: float  # seconds of one of them
     seconds: float
     rule: str  # how count x unit_s was reached, in words
-    # calibrated (planning.calibration): the range expected, and by how many earlier runs
+    # the range expected, and by how many earlier runs it was calibrated (planning.calibration);
+    # uncalibrated, a phase the model cannot price well (an engine's start-up) has one too
     low_s: float | None = None
     high_s: float | None = None
     calibrated_by: int = 0
+    caveat: str = ""  # what the stated model cannot price well (its range), until calibrated
+
+    @property
+    def text(self) -> str:
+        """The rule and its caveat, as the dry run prints them."""
+        return f"{self.rule}; {self.caveat}" if self.caveat else self.rule
 
 
 @dataclass(frozen=True)
@@ -318,6 +327,7 @@ def shape_of(
     fabric: Fabric | None,
     model: DurationModel,
     interference_sample: int,
+    steps: stepcosts.StepPlan | None = None,
 ) -> calibration.Shape:
     """What ``calibration.work_s`` prices: the run's structure, and the stated model's
     request time and cell rates for what no earlier run measured."""
@@ -330,7 +340,7 @@ def shape_of(
 
     return calibration.Shape(
         sched, plan, parallel, cfg or ScheduleConfig(), fabric, interference_sample,
-        model.request_s, model_gbps,
+        model.request_s, model_gbps, steps,
     )  # fmt: skip
 
 
@@ -352,11 +362,16 @@ def calibrated_phases(
             )
             continue
         runs = "1 earlier run" if c.runs == 1 else f"{c.runs} earlier runs"
+        how = (
+            "its measured seconds per item + what they move at its measured rates"
+            if p.name in stepcosts.ITEMISED
+            else "measured rates x its own factor"
+        )
         out.append(
             dataclasses.replace(
                 p, seconds=c.seconds, unit_s=c.seconds / max(1, p.count), low_s=c.low_s,
-                high_s=c.high_s, calibrated_by=c.runs,
-                rule=p.rule + f"; calibrated by {runs} (measured rates x its own factor)",
+                high_s=c.high_s, calibrated_by=c.runs, caveat="",
+                rule=p.rule + f"; calibrated by {runs} ({how})",
             )
         )  # fmt: skip
     return tuple(out)
@@ -364,12 +379,24 @@ def calibrated_phases(
 
 def work_record(
     estimated: Sequence[PhaseEstimate], shape: calibration.Shape, rates: calibration.Rates
-) -> dict[str, float]:
-    """``run.schedule.calibration.work_s`` of a finished run: its phases priced at its own
-    rates (pre-flight and fan-in: the stated model), what its actual times are divided by."""
-    work = {p.name: p.seconds for p in estimated if p.name not in calibration.RATED}
+) -> dict[str, Any]:
+    """``run.schedule.calibration`` of a finished run: ``work_s``, its phases priced at its
+    own rates (pre-flight and fan-in: the stated model), what its actual times are divided
+    by; ``items``, the units and moving seconds of the steps after the pairs
+    (``stepcosts``), what a later estimate takes their measured item cost from."""
+    skip = (*calibration.RATED, *stepcosts.ITEMISED)
+    work = {p.name: p.seconds for p in estimated if p.name not in skip}
     work |= calibration.work_s(shape, rates)
-    return {k: round(v, 6) for k, v in work.items()}
+    out: dict[str, Any] = {"work_s": {k: round(v, 6) for k, v in work.items()}}
+    if shape.steps is not None:
+        engine = shape.steps.engine.name.value if shape.steps.engine is not None else None
+        found = stepcosts.works(shape.steps, rates.steps)
+        items = {
+            name: w.to_dict(engine if name != "multirail" else None) for name, w in found.items()
+        }
+        if items:
+            out["items"] = items
+    return out
 
 
 def _sharing(model: DurationModel, phase: str) -> str:
@@ -379,6 +406,50 @@ def _sharing(model: DurationModel, phase: str) -> str:
         f", pairs at once sharing {model.shared_cores} cores"
         f" ({model.pair_cores.get(phase, 1.0):g} per pair)"
     )
+
+
+# the phases in the order a run's steps take them (run/coordinator.py STEPS)
+RUN_ORDER = (
+    "preflight", "pingpong", "bulk", "engine", "fanin", "fanin_engine", "multirail",
+    "interference",
+)  # fmt: skip
+
+
+def in_run_order(estimated: Sequence[PhaseEstimate]) -> tuple[PhaseEstimate, ...]:
+    return tuple(sorted(estimated, key=lambda p: RUN_ORDER.index(p.name)))
+
+
+def step_phases(
+    sched: Schedule,
+    nodes: Sequence[Node],
+    transport: str,
+    plan: ProbePlan,
+    fabric: Fabric,
+    model: DurationModel,
+    engine: EnginePlan | None = None,
+    fanin: FaninConfig | None = None,
+    multirail: int = 0,
+) -> tuple[tuple[PhaseEstimate, ...], stepcosts.StepPlan]:
+    """The engine, engine fan-in and multirail phases of a run of ``sched``
+    (``planning.stepcosts``), and the plan of those steps that calibration prices."""
+    link = min([fabric.nic(x) for x in sched.nodes] or [DEFAULT_NIC_GBPS])
+    steps = stepcosts.plan_steps(
+        nodes, sched.pair_count, link, transport, model.goodput_gbps[transport],
+        model.request_s, model.contention, fabric, plan, engine, fanin, multirail,
+    )  # fmt: skip
+    out = []
+    for name, work in stepcosts.works(steps).items():
+        span = stepcosts.stated_range(steps, name, work)
+        shared = _sharing(model, "bulk" if name == "multirail" else "engine")
+        out.append(
+            PhaseEstimate(
+                name, work.count, work.seconds / max(1, work.count), work.seconds,
+                stepcosts.rule(steps, name, work) + shared,
+                low_s=span[0] if span else None, high_s=span[1] if span else None,
+                caveat=stepcosts.caveat(steps, name) if span else "",
+            )
+        )  # fmt: skip
+    return tuple(out), steps
 
 
 def fanin_phase(
@@ -425,6 +496,8 @@ def dry_run(
     rails: rails_mod.Rails = rails_mod.Rails.NONE,
     fanin: FaninConfig | None = None,
     cal: calibration.Calibration | None = None,
+    engine: EnginePlan | None = None,
+    multirail: int = 0,
 ) -> DryRun:
     model = model or DurationModel(shared_cores=local_cores(nodes))
     fabric = fabric or Fabric()
@@ -436,8 +509,14 @@ def dry_run(
     )  # fmt: skip
     if fanin is not None:
         estimated = (*estimated, fanin_phase(nodes, fanin, transport, fabric, model))
+    after, steps = step_phases(
+        sched, nodes, transport, plan, fabric, model, engine, fanin, multirail
+    )
+    estimated = in_run_order((*estimated, *after))
     if cal is not None and cal.runs:
-        shape = shape_of(sched, transport, plan, parallel, cfg, fabric, model, sample_of(estimated))
+        shape = shape_of(
+            sched, transport, plan, parallel, cfg, fabric, model, sample_of(estimated), steps
+        )
         estimated = calibrated_phases(estimated, shape, cal)
     preview = tuple(
         tuple((ends[a].name, ends[b].name) for a, b in sched.round_positions(r)[:PREVIEW_PAIRS])
@@ -474,7 +553,7 @@ def phases_to_dict(estimated: Sequence[PhaseEstimate]) -> dict[str, Any]:
         one: dict[str, Any] = {
             "count": p.count, "unit_s": round(p.unit_s, 6), "seconds": round(p.seconds, 3)
         }  # fmt: skip
-        if p.low_s is not None and p.high_s is not None:
+        if p.low_s is not None and p.high_s is not None:  # 0 runs: the stated model's range
             one |= {"low_s": round(p.low_s, 3), "high_s": round(p.high_s, 3)}
             one["calibrated_by"] = p.calibrated_by
         out[p.name] = one

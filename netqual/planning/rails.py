@@ -29,6 +29,7 @@ import numpy as np
 
 from netqual.base.errors import UsageError
 from netqual.model.node import HostNics, Nic, Node
+from netqual.model.plan import ProbePlan
 from netqual.model.run import Mode
 from netqual.planning import schedule
 
@@ -141,6 +142,32 @@ def endpoint_nodes(nodes: Sequence[Node], rails: Rails) -> tuple[Node, ...]:
     if rails is Rails.NONE:
         return tuple(nodes)
     return tuple(e for n in nodes for e in endpoints(n))
+
+
+def shared_rails(a: Node, b: Node) -> tuple[int, ...]:
+    """The rails both nodes have a NIC on, in order (``--multirail``)."""
+    return tuple(sorted({n.rail for n in a.nics} & {n.rail for n in b.nics}))
+
+
+def multirail_pairs(nodes: Sequence[Node], count: int) -> list[tuple[Node, Node]]:
+    """``--multirail N``: the first ``count`` node pairs (inventory order) that share two
+    rails or more."""
+    out: list[tuple[Node, Node]] = []
+    for i, a in enumerate(nodes):
+        for b in nodes[i + 1 :]:
+            if len(out) >= count:
+                return out
+            if len(shared_rails(a, b)) >= 2:
+                out.append((a, b))
+    return out
+
+
+def multirail_cell(plan: ProbePlan) -> ProbePlan:
+    """The one bulk cell ``--multirail`` reads: the plan's largest chunk at its largest
+    depth."""
+    return replace(
+        plan, chunks_bytes=(max(plan.chunks_bytes),), depths=(max(plan.depths),), bulk=True
+    )
 
 
 @dataclass(frozen=True)

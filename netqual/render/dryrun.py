@@ -64,7 +64,7 @@ def print_dry_run(console: Console, d: DryRun) -> None:
         if phase.low_s is not None and phase.high_s is not None:
             span = f" ({format_hours(phase.low_s)} to {format_hours(phase.high_s)})"
         console.print(
-            f"  {phase.name:<12} {format_hours(phase.seconds):>10}{span}  {phase.rule}",
+            f"  {phase.name:<12} {format_hours(phase.seconds):>10}{span}  {phase.text}",
             soft_wrap=True,
         )
     console.print(

@@ -20,6 +20,7 @@ from netqual.run import engine_cells, fanin_engine
 from netqual.run import fanin as fanin_run
 from netqual.run import multirail as multirail_run
 from netqual.run.pairprobe import as_path, measure_pair
+from netqual.run.runstate import FANIN_ENGINE
 from netqual.run.session import RunSession
 
 
@@ -103,9 +104,13 @@ def sweep_fanin(s: RunSession) -> None:
         observer.item(None)
 
     through = fanin_engine.EngineSweep(cfg.engine, cfg.token, cfg.transport_options.rdma.device)
-    s.results.fanin = fanin_engine.sweep(
-        cfg.nodes, cfg.fanin, through, s.results.fanin, engine_done, held
-    )
+    started = s.clock()
+    try:
+        s.results.fanin = fanin_engine.sweep(
+            cfg.nodes, cfg.fanin, through, s.results.fanin, engine_done, held
+        )
+    finally:  # a phase of its own in the estimate (fanin_engine_s)
+        s.spent.add_part(FANIN_ENGINE, s.clock() - started)
 
 
 def check_interference(s: RunSession) -> None:

@@ -24,6 +24,7 @@ from netqual.results import summarize, write_json
 from netqual.run import resume as resume_mod
 from netqual.run.config import RunConfig
 from netqual.run.pairprobe import now_iso
+from netqual.run.runstate import FANIN_ENGINE
 from netqual.run.session import RunSession
 from netqual.table.paths import PathTable
 from netqual.table.run import Results
@@ -164,11 +165,17 @@ def _estimate_and_actual(s: RunSession, table: PathTable) -> dict[str, Any]:
     if cfg.fanin is not None:
         fanin = estimate.fanin_phase(cfg.nodes, cfg.fanin, transport, cfg.fabric, model)
         estimated = (*estimated, fanin)
+    after, steps = estimate.step_phases(
+        pairing, cfg.nodes, transport, cfg.plan, cfg.fabric, model, cfg.engine, cfg.fanin,
+        cfg.multirail,
+    )  # fmt: skip
+    estimated = estimate.in_run_order((*estimated, *after))
 
     def shape(sample: int) -> calibration.Shape:
         return estimate.shape_of(
-            pairing, transport, cfg.plan, cfg.parallel, cfg.schedule, cfg.fabric, model, sample
-        )
+            pairing, transport, cfg.plan, cfg.parallel, cfg.schedule, cfg.fabric, model, sample,
+            steps,
+        )  # fmt: skip
 
     shown = estimated
     if cfg.calibration is not None and cfg.calibration.runs:
@@ -179,11 +186,17 @@ def _estimate_and_actual(s: RunSession, table: PathTable) -> dict[str, Any]:
     def seconds(stage: Stage) -> dict[str, float]:
         return {ACTUAL_KEYS[stage]: round(spent.of(stage), 3)}
 
+    # the fan-in's levels through the engine are a phase of their own (fanin_engine_s)
+    fanin_engine_s = spent.parts.get(FANIN_ENGINE, 0.0)
+    fanin_actual = {
+        "fanin_s": round(max(0.0, spent.of(Stage.FANIN) - fanin_engine_s), 3),
+        **({"fanin_engine_s": round(fanin_engine_s, 3)} if cfg.engine is not None else {}),
+    }
     actual = {
         **seconds(Stage.PREFLIGHT),
         **spent.tally.to_dict(),
         **seconds(Stage.INTERFERENCE),
-        **(seconds(Stage.FANIN) if cfg.fanin is not None else {}),
+        **(fanin_actual if cfg.fanin is not None else {}),
         **(seconds(Stage.ENGINE) if cfg.engine is not None else {}),
         **(seconds(Stage.MULTIRAIL) if cfg.multirail > 0 else {}),
     }
@@ -199,6 +212,6 @@ def _estimate_and_actual(s: RunSession, table: PathTable) -> dict[str, Any]:
         out["calibration"] = "interrupted" if stopped is not None else "resumed"
     else:
         sample = s.results.interference.sample if s.results.interference is not None else 0
-        rates = calibration.Rates.of(table, cfg.plan)
-        out["calibration"] = {"work_s": estimate.work_record(estimated, shape(sample), rates)}
+        rates = calibration.Rates.of(table, cfg.plan, s.results.multirail)
+        out["calibration"] = estimate.work_record(estimated, shape(sample), rates)
     return out

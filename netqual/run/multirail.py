@@ -11,8 +11,7 @@ least the stated share of its line rate.
 
 from __future__ import annotations
 
-import dataclasses
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
 from netqual.analysis.multirail import judge
@@ -20,29 +19,15 @@ from netqual.model.multirail import MultiRail, RailLevel
 from netqual.model.node import Node
 from netqual.model.path import PathResult
 from netqual.model.plan import ProbePlan
+from netqual.planning import rails as rails_mod
 from netqual.planning.fabric import DEFAULT_NIC_GBPS, Fabric
 from netqual.planning.rails import endpoints
 
 Measure = Callable[[Node, Node, ProbePlan], PathResult]  # one bulk-only probe
 
 
-def node_pairs(nodes: Sequence[Node], count: int) -> list[tuple[Node, Node]]:
-    """The first ``count`` node pairs (inventory order) that share two rails or more."""
-    out: list[tuple[Node, Node]] = []
-    for i, a in enumerate(nodes):
-        for b in nodes[i + 1 :]:
-            if len(out) >= count:
-                return out
-            if len({n.rail for n in a.nics} & {n.rail for n in b.nics}) >= 2:
-                out.append((a, b))
-    return out
-
-
-def cell_plan(plan: ProbePlan) -> ProbePlan:
-    """One bulk cell: the plan's largest chunk at its largest depth."""
-    return dataclasses.replace(
-        plan, chunks_bytes=(max(plan.chunks_bytes),), depths=(max(plan.depths),), bulk=True
-    )
+node_pairs = rails_mod.multirail_pairs  # the node pairs read, in inventory order
+cell_plan = rails_mod.multirail_cell  # the plan's largest chunk at its largest depth
 
 
 def measure_pair(

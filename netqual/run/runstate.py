@@ -75,6 +75,9 @@ class RunJournal:
             self.pending[path.key] = path
 
 
+FANIN_ENGINE = "fanin_engine"  # the fan-in's levels through the engine: part of its stage
+
+
 @dataclass
 class Spent:
     """What each step took, as steps end: seconds by the step's stage, and the pair steps'
@@ -83,9 +86,14 @@ class Spent:
 
     tally: Tally = field(default_factory=Tally)
     seconds: dict[Stage, float] = field(default_factory=dict)
+    # a part of a stage that is a phase of its own (``FANIN_ENGINE``), also in its stage's
+    parts: dict[str, float] = field(default_factory=dict)
 
     def add(self, stage: Stage, seconds: float) -> None:
         self.seconds[stage] = self.seconds.get(stage, 0.0) + seconds
+
+    def add_part(self, part: str, seconds: float) -> None:
+        self.parts[part] = self.parts.get(part, 0.0) + seconds
 
     def of(self, stage: Stage) -> float:
         return self.seconds.get(stage, 0.0)

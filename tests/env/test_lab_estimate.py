@@ -5,7 +5,9 @@ One run calibrates ``run --dry-run --calibrate-from``; the next run, back to bac
 take within +-35% (at least +-0.5 s: the printed range) of the estimate per phase. Here
 the fabric's delays and rates set the times, not the shared host's CPU, so the range is
 judged as printed. The interference check is left out (``--interference-sample 0``): it
-re-measures a random sample, and the lab's tiers differ 20x in round trip."""
+re-measures a random sample, and the lab's tiers differ 20x in round trip. The engine
+phase (``--engine mooncake``, three hosts) is set by the engine workers' start-up, CPU
+work on this shared host: see its test."""
 
 from __future__ import annotations
 
@@ -19,7 +21,9 @@ from typing import Any
 import pytest
 
 from netqual import lab
+from netqual.agent.engine_serve import installed
 from netqual.lab.layout import prefix_for
+from netqual.model.engine import EngineName
 
 REASON = lab.lab_available()
 pytestmark = [pytest.mark.root, pytest.mark.skipif(REASON is not None, reason=REASON or "")]
@@ -93,3 +97,68 @@ def test_rails_at_the_stated_nic_rate_once_calibrated(
     assert "one pass over 4 agents" in stated.stdout and "nodes 4 (" not in stated.stdout
     ctl = f"{prefix_for(state_dir)}-ctl"
     assert _calibrate_then_run(inventory, ctl, plan, tmp_path) == []
+
+
+def _three_hosts(tmp: Path) -> Path:
+    """four-hosts.toml without h4: three paths, each through the fetch engine."""
+    text = (TOPOLOGIES / "four-hosts.toml").read_text()
+    text = text.replace('[[host]]\nname = "h4"\nrack = "r1"\n', "")
+    text = text.replace('[[link]]\na = "h4"\nb = "sw"\n', "")
+    assert "h4" not in text
+    path = tmp / "three-hosts.toml"
+    path.write_text(text)
+    return path
+
+
+def _engine_phase(inventory: Path, plan: list[str], out: Path, ctl: str) -> float:
+    r = netqual("run", str(inventory), "--out", str(out), *plan, netns=ctl)
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
+    phase = json.loads((out / "run.json").read_text())["phases"]["engine"]
+    assert phase["estimate_s"] > 0  # the run expected it: never silently zero
+    return float(phase["actual_s"])
+
+
+def _calibrated(inventory: Path, plan: list[str], *runs: Path) -> dict[str, Any]:
+    froms = [x for run in runs for x in ("--calibrate-from", str(run))]
+    dry = netqual("run", str(inventory), *plan, "--dry-run", "--json", *froms)
+    assert dry.returncode == 0, dry.stderr
+    phase: dict[str, Any] = json.loads(dry.stdout)["estimate"]["phases"]["engine"]
+    assert phase["calibrated_by"] == len(runs)
+    return phase
+
+
+def test_the_engine_phase_once_calibrated(tmp_path: Path, request: pytest.FixtureRequest) -> None:
+    """Three paths through Mooncake (three hosts of four-hosts.toml), a short plan. The
+    phase is the engine workers' start-up and teardown on this host's CPU (2-2.6 s a path
+    here), so the next run's time moves with the host's load. Calibrated by one run, the
+    estimate is that run's time (guaranteed), and the next run must fall within its printed
+    range (+-35%, at least +-0.5 s). On a host whose load moves the engine's start-up by
+    more between two runs than that, the run's own spread is what a range can know: the
+    estimate calibrated by both runs (the range spans both, docs/scale.md) must then hold
+    a third, never a bound that depends on the load."""
+    if (problem := installed(EngineName.MOONCAKE)) is not None:
+        pytest.skip(problem)
+    state_dir = tmp_path / "lab"
+    info = lab.up(lab.load(_three_hosts(tmp_path)), state_dir)
+    request.addfinalizer(lambda: lab.down(state_dir))
+    plan = ["--iterations", "500", "--warmup", "50", "--chunk", "64KiB", "--depth", "1"]
+    plan += ["--allow-short-plan", "--interference-sample", "0", "--progress", "none"]
+    plan += ["--engine", "mooncake"]
+    ctl, inv = f"{prefix_for(state_dir)}-ctl", info.inventory_path
+    runs = [tmp_path / "run1"]
+    took = [_engine_phase(inv, plan, runs[0], ctl)]
+    est = _calibrated(inv, plan, *runs)
+    assert est["seconds"] == pytest.approx(took[0], rel=0.01, abs=0.002)
+    text = " ".join(netqual("run", str(inv), *plan, "--dry-run", "--calibrate-from",
+                            str(runs[0])).stdout.split())  # fmt: skip
+    assert "calibrated by 1 earlier run (its measured seconds per item" in text
+    runs.append(tmp_path / "run2")
+    took.append(_engine_phase(inv, plan, runs[1], ctl))
+    log = [{"calibrated_by": 1, "estimate": est, "next_run_s": took[1]}]
+    if not est["low_s"] <= took[1] <= est["high_s"]:
+        est = _calibrated(inv, plan, *runs)
+        runs.append(tmp_path / "run3")
+        took.append(_engine_phase(inv, plan, runs[2], ctl))
+        log.append({"calibrated_by": 2, "estimate": est, "next_run_s": took[2]})
+    (tmp_path / "engine-estimate.txt").write_text(json.dumps(log, indent=1))
+    assert est["low_s"] <= took[-1] <= est["high_s"], log

@@ -18,7 +18,7 @@ from rich.console import Console
 
 from netqual.model.engine import EngineName, EnginePlan
 from netqual.model.fanin import FaninConfig
-from netqual.model.node import Node
+from netqual.model.node import Nic, Node, Role
 from netqual.model.plan import ProbePlan
 from netqual.model.preflight import PreflightReport
 from netqual.model.progress import UNITS, NullObserver, Stage
@@ -124,6 +124,37 @@ def test_the_table_drives_the_order_and_each_step_is_timed_by_its_stage(tmp_path
         assert isinstance(actual, dict)
         for key in ("preflight_s", "interference_s", "fanin_s", "engine_s", "multirail_s"):
             assert actual[key] == 1.0, key
+
+
+def test_every_phase_a_run_takes_is_estimated_and_recorded_beside_what_it_took(
+    tmp_path: Path,
+) -> None:
+    """run.json phases: an estimate and the actual seconds of every phase, the steps after
+    the pairs included (engine, the fan-in's levels through it, multirail): none left out,
+    none priced at zero; and the record a later --calibrate-from takes their items from."""
+    nics = (Nic("r0", "127.0.1.1", 0), Nic("r1", "127.0.2.1", 1))
+    nodes = (
+        Node("st", "127.0.0.1", port=1, role=Role.STORAGE, nics=nics),
+        Node("c1", "127.0.0.1", port=2, role=Role.COMPUTE, nics=nics),
+    )
+    cfg = dataclasses.replace(EVERYTHING, nodes=nodes)
+    s = walked(cfg, tmp_path, recorded([]))
+    phases = json.loads((tmp_path / "run.json").read_text())["phases"]
+    assert list(phases) == [
+        "preflight", "pingpong", "bulk", "engine", "fanin", "fanin_engine", "multirail",
+        "interference",
+    ]  # fmt: skip
+    for name, one in phases.items():
+        assert one["estimate_s"] > 0 and one["actual_s"] is not None, name
+    # the fan-in's engine levels are their own phase: the fake sweep spent none of its 1 s
+    assert (phases["fanin"]["actual_s"], phases["fanin_engine"]["actual_s"]) == (1.0, 0.0)
+    assert s.state.finished is not None
+    calibration = s.state.finished.run.schedule["calibration"]
+    assert isinstance(calibration, dict)
+    recorded_items = calibration["items"]
+    assert set(recorded_items) == {"engine", "fanin_engine", "multirail"}
+    assert recorded_items["engine"]["engine"] == "mooncake"
+    assert recorded_items["engine"]["units"] == 1.0  # one path
 
 
 MEASURING = [s.name for s in steps_of(EVERYTHING) if s.stage is not None] + ["probe"]

@@ -93,7 +93,9 @@ class Rates:
             at = good & (b.chunk_bytes == chunk) & (b.depth == depth)
             cells[(chunk, depth)] = _per_key(key[owner[at]], b.goodput_gbps[at])
         pp, bulk = _request_times(paths, plan)
-        steps = stepcosts.StepRates.of(paths.engine, multirail)
+        rows = [i for i, cells in enumerate(paths.engine) if cells]
+        ends = [(paths.names[paths.src[i]], paths.names[paths.dst[i]]) for i in rows]
+        steps = stepcosts.StepRates.of([paths.engine[i] for i in rows], multirail, ends)
         return cls(paths.names, keys, rtt, cells, pp, bulk, steps)
 
     def codes(self, names: Sequence[str]) -> IntArray:
@@ -326,6 +328,7 @@ class Calibrated:
     low_s: float
     high_s: float
     runs: int
+    unknown: int = 0  # engine paths touching a node no earlier run started the engine on
 
 
 def calibrate(
@@ -337,6 +340,7 @@ def calibrate(
     plus what they move at its rates. Phases no earlier run measured are left out (the
     caller keeps them uncalibrated and says so)."""
     per_phase: dict[str, list[float]] = {}
+    unknown: dict[str, tuple[int, float]] = {}  # the most paths and seconds, over the runs
     skip = (*RATED, *stepcosts.ITEMISED)
     for run in calibration.runs:
         work = {
@@ -352,12 +356,18 @@ def calibrate(
             got = stepcosts.calibrated(shape.steps, phase, record, run.rates.steps)
             if got is not None:
                 per_phase.setdefault(phase, []).append(got)
+                if phase == "engine":  # a start-up it never measured: the range says so
+                    new = stepcosts.unknown_hosts(
+                        shape.steps, shape.sched, run.rates.steps, record.item_s
+                    )
+                    unknown[phase] = max(unknown.get(phase, (0, 0.0)), new)
     return {
         phase: Calibrated(
             float(np.median(values)),
             max(0.0, min(values) - max(MARGIN * min(values), FLOOR_S)),
-            max(values) + max(MARGIN * max(values), FLOOR_S),
+            max(values) + max(MARGIN * max(values), FLOOR_S) + unknown.get(phase, (0, 0.0))[1],
             len(values),
+            unknown.get(phase, (0, 0.0))[0],
         )
         for phase, values in per_phase.items()
     }

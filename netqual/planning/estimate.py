@@ -367,10 +367,13 @@ def calibrated_phases(
             if p.name in stepcosts.ITEMISED
             else "measured rates x its own factor"
         )
+        caveat = ""
+        if c.unknown and shape.steps is not None:
+            caveat = stepcosts.unknown_caveat(shape.steps, c.unknown)
         out.append(
             dataclasses.replace(
                 p, seconds=c.seconds, unit_s=c.seconds / max(1, p.count), low_s=c.low_s,
-                high_s=c.high_s, calibrated_by=c.runs, caveat="",
+                high_s=c.high_s, calibrated_by=c.runs, caveat=caveat,
                 rule=p.rule + f"; calibrated by {runs} ({how})",
             )
         )  # fmt: skip

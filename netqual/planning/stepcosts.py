@@ -33,7 +33,7 @@ moving at the earlier run's operation rates (``StepRates``).
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -47,6 +47,7 @@ from netqual.model.plan import ProbePlan
 from netqual.planning import budget
 from netqual.planning import rails as rails_mod
 from netqual.planning.fabric import Fabric
+from netqual.planning.schedule import Schedule
 
 ITEMISED = ("engine", "fanin_engine", "multirail")  # the phases priced here
 MAX_OPS = 500  # an engine cell's kept operations, and a fan-in reader's chunks, at most
@@ -184,19 +185,27 @@ class StepRates:
     ops: Mapping[OpKey, tuple[float, float]] = field(default_factory=dict)  # first_s, op_s
     rails: Mapping[tuple[str, str, int], float] = field(default_factory=dict)  # gbps
     rail_chunk: int = 0
+    hosts: frozenset[str] = frozenset()  # nodes whose engine workers it measured
 
     @classmethod
     def of(
-        cls, engine: Iterable[Sequence[EngineCell]], multirail: Sequence[MultiRail]
+        cls,
+        engine: Sequence[Sequence[EngineCell]],
+        multirail: Sequence[MultiRail],
+        keys: Sequence[tuple[str, str]] = (),
     ) -> StepRates:
+        """``engine``: each path's cells; ``keys``: those paths' (src, dst), in order."""
         firsts: dict[OpKey, list[float]] = {}
         each: dict[OpKey, list[float]] = {}
         name = None
-        for cells in engine:
+        hosts: set[str] = set()
+        for i, cells in enumerate(engine):
             for c in cells:
                 if c.error is not None or not c.goodput_gbps or c.goodput_gbps <= 0:
                     continue
                 name = name or c.name
+                if i < len(keys):
+                    hosts |= {rails_mod.split_endpoint(x)[0] for x in keys[i]}
                 key = (c.op, c.chunk_bytes, c.depth)
                 op_s = c.chunk_bytes * 8 / (c.goodput_gbps * 1e9)
                 each.setdefault(key, []).append(op_s)
@@ -210,7 +219,7 @@ class StepRates:
                 if lv.error is None and lv.per_rail_gbps and min(lv.per_rail_gbps) > 0:
                     rails[(m.src, m.dst, lv.rails)] = min(lv.per_rail_gbps)
         chunk = multirail[0].chunk_bytes if multirail else 0
-        return cls(name, ops, rails, chunk)
+        return cls(name, ops, rails, chunk, frozenset(hosts))
 
     def rail_gbps(self, src: str, dst: str, k: int) -> float | None:
         """The slowest rail's goodput of level ``k``: the pair's own, else the median of
@@ -360,3 +369,29 @@ def calibrated(steps: StepPlan, phase: str, record: ItemRecord, rates: StepRates
         return None
     work = works(steps, rates).get(phase)
     return None if work is None else replace(work, item_s=record.item_s).seconds
+
+
+def unknown_hosts(
+    steps: StepPlan, sched: Schedule, rates: StepRates, item_s: float
+) -> tuple[int, float]:
+    """The engine's paths that touch a node the earlier run started no engine worker on,
+    and what their start-up may add beyond its measured item cost ``item_s``: up to the
+    engine's high stated cost a path (what the printed range then spans)."""
+    if steps.costs is None or not steps.engine_paths:
+        return 0, 0.0
+    known = np.array([n.node_name in rates.hosts for n in sched.nodes], dtype=np.bool_)
+    if known.all():
+        return 0, 0.0
+    count = sum(
+        int((~known[pos[:, 0]] | ~known[pos[:, 1]]).sum()) for pos in sched.rounds_positions()
+    )
+    return count, count * max(0.0, steps.costs.path_s[2] - item_s)
+
+
+def unknown_caveat(steps: StepPlan, unknown: int) -> str:
+    assert steps.engine is not None and steps.costs is not None
+    return (
+        f"{unknown:,} of {steps.engine_paths:,} paths touch a node no earlier run started "
+        f"{steps.engine.name.value} on: their start-up up to {steps.costs.path_s[2]:g} s a path "
+        "(the range)"
+    )

@@ -95,7 +95,7 @@ def test_an_earlier_engine_run_calibrates_the_engine_phase(
     plan = ProbePlan()  # the default plan, as the dry run below
     eplan = plan_for(EngineName.MOONCAKE, plan, EngineTransport.TCP)
     steps = stepcosts.StepPlan("tcp", 10.0, 0.5, eplan, len(table), 100.0)
-    rates = stepcosts.StepRates.of(table.engine, ())
+    rates = stepcosts.StepRates.of(table.engine, (), table.keys())
     own = stepcosts.works(steps, rates)["engine"]
 
     def earlier(name: str, engine: str) -> Path:
@@ -133,6 +133,13 @@ def test_an_earlier_engine_run_calibrates_the_engine_phase(
     got = json.loads(r.stdout)["estimate"]["phases"]["engine"]
     assert got["seconds"] == pytest.approx(70.0 - own.moving_s + moving, abs=0.01)
     assert moving == pytest.approx(own.moving_s / 2)
+    # a node the earlier run started no engine on: its 8 paths' start-up widens the range
+    wider = tmp_path / "wider.toml"
+    wider.write_text(inv.read_text() + '[[node]]\nname = "new"\naddress = "198.18.7.7"\n')
+    r = _cli(tmp_path, monkeypatch, capsys, "run", str(wider), "--dry-run", "--engine",
+             "mooncake", "--calibrate-from", str(first))  # fmt: skip
+    engine = " ".join(next(x for x in r.stdout.splitlines() if " engine " in x).split())
+    assert "8 of 36 paths touch a node no earlier run started mooncake on" in engine
     # measured with another engine: says nothing of mooncake's start-up
     nixl = earlier("nixl", "nixl")
     r = _cli(tmp_path, monkeypatch, capsys, "run", str(inv), "--dry-run", "--engine",

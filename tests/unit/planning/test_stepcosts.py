@@ -73,7 +73,9 @@ def test_measured_cells_price_the_operations_and_unmeasured_ones_scale_like_them
     )
     # the medians of each operation's time: 2 and 4 Gbit/s
     read_s, write_s = CHUNK * 8 / 2e9, CHUNK * 8 / 4e9
-    assert rates.engine is EngineName.MOONCAKE
+    assert rates.engine is EngineName.MOONCAKE and rates.hosts == frozenset()  # no keys
+    keyed = StepRates.of([(_cell(EngineOp.READ, 1, 1.0),), ()], (), [("a/r0", "b/r0"), ("c", "d")])
+    assert keyed.hosts == {"a", "b"}  # the nodes of the endpoints whose engines it measured
     assert rates.ops[(EngineOp.READ, CHUNK, 1)] == pytest.approx((900e-6, read_s))
     assert rates.ops[(EngineOp.WRITE, CHUNK, 1)] == pytest.approx((600e-6, write_s))
     assert (EngineOp.READ, CHUNK, 8) not in rates.ops  # a failed cell measures nothing
@@ -202,14 +204,15 @@ def _shape(steps: StepPlan) -> Shape:
 
 
 def test_calibrate_takes_the_item_cost_of_each_earlier_run_with_its_range() -> None:
-    rates = StepRates(EngineName.MOONCAKE, {(op, CHUNK, d): (1e-3, 40e-6) for op, d in CELLS})
+    ops = {(op, CHUNK, d): (1e-3, 40e-6) for op, d in CELLS}
+    rates = StepRates(EngineName.MOONCAKE, ops, hosts=frozenset("abc"))
     own = works(_steps(), rates)["engine"]
     empty = np.zeros(0, dtype=np.int64)
-    earlier = Rates(("a", "b"), empty, np.zeros(0), {}, None, None, rates)
 
-    def run(actual: float, engine: str = "mooncake") -> EarlierRun:
+    def run(actual: float, engine: str = "mooncake", steps: StepRates = rates) -> EarlierRun:
         items = {"engine": ItemRecord(own.units, own.moving_s, actual, engine)}
-        return EarlierRun("r", earlier, {}, 2, items)
+        return EarlierRun("r", Rates(("a", "b"), empty, np.zeros(0), {}, None, None, steps),
+                          {}, 2, items)  # fmt: skip
 
     shape = _shape(_steps())
     got = calibration.calibrate({"engine": 99.0}, shape, Calibration((run(7.5),)))["engine"]
@@ -218,6 +221,13 @@ def test_calibrate_takes_the_item_cost_of_each_earlier_run_with_its_range() -> N
     both = calibration.calibrate({"engine": 1.0}, shape, Calibration((run(6.0), run(10.0))))
     assert both["engine"].seconds == pytest.approx(8.0)
     assert both["engine"].high_s == pytest.approx(13.5) and both["engine"].runs == 2
+    assert got.unknown == 0
+    # an earlier run that started no engine on c: a-c and b-c may take up to the stated high
+    partial = run(7.5, steps=dataclasses.replace(rates, hosts=frozenset("ab")))
+    got = calibration.calibrate({"engine": 1.0}, shape, Calibration((partial,)))["engine"]
+    item_s = (7.5 - own.moving_s) / 3
+    assert got.seconds == pytest.approx(7.5) and got.unknown == 2
+    assert got.high_s == pytest.approx(1.35 * 7.5 + 2 * (5.0 - item_s))
     # another engine's run, or a phase this plan does not have: left out (uncalibrated)
     assert calibration.calibrate({"engine": 1.0}, shape, Calibration((run(7.5, "nixl"),))) == {}
     assert calibration.calibrate({}, shape, Calibration((run(7.5),))) == {}

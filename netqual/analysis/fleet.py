@@ -23,9 +23,10 @@ Also the ``[fleet]`` section of the policy file, and the results file's ``fleet`
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -106,7 +107,41 @@ def evaluate(
                 continue
             found = [(s.node, values[s.node][key]) for s in members if key in values[s.node]]
             outliers += _differ(role, key, found)
-    return FleetResult(tuple(snapshots), tuple(outliers))
+    return FleetResult(tuple(snapshots), tuple(outliers), policy)
+
+
+def retest(
+    before: FleetResult | None,
+    fresh: Sequence[ConfigSnapshot],
+    roles: Mapping[str, str] | None = None,
+    nics: Mapping[str, Sequence[Nic]] | None = None,
+) -> FleetResult | None:
+    """A retest's configuration check: the run it re-tests' snapshots (``before``) with
+    the re-tested nodes' ``fresh`` ones in their place, judged by that run's ``[fleet]``
+    policy, so a fix made since shows as fixed and one not made still shows. A node without
+    a fresh snapshot keeps the run's (``carried``); ``before`` None (a run without
+    snapshots) compares the fresh ones alone. No fresh snapshot at all: None, nothing is
+    claimed (the decision says the configuration was not judged)."""
+    if not fresh:
+        return None
+    new = {s.node: s for s in fresh}
+    old = before.snapshot if before is not None else ()
+    carried = tuple(s.node for s in old if s.node not in new)
+    merged = [new.pop(s.node, s) for s in old]
+    merged += new.values()  # re-tested nodes the run had no snapshot of
+    found = evaluate(merged, roles, policy_of(before), nics)
+    return dataclasses.replace(found, carried=carried)
+
+
+def policy_of(before: FleetResult | None) -> FleetPolicy:
+    """The ``[fleet]`` policy a results file's fleet check used; a file from before it was
+    recorded: the expected values its outliers name (what was allowed to differ is lost)."""
+    if before is None:
+        return FleetPolicy()
+    if not before.policy.empty:
+        return before.policy
+    expected = {_base(o.key): o.expected for o in before.outliers if o.expected is not None}
+    return FleetPolicy(tuple(expected.items()))
 
 
 def _differ(
@@ -240,10 +275,18 @@ def to_dict(result: FleetResult) -> dict[str, Any]:
                 if o.compared:
                     item["compared"] = o.compared
         outliers.append(item)
-    return {
+    doc: dict[str, Any] = {
         "snapshot": {s.node: dict(s.values) for s in result.snapshot},
         "outliers": outliers,
     }
+    if not result.policy.empty:
+        doc["policy"] = {
+            "expected": dict(result.policy.expected),
+            "allow_differ": sorted(result.policy.allow_differ),
+        }
+    if result.carried:
+        doc["carried"] = list(result.carried)
+    return doc
 
 
 def from_dict(data: object, source: str) -> FleetResult:
@@ -308,4 +351,33 @@ def from_dict(data: object, source: str) -> FleetResult:
                 compared=counts["compared"],
             )
         )
-    return FleetResult(tuple(snaps), tuple(outliers))
+    carried = data.get("carried", [])
+    if not isinstance(carried, list) or not all(isinstance(c, str) for c in carried):
+        raise bad("carried", "must be a list of node names")
+    return FleetResult(
+        tuple(snaps),
+        tuple(outliers),
+        _policy_from(data.get("policy"), bad),
+        tuple(visible(c[:255]) for c in carried[:MAX_NODES]),
+    )
+
+
+def _policy_from(data: object, bad: Callable[[str, str], ResultsFileError]) -> FleetPolicy:
+    """``fleet.policy``: the ``[fleet]`` the check used (absent: none, or an older file)."""
+    if data is None:
+        return FleetPolicy()
+    if not isinstance(data, dict):
+        raise bad("policy", "must be an object")
+    expected = data.get("expected", {})
+    if not isinstance(expected, dict) or len(expected) > len(FLEET_KEYS):
+        raise bad("policy.expected", "must be an object of fleet keys")
+    pairs = []
+    for key, value in expected.items():
+        if key not in FLEET_KEYS or not isinstance(value, str):
+            raise bad("policy.expected", f"bad entry {str(key)[:40]!r}")
+        pairs.append((key, visible(value[:MAX_VALUE_CHARS])))
+    allow = data.get("allow_differ", [])
+    keys = allow if isinstance(allow, list) else [None]
+    if not all(isinstance(a, str) and a in FLEET_KEYS for a in keys):
+        raise bad("policy.allow_differ", "must be a list of fleet keys")
+    return FleetPolicy(tuple(pairs), frozenset(allow))

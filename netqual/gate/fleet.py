@@ -21,7 +21,8 @@ def _judge(rule: Rule, ctx: GateContext, pick: str, what: str) -> Outcome:
             rule.name,
             Status.FAIL,
             "the results have no configuration snapshots (a run from before netqual "
-            "collected them, a retest or a demo): run netqual check --fleet",
+            "collected them, a demo, or a retest whose agents sent none): run netqual "
+            "check --fleet",
         )
     found: tuple[FleetOutlier, ...] = getattr(ctx.fleet, pick)
     mine = [o for o in found if rule.scope.covers_node(o.node, ctx.nodes)]

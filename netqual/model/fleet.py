@@ -272,11 +272,21 @@ class FleetPolicy:
     expected: tuple[tuple[str, str], ...] = ()
     allow_differ: frozenset[str] = frozenset()
 
+    @property
+    def empty(self) -> bool:
+        return not self.expected and not self.allow_differ
+
 
 @dataclass(frozen=True)
 class FleetResult:
+    """The snapshots compared, the outliers found and the ``[fleet]`` policy they were
+    judged by. ``carried``: the nodes whose snapshot a retest took from the run it
+    re-tests (docs/evidence.md); the others' are its own (the re-tested nodes')."""
+
     snapshot: tuple[ConfigSnapshot, ...]
     outliers: tuple[FleetOutlier, ...]
+    policy: FleetPolicy = FleetPolicy()
+    carried: tuple[str, ...] = ()
 
     @property
     def consistency(self) -> tuple[FleetOutlier, ...]:

@@ -5,25 +5,30 @@ no agent is asked again: one that failed the check is refused (its pairs are not
 configuration), and one that dies after it is reported by its probes, per path. Only
 --resume asks again, and only the agents the pre-flight saw running probes, until those
 end (a killed coordinator's end within a second). A run without a pre-flight (retest,
-demo) asks every agent here, once.
+demo) asks every agent here, once; a retest also asks the nodes it re-measures for their
+configuration snapshot (the pre-flight's request), which finalise compares with the
+re-tested run's others (analysis.fleet.retest).
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from concurrent.futures import ThreadPoolExecutor
 
 from netqual.agent.wire.messages import Fields
 from netqual.agent.wire.protocol import connect
 from netqual.base.errors import NetqualError, NoAgentsError
+from netqual.model.fleet import ConfigSnapshot
 from netqual.model.hostpath import HostAudit
 from netqual.model.node import Node
 from netqual.model.preflight import PreflightReport
 from netqual.model.progress import Stage
+from netqual.model.run import RunKind
 from netqual.planning.rails import endpoint_name
 from netqual.run import fanin as fanin_run
-from netqual.run.preflight import host_audit
+from netqual.run.config import RunConfig
+from netqual.run.preflight import config_snapshot, host_audit
 from netqual.run.session import RunSession
 
 
@@ -41,8 +46,9 @@ def check_at_start(s: RunSession) -> None:
         if cfg.fanin is not None:
             fanin_run.check_sessions(cfg.nodes, cfg.fanin, cfg.transport, report, s.prior.fanin)
     state.down, state.refused = at_start(
-        cfg.nodes, cfg.token, state.preflight, s.resumed, found.busy, found.hosts
-    )
+        cfg.nodes, cfg.token, state.preflight, s.resumed, found.busy, found.hosts,
+        snapshot_of=retested_nodes(cfg), snapshots=found.snapshots,
+    )  # fmt: skip
     for _ in cfg.nodes:  # every agent checked: the phase ends at agents N/N, not 0/N
         s.observer.item()
     down = state.down
@@ -55,6 +61,16 @@ def check_at_start(s: RunSession) -> None:
         )
 
 
+def retested_nodes(cfg: RunConfig) -> frozenset[str]:
+    """The nodes a retest re-measures (those of its pairs): their agents are asked for a
+    configuration snapshot at the start, the run it re-tests holds the others'. Any other
+    run: none (``netqual run`` takes them in its pre-flight; the demo takes none)."""
+    if cfg.kind is not RunKind.RETEST or cfg.pairs is None:
+        return frozenset()
+    paired = {name for pair in cfg.pairs for name in pair}
+    return frozenset(n.node_name for n in cfg.endpoints if n.name in paired)
+
+
 def at_start(
     nodes: Sequence[Node],
     token: bytes | None,
@@ -62,14 +78,20 @@ def at_start(
     resumed: bool,
     busy: dict[str, int],
     hosts: dict[str, HostAudit],
+    snapshot_of: Collection[str] = (),
+    snapshots: dict[str, ConfigSnapshot] | None = None,
 ) -> tuple[dict[str, str], dict[str, str]]:
     """(down, refused): node -> text, the agents the run cannot use and why; node or
     endpoint (``NODE/NIC``, a NIC its agent cannot be reached at) -> the reason their pairs
     are not measured. ``busy`` gets the agents still running probes,
-    ``hosts`` each usable agent's host path audit."""
+    ``hosts`` each usable agent's host path audit, ``snapshots`` the configuration
+    snapshot of each node of ``snapshot_of`` whose agent sent one (without a pre-flight)."""
     if preflight is None:
         wait_s = RESUME_IDLE_WAIT_S if resumed else 0.0
-        down = check_agents(nodes, token, idle_wait_s=wait_s, busy=busy, hosts=hosts)
+        down = check_agents(
+            nodes, token, idle_wait_s=wait_s, busy=busy, hosts=hosts,
+            snapshot_of=snapshot_of, snapshots=snapshots,
+        )  # fmt: skip
         return down, {k: f"agent on {k} not answering at the start: {v}" for k, v in down.items()}
     down = {n.node: "; ".join(n.problems) for n in preflight.failed}
     hosts.update({n.node: n.host for n in preflight.nodes if n.host is not None})
@@ -98,6 +120,8 @@ def check_agents(
     idle_wait_s: float = 0.0,
     busy: dict[str, int] | None = None,
     hosts: dict[str, HostAudit] | None = None,
+    snapshot_of: Collection[str] = (),
+    snapshots: dict[str, ConfigSnapshot] | None = None,
 ) -> dict[str, str]:
     """Ask every agent for ``info`` in parallel; returns {node name: problem} for failures
     (a run without a pre-flight, and --resume's wait).
@@ -106,7 +130,10 @@ def check_agents(
     most that long (``--resume`` after a killed coordinator: its probes end within a
     second). Agents still measuring then are noted in ``busy`` (node -> probes).
     ``hosts``: each agent's host path audit goes there (node -> audit); an agent whose
-    audit is unusable gets one with ``error`` set, and is not counted as failed."""
+    audit is unusable gets one with ``error`` set, and is not counted as failed.
+    ``snapshots``: the configuration snapshot of each node of ``snapshot_of`` (a retest's
+    re-tested nodes), asked before the audit; one that fails is left out, never a failed
+    agent (as in the pre-flight)."""
 
     # A node's endpoints (docs/rails.md, a re-test of a --rails run) share its one agent.
     nodes = list({n.node_name: n for n in nodes}.values())
@@ -128,6 +155,10 @@ def check_agents(
                     time.sleep(IDLE_POLL_S)
                 if running and busy is not None:
                     busy[name] = running
+                if snapshots is not None and name in snapshot_of:
+                    snap, _why = config_snapshot(ch, name)
+                    if snap is not None:
+                        snapshots[name] = snap
                 if hosts is not None:
                     hosts[name] = host_audit(ch, name)
                     if hosts[name].error is not None:

@@ -7,6 +7,7 @@ import platform
 import socket
 import sys
 import time
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -15,7 +16,8 @@ from netqual import __version__
 from netqual.analysis import fleet, localise
 from netqual.analysis.decision import decide
 from netqual.files.rundir import RunDir
-from netqual.model.fleet import FleetResult
+from netqual.model.fleet import ConfigSnapshot, FleetResult
+from netqual.model.node import node_nics
 from netqual.model.preflight import PreflightReport
 from netqual.model.progress import Stage
 from netqual.model.run import RunMeta
@@ -58,16 +60,23 @@ def host_info() -> dict[str, object]:
     }
 
 
-def fleet_of(cfg: RunConfig, preflight: PreflightReport | None) -> FleetResult | None:
-    """The configuration check over the snapshots the pre-flight collected (none without
-    a pre-flight: retest and demo ask their agents here, not in a pre-flight)."""
+def fleet_of(
+    cfg: RunConfig, preflight: PreflightReport | None, fresh: Mapping[str, ConfigSnapshot]
+) -> FleetResult | None:
+    """The configuration check over the snapshots the pre-flight collected; a retest's
+    over the re-tested run's with ``fresh`` (its re-tested nodes', asked at its start) in
+    their place; none for a demo (it asks for none)."""
+    roles = {n.node_name: n.role.value for n in cfg.nodes}
+    nics = node_nics(cfg.nodes)
+    if cfg.retest_base is not None:
+        ordered = [fresh[k] for k in dict.fromkeys(n.node_name for n in cfg.nodes) if k in fresh]
+        return fleet.retest(cfg.retest_base.fleet, ordered, roles, nics)
     if preflight is None:
         return None
     snaps = [n.snapshot for n in preflight.nodes if n.snapshot is not None]
     if not snaps:  # agents that do not answer "snapshot" (a simulation): no claim at all
         return None
-    roles = {n.name: n.role.value for n in cfg.nodes}
-    return fleet.evaluate(snaps, roles, cfg.fleet_policy, {n.name: n.nics for n in cfg.nodes})
+    return fleet.evaluate(snaps, roles, cfg.fleet_policy, nics)
 
 
 def finalise(s: RunSession) -> Results:
@@ -125,7 +134,7 @@ def finalise(s: RunSession) -> Results:
         localisation=localised,
         not_measured=rec.not_measured(),
         fanin=found.fanin,
-        fleet=fleet_of(cfg, s.state.preflight),
+        fleet=fleet_of(cfg, s.state.preflight, found.snapshots),
         hosts=tuple(
             found.hosts[k]
             for k in dict.fromkeys(n.node_name for n in cfg.nodes)

@@ -129,7 +129,7 @@ def check_node(
                 max_sessions = reported.max_sessions
             problems += [refused] if refused else []
             warnings += [differ] if differ else []
-            snapshot, why = _snapshot(ch, node.name)
+            snapshot, why = config_snapshot(ch, node.name)
             warnings += [why] if why else []
             nics, why = _nics(ch, node.name)
             warnings += [why] if why else []
@@ -198,9 +198,10 @@ def host_audit(ch: Channel, node: str) -> HostAudit:
         return HostAudit(node, error=str(err))
 
 
-def _snapshot(ch: Any, node: str) -> tuple[ConfigSnapshot | None, str | None]:
-    """The agent's configuration snapshot; a failure is a warning (the fleet check then
-    lacks this node), never a reason to refuse the agent."""
+def config_snapshot(ch: Any, node: str) -> tuple[ConfigSnapshot | None, str | None]:
+    """The agent's configuration snapshot (the pre-flight's, and a retest's at its start);
+    a failure is a warning (the fleet check then lacks this node), never a reason to
+    refuse the agent."""
     try:
         return fleet_snapshot.from_peer(
             ch.request("snapshot", {}, reply="snapshot"), node, ch.peer

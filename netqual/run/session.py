@@ -19,6 +19,7 @@ from netqual.agent.wire.sessions import Sessions
 from netqual.files.outfiles import make_out_dir, open_append
 from netqual.files.rundir import RunDir
 from netqual.model.fanin import FaninResult
+from netqual.model.fleet import ConfigSnapshot
 from netqual.model.hostpath import HostAudit
 from netqual.model.multirail import MultiRail
 from netqual.model.preflight import PreflightReport
@@ -62,6 +63,8 @@ class RunResults:
     agents: dict[str, dict[str, object]] = field(default_factory=dict)  # run.agents
     hosts: dict[str, HostAudit] = field(default_factory=dict)  # each agent's host path audit
     busy: dict[str, int] = field(default_factory=dict)  # --resume: probes agents still ran
+    # a retest: the re-tested nodes' configuration snapshots, asked at its start
+    snapshots: dict[str, ConfigSnapshot] = field(default_factory=dict)
     fanin: tuple[FaninResult, ...] = ()  # run --fanin (docs/fanin.md)
     multirail: tuple[MultiRail, ...] = ()  # run --multirail (docs/rails.md)
     interference: Interference | None = None  # the interference check

@@ -53,12 +53,22 @@ def test_retest_of_marginal_paths_and_of_one_path_both_ways(
         (p["src"], p["dst"]) for p in first["paths"]
     )
     assert all(p["rtt_us"]["samples"] == 10_000 for p in again["paths"])
+    # Every node was re-tested: each agent sent its configuration snapshot at the start,
+    # so the decision judges configuration (it said "not judged" in a retest once).
+    assert set(again["fleet"]["snapshot"]) == {"n0", "n1", "n2"}
+    assert "carried" not in again["fleet"]
+    [config] = [e for e in again["decision"]["evidence"] if e["kind"] == "config"]
+    assert config["class"] is not None and "3 nodes (asked by this retest)" in config["detail"]
 
     out2 = tmp_path / "one"
     args = ["retest", str(run1), "--path", "n0:n2", "--both-directions", "--iterations", "600"]
     r = netqual_cli(*args, "--out", str(out2), timeout_s=120)
     assert r.returncode == 0, r.stderr
     both = json.loads((out2 / "results.json").read_text())
+    # n1 was not re-tested: its snapshot is the run's, beside n0's and n2's fresh ones
+    assert set(both["fleet"]["snapshot"]) == {"n0", "n1", "n2"}
+    assert both["fleet"]["carried"] == ["n1"]
+    assert both["fleet"]["snapshot"]["n1"] == first["fleet"]["snapshot"]["n1"]
     assert [(p["src"], p["dst"]) for p in both["paths"]] in (
         [("n0", "n2"), ("n2", "n0")],
         [("n2", "n0"), ("n0", "n2")],

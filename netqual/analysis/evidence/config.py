@@ -22,7 +22,8 @@ from netqual.model.decision import (
     Subject,
     SubjectKind,
 )
-from netqual.model.fleet import ComparedKey, FleetOutlier
+from netqual.model.fleet import ComparedKey, FleetOutlier, FleetResult
+from netqual.model.run import RunKind
 from netqual.model.verdict import Verdict
 from netqual.table.run import Results
 
@@ -80,11 +81,7 @@ def config(results: Results, ends: Endpoints) -> Found:
     kind = EvidenceKind.CONFIG
     fleet = results.fleet
     if fleet is None:
-        return cannot(
-            kind,
-            "no configuration snapshot (a retest or demo, or agents that "
-            "do not send one): run netqual check --fleet",
-        )
+        return cannot(kind, _none_why(results))
     table = results.paths
     hits: list[Hit] = []
     blocking: list[Blocking] = []
@@ -114,7 +111,6 @@ def config(results: Results, ends: Endpoints) -> Found:
                 len(rows),
             )
         )
-    n = len(fleet.snapshot)
     if not hits:
         return Found(
             kind,
@@ -122,7 +118,7 @@ def config(results: Results, ends: Endpoints) -> Found:
                 kind,
                 Verdict.SAFE,
                 RUN_SUBJECT,
-                f"{plural(n, 'node')} compared, no outlier on the data path",
+                f"{_compared(results, fleet)} compared, no outlier on the data path",
             ),
             (),
             (),
@@ -132,6 +128,33 @@ def config(results: Results, ends: Endpoints) -> Found:
         kind,
         worst(hits),
         RUN_SUBJECT,
-        f"{plural(len(hits), 'outlier')} on the data path of {n} nodes",
+        f"{plural(len(hits), 'outlier')} on the data path of {_compared(results, fleet)}",
     )
     return Found(kind, summary, tuple(hits), tuple(blocking), tuple(cautions))
+
+
+def _none_why(results: Results) -> str:
+    """Why a run has no configuration snapshot to judge."""
+    if results.run.kind is RunKind.DEMO:
+        return "no configuration snapshot (a demo takes none)"
+    if results.run.kind is RunKind.RETEST:
+        return (
+            "no configuration snapshot: the re-tested nodes' agents sent none (agents that "
+            "do not answer it, or a retest by a netqual that did not ask): run netqual "
+            "check --fleet"
+        )
+    return "no configuration snapshot (agents that do not send one): run netqual check --fleet"
+
+
+def _compared(results: Results, fleet: FleetResult) -> str:
+    """'5 nodes'; a retest's also says whose snapshots: '5 nodes (2 asked by this
+    retest, 3 as the re-tested run found them)'; fewer than the run's: '2 of 5 nodes'."""
+    n, total = len(fleet.snapshot), len({node.node_name for node in results.nodes})
+    text = plural(n, "node") if n >= total else f"{n:,} of {plural(total, 'node')}"
+    if results.run.kind is not RunKind.RETEST:
+        return text
+    carried = len(fleet.carried)
+    if not carried:
+        return f"{text} (asked by this retest)"
+    found = f"{carried:,} as the re-tested run found them"
+    return f"{text} ({n - carried:,} asked by this retest, {found})"

@@ -127,3 +127,8 @@ def format_gbps(value_gbps: float) -> str:
 
 KIB = 1 << 10
 MIB = 1 << 20
+
+
+def plural(n: int, word: str, many: str | None = None) -> str:
+    """'1 path', '2 paths', '1,024 paths' ('many': an irregular plural)."""
+    return f"{n:,} {word}" if n == 1 else f"{n:,} {many or word + 's'}"

@@ -13,8 +13,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from netqual.analysis.rise import overlapping, p99_rise_text, p99_rises
+from netqual.base.units import plural as _plural
 from netqual.gate.model import GateContext, Outcome, Status
-from netqual.gate.rules import Rule, _plural, _split
+from netqual.gate.rules import Rule, _split
 from netqual.model.stats import Metric
 from netqual.table.join import NOT_FOUND, PairIndex
 from netqual.table.paths import (

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from netqual.base.units import format_us
+from netqual.base.units import plural as _plural
 from netqual.gate.model import Finding, GateContext, Outcome, Scope, Status
 from netqual.model.stats import Metric
 from netqual.model.verdict import Verdict
@@ -46,10 +47,6 @@ def errored(table: PathTable, rows: IntArray) -> BoolArray:
     """Which of ``rows`` failed to measure (a non-empty ``error``; truthiness in C)."""
     flags: BoolArray = np.array(table.error, dtype=object)[rows].astype(np.bool_)
     return flags
-
-
-def _plural(n: int, word: str) -> str:
-    return f"{n} {word}" if n == 1 else f"{n} {word}s"
 
 
 def findings(table: PathTable, rows: IntArray, detail: Detail) -> list[Finding]:

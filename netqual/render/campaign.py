@@ -7,7 +7,7 @@ from rich.table import Table
 from rich.text import Text
 
 from netqual.analysis.comparable import note
-from netqual.base.units import format_us
+from netqual.base.units import format_us, plural
 from netqual.campaign.store import Added
 from netqual.campaign.trend import MilestoneState, MilestoneStatus, Movement, Trend
 from netqual.model.path import path_label
@@ -51,7 +51,7 @@ def _p99(x: float | None) -> str:
 def _movement(console: Console, title: str, m: Movement) -> None:
     console.print(
         Text(
-            f"{title} (week {m.since_week}): {m.n_worse} paths worse,"
+            f"{title} (week {m.since_week}): {plural(m.n_worse, 'path')} worse,"
             f" {m.n_better} better of {m.compared}"
         ),
         soft_wrap=True,

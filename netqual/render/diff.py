@@ -10,7 +10,7 @@ from rich.text import Text
 
 from netqual.analysis.diff import PathChange, RunDiff
 from netqual.analysis.diffnotes import change_text, noise_sentence, preliminary_sentence, worse_rule
-from netqual.base.units import format_us
+from netqual.base.units import format_us, plural
 from netqual.model.path import path_label
 from netqual.model.stats import Metric
 from netqual.model.verdict import Verdict
@@ -44,7 +44,7 @@ def print_diff(console: Console, d: RunDiff) -> None:
     )
     console.print(f"Classes: {counts}")
     console.print(
-        f"{len(d.worse)} paths worse, {len(d.better)} better, {len(d.new_paths)} new, "
+        f"{plural(len(d.worse), 'path')} worse, {len(d.better)} better, {len(d.new_paths)} new, "
         f"{len(d.missing_paths)} missing, {len(d.deltas)} compared"
     )
     preliminary = preliminary_sentence(d)

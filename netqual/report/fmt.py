@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from netqual.base.units import format_us
+from netqual.base.units import format_us, plural
 from netqual.model.path import path_label
 from netqual.model.verdict import Verdict
 
@@ -14,7 +14,3 @@ CLASS_CODE = {Verdict.SAFE: 1, Verdict.MARGINAL: 2, Verdict.UNSAFE: 3}
 def us(value_us: float | None) -> str:
     """'812.0 us': units.format_us with the unit, as the headline and the reasons write it."""
     return format_us(value_us, unit=True)
-
-
-def plural(n: int, word: str, many: str | None = None) -> str:
-    return f"{n} {word}" if n == 1 else f"{n:,} {many or word + 's'}"

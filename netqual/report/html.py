@@ -20,6 +20,7 @@ import markupsafe
 from netqual.analysis.diff import RunDiff
 from netqual.analysis.diffnotes import change_text, noise_sentence, preliminary_sentence, worse_rule
 from netqual.base.names import visible
+from netqual.base.units import plural
 from netqual.files.outfiles import write_text_atomic
 from netqual.model.policy import Waiver
 from netqual.model.verdict import Verdict
@@ -102,7 +103,7 @@ def render_html(
 
 
 def diff_sentence(d: RunDiff) -> str:
-    parts = [f"{len(d.worse)} paths worse", f"{len(d.better)} better"]
+    parts = [f"{plural(len(d.worse), 'path')} worse", f"{len(d.better)} better"]
     if d.new_paths:
         parts.append(f"{len(d.new_paths)} new")
     if d.missing_paths:

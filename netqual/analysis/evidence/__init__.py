@@ -73,10 +73,6 @@ def as_int(value: object) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) else 0
 
 
-def plural(n: int, word: str) -> str:
-    return f"{n:,} {word}" if n == 1 else f"{n:,} {word}s"
-
-
 # -- endpoints: a table's names are nodes, or NODE/NIC below them (rails) ------------------
 
 

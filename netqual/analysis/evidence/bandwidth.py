@@ -9,18 +9,9 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from netqual.analysis.evidence import (
-    Endpoints,
-    Found,
-    Hit,
-    as_map,
-    cannot,
-    plural,
-    touching,
-    worst,
-)
+from netqual.analysis.evidence import Endpoints, Found, Hit, as_map, cannot, touching, worst
 from netqual.base.names import is_loopback
-from netqual.base.units import format_size
+from netqual.base.units import format_size, plural
 from netqual.model.decision import (
     RUN_SUBJECT,
     Blocking,

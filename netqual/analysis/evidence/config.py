@@ -5,15 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from netqual.analysis.evidence import (
-    Endpoints,
-    Found,
-    Hit,
-    cannot,
-    plural,
-    touching,
-    worst,
-)
+from netqual.analysis.evidence import Endpoints, Found, Hit, cannot, touching, worst
+from netqual.base.units import plural
 from netqual.model.decision import (
     RUN_SUBJECT,
     Blocking,

@@ -10,15 +10,8 @@ from __future__ import annotations
 import numpy as np
 
 from netqual.analysis.engine import EngineFinding, path_findings
-from netqual.analysis.evidence import (
-    Endpoints,
-    Found,
-    Hit,
-    cannot,
-    group_by_node,
-    plural,
-    worst,
-)
+from netqual.analysis.evidence import Endpoints, Found, Hit, cannot, group_by_node, worst
+from netqual.base.units import plural
 from netqual.model.decision import (
     RUN_SUBJECT,
     Blocking,

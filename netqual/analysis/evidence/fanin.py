@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from netqual.analysis.evidence import Endpoints, Found, Hit, cannot, plural, touching, worst
+from netqual.analysis.evidence import Endpoints, Found, Hit, cannot, touching, worst
 from netqual.analysis.fanin import no_projection, pays_up_to, project, storage_rtt_us
-from netqual.base.units import format_duration_us
+from netqual.base.units import format_duration_us, plural
 from netqual.model.decision import RUN_SUBJECT, Blocking, Evidence, EvidenceKind, Subject
 from netqual.model.decision import SubjectKind as SK
 from netqual.model.fanin import FaninResult

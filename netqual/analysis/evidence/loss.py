@@ -18,9 +18,9 @@ from netqual.analysis.evidence import (
     as_map,
     cannot,
     group_by_node,
-    plural,
     worst,
 )
+from netqual.base.units import plural
 from netqual.model.decision import (
     RUN_SUBJECT,
     Blocking,

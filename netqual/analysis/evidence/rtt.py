@@ -9,9 +9,9 @@ from __future__ import annotations
 import numpy as np
 
 from netqual.analysis import localise
-from netqual.analysis.evidence import Endpoints, Found, plural, touching
+from netqual.analysis.evidence import Endpoints, Found, touching
 from netqual.analysis.policy import sample_limited
-from netqual.base.units import format_us
+from netqual.base.units import format_us, plural
 from netqual.model.decision import RUN_SUBJECT, Blocking, Evidence, EvidenceKind, Subject
 from netqual.model.decision import SubjectKind as SK
 from netqual.model.path import Tier, path_label

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from netqual.analysis.evidence import Endpoints, Found, cannot, group_by_node, plural
-from netqual.base.units import format_bytes, format_duration_us, format_us
+from netqual.analysis.evidence import Endpoints, Found, cannot, group_by_node
+from netqual.base.units import format_bytes, format_duration_us, format_us, plural
 from netqual.model.decision import Blocking, Evidence, EvidenceKind, Subject
 from netqual.model.decision import SubjectKind as SK
 from netqual.model.verdict import Verdict

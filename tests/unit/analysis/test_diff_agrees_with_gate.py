@@ -55,7 +55,7 @@ def test_a_57_percent_rise_is_worse_in_diff_and_fails_the_gate(
     assert "gpu03 -> stor01  p99 100.0 -> 157.0 us (+57%)" in g.stdout
     d = netqual("diff", "old.json", "new.json", "--profile", "gate.toml", cwd=tmp_path)
     assert d.returncode == 0, d.stderr
-    assert "1 paths worse" in d.stdout
+    assert "1 path worse" in d.stdout
     assert "p99 up more than 25% and 5 us" in " ".join(d.stdout.split())
     doc = json.loads(
         netqual(

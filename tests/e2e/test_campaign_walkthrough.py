@@ -5,7 +5,8 @@ The campaign must show the regression and the new suspect, the week-2 milestone 
 all three weeks.
 
 Loopback on a busy 2-core host has a tail of its own (p99 of milliseconds on any path), so
-the assertions rest on what the injected 1 ms delay guarantees, not on quiet paths."""
+the assertions rest on what the injected 20 ms delay guarantees, not on quiet paths (with
+1 ms in one send of ten, a loaded host's ~2 ms p99 on every path hid gpu04 under -n 2)."""
 
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ import socket
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -54,7 +56,9 @@ def walkthrough_script() -> str:
 
 @pytest.mark.slow
 @pytest.mark.skipif(shutil.which("strace") is None, reason="strace not installed (Debian `strace`)")
-def test_campaign_walkthrough_runs_verbatim(tmp_path: Path) -> None:
+def test_campaign_walkthrough_runs_verbatim(
+    tmp_path: Path, artefact: Callable[[str], None]
+) -> None:
     script = tmp_path / "walkthrough.sh"
     script.write_text(walkthrough_script().replace("1862", _free_prefix()))
     bin_dir = str(Path(sys.executable).parent)  # the venv's `netqual` and `python3`
@@ -83,16 +87,32 @@ def test_campaign_walkthrough_runs_verbatim(tmp_path: Path) -> None:
     assert len(checks) == 3, output
     for week in (1, 2, 3):
         assert re.search(rf"added run \w+ to joint as week {week}: 6 paths", output), output
-    # week 2: a tenth of the round trips through gpu04 are >= 1 ms slower (injected),
-    # so its paths' p99 is, whatever the host's noise (one in four took 10 s longer)
+    # week 2: 2% of the round trips through gpu04 are >= 20 ms slower (injected), so its
+    # paths' p99 is, whatever the host's noise
     doc = json.loads((tmp_path / "week2" / "results.json").read_text())
     to_gpu04 = [p for p in doc["paths"] if "gpu04" in (p["src"], p["dst"])]
     assert len(to_gpu04) == 3 and all(p["verdict"] == "unsafe" for p in to_gpu04), to_gpu04
-    # ... the trend shows them worse than week 1 and gpu04 as an open suspect
+    assert all(p["rtt_us"]["p99"] >= 20_000 for p in to_gpu04), to_gpu04
+    # ... the trend shows them worse than week 1
     week2 = output[output.index("as week 2") : output.index("campaign gate exit status")]
     worse = set(re.findall(r"worse  (gpu0\d -> gpu0\d)", week2))
     assert any("gpu04" in w for w in worse), week2
-    assert re.search(r"open   node gpu04: first seen week \d, last seen week 2", week2), week2
+    # ... and gpu04 as an open suspect wherever the run's own repeatability lets one stand
+    # out (analysis/localise): gpu04's level is >= 20 ms, its peers' at most the slowest
+    # other path's p99, so its contrast is at least 20 ms over that. A loaded host can give
+    # another path a p99 of ms in the run and us when re-measured alone: a run that reads
+    # 100x apart blames nothing (seen under -n 2: a 3.9 ms path, no suspect), rightly.
+    slowest_other_us = max(p["rtt_us"]["p99"] for p in doc["paths"] if p not in to_gpu04)
+    threshold = doc["localisation"]["repeatability"]["ratio"]
+    named = 20_000 / slowest_other_us > 1.01 * threshold
+    artefact(
+        f"campaign walkthrough week 2: gpu04's contrast >= {20_000 / slowest_other_us:,.1f}x, "
+        f"repeatability {threshold:.1f}x: {'named' if named else 'it need not stand out'}"
+    )
+    if named:
+        suspects = [(s["kind"], s["subject"]) for s in doc["suspects"]]
+        assert ("node", "gpu04") in suspects, doc["suspects"]
+        assert re.search(r"open   node gpu04: first seen week \d, last seen week 2", week2), week2
     # the milestone fails naming gpu04's paths, and its JUnit file says so
     assert "campaign gate exit status: 1" in output, output
     assert "history: no path worse than its best week" in week2, week2
@@ -103,9 +123,13 @@ def test_campaign_walkthrough_runs_verbatim(tmp_path: Path) -> None:
     # quiet host it is "gone in week 3"; on a loaded one loopback's own tail can keep it)
     week3 = output[output.index("as week 3") :]
     assert "Campaign joint: 3 weeks with runs, latest week 3" in week3, week3
-    assert re.search(r"(open   node gpu04: first seen week \d, last seen week 3"
-                     r"|fixed  node gpu04: weeks \d-2, gone in week 3)", week3), week3  # fmt: skip
+    gpu04_in_week3 = (
+        r"(open   node gpu04: first seen week \d, last seen week 3"
+        r"|fixed  node gpu04: weeks \d-2, gone in week 3)"
+    )
+    assert re.search(gpu04_in_week3, week3) or not named, week3
     html = (tmp_path / "joint.html").read_text()
-    assert "node gpu04" in html and "Since last week (week 1)" in html
+    assert "Since last week (week 1)" in html
+    assert "node gpu04" in html or not named
     week2_page = (tmp_path / "week2" / "report.html").read_text()
     assert '<div class="gate fail" id="gate">Gate <b>requalify</b>: <b>FAIL</b>' in week2_page

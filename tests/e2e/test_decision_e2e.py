@@ -21,7 +21,11 @@ from netqual.files.schema import validate
 SMALL = ["--iterations", "500", "--warmup", "50", "--chunk", "64KiB", "--depth", "1",
          "--interference-sample", "0"]  # fmt: skip
 RANK = {"offload-safe": 0, "marginal": 1, "unsafe": 2}
-# A local NVMe read at 10 Tbit/s: a chunk's bytes alone take longer on any network.
+# A local NVMe read at 10 Tbit/s: a chunk's bytes alone take longer on any network. The
+# chunk is 128 MiB a node (1,024 tokens): "never" is the measured cell's p99 less the path's
+# RTT p99 against the 107 us read, and its bytes take >= 100 ms at loopback's goodput, far
+# above any RTT p99 a loaded host gives loopback (a 512 KiB chunk took ~0.4 ms: an RTT p99
+# of ms under -n 2 made the rule see room for one round trip on a path).
 NEVER_PAYS = """[workload]
 name = "tiny-model"
 layers = 32
@@ -29,7 +33,7 @@ kv_heads = 8
 head_dim = 128
 dtype = "bf16"
 tp = 8
-chunk_tokens = 4
+chunk_tokens = 1024
 local_read_gbps = 10000
 """
 

@@ -4,12 +4,13 @@ same plan prices every phase at the rates that run measured, times that run's ow
 it is that run's time per phase (what the estimate guarantees), it follows a plan change by
 the measured round trips, and run.json records estimate_s and actual_s per phase.
 
-A run right after it lands near the estimate, but on loopback every phase is CPU work on
-the host's two shared cores, and this host runs other people's tests (load 10-14 seen):
-back-to-back runs of the same plan differed by up to 2x per phase (docs/performance.md
-has the numbers). So the next run is judged within 2x (at least 1 s) here, where the stated
-model is 5-20x off for ping-pong and interference; tests/env/test_lab_estimate.py judges
-+-35% where the fabric's delays, not the host's CPU, set the times.
+How near the next run lands is not judged here: on loopback every phase is CPU work on
+the host's two shared cores, and this host runs other people's tests and CI's other lanes:
+back-to-back runs of the same plan differed by up to 2x per phase at load 10-14
+(docs/scale.md has the numbers) and by 4.2x (bulk, 35.6 s then 8.5 s) under CI's lanes at
+load 12-18. The next run records the calibrated estimate it was made with;
+tests/env/test_lab_estimate.py judges +-35% where the fabric's delays, not the host's CPU,
+set the times.
 """
 
 from __future__ import annotations
@@ -34,8 +35,10 @@ def _dry(inv: Path, *extra: str) -> dict[str, Any]:
     return doc
 
 
-def _run(inv: Path, out: Path) -> dict[str, dict[str, float]]:
-    r = netqual_cli("run", str(inv), "--out", str(out), *PLAN, "--progress", "none", timeout_s=300)
+def _run(inv: Path, out: Path, *extra: str) -> dict[str, dict[str, float]]:
+    r = netqual_cli(
+        "run", str(inv), "--out", str(out), *PLAN, *extra, "--progress", "none", timeout_s=300
+    )
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
     phases: dict[str, dict[str, float]] = json.loads((out / "run.json").read_text())["phases"]
     return phases
@@ -80,13 +83,15 @@ def test_a_dry_run_calibrated_by_one_run_is_that_run_per_phase(
     longer = _dry(inv, *PLAN, *more)["estimate"]["phases"]["pingpong"]["seconds"]
     assert longer - est["phases"]["pingpong"]["seconds"] == pytest.approx(added, rel=0.02)
 
-    # The next run, back to back (see the module docstring for the bound).
-    second = _run(inv, tmp_path / "c2")
-    text = json.loads((tmp_path / "c2" / "run.json").read_text())
-    assert text["phases"]["bulk"]["estimate_s"] > 0
+    # The next run, back to back and calibrated by the first: run.json records the
+    # calibrated estimate it was made with beside what each phase took. How near it lands
+    # is the host's (see the module docstring), judged where the fabric sets the times.
+    calibrated = ["--calibrate-from", str(tmp_path / "c1")]
+    second = _run(inv, tmp_path / "c2", *calibrated)
     for phase in PHASES:
-        e, a = est["phases"][phase]["seconds"], second[phase]["actual_s"]
-        assert e / 2 - 1.0 <= a <= 2 * e + 1.0, (phase, e, a, second)
+        e = est["phases"][phase]["seconds"]
+        assert second[phase]["estimate_s"] == pytest.approx(e, rel=0.01, abs=0.002), phase
+        assert second[phase]["actual_s"] > 0
     # a run given --calibrate-from records the calibrated estimate it was made with
     third = netqual_cli(
         "run", str(inv), "--out", str(tmp_path / "c3"), *PLAN, "--progress", "none",

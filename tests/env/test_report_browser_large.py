@@ -14,9 +14,6 @@ from pathlib import Path
 import pytest
 from browser import chromium, page_errors
 
-from netqual.report import write_html
-from netqual.results import load
-
 pytestmark = pytest.mark.browser
 
 # Appended to a copy of the report: after the page's own script ran, record the layout
@@ -34,12 +31,10 @@ window.addEventListener("load", function () {
 
 
 @pytest.fixture(scope="module")
-def report_1024(tmp_path_factory: pytest.TempPathFactory, results_1024: Path) -> Path:
-    tmp = tmp_path_factory.mktemp("report1024")
-    page = tmp / "report.html"
-    write_html(load(results_1024), page)
-    probed = tmp / "probed.html"
-    probed.write_text(page.read_text().replace("</body>", PROBE + "</body>"))
+def probed_1024(tmp_path_factory: pytest.TempPathFactory, report_1024: Path) -> Path:
+    """The session's 1,024-node report.html (tests/env/conftest.py) with the probe."""
+    probed = tmp_path_factory.mktemp("probed1024") / "probed.html"
+    probed.write_text(report_1024.read_text().replace("</body>", PROBE + "</body>"))
     return probed
 
 
@@ -53,8 +48,8 @@ def layout(page: Path, width: int) -> tuple[dict[str, int], str]:
 
 
 @pytest.mark.parametrize("width", [800, 1400])
-def test_no_page_level_horizontal_scroll(report_1024: Path, width: int) -> None:
-    probe, dom = layout(report_1024, width)
+def test_no_page_level_horizontal_scroll(probed_1024: Path, width: int) -> None:
+    probe, dom = layout(probed_1024, width)
     assert probe["scroll"] <= probe["client"], probe  # nothing wider than the window
     assert probe["box"] is None or probe["box"] <= probe["client"], probe
     assert 'data-ready="1"' in dom

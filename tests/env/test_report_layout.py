@@ -58,14 +58,10 @@ def _fanin_run(path: Path) -> Path:
 
 
 @pytest.fixture(scope="module")
-def pages(tmp_path_factory: pytest.TempPathFactory, results_1024: Path) -> dict[str, Path]:
+def pages(tmp_path_factory: pytest.TempPathFactory, report_1024: Path) -> dict[str, Path]:
     tmp = tmp_path_factory.mktemp("layout")
-    out = {}
-    for name, source in (
-        ("demo", DEMO_RESULTS),
-        ("1024", results_1024),
-        ("fanin", _fanin_run(tmp / "fanin.json")),
-    ):
+    out = {"1024": report_1024}
+    for name, source in (("demo", DEMO_RESULTS), ("fanin", _fanin_run(tmp / "fanin.json"))):
         page = tmp / f"{name}.html"
         write_html(load(source), page)
         out[name] = page

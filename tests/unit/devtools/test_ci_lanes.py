@@ -26,7 +26,8 @@ def _readme_row(name: str) -> str:
 
 def test_ci_runs_the_readmes_test_command() -> None:
     assert f"./setup.sh && {COMMAND}" in README
-    assert f'timeout --kill-after=30 "$3" {COMMAND} "${{@:4}}"' in CI
+    # at the CPU's own priority (a niced lane's agents missed their own timeouts)
+    assert f'run=(timeout --kill-after=30 "$3" {COMMAND} --durations=15 "${{@:4}}")' in CI
     code = [line for line in CI.splitlines() if not line.lstrip().startswith("#")]
     assert sum("-m pytest" in line for line in code) == 1  # every lane through it
 
@@ -47,7 +48,7 @@ def test_every_folder_of_tests_is_in_exactly_one_lane() -> None:
     ]
     # env and guest share tests/env: env leaves out the guest's module, which guest runs
     assert sorted(folders) == sorted([*KINDS, "env"])
-    assert _lanes()["env"] == "tests/env --ignore=tests/env/test_rxe_guest.py"
+    assert _lanes()["env"].endswith("tests/env --ignore=tests/env/test_rxe_guest.py")
     assert _lanes()["guest"] == "tests/env/test_rxe_guest.py"
 
 

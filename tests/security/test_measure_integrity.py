@@ -213,11 +213,7 @@ TAIL_PLAN = ProbePlan(iterations=1000, warmup=20, bulk=False, timeout_s=30)
 TAIL_POLICY = Policy(safe_max_us=10_000, unsafe_above_us=15_000, min_samples=1000)
 
 
-def _tail_probe(
-    agents: AgentPool, token: bytes, mode: str, runs: int, until_clean: bool = False
-) -> list[PathResult]:
-    """``runs`` probes through the proxy (with ``until_clean``: up to the first one
-    without an error)."""
+def _tail_probe(agents: AgentPool, token: bytes, mode: str, runs: int) -> list[PathResult]:
     gpu01, gpu02 = agents.start_many([("gpu01",), ("gpu02",)])
     paths: list[PathResult] = []
     with proxy(gpu02.port, mode, "--tail", "2", "--delay-ms", "20") as port:
@@ -229,8 +225,6 @@ def _tail_probe(
             measured = measure_pair(node(gpu01), behind, cfg)
             assert isinstance(measured, PathResult), measured  # both agents answer: measured
             paths.append(measured)
-            if until_clean and measured.error is None:
-                break
     return paths
 
 
@@ -250,14 +244,8 @@ def test_forging_only_the_slow_tail_never_makes_a_path_offload_safe(
 def test_the_slow_tail_relayed_honestly_is_unsafe_by_its_p99(
     agents: AgentPool, token: bytes
 ) -> None:
-    """Control: the tail the forger hides is real (p99 >= 20 ms), and relaying is clean.
-
-    A loaded host once kept the proxy and the agent behind it off the CPU past the
-    initiator's 10 s wait for the request's acceptance (CI's lanes, load 12-18): that probe
-    measured nothing. Such a stall is retried (3 probes at most); any other error fails."""
-    *stalled, path = _tail_probe(agents, token, "relay", 3, until_clean=True)
-    for p in stalled:
-        assert p.error and "never answered the tcp.pingpong request" in p.error, p.error
+    """Control: the tail the forger hides is real (p99 >= 20 ms), and relaying is clean."""
+    (path,) = _tail_probe(agents, token, "relay", 1)
     assert path.error is None, path.error
     assert path.rtt is not None and path.rtt.p99_us >= 20_000
     assert path.verdict is Verdict.UNSAFE

@@ -88,10 +88,16 @@ class Session:
             while True:
                 frame, payload = read_frame(self.up, tagged=frames >= 2)
                 frames += 1
+                # Whether this answer starts raw traffic is read before the client has it:
+                # once it has, its next request may set raw_back already (an "ok" to
+                # counters.begin taken for the ping-pong's, whose own "ok" was then dropped
+                # as a reply: the initiator never saw it accepted, seen on a loaded host)
+                n = 0
+                if payload == ACCEPTED:  # maybe the agent accepting a tcp.pingpong / tcp.bulk
+                    n, self.raw_back = self.raw_back, 0
                 self.to_client(frame)
-                if payload != ACCEPTED:  # not the agent accepting a tcp.pingpong / tcp.bulk
+                if not n:
                     continue
-                n, self.raw_back = self.raw_back, 0
                 if self.tail and self.size and n:
                     self.pump_tail(n // self.size)
                     continue

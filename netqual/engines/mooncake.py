@@ -21,8 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
+from netqual.engines.buffer import INITIATOR_FILL, TARGET_FILL, PatternBuffer
 from netqual.engines.interface import EngineDescriptor, EngineJob, EngineName
 from netqual.engines.loop import Status
 from netqual.model.engine import EngineOp, EngineTransport
@@ -34,8 +33,6 @@ DISTRIBUTIONS = (
     "mooncake-transfer-engine-rocm",
 )
 MODULE = "mooncake.engine"
-TARGET_FILL = 0x5A  # the target's buffer: a READ must bring this back
-INITIATOR_FILL = 0xA5  # the initiator's buffer: a WRITE must leave this at the target
 
 _INSTALLED = re.compile(r"installTransport, type=(\w+)")
 _TCP_LISTEN = re.compile(r"TcpTransport: listen on port (\d+)")
@@ -108,19 +105,17 @@ def prepare(job: EngineJob) -> tuple[str, ...]:
     )
 
 
-class _Side:
+class _Side(PatternBuffer):
     def __init__(self, job: EngineJob, log: Path, size: int, fill: int) -> None:
+        super().__init__(job, size, fill)
         from mooncake.engine import TransferEngine
 
-        self.job = job
         self.log = log
         self.te: Any = TransferEngine()
         protocol = "rdma" if job.want is EngineTransport.RDMA else "tcp"
         rc = self.te.initialize(job.address, "P2PHANDSHAKE", protocol, job.rdma_device or "")
         if rc != 0:
             raise RuntimeError(f"TransferEngine.initialize returned {rc}: {self._why()}")
-        self.buf = np.full(size, fill, dtype=np.uint8)
-        self.addr = int(self.buf.ctypes.data)
         if (rc := self.te.register_memory(self.addr, size)) != 0:
             raise RuntimeError(f"register_memory returned {rc}: {self._why()}")
 
@@ -157,10 +152,6 @@ class Target(_Side):
             start_s=start_s,
         )
 
-    def written(self) -> bool:
-        """The initiator's WRITE reached this buffer (its first chunk holds its pattern)."""
-        return bool((self.buf[: max(1, self.job.chunk_bytes)] == INITIATOR_FILL).all())
-
 
 class Initiator(_Side):
     def __init__(self, job: EngineJob, log: Path) -> None:
@@ -170,7 +161,6 @@ class Initiator(_Side):
         self.remote = job.descriptor.buffer_addr
         self.batch = [0] * job.slots
         self.opened = False
-        self.failed: dict[int, str] = {}
 
     def connect(self) -> float | None:
         """Nothing to do: the first operation opens the session (timed as first_op_us)."""
@@ -212,15 +202,6 @@ class Initiator(_Side):
         what = "timed out (MC_TRANSFER_TIMEOUT)" if st == -2 else "failed"
         self.failed[slot] = f"{what}: {self._why()}"
         return Status.FAILED
-
-    def failure(self, slot: int) -> str:
-        return self.failed.get(slot, "unknown")
-
-    def read_ok(self) -> bool:
-        return bool((self.buf[: self.job.chunk_bytes] == TARGET_FILL).all())
-
-    def refill(self) -> None:
-        self.buf[:] = INITIATOR_FILL
 
     def lanes(self, op: EngineOp) -> tuple[str, ...]:
         return self.parsed().transports

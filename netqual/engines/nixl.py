@@ -27,16 +27,13 @@ import os
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from netqual.engines import netdev, ucxinfo
+from netqual.engines.buffer import INITIATOR_FILL, TARGET_FILL, PatternBuffer
 from netqual.engines.interface import EngineDescriptor, EngineJob, EngineName
 from netqual.engines.loop import Status
 from netqual.model.engine import EngineOp, EngineTransport
 
 DISTRIBUTIONS = ("nixl-cu12", "nixl-cu13", "nixl")
-TARGET_FILL = 0x5A
-INITIATOR_FILL = 0xA5
 # UCX_TLS for a network path: never a memory copy between two processes of one host.
 TLS = {EngineTransport.TCP: "tcp", EngineTransport.RDMA: "rc,ud,dc,tcp"}
 PTHR_DELAY_ENV = "NETQUAL_NIXL_PTHR_DELAY_US"
@@ -115,12 +112,12 @@ def _flush_c_stdio() -> None:
         ctypes.CDLL(None).fflush(None)
 
 
-class _Side:
+class _Side(PatternBuffer):
     def __init__(self, job: EngineJob, log: Path, size: int, fill: int) -> None:
+        super().__init__(job, size, fill)
         api = _api()
         if (delay := os.environ.get(PTHR_DELAY_ENV)) and delay.isdigit():
             _patch_pthr_delay(api, int(delay))
-        self.job = job
         self.ucx_log = log
         self.name = f"netqual-{job.role.value}-{os.getpid()}"
         config = api.nixl_agent_config(
@@ -128,8 +125,6 @@ class _Side:
         )
         self.agent: Any = api.nixl_agent(self.name, config)
         self.agent.create_backend("UCX", {})
-        self.buf = np.full(size, fill, dtype=np.uint8)
-        self.addr = int(self.buf.ctypes.data)
         self.agent.register_memory([(self.addr, size, 0, "")], "DRAM")
 
     def rows(self) -> tuple[ucxinfo.ProtoRow, ...]:
@@ -162,15 +157,11 @@ class Target(_Side):
             start_s=start_s,
         )
 
-    def written(self) -> bool:
-        return bool((self.buf[: max(1, self.job.chunk_bytes)] == INITIATOR_FILL).all())
-
 
 class Initiator(_Side):
     def __init__(self, job: EngineJob, log: Path) -> None:
         super().__init__(job, log, job.chunk_bytes * job.slots, INITIATOR_FILL)
         self.handles: dict[EngineOp, list[Any]] = {}
-        self.failed: dict[int, str] = {}
 
     def connect(self) -> float | None:
         """Attach the target (UCX connects here: a silent peer can block this forever,
@@ -218,15 +209,6 @@ class Initiator(_Side):
         except Exception as err:
             self.failed[slot] = f"{type(err).__name__}: {err}"
             return Status.FAILED
-
-    def failure(self, slot: int) -> str:
-        return self.failed.get(slot, "unknown")
-
-    def read_ok(self) -> bool:
-        return bool((self.buf[: self.job.chunk_bytes] == TARGET_FILL).all())
-
-    def refill(self) -> None:
-        self.buf[:] = INITIATOR_FILL
 
     def lanes(self, op: EngineOp) -> tuple[str, ...]:
         return tuple(r.text() for r in ucxinfo.rows_for(self.rows(), op))

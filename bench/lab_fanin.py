@@ -161,6 +161,25 @@ def iperf3_gbps(info: LabInfo, storage: str, readers: list[str], seconds: int) -
     return total / 1e9
 
 
+IPERF_TRIES = 3
+
+
+def best_iperf3(
+    info: LabInfo, storage: str, readers: list[str], seconds: int, shaped_gbps: float
+) -> float:
+    """iperf3's best of up to IPERF_TRIES, stopping once it reads within 10% of what the
+    shaping lets through. iperf3 can only undershoot the shaping, and does when its 2k
+    processes are starved of CPU: under CI's lanes at load 12-18, 4 streams from the
+    unshaped st2 read 1.23 Gbit/s of the readers' 4 x 0.48; the reference is the link's
+    capacity as iperf3 can show it, not one starved sample of it."""
+    best = 0.0
+    for _ in range(IPERF_TRIES):
+        best = max(best, iperf3_gbps(info, storage, readers, seconds))
+        if best >= 0.9 * shaped_gbps:
+            break
+    return best
+
+
 @dataclass(frozen=True)
 class Experiment:
     docs: list[dict[str, Any]]  # each sweep's results.json
@@ -197,9 +216,14 @@ def experiment(
     with tempfile.TemporaryDirectory(prefix="nq-fanin-") as tmp:
         state = state_dir or Path(tmp) / "lab"
         with lab.running(topology(storage_mbit, reader_mbit), state) as info:
+            shaped = {k: min(storage_mbit, k * reader_mbit) / 1e3 for k in ks}
             iperf = {
-                "st1": {k: iperf3_gbps(info, "st1", readers_at(k), iperf_s) for k in ks},
-                "st2": {ks[-1]: iperf3_gbps(info, "st2", readers_at(ks[-1]), iperf_s)},
+                "st1": {k: best_iperf3(info, "st1", readers_at(k), iperf_s, shaped[k]) for k in ks},
+                "st2": {
+                    ks[-1]: best_iperf3(
+                        info, "st2", readers_at(ks[-1]), iperf_s, ks[-1] * reader_mbit / 1e3
+                    )
+                },
             }
             runs = [sweep(info, Path(tmp) / f"run{i}", levels, chunks) for i in range(sweeps)]
     return Experiment(

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import threading
 from collections.abc import Callable, Collection, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -255,13 +256,22 @@ class StorageWindow:
     A snapshot takes milliseconds on a server, but it is outside the level's timing, so
     waiting is free: ``wait_s`` is the rank's request timeout, at least ``WAIT_S``. (5 s
     alone missed the window on a loaded host's emulated guest, where Python runs ~20x
-    slower, and the level lost its counters.)"""
+    slower, and the level lost its counters.)
+
+    The session sits silent while the level runs, and an agent ends a session silent for
+    its ``idle_timeout_s`` (120 s by default; ``info`` says it): a level longer than that
+    (many chunks, a slow port; 201 s in CI's emulated guest) lost its counters. So the
+    window asks ``info`` every quarter of that from a thread of its own, which alone uses
+    the channel until ``close``."""
 
     WAIT_S = 5.0
+    IDLE_S = 120.0  # the agent's idle timeout where its ``info`` does not say
 
     def __init__(self, storage: Node, token: bytes | None, wait_s: float = WAIT_S) -> None:
         self.ch: Channel | None = None
         self.wait_s = max(self.WAIT_S, wait_s)
+        self._stop = threading.Event()
+        self._keeper: threading.Thread | None = None
         try:
             ch, _ = connect(
                 storage.control_address, storage.port, token, storage.name, self.wait_s,
@@ -271,15 +281,35 @@ class StorageWindow:
             return
         try:
             ch.set_timeout(self.wait_s)
+            idle = _idle_timeout(ch.request("info", {}, reply="info"), self.IDLE_S)
             ch.request("counters.begin", {"tcp": False})  # no data path of its own
             self.ch = ch
         except (NetqualError, OSError, TimeoutError):
             ch.close()
+            return
+        self._keeper = threading.Thread(
+            target=self._keep, args=(ch, idle / 4), name="fanin-window", daemon=True
+        )
+        self._keeper.start()
+
+    def _keep(self, ch: Channel, every_s: float) -> None:
+        """``info`` every ``every_s`` until ``close``: the agent sees a live peer."""
+        while not self._stop.wait(every_s):
+            try:
+                ch.request("info", {}, reply="info")
+            except (NetqualError, OSError, TimeoutError):
+                return  # close finds the session gone and gives None
 
     def close(self) -> dict[str, Any] | None:
         """One side's window (``counters.checked_window``), or None; ends the session."""
         if self.ch is None:
             return None
+        self._stop.set()
+        if self._keeper is not None:
+            self._keeper.join(self.wait_s)  # a request in flight answers or times out
+            if self._keeper.is_alive():
+                self.ch.close()
+                return None
         with self.ch as ch:
             try:
                 ch.set_timeout(self.wait_s)
@@ -290,6 +320,15 @@ class StorageWindow:
             with contextlib.suppress(NetqualError, OSError):
                 ch.send("bye")
         return moved
+
+
+def _idle_timeout(info: Mapping[str, Any], default: float) -> float:
+    """The agent's ``limits.idle_timeout_s`` from its ``info``, within 1 s and 1 day."""
+    limits = info.get("limits")
+    value = limits.get("idle_timeout_s") if isinstance(limits, Mapping) else None
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0:
+        return float(min(max(value, 1.0), 86_400.0))
+    return default
 
 
 def _storage_retrans(details: Mapping[str, Any]) -> int | None:

@@ -56,3 +56,45 @@ def test_the_window_waits_as_long_as_a_rank_may(
     window = fanin.StorageWindow(STORAGE, None, request_s)
     assert window.close() == {"interfaces": {}}
     assert connected == [waited_s] and ch.timeouts == [waited_s, waited_s]
+
+
+@pytest.fixture
+def short_idle_agent() -> Any:
+    """A real agent (a thread) that ends a session silent for 1.2 s."""
+    import threading
+
+    from netqual.agent.server import Agent
+    from netqual.transports.interface import AgentLimits
+
+    agent = Agent("127.0.0.1", 0, None, name="st", limits=AgentLimits(idle_timeout_s=1.2))
+    _host, port = agent.bind()
+    thread = threading.Thread(target=agent.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield Node("st", "127.0.0.1", port, role=Role.STORAGE)
+    finally:
+        agent.stop()
+        thread.join(5)
+
+
+def test_a_level_longer_than_the_agents_idle_timeout_keeps_its_counters(
+    short_idle_agent: Node,
+) -> None:
+    """The window learns the agent's idle timeout from ``info`` and keeps the session alive
+    at a quarter of it: 3 s of level (2.5 idle timeouts) and the counters are there. The
+    agent ends a silent session as it should: the same window without the keeper loses
+    them (the defect, seen as a missing ``storage_counters`` in CI's emulated guest)."""
+    import time
+
+    kept = fanin.StorageWindow(short_idle_agent, None, 5.0)
+    assert kept._keeper is not None and kept._keeper.is_alive()
+    time.sleep(3.0)
+    moved = kept.close()
+    assert moved is not None and "interfaces" in moved, moved
+
+    silent = fanin.StorageWindow(short_idle_agent, None, 5.0)
+    silent._stop.set()  # its keeper ends at once: the session goes silent
+    assert silent._keeper is not None
+    silent._keeper.join(5)
+    time.sleep(3.0)
+    assert silent.close() is None

@@ -216,12 +216,16 @@ def experiment(
     with tempfile.TemporaryDirectory(prefix="nq-fanin-") as tmp:
         state = state_dir or Path(tmp) / "lab"
         with lab.running(topology(storage_mbit, reader_mbit), state) as info:
-            shaped = {k: min(storage_mbit, k * reader_mbit) / 1e3 for k in ks}
+            shaped = {k: ceiling_gbps("st1", k, storage_mbit, reader_mbit) for k in ks}
             iperf = {
                 "st1": {k: best_iperf3(info, "st1", readers_at(k), iperf_s, shaped[k]) for k in ks},
                 "st2": {
                     ks[-1]: best_iperf3(
-                        info, "st2", readers_at(ks[-1]), iperf_s, ks[-1] * reader_mbit / 1e3
+                        info,
+                        "st2",
+                        readers_at(ks[-1]),
+                        iperf_s,
+                        ceiling_gbps("st2", ks[-1], storage_mbit, reader_mbit),
                     )
                 },
             }
@@ -236,6 +240,15 @@ def storage_sent_mb(level: dict[str, Any]) -> float:
     counter window, ``storage_counters``); 0 without one."""
     ifs = (level.get("storage_counters") or {}).get("interfaces") or {}
     return max((c.get("tx_bytes", 0) for c in ifs.values()), default=0) / 1e6
+
+
+def ceiling_gbps(
+    storage: str, readers: int, storage_mbit: float = STORAGE_MBIT, reader_mbit: float = READER_MBIT
+) -> float:
+    """What the shaping lets ``readers`` read from ``storage`` at most: their own links,
+    and st1's port."""
+    top = readers * reader_mbit
+    return (min(top, storage_mbit) if storage == "st1" else top) / 1e3
 
 
 def ratios(doc: dict[str, Any], iperf: dict[str, dict[int, float]]) -> dict[str, dict[int, float]]:

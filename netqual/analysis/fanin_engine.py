@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from netqual.analysis import engine as engine_rules
 from netqual.analysis import fanin
 from netqual.model.engine import EngineName, EngineTransport
-from netqual.model.fanin import EngineFanin, EngineFaninLevel, FaninLevel, FaninResult
+from netqual.model.fanin import Call, EngineFanin, EngineFaninLevel, FaninLevel, FaninResult
 from netqual.model.node import Node
 from netqual.model.path import RawBulk
 
@@ -48,10 +48,28 @@ def level(
 ) -> EngineFaninLevel:
     """One level from its readers' reads (``reads[i]`` is ``readers[i]``'s); ``failed``:
     why the whole level failed (its target), beside each reader's own error."""
-    per_node = [[r.cell] if r.cell is not None and r.error is None else [] for r in reads]
-    errors = [*failed, *(f"{r.node}: {r.error}" for r in reads if r.error is not None)]
-    lv = fanin.level(storage, readers, per_node, errors, ranks_in_step=False)
-    answered = [r for r in reads if r.cell is not None and r.error is None]
+    return level_of_rounds(storage, readers, [reads], want, [storage_moved or {}], failed)
+
+
+def level_of_rounds(
+    storage: Node,
+    readers: Sequence[Node],
+    rounds: Sequence[Sequence[ReaderRead]],
+    want: EngineTransport,
+    storage_moved: Sequence[Mapping[str, int]] = (),
+    failed: Sequence[str] = (),
+) -> EngineFaninLevel:
+    """One level read in one or more rounds (``rounds[r][i]``: reader i's reads in round
+    r), pooled as the probe's rounds are (``analysis.fanin.level_of_rounds``); the
+    evidence of every round, the storage node's counters of every round added up."""
+    per_round = [
+        [[r.cell] if r.cell is not None and r.error is None else [] for r in reads]
+        for reads in rounds
+    ]
+    every = [r for reads in rounds for r in reads]
+    errors = [*failed, *(f"{r.node}: {r.error}" for r in every if r.error is not None)]
+    lv = fanin.level_of_rounds(storage, readers, per_round, errors, ranks_in_step=False)
+    answered = [r for r in every if r.cell is not None and r.error is None]
     fallback = None
     carried: list[str] = []
     for r in answered:
@@ -67,15 +85,40 @@ def level(
         if why is not None and fallback is None:
             fallback = f"{r.node}: {why}"
     total = sum(len(r.cell.completion_ns) * r.cell.chunk_bytes for r in answered if r.cell)
-    ready = [r.ready_s for r in reads if r.ready_s is not None]
+    moved: dict[str, int] = {}
+    for m in storage_moved:
+        for k, v in m.items():
+            moved[k] = moved.get(k, 0) + v
+    ready = [r.ready_s for r in every if r.ready_s is not None]
     return EngineFaninLevel(
         level=lv,
         transports=tuple(dict.fromkeys(r.transport.value for r in answered)),
         carried_by=tuple(dict.fromkeys(carried)),
-        storage_carried_by=engine_rules.carrier(storage_moved or {}, total),
+        storage_carried_by=engine_rules.carrier(moved, total),
         fallback=fallback,
         ready_s=max(ready) if ready else None,
     )
+
+
+NOT_MEASURED = "not measured (configuration)"
+
+
+def refused(
+    lv: EngineFaninLevel, engine: EngineName, require: EngineTransport | None
+) -> EngineFaninLevel:
+    """With ``--engine-require``, a level whose readers' engines fell back is not measured
+    (configuration), as a path's engine cells make their path: its chunks are dropped (the
+    engine did not move them as the deployment must), its evidence and errors kept, and
+    ``configuration`` names the fallback. Without it, or without a fallback: as it was."""
+    if require is None or lv.fallback is None:
+        return lv
+    why = f"--engine-require {require.value}: {engine.value} read on {lv.fallback}"
+    old = lv.level
+    gone = FaninLevel(
+        old.readers, None, nodes=old.nodes, shared_uplinks=old.shared_uplinks,
+        errors=old.errors, skipped=f"{NOT_MEASURED}: {why}", rounds=old.rounds,
+    )  # fmt: skip
+    return dataclasses.replace(lv, level=gone, vs_probe=None, configuration=why)
 
 
 def vs_probe(engine_level: FaninLevel, probe: Sequence[FaninLevel]) -> float | None:
@@ -96,7 +139,9 @@ def judge(
     levels: Sequence[EngineFaninLevel],
 ) -> EngineFanin:
     """The engine's levels judged by the knee rule (``analysis.fanin.judge``, the probe's
-    factor, the engine's own first level as the base), each set beside the probe's."""
+    factor, the engine's own first level as the base), each set beside the probe's. A
+    level not measured (configuration) ends "safe up to" below it, and the verdict says so
+    first."""
     alone = fanin.judge(
         probe.storage, probe.profile, probe.chunk_bytes, probe.knee_factor,
         [lv.level for lv in levels],
@@ -105,4 +150,21 @@ def judge(
         dataclasses.replace(lv, level=c, vs_probe=vs_probe(c, probe.levels))
         for lv, c in zip(levels, alone.levels, strict=True)
     )
-    return EngineFanin(engine, version, called, alone.knee, alone.safe_up_to, alone.verdict)
+    gone = [lv for lv in called if lv.configuration is not None]
+    if not gone:
+        return EngineFanin(engine, version, called, alone.knee, alone.safe_up_to, alone.verdict)
+    first = min(lv.readers for lv in gone)
+    safe = alone.safe_up_to
+    if safe is not None and safe >= first:
+        below = [
+            lv.readers
+            for lv in called
+            if lv.readers < first and lv.level.call in (Call.BASE, Call.WITHIN)
+        ]
+        safe = max(below, default=None)
+    knee = alone.knee if alone.knee is not None and alone.knee < first else None
+    at = ", ".join(str(lv.readers) for lv in gone)
+    verdict = f"{NOT_MEASURED} at {at} reader{'s' if at != '1' else ''}: {gone[0].configuration}"
+    if any(lv.level.chunk is not None for lv in called):
+        verdict += f"; the levels measured: {alone.verdict}"
+    return EngineFanin(engine, version, called, knee, safe, verdict)

@@ -118,6 +118,10 @@ class EngineFaninLevel:
     ready_s: float | None = None
     # chunk p50 over the probe's chunk p50 at the same readers (None: either is missing)
     vs_probe: float | None = None
+    # with --engine-require: the fallback that made the level not measured (configuration),
+    # as a path's engine cells make their path (its chunks are dropped: the engine did not
+    # move them as the deployment must); None: measured, or no --engine-require
+    configuration: str | None = None
 
     @property
     def readers(self) -> int:

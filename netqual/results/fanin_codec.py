@@ -200,6 +200,7 @@ def engine_level_to_dict(lv: EngineFaninLevel) -> dict[str, Any]:
         "fallback": lv.fallback,
         "ready_s": lv.ready_s,
         "vs_probe": lv.vs_probe,
+        "configuration": lv.configuration,
     }
 
 
@@ -213,6 +214,7 @@ def engine_level(d: Any) -> EngineFaninLevel:
         fallback=_opt_str(d, "fallback"),
         ready_s=_opt(d, "ready_s"),
         vs_probe=_opt(d, "vs_probe"),
+        configuration=_opt_str(d, "configuration"),
     )
 
 

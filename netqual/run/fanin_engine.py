@@ -11,8 +11,9 @@ read, as the probe's levels are (``analysis.fanin_engine``). A worker that fails
 target that cannot start, is the level's data (its ``errors``), never the run's failure.
 
 It runs after the probe's sweep, one storage node and one level at a time, bounded: at
-most ``MAX_CHUNKS`` chunks per reader, each exchange within the engines' start, barrier
-and operation timeouts.
+most ``MAX_CHUNKS`` chunks per reader a round, at most ``run.fanin.MAX_ROUNDS`` rounds of a
+level the knee rule leaves undecided (as the probe's), each exchange within the engines'
+start, barrier and operation timeouts.
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ from netqual.agent.engine_request import (
 from netqual.agent.engine_serve import BARRIER_S, START_S
 from netqual.agent.wire.protocol import Channel
 from netqual.analysis import engine as engine_rules
-from netqual.analysis import fanin_engine
+from netqual.analysis import fanin, fanin_engine
 from netqual.analysis.fanin_engine import ReaderRead
 from netqual.base.errors import NetqualError, PeerError
 from netqual.model.engine import EngineName, EngineOp, EnginePlan, EngineTransport
@@ -42,7 +43,7 @@ from netqual.model.fanin import EngineFaninLevel, FaninConfig, FaninLevel, Fanin
 from netqual.model.node import Node
 from netqual.model.path import RawBulk
 from netqual.run import engine_cells
-from netqual.run.fanin import readers_order
+from netqual.run.fanin import MAX_ROUNDS, readers_order
 
 MAX_CHUNKS = engine_cells.MAX_OPS  # READs per reader per level (--fanin-chunks, at most)
 SLACK_S = 30.0  # beyond an agent's own bounds, before the coordinator gives up on it
@@ -79,10 +80,12 @@ def sweep(
                 skipped = FaninLevel(k, None, skipped=f"only {len(order)} compute nodes")
                 levels.append(EngineFaninLevel(skipped))
                 continue
-            if (kept := (done or {}).get((storage.name, k))) is not None:
+            kept = (done or {}).get((storage.name, k))
+            if kept is not None and kept.configuration is None:  # a refused one: again
                 levels.append(kept)
                 continue
-            lv, said = measure_level(storage, order[:k], cfg, ctx)
+            base = next((b.level for b in levels if b.level.chunk is not None), None)
+            lv, said = measure_level(storage, order[:k], cfg, ctx, base, result.knee_factor)
             version = version or said
             levels.append(lv)
             if on_level is not None:
@@ -117,17 +120,49 @@ def _spec(name: EngineName, me: Node, peer: Node, cfg: FaninConfig, ctx: EngineS
 
 
 def measure_level(
-    storage: Node, readers: Sequence[Node], cfg: FaninConfig, ctx: EngineSweep
+    storage: Node,
+    readers: Sequence[Node],
+    cfg: FaninConfig,
+    ctx: EngineSweep,
+    base: FaninLevel | None = None,
+    knee_factor: float = 2.0,
 ) -> tuple[EngineFaninLevel, str | None]:
-    """One level: the storage node's target, every reader's worker started and connected,
-    then released together. (The level, the engine's version as its target said.)"""
+    """One level: a round (the storage node's target, every reader's worker started and
+    connected, then released together); while the knee rule cannot call the level against
+    ``base`` (the engine's first measured level) and more chunks could, another round, up
+    to ``fanin.MAX_ROUNDS``, pooled, as the probe's levels are (``run.fanin``). With
+    ``--engine-require``, a level whose engines fell back is not measured (configuration).
+    (The level, the engine's version as its target said.)"""
     name, want = ctx.plan.name, ctx.plan.expected
+    rounds: list[list[ReaderRead]] = []
+    moved: list[Mapping[str, int]] = []
+    version = None
+    while True:
+        reads, bye_moved, said = _round(storage, readers, cfg, ctx)
+        version = version or said
+        rounds.append(reads)
+        moved.append(bye_moved or {})
+        lv = fanin_engine.level_of_rounds(storage, readers, rounds, want, moved)
+        if base is None or len(rounds) >= MAX_ROUNDS or lv.level.errors or lv.fallback:
+            break
+        if not fanin.more_decides(base, lv.level, knee_factor):
+            break
+    return fanin_engine.refused(lv, name, ctx.plan.require), version
+
+
+def _round(
+    storage: Node, readers: Sequence[Node], cfg: FaninConfig, ctx: EngineSweep
+) -> tuple[list[ReaderRead], Mapping[str, int] | None, str | None]:
+    """One round of a level: (each reader's reads, the storage node's counters over them,
+    the engine's version as its target said). A target that never started fails every
+    reader."""
+    name = ctx.plan.name
     t0 = time.monotonic()
     t_spec = _spec(name, storage, readers[0], cfg, ctx)
     try:
         target = engine_cells.open_channel(storage, ctx.token)
     except (NetqualError, OSError) as err:
-        return _no_target(storage, readers, want, f"agent: {err}"), None
+        return _no_target(storage, readers, f"agent: {err}"), None, None
     with target:
         try:
             target.set_timeout(START_S + SLACK_S)
@@ -138,9 +173,9 @@ def measure_level(
                 storage.name,
             )
         except PeerError as err:
-            return _no_target(storage, readers, want, err.message), None
+            return _no_target(storage, readers, err.message), None, None
         except (NetqualError, OSError, TimeoutError) as err:
-            return _no_target(storage, readers, want, str(err)), None
+            return _no_target(storage, readers, str(err)), None, None
         chunks = min(cfg.chunks, MAX_CHUNKS)
 
         def start(r: Node) -> _Reader | str:
@@ -171,9 +206,7 @@ def measure_level(
         _read(r, a, s.ready_s if isinstance(s, _Reader) else None, cfg.chunk_bytes, name)
         for r, s, a in zip(readers, started, answers, strict=True)
     ]
-    moved = bye.moved if bye is not None else None
-    lv = fanin_engine.level(storage, readers, reads, want, moved)
-    return lv, ready.descriptor.version
+    return reads, (bye.moved if bye is not None else None), ready.descriptor.version
 
 
 def _go(r: _Reader) -> _Reader | str:
@@ -231,9 +264,6 @@ def _read(
     return ReaderRead(node.name, cell, error, transport, claimed, o.moved, answer.intended, ready_s)
 
 
-def _no_target(
-    storage: Node, readers: Sequence[Node], want: EngineTransport, why: str
-) -> EngineFaninLevel:
-    """A level whose target never started: every reader failed for it."""
-    reads = [ReaderRead(r.name, None, f"target on {storage.name}: {why}") for r in readers]
-    return fanin_engine.level(storage, readers, reads, want)
+def _no_target(storage: Node, readers: Sequence[Node], why: str) -> list[ReaderRead]:
+    """A round whose target never started: every reader failed for it."""
+    return [ReaderRead(r.name, None, f"target on {storage.name}: {why}") for r in readers]

@@ -202,3 +202,104 @@ def test_engine_levels_go_through_results_json_and_the_journal(tmp_path: Path) -
     assert held.engine_levels(EngineName.NIXL) == {}
     journal.rewrite(path, held)
     assert journal.read(path).fanin_engine == held.fanin_engine
+
+
+def rdma_fell_back(i: int, cell: RawBulk | None) -> ReaderRead:
+    """Asked for RDMA, the reader's engine moved the bytes over TCP (no RDMA device)."""
+    return reader(i, cell, claimed=("installed transport: tcp", "RDMA devices found: 0"))
+
+
+def test_with_engine_require_a_level_that_fell_back_is_not_measured_configuration() -> None:
+    """`--engine-require rdma` under fan-in: as a path's cells make their path, a level
+    whose readers' engines fell back to TCP is not measured (configuration), naming the
+    fallback; its chunks are dropped, its evidence kept. Without --engine-require the same
+    level is measured and the fallback is its evidence."""
+    lv = fanin_engine.level(
+        ST, READERS[:2], [rdma_fell_back(0, reads(0, 100)), rdma_fell_back(1, reads(0, 100))],
+        EngineTransport.RDMA,
+    )  # fmt: skip
+    assert fanin_engine.refused(lv, EngineName.MOONCAKE, None) == lv  # evidence only
+    gone = fanin_engine.refused(lv, EngineName.MOONCAKE, EngineTransport.RDMA)
+    why = (
+        "--engine-require rdma: mooncake read on c0: moved over tcp, not rdma (installed "
+        "transport: tcp; RDMA devices found: 0)"
+    )
+    assert gone.configuration == why
+    assert gone.level.chunk is None and gone.level.ranks == () and gone.vs_probe is None
+    assert gone.level.skipped == f"not measured (configuration): {why}"
+    assert gone.fallback == lv.fallback and gone.transports == ("tcp",)
+    assert gone.level.nodes == ("c0", "c1")
+    # a level that kept to the transport is as it was
+    ok = fanin_engine.level(ST, READERS[:1], [reader(0, reads(0, 100))], EngineTransport.TCP)
+    assert fanin_engine.refused(ok, EngineName.MOONCAKE, EngineTransport.TCP) == ok
+
+
+def rdma(i: int, cell: RawBulk) -> ReaderRead:
+    """The reader's engine moved the bytes over RDMA through its own NIC."""
+    return reader(
+        i, cell, transport=EngineTransport.RDMA, claimed=("installed transport: rdma",),
+        moved={"rdma:mlx5_0/1": 101 * MIB}, intended="rdma:mlx5_0/1",
+    )  # fmt: skip
+
+
+def test_the_engines_verdict_says_not_measured_and_safe_up_to_stops_below_it() -> None:
+    """A level not measured (configuration) is never within: "safe up to" stops below it
+    and the engine's verdict says so first, naming the fallback."""
+    probe = probe_sweep()
+    ok1 = fanin_engine.level(ST, READERS[:1], [rdma(0, reads(0, 100))], EngineTransport.RDMA)
+    ok2 = fanin_engine.level(
+        ST, READERS[:2], [rdma(0, reads(0, 100)), rdma(1, reads(0, 100))], EngineTransport.RDMA
+    )
+    assert ok1.fallback is None and ok2.fallback is None
+    bad2 = fanin_engine.refused(
+        fanin_engine.level(
+            ST, READERS[:2], [rdma(0, reads(0, 100)), rdma_fell_back(1, reads(0, 100))],
+            EngineTransport.RDMA,
+        ),
+        EngineName.MOONCAKE, EngineTransport.RDMA,
+    )  # fmt: skip
+    assert bad2.configuration is not None and "on c1: moved over tcp" in bad2.configuration
+    assert fanin_engine.judge(EngineName.MOONCAKE, None, probe, [ok1, ok2]).safe_up_to == 2
+    got = fanin_engine.judge(EngineName.MOONCAKE, None, probe, [ok1, bad2])
+    assert got.safe_up_to is None and got.knee is None  # one level measured: not judged
+    head = f"not measured (configuration) at 2 readers: {bad2.configuration}"
+    assert got.verdict.startswith(head)
+    assert got.verdict.endswith("; the levels measured: not judged: fewer than two levels measured")
+    every = fanin_engine.judge(
+        EngineName.MOONCAKE, None, probe,
+        [fanin_engine.refused(lv, EngineName.MOONCAKE, EngineTransport.RDMA)
+         for lv in (
+             fanin_engine.level(ST, READERS[:1], [rdma_fell_back(0, reads(0, 100))],
+                                EngineTransport.RDMA),
+             fanin_engine.level(ST, READERS[:2], [rdma_fell_back(0, reads(0, 100)),
+                                rdma_fell_back(1, reads(0, 100))], EngineTransport.RDMA),
+         )],
+    )  # fmt: skip
+    assert every.verdict.startswith("not measured (configuration) at 1, 2 readers: ")
+    assert "the levels measured" not in every.verdict and every.safe_up_to is None
+    # through results.json and back, judged again the same way
+    result = dataclasses.replace(probe, engine=got)
+    doc = to_list((result,))
+    assert doc[0]["engine"]["levels"][1]["configuration"] == bad2.configuration
+    assert doc[0]["engine"]["levels"][0]["configuration"] is None
+    back = from_list(json.loads(json.dumps(doc)), "x")
+    assert back[0].engine == got
+
+
+def test_rounds_of_a_level_are_pooled_with_every_rounds_evidence() -> None:
+    """An engine level read in two rounds: the chunks and ranks of both (the probe's rule,
+    ``fanin.level_of_rounds``), the storage node's counters of both added up."""
+    first = [reader(0, reads(0, 100)), reader(1, reads(0, 100))]
+    second = [reader(0, reads(500, 600)), reader(1, reads(500, 600), ready_s=1.5)]
+    lv = fanin_engine.level_of_rounds(
+        ST, READERS[:2], [first, second], EngineTransport.TCP,
+        [{"to-sw": 201 * MIB}, {"to-sw": 201 * MIB}],
+    )  # fmt: skip
+    same = fanin.level_of_rounds(
+        ST, READERS[:2],
+        [[[reads(0, 100)], [reads(0, 100)]], [[reads(500, 600)], [reads(500, 600)]]], [], False,
+    )  # fmt: skip
+    assert lv.level == same and lv.level.rounds == 2
+    assert lv.level.chunk is not None and lv.level.chunk.samples == 400
+    # 400 MiB read in all: the two rounds' counters together carried them (one alone not)
+    assert lv.storage_carried_by == "to-sw" and lv.ready_s == 1.5

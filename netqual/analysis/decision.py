@@ -23,7 +23,7 @@ from netqual.analysis.evidence import Endpoints, Found
 from netqual.analysis.evidence.bandwidth import bandwidth
 from netqual.analysis.evidence.config import config
 from netqual.analysis.evidence.engine import engine
-from netqual.analysis.evidence.fanin import fanin
+from netqual.analysis.evidence.fanin import fanin, holds
 from netqual.analysis.evidence.loss import loss
 from netqual.analysis.evidence.rtt import rtt
 from netqual.analysis.evidence.workload import workload
@@ -190,6 +190,7 @@ def decide(results: Results) -> Results:
         evidence=tuple(f.summary for f in found),
         cautions=tuple(cautions),
         conditions=tuple(conditions),
+        fanin=holds(results.fanin),
     )
     return dataclasses.replace(
         results,

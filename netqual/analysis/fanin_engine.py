@@ -168,3 +168,35 @@ def judge(
     if any(lv.level.chunk is not None for lv in called):
         verdict += f"; the levels measured: {alone.verdict}"
     return EngineFanin(engine, version, called, knee, safe, verdict)
+
+
+def as_sweep(r: FaninResult) -> FaninResult | None:
+    """The storage node's levels through the engine as a sweep of their own (the engine's
+    levels, knee, "safe up to" and verdict), for the rules that judge a sweep (the
+    decision's, ``analysis.evidence.fanin.judge_sweep``); None without them."""
+    e = r.engine
+    if e is None:
+        return None
+    return dataclasses.replace(
+        r, levels=tuple(lv.level for lv in e.levels), knee=e.knee, safe_up_to=e.safe_up_to,
+        verdict=e.verdict, uplinks_cleared_by=None, uplinks_implicated_by=(), engine=None,
+    )  # fmt: skip
+
+
+def slowest(e: EngineFanin, limit: float) -> tuple[EngineFaninLevel, int] | None:
+    """The engine level furthest above ``limit`` x the probe's chunk p50 at as many readers,
+    and how many levels are above it; None when none is."""
+    over = [lv for lv in e.levels if lv.vs_probe is not None and lv.vs_probe > limit]
+    if not over:
+        return None
+    return max(over, key=lambda lv: lv.vs_probe or 0.0), len(over)
+
+
+def level_cause(lv: EngineFaninLevel, engine: EngineName) -> str:
+    """The most specific cause a slow engine level's evidence shows (a path's cell:
+    ``analysis.engine.likely_cause``)."""
+    if lv.fallback:
+        return lv.fallback
+    if lv.transports == (EngineTransport.TCP.value,):
+        return f"the engine's own TCP path ({engine.value}): the fabric is not the limit"
+    return "the engine's own cost per chunk, on the transport the probe measured"

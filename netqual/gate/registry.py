@@ -183,8 +183,9 @@ RULES: tuple[RuleSpec, ...] = (
     RuleSpec(
         "min_fanin_readers",
         Value.COUNT,
-        'every swept storage node "safe up to" at least this many readers; fails without a '
-        "sweep, on an unjudged node and on a preliminary sweep",
+        'every swept storage node "safe up to" at least this many readers (with --engine, '
+        "through the engine too); fails without a sweep, on an unjudged node and on a "
+        "preliminary sweep",
         lambda s, v, m, f: MinFaninReaders(s, v),
         paths=False,
     ),

@@ -118,6 +118,26 @@ class Blocking:
 
 
 @dataclass(frozen=True)
+class FaninHold:
+    """How many concurrent readers one sweep of a storage node says it holds (``run
+    --fanin``): netqual's own probe's levels (``engine`` None) or the same levels read
+    through the fetch engine (``engine``: its name). ``safe_up_to`` None: the sweep did not
+    judge it; ``preliminary``: the level just past ``safe_up_to`` that the knee rule could
+    not call (it never passes); ``detail``: the sweep's verdict."""
+
+    storage: str
+    engine: str | None
+    safe_up_to: int | None
+    preliminary: int | None
+    detail: str
+
+    @property
+    def source(self) -> str:
+        """'st1' for the probe's sweep, 'st1 through mooncake' for the engine's."""
+        return self.storage if self.engine is None else f"{self.storage} through {self.engine}"
+
+
+@dataclass(frozen=True)
 class Decision:
     """The run's one answer (results ``decision``): ``go`` when every path is offload-safe on
     all the evidence and nothing could not be judged; ``no-go`` when no path is; else
@@ -132,3 +152,6 @@ class Decision:
     # what the answer does not rest on but a reader should know (noise, disagreements)
     cautions: tuple[str, ...] = ()
     conditions: tuple[str, ...] = ()  # what must hold before "go": finish, re-measure
+    # per storage node under fan-in, what each of its sweeps holds (the probe's; with
+    # --engine the engine's too): a deployment's fetches hold the fewest
+    fanin: tuple[FaninHold, ...] = ()

@@ -5,14 +5,24 @@ too few chunks, cannot judge: its storage node's paths are never offload-safe on
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 
 from netqual.analysis.evidence import Endpoints, Found, Hit, cannot, touching, worst
 from netqual.analysis.fanin import no_projection, pays_up_to, project, storage_rtt_us
+from netqual.analysis.fanin_engine import as_sweep
 from netqual.base.units import format_duration_us, plural
-from netqual.model.decision import RUN_SUBJECT, Blocking, Evidence, EvidenceKind, Subject
+from netqual.model.decision import (
+    RUN_SUBJECT,
+    Blocking,
+    Evidence,
+    EvidenceKind,
+    FaninHold,
+    Subject,
+)
 from netqual.model.decision import SubjectKind as SK
-from netqual.model.fanin import FaninResult
+from netqual.model.fanin import Call, FaninResult
 from netqual.model.node import Role
 from netqual.model.verdict import Verdict
 from netqual.model.workload import Workload
@@ -93,6 +103,25 @@ def judge_sweep(
             f"sweep up to {readers} readers (run --fanin ...,{readers})",
         )
     return Verdict.SAFE, r.verdict, ""
+
+
+def holds(sweeps: Sequence[FaninResult]) -> tuple[FaninHold, ...]:
+    """Per storage node, what each of its sweeps holds: the probe's, then (with --engine)
+    the engine's levels judged as a sweep of their own."""
+    out = []
+    for r in sweeps:
+        out.append(_hold(r, None))
+        if r.engine is not None and (through := as_sweep(r)) is not None:
+            out.append(_hold(through, r.engine.engine.value))
+    return tuple(out)
+
+
+def _hold(r: FaninResult, engine: str | None) -> FaninHold:
+    """``preliminary``: the first level past "safe up to" that the rule called, when it
+    could not call it."""
+    after = [lv for lv in r.levels if lv.call is not None and lv.readers > (r.safe_up_to or 0)]
+    prelim = after[0].readers if after and after[0].call is Call.UNDECIDED else None
+    return FaninHold(r.storage, engine, r.safe_up_to, prelim, r.verdict)
 
 
 def _knee_action(r: FaninResult) -> str:

@@ -219,12 +219,15 @@ def test_the_fanin_sweep_reads_each_level_through_the_engine_beside_the_probe(
     assert [lv["readers"] for lv in e["levels"]] == [1, 2]
     probe = {lv["readers"]: lv for lv in sweep["levels"]}
     for lv in e["levels"]:
-        k = lv["readers"]
+        k, rounds = lv["readers"], lv["rounds"]
         assert lv["errors"] == [], lv["errors"]
         assert lv["nodes"] == probe[k]["nodes"]  # the same readers as the probe's level
-        assert [r["node"] for r in lv["ranks"]] == lv["nodes"]  # one worker per reader
+        # one worker per reader a round (an undecided level is read again, up to 3 rounds)
+        assert 1 <= rounds <= 3 and (k > 1 or rounds == 1)
+        assert [r["node"] for r in lv["ranks"]] == lv["nodes"] * rounds
         assert all(r["bytes"] == FANIN_CHUNKS * 256 * 1024 for r in lv["ranks"])
-        assert lv["chunk_us"]["samples"] == k * FANIN_CHUNKS
+        assert lv["chunk_us"]["samples"] == k * FANIN_CHUNKS * rounds
+        assert lv["configuration"] is None
         assert 0 < lv["chunk_us"]["p50"] <= lv["chunk_us"]["p99"]
         # proven, not assumed: the engines said TCP, both ends' links carried it
         assert lv["transports"] == ["tcp"] and lv["carried_by"] == ["to-sw"]
@@ -238,14 +241,70 @@ def test_the_fanin_sweep_reads_each_level_through_the_engine_beside_the_probe(
             f"probe {probe[k]['chunk_us']['p50']:.0f} us ({lv['vs_probe']:.2f}x); aggregate "
             f"{lv['aggregate_gbps']:.2f} Gbit/s, probe {probe[k]['aggregate_gbps']:.2f}; "
             f"readers started within {1e3 * (max(starts) - min(starts)):.1f} ms, "
-            f"{lv['readers_busy']:.2f} of {k} at once; ready after {lv['ready_s']:.2f} s"
+            f"{lv['readers_busy']:.2f} of {k} at once; ready after {lv['ready_s']:.2f} s; "
+            f"{rounds} round(s)"
         )
     assert e["levels"][0]["call"] == "base" and e["verdict"]
+    # the decision judges the engine's levels: swept to 2 readers of the 3 compute nodes
+    # that would read h1, they cannot show h1 holds them, whatever the engine's speed
+    blocking = [b for b in doc["decision"]["blocking"] if b["kind"] == "engine"]
+    assert any(
+        b["subject"] == "h1" and b["detail"].startswith(f"through {engine.value}") for b in blocking
+    ), blocking
+    artefact(f"{engine.value} fan-in decision: " + " | ".join(b["detail"] for b in blocking))
+    gate = netqual("gate", str(out))
+    assert gate.returncode == 1 and f"  h1  engine: through {engine.value}" in gate.stdout
     jsonl = (out / "results.jsonl").read_text()
     assert jsonl.count('"record":"fanin-engine-level"') == 2
     assert f"h1 through {engine.value}" in said and "vs probe" in said
     html = (out / "report.html").read_text()
     assert 'id="fanin-engine-0"' in html and "fanin-engine-table" in html
+
+
+def test_engine_require_rdma_under_fanin_makes_each_engine_level_not_measured(
+    four: lab.LabInfo, tmp_path: Path
+) -> None:
+    """`--engine-require rdma` on a host without RDMA, through the fan-in sweep: each
+    level's engines fall back to TCP, so each level is not measured (configuration), naming
+    the fallback, as a path's cells make their path; the decision cannot judge h1 on it
+    (nothing unsafe) and the gate fails naming it."""
+    needs(EngineName.MOONCAKE)
+    text = four.inventory_path.read_text()
+    h1 = text.index('name = "h1"')
+    role = text.index('role = "compute"', h1)
+    inv = tmp_path / "inventory.toml"
+    inv.write_text(text[:role] + 'role = "storage"' + text[role + len('role = "compute"') :])
+    out = tmp_path / "run"
+    done = netqual(
+        "run", str(inv), "--out", str(out), *PLAN, "--mode", "bipartite", "--fanin", "1,2",
+        "--fanin-chunk", "256KiB", "--fanin-chunks", "20", "--engine", "mooncake",
+        "--engine-require", "rdma", netns=four.control_netns,
+    )  # fmt: skip
+    said = done.stdout + done.stderr
+    assert done.returncode == 0, said[-3000:]
+    doc = json.loads((out / "results.json").read_text())
+    (sweep,) = doc["fanin"]
+    assert [lv["chunk_us"] is not None for lv in sweep["levels"]] == [True, True]  # the probe
+    e = sweep["engine"]
+    for lv in e["levels"]:
+        assert lv["configuration"].startswith(
+            "--engine-require rdma: mooncake read on h2: moved over tcp, not rdma"
+        ), lv
+        assert lv["chunk_us"] is None and lv["ranks"] == [] and lv["rounds"] == 1
+        assert lv["skipped"] == f"not measured (configuration): {lv['configuration']}"
+        assert lv["transports"] == ["tcp"] and lv["fallback"].startswith("h2: moved over tcp")
+    assert e["verdict"].startswith("not measured (configuration) at 1, 2 readers: ")
+    assert e["safe_up_to"] is None
+    assert doc["summary"]["counts"]["unsafe"] == 0
+    [b] = [b for b in doc["decision"]["blocking"] if b["kind"] == "engine"]
+    assert b["subject"] == "h1" and b["class"] is None
+    assert b["detail"].startswith(
+        "through mooncake, not measured (configuration) at 1, 2 readers: --engine-require rdma"
+    )
+    gate = netqual("gate", str(out))
+    assert gate.returncode == 1
+    assert "  h1  engine: through mooncake, not measured (configuration)" in gate.stdout
+    assert f"h1 through mooncake{' ('}" in said and "not measured (configuration)" in said
 
 
 NO_NIXL_PORT = 18516

@@ -164,7 +164,7 @@ def _engine_notes(e: EngineFaninLevel, knee: int | None) -> list[str]:
         notes.append("knee" if lv.readers == knee else lv.call.value)
     if lv.readers_busy is not None and lv.readers > 1:
         notes.append(f"{lv.readers_busy:.1f} of {lv.readers} at once")
-    if e.fallback:
+    if e.fallback and e.configuration is None:  # not measured: its note names it already
         notes.append(e.fallback)
     if lv.errors:
         notes.append(f"{len(lv.errors)} failed: {lv.errors[0]}")

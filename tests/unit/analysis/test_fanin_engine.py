@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 from factories import make_results, write_results
 
-from netqual.analysis import fanin, fanin_engine
+from netqual.analysis import fanin, fanin_engine, fanin_table
 from netqual.analysis.fanin_engine import ReaderRead
 from netqual.model.engine import EngineName, EngineTransport
 from netqual.model.fanin import Call, EngineFaninLevel, FaninLevel, FaninResult
@@ -279,6 +279,11 @@ def test_the_engines_verdict_says_not_measured_and_safe_up_to_stops_below_it() -
     assert "the levels measured" not in every.verdict and every.safe_up_to is None
     # through results.json and back, judged again the same way
     result = dataclasses.replace(probe, engine=got)
+    table = fanin_table.engine_table(result)
+    assert table is not None
+    note = table.rows[1][-1]  # the terminal's and the report's row: named once
+    assert note.startswith(f"not measured (configuration): {bad2.configuration}")
+    assert note.count("moved over tcp") == 1 and table.rows[1][1] == "-"
     doc = to_list((result,))
     assert doc[0]["engine"]["levels"][1]["configuration"] == bad2.configuration
     assert doc[0]["engine"]["levels"][0]["configuration"] is None

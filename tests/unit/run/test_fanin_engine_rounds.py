@@ -8,6 +8,7 @@ this is the loop's rule, one layer."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
 
 import numpy as np
@@ -124,3 +125,29 @@ def test_with_engine_require_a_level_that_fell_back_is_read_once_and_not_measure
     lv, _ = run_fe.measure_level(ST, READERS, CFG, asked, BASE.level, 2.0)
     assert lv.configuration is None and lv.level.chunk is not None
     assert lv.fallback is not None and lv.fallback.startswith("c0: moved over tcp, not rdma")
+
+
+def test_a_resumed_sweep_keeps_measured_levels_and_reads_a_refused_one_again(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """--resume: a level the journal holds is kept; one not measured (configuration) is read
+    again, as a path refused for its configuration is (its cells are not journalled)."""
+    one = fanin_engine.level(ST, READERS[:1], [read(READERS[0], [1000.0] * 100)],
+                             EngineTransport.TCP)  # fmt: skip
+    fell = fanin_engine.level(
+        ST, READERS, [read(READERS[0], CLOSE), read(READERS[1], CLOSE)], EngineTransport.RDMA
+    )
+    refused = fanin_engine.refused(fell, EngineName.MOONCAKE, EngineTransport.RDMA)
+    assert refused.configuration is not None
+    probe = fanin.judge("st1", "plain", 256 * KIB, 2.0, [])
+    calls = fake_rounds(monkeypatch, [[read(READERS[0], [1100.0] * 100),
+                                       read(READERS[1], [1100.0] * 100)]])  # fmt: skip
+    heard: list[int] = []
+    (got,) = run_fe.sweep(
+        [ST, *READERS], CFG, SWEEP, [probe], lambda s, lv: heard.append(lv.readers),
+        {("st1", 1): one, ("st1", 2): refused},
+    )  # fmt: skip
+    assert len(calls) == 1 and heard == [2]  # level 1 kept, level 2 read again
+    assert got.engine is not None
+    assert got.engine.levels[0].level == dataclasses.replace(one.level, call=Call.BASE)
+    assert got.engine.levels[1].configuration is None and got.engine.levels[1].level.chunk

@@ -20,6 +20,7 @@ from netqual.model.engine import EngineCell
 from netqual.model.path import Tier
 from netqual.model.stats import Metric
 from netqual.model.verdict import Verdict
+from netqual.results.details_codec import check as check_details
 from netqual.results.engine_codec import WireEngineCell
 
 # Every number is bounded (netqual.files.filedata): 2**70 samples or a 1e308 time would overflow
@@ -195,6 +196,16 @@ class WirePath(msgspec.Struct, kw_only=True, gc=False):
     rtt_verdict: Verdict | None = None
     evidence_entries: list[_WireEvidence] = msgspec.field(name="evidence", default_factory=list)
     engine_cells: list[WireEngineCell] = msgspec.field(name="engine", default=[])
+
+    def __post_init__(self) -> None:
+        if self.details:  # each registered key's type (model.details); the rest as read
+            try:
+                check_details(self.details)
+            except msgspec.ValidationError as err:
+                # msgspec reports this as the path's own error: the field is put back
+                m = _AT.match(str(err))
+                msg, at = (m["msg"], m["at"] or "") if m else (str(err), "")
+                raise ValueError(f"{msg} - at `$.details{at}`") from None
 
     @property
     def bulk(self) -> Sequence[_WireBulk]:

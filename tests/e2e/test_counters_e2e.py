@@ -12,6 +12,7 @@ from e2e_cli import netqual_cli, write_inventory
 
 from netqual.analysis import counter_evidence
 from netqual.files import schema
+from netqual.model.details import unregistered
 from netqual.model.plan import ProbePlan
 
 SMALL_PLAN = ["--iterations", "2000", "--warmup", "200", "--chunk", "64KiB", "--depth", "1"]
@@ -44,3 +45,4 @@ def test_real_agents_record_which_interface_carried_each_phase(
             assert lo["tx_packets"] > 0 and c[end]["tcp_retrans"] >= 0
             assert isinstance(c[end]["shared"], bool)
         assert p["details"]["carried_by"] == {"src": "lo", "dst": "lo", "problem": None}
+        assert unregistered(p["details"]) == []  # every key in netqual/model/details.py

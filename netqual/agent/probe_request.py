@@ -41,6 +41,7 @@ from netqual.base.errors import (
     ProtocolError,
     TransportUnavailableError,
 )
+from netqual.codec import details as details_codec
 from netqual.codec.plan import plan_from_dict, plan_to_dict
 from netqual.files import filedata
 from netqual.model.node import Node
@@ -231,6 +232,13 @@ class ProbeResult:
         if details.get("counters") is not None:
             details["counters"] = counters.checked(
                 details["counters"], "probe.result.details.counters", peer
+            )
+        # every key the registry lists of its type (netqual.model.details): what the results
+        # file holds must read back (an unknown key, a newer agent's, is kept)
+        if (wrong := details_codec.problem(details)) is not None:
+            field = wrong[0]
+            raise BadRequestError(
+                peer, f"probe.result.details{field}", details_codec.expected(field)
             )
 
         def hops(key: str) -> int | None:

@@ -6,13 +6,14 @@ its unit and what it means, as pyperf's ``_metadata.py`` keeps its metadata keys
 adds its host counters (``agent/probe_request.py``), the coordinator the rest
 (``run/pairprobe.py``, ``run/phaserun.py``, ``results/journal.py``). Who reads it:
 
-- reading a results file (``results/wirepath.py``) checks the type of every key listed
-  here, nested objects included: a wrong type stops the command naming the file and the
-  field (``paths[3].details.counters``); a key not listed (a newer netqual's) is kept as
-  read;
-- tests hold the producers to it: the keys a real TCP run on loopback and an RDMA probe on
-  the fake verbs write, and every key the code writes by name
-  (tests/unit/model/test_details.py, tests/e2e/test_details_keys.py);
+- ``codec/details.py`` checks the type of every key listed here, nested objects included,
+  where details arrive: an agent's probe result (a wrong type is a ``bad-request`` naming
+  ``probe.result.details.KEY``, so no run writes a file it cannot read back) and every
+  results file read (the command stops naming the file and the field,
+  ``paths[3].details.counters``); a key not listed (a newer netqual's) is kept as read;
+- tests hold the producers to it: the keys whole runs over real agents write (TCP on
+  loopback, RDMA on the fake verbs; tests/unit/transports/test_details_keys.py) and every
+  key the code writes by name (tests/unit/results/test_details_registry.py);
 - docs/results.md's table of details keys is held to it, both ways.
 
 Adding a key is one entry here (and its row in docs/results.md).

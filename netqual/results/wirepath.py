@@ -14,13 +14,13 @@ from typing import Annotated, Any, ClassVar
 import msgspec
 
 from netqual.base.errors import ResultsFileError
+from netqual.codec.details import problem as details_problem
 from netqual.files.filedata import MAX_FLOAT, MAX_INT
 from netqual.model.decision import Evidence, EvidenceKind, Subject, SubjectKind
 from netqual.model.engine import EngineCell
 from netqual.model.path import Tier
 from netqual.model.stats import Metric
 from netqual.model.verdict import Verdict
-from netqual.results.details_codec import check as check_details
 from netqual.results.engine_codec import WireEngineCell
 
 # Every number is bounded (netqual.files.filedata): 2**70 samples or a 1e308 time would overflow
@@ -198,14 +198,10 @@ class WirePath(msgspec.Struct, kw_only=True, gc=False):
     engine_cells: list[WireEngineCell] = msgspec.field(name="engine", default=[])
 
     def __post_init__(self) -> None:
-        if self.details:  # each registered key's type (model.details); the rest as read
-            try:
-                check_details(self.details)
-            except msgspec.ValidationError as err:
-                # msgspec reports this as the path's own error: the field is put back
-                m = _AT.match(str(err))
-                msg, at = (m["msg"], m["at"] or "") if m else (str(err), "")
-                raise ValueError(f"{msg} - at `$.details{at}`") from None
+        # each registered key's type (model.details); the rest is kept as read
+        if self.details and (wrong := details_problem(self.details)) is not None:
+            at, msg = wrong  # msgspec reports it as the path's own error: put the field back
+            raise ValueError(f"{msg} - at `$.details{at}`")
 
     @property
     def bulk(self) -> Sequence[_WireBulk]:

@@ -307,6 +307,7 @@ class FakeAgent:
         b'{"rtt_count":1,"responder_agent":"x","bulk":[{"chunk_bytes":"x"}]}',
         b'{"rtt_count":1,"responder_agent":"x","hops":-3}',
         b'{"rtt_count":1,"responder_agent":"x","details":[1]}',
+        b'{"rtt_count":1,"responder_agent":"x","details":{"peer":{"port":"x"}}}',
         b'{"rtt_count":1,"responder_agent":"x","warmup_discarded":1e400}',
         b'{"rtt_count":2,"responder_agent":"x"}',
         b"[]",

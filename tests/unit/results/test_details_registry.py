@@ -17,8 +17,10 @@ import pytest
 from cli_helpers import run_in_process
 from factories import make_results, write_results
 
-from netqual.base.errors import ResultsFileError
+from netqual.agent.probe_request import ProbeResult
+from netqual.base.errors import BadRequestError, ResultsFileError
 from netqual.model.details import DETAILS, Key, Value, docs_table, unregistered, walk
+from netqual.model.plan import ProbePlan
 from netqual.results import journal, load, results_to_dict
 
 ROOT = Path(__file__).parents[3]
@@ -233,3 +235,35 @@ def test_files_written_before_the_registry_load_their_details_unchanged(tmp_path
 def test_the_registry_is_keyed_by_name() -> None:
     assert list(DETAILS) == [k.name for k in DETAILS.values()]
     assert all(isinstance(k, Key) for k in DETAILS.values())
+
+
+# -- an agent's probe result -------------------------------------------------------------------
+
+
+def _result(details: dict[str, Any]) -> ProbeResult:
+    body = {"responder_agent": "gpu02", "rtt_count": 0, "bulk": [], "details": details}
+    return ProbeResult.decode(body, ProbePlan(), "gpu01")
+
+
+@pytest.mark.parametrize(
+    ("details", "problem"),
+    [
+        ({"size_bytes": True}, "size_bytes: expected integer >= 0"),
+        ({"peer": {"port": "1"}}, "peer.port: expected integer >= 0"),
+        ({"phase_windows_s": {"bulk": [1.0, "x"]}},
+         "phase_windows_s.bulk[1]: expected number (an item of phase_windows_s.bulk)"),
+        ({"carried_by": {"problem": 0}}, "carried_by.problem: expected string or null"),
+    ],
+)  # fmt: skip
+def test_an_agents_details_of_the_wrong_type_are_a_bad_request(
+    details: dict[str, Any], problem: str
+) -> None:
+    """Checked where they arrive, so that no run writes a results file it cannot read."""
+    with pytest.raises(BadRequestError) as caught:
+        _result(details)
+    assert str(caught.value) == f"gpu01: probe.result.details.{problem}"
+
+
+def test_an_agents_unknown_details_are_kept() -> None:
+    details = {"from_a_newer_agent": {"x": [1]}, "size_bytes": 64, "peer": {"gpu": "GPU0"}}
+    assert _result(details).details == details

@@ -19,12 +19,12 @@ from rdma_fakeverbs import Fabric, module
 from netqual.agent.probe_request import request_probe
 from netqual.agent.wire.protocol import connect
 from netqual.base.units import KIB
+from netqual.codec.details import check
 from netqual.model.details import DETAILS, unregistered
 from netqual.model.limits import AgentLimits
 from netqual.model.node import Node
 from netqual.model.plan import ProbePlan
 from netqual.results import load
-from netqual.results.details_codec import check
 from netqual.transports import TransportKind
 from netqual.transports.rdma import RdmaTransport, verbs
 

@@ -23,9 +23,15 @@ from agentpool import AgentPool, new_token_file
 from paths import KINDS, TESTS
 
 
+@pytest.hookimpl(tryfirst=True)  # before xdist's worker reads the groups (--dist loadgroup)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Each test carries the marker of its folder's kind, wherever it is collected from:
-    ``pytest -m unit``, ``-m "e2e or security"``, ``-m "not env"``."""
+    ``pytest -m unit``, ``-m "e2e or security"``, ``-m "not env"``; and an xdist group
+    (used by ``--dist loadgroup``, .ci/run's env lane): its module, so that a module's
+    lab, cluster or browser is set up once, except that every lab module (marked
+    ``root``) is in one group, ``lab``: one worker runs them one after another. Two labs
+    at once put two sets of real-time agents and relays on two cores, and one lab's bulk
+    phase delayed the other's round trips (a healthy node named a suspect in CI)."""
     for item in items:
         try:
             kind = item.path.resolve().relative_to(TESTS).parts[0]
@@ -33,6 +39,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             continue
         if kind in KINDS:
             item.add_marker(getattr(pytest.mark, kind))
+        group = "lab" if item.get_closest_marker("root") else item.path.stem
+        item.add_marker(pytest.mark.xdist_group(group))
 
 
 @pytest.fixture

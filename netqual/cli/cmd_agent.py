@@ -51,6 +51,14 @@ def agent(
         float,
         typer.Option("--auth-timeout", help="Seconds a new connection has to authenticate."),
     ] = 5.0,
+    idle_timeout: Annotated[
+        float,
+        typer.Option(
+            "--idle-timeout",
+            help="Seconds a session may stay silent before the agent ends it (a slow or "
+            "emulated node may need more).",
+        ),
+    ] = AgentLimits.idle_timeout_s,
     rdma_device: RdmaDeviceOpt = None,
     rdma_port: RdmaPortOpt = None,
     gid_index: GidIndexOpt = None,
@@ -93,13 +101,17 @@ def agent(
         raise UsageError("--max-sessions", f"must be >= 1, got {max_sessions}")
     if not auth_timeout > 0:
         raise UsageError("--auth-timeout", f"must be > 0, got {auth_timeout:g}")
+    if not 1 <= idle_timeout <= 86_400:
+        raise UsageError("--idle-timeout", f"must be 1 to 86400 s, got {idle_timeout:g}")
     own = TransportOptions.from_flags(rdma_device, rdma_port, gid_index, qp_timeout)
     a = Agent(
         host,
         port,
         token,
         name=name,
-        limits=AgentLimits(max_sessions=max_sessions, auth_timeout_s=auth_timeout),
+        limits=AgentLimits(
+            max_sessions=max_sessions, auth_timeout_s=auth_timeout, idle_timeout_s=idle_timeout
+        ),
         transport_options=own.over(TransportOptions.from_env()),
         sysfs_root=sysfs_root,
         engines=None if engines is None else offered_engines(engines),

@@ -230,6 +230,8 @@ def test_bad_inventory_through_a_real_process(tmp_path: Path) -> None:
     ("option", "value"),
     [
         ("--auth-timeout", "0"),
+        ("--idle-timeout", "0"),
+        ("--idle-timeout", "1e6"),
         ("--max-sessions", "0"),
         ("--listen", "h:x"),
         ("--name", "gpu 01"),

@@ -52,6 +52,15 @@ class GuestResults:
         record: dict[str, Any] = json.loads(path.read_text())
         return record
 
+    def agent_logs(self, *names: str, lines: int = 40) -> str:
+        """The last ``lines`` of each agent's log (the guest runs them ``--verbose``)."""
+        out = []
+        for name in names:
+            path = self.out / f"agent-{name}.stderr"
+            text = path.read_text(errors="replace") if path.is_file() else "(no log)"
+            out.append(f"agent {name}:\n" + "\n".join(text.splitlines()[-lines:]))
+        return "\n".join(out)
+
     def path(self, name: str) -> dict[str, Any]:
         """The results path object a ``probe --json`` case printed."""
         record = self.case(name)
@@ -126,7 +135,8 @@ def test_fanin_sweep_over_real_verbs(guest: GuestResults) -> None:
         (st,) = record[name]
         (level,) = st["levels"]
         assert st["storage"] == "rxeB" and st["profile"] == name, st
-        assert level["nodes"] == ["rxeA"] and not level["errors"], st
+        assert level["nodes"] == ["rxeA"], st
+        assert not level["errors"], (level["errors"], guest.agent_logs("rxeA", "rxeB"))
         assert level["chunk_us"]["samples"] == ranks * chunks, st
         assert 0 < level["chunk_us"]["p50"] <= level["chunk_us"]["p99"], st
         assert st["verdict"].startswith("not judged")  # one level: nothing to compare with

@@ -31,7 +31,13 @@ from netqual.agent.wire.protocol import (
     connect,
     server_handshake,
 )
-from netqual.base.errors import AuthError, PeerError, ProbeError, ProtocolError
+from netqual.base.errors import (
+    AuthError,
+    PeerError,
+    PeerUnreachableError,
+    ProbeError,
+    ProtocolError,
+)
 from netqual.model.node import Node
 from netqual.model.path import PathResult
 from netqual.model.plan import ProbePlan
@@ -561,3 +567,26 @@ def test_coordinator_survives_a_lying_or_stalling_agent(behaviour: str) -> None:
         assert isinstance(path, PathResult)
         assert path.verdict.value == "unsafe" and path.error and "liar" in path.error
     assert time.monotonic() - t0 < 60
+
+
+def test_a_silent_session_ends_at_the_agents_idle_timeout(tmp_path: Path) -> None:
+    """``--idle-timeout 1``: an authenticated session that sends nothing is ended by the
+    agent (logged, its socket closed). (One that keeps asking is kept: the fan-in storage
+    window's, tests/unit/run/test_fanin_window.py.)"""
+    token_path = new_token_file(tmp_path)
+    pool = AgentPool(tmp_path, token_path)
+    try:
+        (agent,) = pool.start_many([("idler", "--idle-timeout", "1", "--verbose")])
+        token = token_path.read_bytes().strip()
+        silent, _ = connect("127.0.0.1", agent.port, token, peer="idler", timeout_s=10)
+        with silent:
+            eventually(
+                lambda: "ended: idle or silent peer" in agent.stderr(),
+                within_s=30,
+                what=agent.stderr,
+            )
+            silent.set_timeout(10)
+            with pytest.raises(PeerUnreachableError, match="closed by peer"):
+                silent.recv()
+    finally:
+        pool.close()

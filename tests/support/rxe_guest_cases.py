@@ -58,6 +58,15 @@ os.environ.update(
 sys.path.insert(0, str(REPO))
 
 
+# The emulated machine runs Python 20-100x slower than a server, more when CI's other
+# lanes (real-time lab agents among them) take the host's two cores: the agents' own
+# timeouts for a handshake (5 s) and a silent session (120 s) get the same slack. Under
+# CI's lanes mooncake's 8 ranks once lost their sessions to rxeB mid-probe ("connection
+# closed by peer") in a step that took 186 s; --verbose logs each session's end
+# (agent-*.stderr, printed by a failing test).
+AGENT_SLACK = ("--auth-timeout", "60", "--idle-timeout", "900", "--verbose")
+
+
 @dataclass(frozen=True)
 class AgentSpec:
     name: str
@@ -239,7 +248,7 @@ class Cases:
 
     def start_agent(self, spec: AgentSpec) -> None:
         argv = ["agent", "--listen", spec.endpoint, "--name", spec.name]
-        argv += ["--token-file", str(self.token), *spec.args]
+        argv += ["--token-file", str(self.token), *AGENT_SLACK, *spec.args]
         self.agents[spec.name] = self.run(
             f"agent-{spec.name}", argv, cpu=spec.cpu, no_rdma=spec.no_rdma
         )

@@ -7,7 +7,9 @@ matrix's column names clipped, "r031"; "What to do" 1,900 px down at 800 px):
   broken, wherever it sits on the page (the DOM: each one's text range covers one line);
 - nothing is clipped: no table cell cuts its text, no SVG label leaves its picture, and
   the page never scrolls sideways (wide tables scroll inside their own box);
-- the answer and "What to do" with its first fix lie within the first 900 px.
+- the answer and "What to do" with its first fix lie within the first 900 px;
+- the page's own script runs to its end, and a 1,024-node run's node view scrolls inside
+  its own box; its headline groups its numbers.
 
 Needs chromium; skips otherwise (tests/support/browser.py).
 """
@@ -15,6 +17,7 @@ Needs chromium; skips otherwise (tests/support/browser.py).
 from __future__ import annotations
 
 import dataclasses
+import re
 from pathlib import Path
 from typing import Any
 
@@ -101,3 +104,22 @@ def test_the_answer_and_the_first_fix_are_on_the_first_screen(
     assert tops["answer"] is not None and tops["answer"] <= FIRST_SCREEN_PX, tops
     assert tops["todo"] is not None and tops["todo"] < FIRST_SCREEN_PX, tops
     assert tops["first_fix"] is not None and tops["first_fix"] <= FIRST_SCREEN_PX, tops
+
+
+@pytest.mark.parametrize(("name", "width"), CASES)
+def test_the_pages_script_runs_and_the_node_view_stays_in_its_box(
+    measured: dict[tuple[str, int], dict[str, Any]], name: str, width: int
+) -> None:
+    page = measured[name, width]["page"]
+    assert page["ready"] == "1", page
+    assert page["box"] is None or page["box"] <= page["client"], page
+    if name == "1024":
+        assert page["box"] is not None, page  # a large run's node view is a canvas
+
+
+def test_a_large_runs_headline_groups_its_numbers(pages: dict[str, Path]) -> None:
+    text = pages["1024"].read_text(encoding="utf-8")
+    sentence = re.search(r'<h1 class="verdict[^"]*" id="verdict">(.*?)</h1>', text)
+    assert sentence is not None
+    assert sentence.group(1).startswith("520,623 of 523,776 paths offload-safe; 1,025 unsafe")
+    assert "1,024 nodes in 32 racks, 523,776 paths" in text

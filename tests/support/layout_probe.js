@@ -53,6 +53,10 @@ window.addEventListener("load", function () {
               todo: top("#recommendations"),
               first_fix: bottom("#fixes li") || bottom("#recommendations .rec > b")};
   var d = document.documentElement;
-  out.page = {scroll: d.scrollWidth, client: d.clientWidth};
+  // the page's own script ran to its end; the node view's canvas box (a large run's) right
+  // edge: the view scrolls inside it, never the page
+  var box = document.querySelector("#nodeview .canvas-box");
+  out.page = {scroll: d.scrollWidth, client: d.clientWidth, ready: document.body.dataset.ready || null,
+              box: box ? Math.round(box.getBoundingClientRect().right) : null};
   document.body.setAttribute("data-layout", JSON.stringify(out));
 });

@@ -183,6 +183,15 @@ def test_a_crash_at_exit_of_the_real_nixl_worker_loses_no_measurement(
     assert note is None or note.startswith("killed by")
 
 
+def _h1_as_storage(inventory: Path, tmp_path: Path) -> Path:
+    """The four-hosts lab's inventory with h1 as the storage node the others read."""
+    text = inventory.read_text()
+    role = text.index('role = "compute"', text.index('name = "h1"'))
+    inv = tmp_path / "inventory.toml"
+    inv.write_text(text[:role] + 'role = "storage"' + text[role + len('role = "compute"') :])
+    return inv
+
+
 @pytest.mark.parametrize("engine", [EngineName.MOONCAKE, EngineName.NIXL])
 def test_the_fanin_sweep_reads_each_level_through_the_engine_beside_the_probe(
     four: lab.LabInfo,
@@ -195,11 +204,7 @@ def test_the_fanin_sweep_reads_each_level_through_the_engine_beside_the_probe(
     h1's one engine target after a start barrier, and the level is reduced as the probe's
     (chunk completion, per-reader spans, the aggregate while all read), beside it."""
     needs(engine)
-    text = four.inventory_path.read_text()
-    h1 = text.index('name = "h1"')
-    role = text.index('role = "compute"', h1)
-    inv = tmp_path / "inventory.toml"
-    inv.write_text(text[:role] + 'role = "storage"' + text[role + len('role = "compute"') :])
+    inv = _h1_as_storage(four.inventory_path, tmp_path)
     out = tmp_path / "run"
     t0 = time.monotonic()
     done = netqual(
@@ -269,11 +274,7 @@ def test_engine_require_rdma_under_fanin_makes_each_engine_level_not_measured(
     the fallback, as a path's cells make their path; the decision cannot judge h1 on it
     (nothing unsafe) and the gate fails naming it."""
     needs(EngineName.MOONCAKE)
-    text = four.inventory_path.read_text()
-    h1 = text.index('name = "h1"')
-    role = text.index('role = "compute"', h1)
-    inv = tmp_path / "inventory.toml"
-    inv.write_text(text[:role] + 'role = "storage"' + text[role + len('role = "compute"') :])
+    inv = _h1_as_storage(four.inventory_path, tmp_path)
     out = tmp_path / "run"
     done = netqual(
         "run", str(inv), "--out", str(out), *PLAN, "--mode", "bipartite", "--fanin", "1,2",

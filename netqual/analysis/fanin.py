@@ -45,6 +45,9 @@ _QUANTILES = (("p50", 0.5), ("p99", 0.99), ("p999", 0.999))
 # did not measure that many concurrent readers: its aggregate is then over the whole busy
 # time, and it is never "within" the knee factor
 MIN_ALL_READING = 0.5
+# The first level anchors the knee only while its own chunk p99 is not surely past this
+# many times its p50 (or the knee factor, if larger): ``base_doubt``
+BASE_TAIL = 5.0
 
 
 def chunk_stats(chunks_ns: Sequence[np.ndarray]) -> ChunkStats | None:
@@ -264,6 +267,30 @@ def doubt(lv: FaninLevel) -> str | None:
     return None
 
 
+def base_doubt(base: FaninLevel, factor: float) -> str | None:
+    """Why the first level cannot anchor the knee rule: ``doubt``, or its own chunk p99 is
+    surely past BASE_TAIL (or the knee factor, if larger) x its p50: a tail at one reader
+    already the size of a knee (a stall of the host or the path, retransmission timeouts).
+    Every later level would read "within" factor x that tail, so none is called within it
+    (CI's loaded lab: p50 4.4 ms, p99 104 ms, 95% CI 57 to 235 ms at 1 reader, and 2 and 4
+    readers of an 800 Mbit/s port read "within" it, "safe up to 4" where the knee is 4).
+    One reader's chunks in the lab read p99 1.0-1.5x their p50."""
+    if (why := doubt(base)) is not None:
+        return why
+    if base.chunk is None:
+        return None
+    lo, _hi = p99_interval(base.chunk)
+    tail = max(BASE_TAIL, factor)
+    if lo > tail * base.chunk.p50_us:
+        return (
+            f"its chunk p99 ({format_duration_us(base.chunk.p99_us)}, 95% CI from "
+            f"{format_duration_us(lo)}) is past {tail:g}x its p50 "
+            f"({format_duration_us(base.chunk.p50_us)}): a tail the levels cannot be held "
+            "against; measure again"
+        )
+    return None
+
+
 def call_levels(levels: Sequence[FaninLevel], factor: float) -> tuple[FaninLevel, ...]:
     """Every level with the knee rule's call (module doc); fewer than two measured
     levels: none called."""
@@ -273,7 +300,7 @@ def call_levels(levels: Sequence[FaninLevel], factor: float) -> tuple[FaninLevel
     base = measured[0]
     assert base.chunk is not None
     b_lo, b_hi = p99_interval(base.chunk)
-    base_doubt = doubt(base)
+    anchor_doubt = base_doubt(base, factor)
     out = []
     for lv in levels:
         call = None
@@ -283,7 +310,7 @@ def call_levels(levels: Sequence[FaninLevel], factor: float) -> tuple[FaninLevel
             lo, hi = p99_interval(lv.chunk)
             if lo > factor * b_hi:
                 call = Call.BEYOND
-            elif hi <= factor * b_lo and doubt(lv) is None and base_doubt is None:
+            elif hi <= factor * b_lo and doubt(lv) is None and anchor_doubt is None:
                 call = Call.WITHIN
             else:
                 call = Call.UNDECIDED
@@ -301,6 +328,8 @@ def more_decides(base: FaninLevel, lv: FaninLevel, factor: float) -> bool:
     if call_levels([base, lv], factor)[1].call is not Call.UNDECIDED:
         return False
     b_lo, b_hi = p99_interval(base.chunk)
+    if base_doubt(base, factor) is not None:  # never within a doubtful base: only beyond
+        return lv.chunk.p99_us > factor * b_hi
     return lv.chunk.p99_us <= factor * b_lo or lv.chunk.p99_us > factor * b_hi
 
 
@@ -440,7 +469,7 @@ def _undecided(lv: FaninLevel, base: FaninLevel, factor: float) -> str:
     assert lv.chunk is not None and base.chunk is not None
     if (why := doubt(lv)) is not None:
         return f"preliminary at {lv.readers}: {why}"
-    if (why := doubt(base)) is not None:
+    if (why := base_doubt(base, factor)) is not None:
         return f"preliminary at {lv.readers}: at {_n(base.readers)} (the first level) {why}"
     lo, hi = p99_interval(lv.chunk)
     b_lo, b_hi = p99_interval(base.chunk)

@@ -229,7 +229,8 @@ def test_the_fanin_sweep_reads_each_level_through_the_engine_beside_the_probe(
         assert lv["nodes"] == probe[k]["nodes"]  # the same readers as the probe's level
         # one worker per reader a round (an undecided level is read again, up to 3 rounds)
         assert 1 <= rounds <= 3 and (k > 1 or rounds == 1)
-        assert [r["node"] for r in lv["ranks"]] == lv["nodes"] * rounds
+        # each reader once a round (the pooled rounds' order is not a contract)
+        assert sorted(r["node"] for r in lv["ranks"]) == sorted(lv["nodes"] * rounds)
         assert all(r["bytes"] == FANIN_CHUNKS * 256 * 1024 for r in lv["ranks"])
         assert lv["chunk_us"]["samples"] == k * FANIN_CHUNKS * rounds
         assert lv["configuration"] is None

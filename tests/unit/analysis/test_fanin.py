@@ -15,7 +15,7 @@ from netqual.analysis import fanin
 from netqual.analysis.policy import load_policy
 from netqual.base.errors import PolicyError, ResultsFileError
 from netqual.codec.plan import plan_from_dict, plan_to_dict
-from netqual.model.fanin import ChunkStats, FaninLevel
+from netqual.model.fanin import Call, ChunkStats, FaninLevel
 from netqual.model.fetchprofile import PLAIN, PROFILES, profile, wave_sizes
 from netqual.model.node import Node, Role
 from netqual.model.path import RawBulk
@@ -259,3 +259,25 @@ def test_gate_rule_min_fanin_readers_fails_without_a_sweep_or_below_the_verdict(
     assert low.status is Status.FAIL and [f.src for f in low.failing] == ["st1"]
     ok = MinFaninReaders(Scope(), 2).check(table, rows, GateContext(nodes, Metric.P99, fanin=(r,)))
     assert ok.status is Status.PASS
+
+
+def test_a_first_level_with_a_stalls_tail_anchors_no_within() -> None:
+    """CI's loaded lab: one reader's chunk p50 4.4 ms, p99 104 ms (95% CI 57-235 ms): 2 and
+    4 readers of the shaped port were "within" 2x that, "safe up to 4" where the knee is 4.
+    A first level whose p99 is surely past 5x its p50 anchors no "within"; a level surely
+    past factor x its p99 is still beyond, and the verdict says why it is preliminary."""
+    base = lv(1, 103_816, samples=500, p50=4_396, ci=(57_087, 235_043))
+    levels = [base, lv(2, 6_186, p50=5_274, ci=(5_591, 10_774)),
+              lv(4, 10_680, p50=10_553, ci=(10_665, 10_765))]  # fmt: skip
+    called = fanin.call_levels(levels, 2.0)
+    assert [c.call for c in called] == [Call.BASE, Call.UNDECIDED, Call.UNDECIDED]
+    res = fanin.judge("st1", "plain", 256 << 10, 2.0, levels)
+    assert res.safe_up_to == 1 and res.knee is None
+    assert "past 5x its p50" in res.verdict and "preliminary at 2" in res.verdict, res.verdict
+    assert not fanin.more_decides(base, levels[1], 2.0)  # more of level 2 cannot help
+    beyond = lv(4, 600_000, p50=500_000, ci=(590_000, 610_000))
+    assert fanin.call_levels([base, beyond], 2.0)[1].call is Call.BEYOND
+    # the same first level with an ordinary tail (p99 1.01x its p50) anchors them
+    calm = lv(1, 4_455, samples=500, p50=4_397, ci=(4_439, 229_330))
+    two = lv(2, 6_498, p50=5_276, ci=(6_150, 6_620))
+    assert [c.call for c in fanin.call_levels([calm, two], 2.0)] == [Call.BASE, Call.WITHIN]

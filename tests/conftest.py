@@ -23,15 +23,9 @@ from agentpool import AgentPool, new_token_file
 from paths import KINDS, TESTS
 
 
-@pytest.hookimpl(tryfirst=True)  # before xdist's worker reads the groups (--dist loadgroup)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Each test carries the marker of its folder's kind, wherever it is collected from:
-    ``pytest -m unit``, ``-m "e2e or security"``, ``-m "not env"``; and an xdist group
-    (used by ``--dist loadgroup``, .ci/run's env lane): its module, so that a module's
-    lab, cluster or browser is set up once, except that every lab module (marked
-    ``root``) is in one group, ``lab``: one worker runs them one after another. Two labs
-    at once put two sets of real-time agents and relays on two cores, and one lab's bulk
-    phase delayed the other's round trips (a healthy node named a suspect in CI)."""
+    ``pytest -m unit``, ``-m "e2e or security"``, ``-m "not env"``."""
     for item in items:
         try:
             kind = item.path.resolve().relative_to(TESTS).parts[0]
@@ -39,8 +33,27 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             continue
         if kind in KINDS:
             item.add_marker(getattr(pytest.mark, kind))
-        group = "lab" if item.get_closest_marker("root") else item.path.stem
-        item.add_marker(pytest.mark.xdist_group(group))
+
+
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """``--dist loadfile`` (.ci/run's env lane) deals whole files to the workers, a
+    module's Slurm cluster or browser set up once, except that every lab module (one that
+    marks itself ``root``) goes to one worker, one after another: two labs at once put
+    two sets of real-time agents and relays on two cores, and one lab's bulk phase delayed
+    the other's round trips (a healthy node named a suspect in CI). (``--dist loadgroup``
+    cannot say it: pytest 9 ignores the group xdist 3.8 writes into a test's id.)"""
+    if config.getoption("dist", None) != "loadfile":
+        return None
+    from xdist.scheduler import LoadFileScheduling
+
+    labs = {p.name for p in (TESTS / "env").glob("test_*.py") if "mark.root" in p.read_text()}
+
+    class LabsTogether(LoadFileScheduling):  # type: ignore[misc]
+        def _split_scope(self, nodeid: str) -> str:
+            scope: str = super()._split_scope(nodeid)
+            return "labs" if Path(scope).name in labs else scope
+
+    return LabsTogether(config, log)
 
 
 @pytest.fixture

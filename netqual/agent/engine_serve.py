@@ -100,6 +100,11 @@ def _local(spec: EngineSpec, agent: str) -> tuple[str, str | None, str | None]:
         except (OSError, UnicodeError, IndexError) as err:
             raise EngineUnavailableError(f"{agent}: cannot resolve {spec.address}: {err}") from err
     holder = netdev.holder(address)
+    if holder is None and not netdev.readable():
+        raise EngineUnavailableError(
+            f"{agent}: cannot list this node's interfaces (`ip -j address` failed or took "
+            f"over {netdev.IP_TIMEOUT_S:g} s)"
+        )
     if holder is None:
         raise EngineUnavailableError(f"{agent}: no interface of this node has {address}")
     return address, holder, netdev.route_dev(spec.peer_address, address)

@@ -22,7 +22,9 @@ from pathlib import Path
 from netqual.agent.counters import WORDS_BYTES, interfaces
 
 SYS_INFINIBAND = Path("/sys/class/infiniband")
-IP_TIMEOUT_S = 2.0
+# outside any timing: a loaded or emulated node may take seconds to start `ip` (2 s
+# was too short in CI's qemu guest: the engine's own address read as no interface's)
+IP_TIMEOUT_S = 10.0
 
 
 def _ip_json(*args: str) -> list[dict[str, object]]:
@@ -37,6 +39,12 @@ def _ip_json(*args: str) -> list[dict[str, object]]:
     except (OSError, subprocess.SubprocessError, ValueError):
         return []
     return [x for x in items if isinstance(x, dict)] if isinstance(items, list) else []
+
+
+def readable() -> bool:
+    """Whether ``ip -j address`` answers here at all (asked only after a lookup failed:
+    an unreadable list is not an address no interface holds)."""
+    return bool(_ip_json("address", "show"))
 
 
 def holder(address: str) -> str | None:

@@ -35,27 +35,6 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(getattr(pytest.mark, kind))
 
 
-def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
-    """``--dist loadfile`` (.ci/run's env lane) deals whole files to the workers, a
-    module's Slurm cluster or browser set up once, except that every lab module (one that
-    marks itself ``root``) goes to one worker, one after another: two labs at once put
-    two sets of real-time agents and relays on two cores, and one lab's bulk phase delayed
-    the other's round trips (a healthy node named a suspect in CI). (``--dist loadgroup``
-    cannot say it: pytest 9 ignores the group xdist 3.8 writes into a test's id.)"""
-    if config.getoption("dist", None) != "loadfile":
-        return None
-    from xdist.scheduler import LoadFileScheduling
-
-    labs = {p.name for p in (TESTS / "env").glob("test_*.py") if "mark.root" in p.read_text()}
-
-    class LabsTogether(LoadFileScheduling):  # type: ignore[misc]
-        def _split_scope(self, nodeid: str) -> str:
-            scope: str = super()._split_scope(nodeid)
-            return "labs" if Path(scope).name in labs else scope
-
-    return LabsTogether(config, log)
-
-
 @pytest.fixture
 def token_file(tmp_path: Path) -> Path:
     return new_token_file(tmp_path)

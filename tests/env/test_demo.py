@@ -63,6 +63,7 @@ def _lab_leftovers(state_dir: Path) -> list[str]:
 
 
 @pytest.mark.root
+@pytest.mark.timing
 @pytest.mark.slow
 def test_root_demo_builds_the_fabric_and_verdicts_follow_the_tiers(
     tmp_path: Path, request: pytest.FixtureRequest

@@ -34,6 +34,7 @@ from netqual.lab import system
 REASON = lab.lab_available()
 pytestmark = [
     pytest.mark.root,
+    pytest.mark.timing,
     pytest.mark.slow,
     pytest.mark.skipif(REASON is not None, reason=REASON or ""),
 ]

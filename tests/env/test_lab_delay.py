@@ -30,6 +30,7 @@ from netqual.lab.fabric import AGENT_PREFIX
 REASON = lab.lab_available()
 pytestmark = [
     pytest.mark.root,
+    pytest.mark.timing,
     pytest.mark.slow,
     pytest.mark.skipif(REASON is not None, reason=REASON or ""),
 ]

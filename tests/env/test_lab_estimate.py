@@ -28,7 +28,11 @@ from netqual.lab.layout import prefix_for
 from netqual.model.engine import EngineName
 
 REASON = lab.lab_available()
-pytestmark = [pytest.mark.root, pytest.mark.skipif(REASON is not None, reason=REASON or "")]
+pytestmark = [
+    pytest.mark.root,
+    pytest.mark.timing,
+    pytest.mark.skipif(REASON is not None, reason=REASON or ""),
+]
 TOPOLOGIES = Path(lab.default_topology_path()).parent
 
 

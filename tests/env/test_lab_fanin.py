@@ -40,6 +40,7 @@ CHUNKS = 500
 SWEEPS = 3
 pytestmark = [
     pytest.mark.root,
+    pytest.mark.timing,
     pytest.mark.slow,
     pytest.mark.skipif(REASON is not None, reason=REASON or ""),
 ]

@@ -78,7 +78,9 @@ def test_lowered_mtu_is_named_by_check_run_report_and_gate(
     state_dir = tmp_path / "lab"
     topo = tmp_path / "fleet.toml"
     topo.write_text(TOPOLOGY)
-    info = lab.up(lab.load(topo), state_dir)
+    # ordinary agents: this lab judges configuration, not timing, and runs beside the
+    # labs that do (.ci/run's env lane; real-time agents are those labs' alone)
+    info = lab.up(lab.load(topo), state_dir, realtime_agents=False)
     request.addfinalizer(lambda: lab.down(state_dir))
     h3 = next(n for n in info.nodes if n.name == "h3")
     system.ip_batch(h3.netns, ["link set dev to-leaf1 mtu 1400"])

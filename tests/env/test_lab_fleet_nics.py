@@ -20,7 +20,11 @@ from netqual.lab import system
 from netqual.lab.layout import prefix_for
 
 REASON = lab.lab_available()
-pytestmark = [pytest.mark.root, pytest.mark.skipif(REASON is not None, reason=REASON or "")]
+pytestmark = [
+    pytest.mark.root,
+    pytest.mark.timing,
+    pytest.mark.skipif(REASON is not None, reason=REASON or ""),
+]
 
 TOPOLOGY = Path(lab.default_topology_path()).parent / "two-rails.toml"
 # h3's delayed rail-1 link is a TUN device of the lab's relay, up with operstate unknown:

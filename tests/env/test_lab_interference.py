@@ -27,6 +27,7 @@ import lab_interference as bench
 REASON = lab.lab_available()
 pytestmark = [
     pytest.mark.root,
+    pytest.mark.timing,
     pytest.mark.slow,
     pytest.mark.skipif(REASON is not None, reason=REASON or ""),
 ]

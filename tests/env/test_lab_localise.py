@@ -30,7 +30,11 @@ from netqual import lab
 from netqual.lab.fabric import LabInfo
 
 REASON = lab.lab_available()
-pytestmark = [pytest.mark.root, pytest.mark.skipif(REASON is not None, reason=REASON or "")]
+pytestmark = [
+    pytest.mark.root,
+    pytest.mark.timing,
+    pytest.mark.skipif(REASON is not None, reason=REASON or ""),
+]
 
 # 1,000 kept samples, the fewest that make a p99 trustworthy; the default lines
 POLICY = """[policy]

@@ -21,6 +21,7 @@ from netqual import lab
 REASON = lab.lab_available()
 pytestmark = [
     pytest.mark.root,
+    pytest.mark.timing,
     pytest.mark.slow,
     pytest.mark.skipif(REASON is not None, reason=REASON or ""),
 ]

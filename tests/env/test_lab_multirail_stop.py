@@ -23,7 +23,11 @@ from netqual import lab
 from netqual.lab.layout import prefix_for
 
 REASON = lab.lab_available()
-pytestmark = [pytest.mark.root, pytest.mark.skipif(REASON is not None, reason=REASON or "")]
+pytestmark = [
+    pytest.mark.root,
+    pytest.mark.timing,
+    pytest.mark.skipif(REASON is not None, reason=REASON or ""),
+]
 
 TOPOLOGY = Path(lab.default_topology_path()).parent / "two-rails.toml"
 # The pairs are ping-pong only and short; each multirail level reads the 8 MiB cell at

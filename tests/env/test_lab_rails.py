@@ -21,7 +21,11 @@ from netqual.lab.layout import prefix_for
 from netqual.results import load
 
 REASON = lab.lab_available()
-pytestmark = [pytest.mark.root, pytest.mark.skipif(REASON is not None, reason=REASON or "")]
+pytestmark = [
+    pytest.mark.root,
+    pytest.mark.timing,
+    pytest.mark.skipif(REASON is not None, reason=REASON or ""),
+]
 
 TOPOLOGY = Path(lab.default_topology_path()).parent / "two-rails.toml"
 # 2,000 kept samples per path, judged at 2,000 by their p90, safe up to 300 us: this test

@@ -15,7 +15,11 @@ import pytest
 from netqual import lab
 
 REASON = lab.lab_available()
-pytestmark = [pytest.mark.root, pytest.mark.skipif(REASON is not None, reason=REASON or "")]
+pytestmark = [
+    pytest.mark.root,
+    pytest.mark.timing,
+    pytest.mark.skipif(REASON is not None, reason=REASON or ""),
+]
 
 TOPOLOGY = Path(lab.default_topology_path()).parent / "two-rails.toml"
 

@@ -18,7 +18,11 @@ from netqual.lab import system
 from netqual.lab.layout import build_plan, prefix_for
 
 REASON = lab.lab_available()
-pytestmark = [pytest.mark.root, pytest.mark.skipif(REASON is not None, reason=REASON or "")]
+pytestmark = [
+    pytest.mark.root,
+    pytest.mark.timing,
+    pytest.mark.skipif(REASON is not None, reason=REASON or ""),
+]
 
 # Same rack over plain veth, cross-rack over two 250 us links, remote behind 1.5 ms more:
 # wide margins so that a loaded 2-core CI machine still sorts the paths into three classes.

@@ -26,7 +26,11 @@ from netqual import lab
 from netqual.planning.rails import split_endpoint
 
 REASON = lab.lab_available()
-pytestmark = [pytest.mark.root, pytest.mark.skipif(REASON is not None, reason=REASON or "")]
+pytestmark = [
+    pytest.mark.root,
+    pytest.mark.timing,
+    pytest.mark.skipif(REASON is not None, reason=REASON or ""),
+]
 
 TOPOLOGY = Path(lab.default_topology_path()).parent / "star-faults.toml"
 HEALTHY = {"h1", "h5"}

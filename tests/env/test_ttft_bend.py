@@ -17,7 +17,11 @@ from paths import REPO
 from netqual import lab
 
 REASON = lab.lab_available()
-pytestmark = [pytest.mark.root, pytest.mark.skipif(REASON is not None, reason=REASON or "")]
+pytestmark = [
+    pytest.mark.root,
+    pytest.mark.timing,
+    pytest.mark.skipif(REASON is not None, reason=REASON or ""),
+]
 
 
 def test_projected_ttft_change_crosses_zero_as_the_round_trip_grows() -> None:

@@ -36,8 +36,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import numpy as np
 
 from netqual.base.errors import NetqualError
-from netqual.transports.rdma import RdmaOptions, RdmaTransport, devices, hotloop, verbs
+from netqual.transports.rdma import RdmaOptions, devices, hotloop, verbs
 from netqual.transports.rdma.gid import Family, GidType, LinkLayer
+from netqual.transports.rdma.transport import RdmaTransport
 
 
 @dataclass(frozen=True)

@@ -8,6 +8,11 @@ Adding a kind (a fetch engine's, a transport's) is one entry here and its handle
 fuzz tests send every kind listed (tests/security/test_fuzz.py). Every field of a body is
 still read through ``wire.messages.Fields`` by the handler; ``fields`` names them for
 readers and tests (a field a newer coordinator adds is ignored, as before).
+
+A handler imports what serves its kind when first asked (``doctor`` always did): an agent
+starts on every node, and one that is only asked ``info`` or ``reach`` loads no transport
+samples (numpy), fetch engine, sysfs reader or fleet record (tests/unit/cli/
+test_start_imports.py).
 """
 
 from __future__ import annotations
@@ -16,16 +21,16 @@ import contextlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
-from netqual.agent import counters, engine_serve, fleet_snapshot, nicreport, pcisysfs, reach
-from netqual.agent.probe_request import serve_probe
+from netqual.agent import counters
 from netqual.agent.wire.protocol import Channel
-from netqual.codec import hostpath as hostpath_codec
-from netqual.model.engine import EngineName
-from netqual.model.limits import AgentLimits
-from netqual.transports import Transport, TransportOptions
-from netqual.transports.interface import BufferBudget
+
+if TYPE_CHECKING:
+    from netqual.model.engine import EngineName
+    from netqual.model.limits import AgentLimits
+    from netqual.transports import Transport, TransportOptions
+    from netqual.transports.interface import BufferBudget
 
 
 class Served(Protocol):
@@ -72,6 +77,8 @@ def _doctor(
 def _snapshot(
     agent: Served, ch: Channel, kind: str, body: dict[str, Any], counting: counters.Counting
 ) -> None:
+    from netqual.agent import fleet_snapshot
+
     roots = fleet_snapshot.Roots(agent.sysfs_root)
     main = None
     if roots.live:  # the interface the address the coordinator reached uses
@@ -84,41 +91,64 @@ def _snapshot(
 def _hostpath(
     agent: Served, ch: Channel, kind: str, body: dict[str, Any], counting: counters.Counting
 ) -> None:
+    from netqual.agent import pcisysfs
+    from netqual.codec import hostpath as hostpath_codec
+
     ch.send("hostpath", hostpath_codec.to_dict(pcisysfs.audit(agent.sysfs_root, agent.name)))
 
 
 def _reach(
     agent: Served, ch: Channel, kind: str, body: dict[str, Any], counting: counters.Counting
 ) -> None:
+    from netqual.agent import reach
+
     ch.send("reach", reach.serve(body, agent.port, agent.host, ch.peer))
 
 
 def _nics(
     agent: Served, ch: Channel, kind: str, body: dict[str, Any], counting: counters.Counting
 ) -> None:
+    from netqual.agent import nicreport
+
     ch.send("nics", nicreport.to_wire(nicreport.collect(agent.sysfs_root)))
 
 
 def _probe(
     agent: Served, ch: Channel, kind: str, body: dict[str, Any], counting: counters.Counting
 ) -> None:
+    from netqual.agent.probe_request import serve_probe
+
     serve_probe(ch, body, agent.name, agent.token, agent.limits, agent.transport, counting)
 
 
 def _engines(
     agent: Served, ch: Channel, kind: str, body: dict[str, Any], counting: counters.Counting
 ) -> None:
+    from netqual.agent import engine_serve
+
     engine_serve.serve_engines(ch, body, agent.engines)
 
 
-def _engine(serve: Callable[..., None]) -> Handler:
-    def handler(
-        agent: Served, ch: Channel, kind: str, body: dict[str, Any], counting: counters.Counting
-    ) -> None:
-        own = agent.transport_options.rdma.device if agent.transport_options else None
-        serve(ch, body, agent.name, agent.limits, own, agent.engines)
+def _engine_target(
+    agent: Served, ch: Channel, kind: str, body: dict[str, Any], counting: counters.Counting
+) -> None:
+    from netqual.agent import engine_serve
 
-    return handler
+    engine_serve.serve_target(ch, body, agent.name, agent.limits, _own_device(agent), agent.engines)
+
+
+def _engine_initiate(
+    agent: Served, ch: Channel, kind: str, body: dict[str, Any], counting: counters.Counting
+) -> None:
+    from netqual.agent import engine_serve
+
+    engine_serve.serve_initiate(
+        ch, body, agent.name, agent.limits, _own_device(agent), agent.engines
+    )
+
+
+def _own_device(agent: Served) -> str | None:
+    return agent.transport_options.rdma.device if agent.transport_options else None
 
 
 def _counters(
@@ -169,11 +199,11 @@ REQUESTS: Mapping[str, Request] = {
         Request("probe", _probe, _PROBE_FIELDS, True, "measure one path, this node initiating"),
         Request("engines", _engines, ("engines",), False, "which fetch engines load here"),
         Request(
-            "engine.target", _engine(engine_serve.serve_target), _ENGINE_FIELDS, True,
+            "engine.target", _engine_target, _ENGINE_FIELDS, True,
             "hold a fetch engine's memory for a peer to read or write",
         ),
         Request(
-            "engine.initiate", _engine(engine_serve.serve_initiate),
+            "engine.initiate", _engine_initiate,
             (*_ENGINE_FIELDS, "warmup", "ops", "descriptor", "operations", "barrier"), True,
             "fetch through an engine from a peer's target",
         ),

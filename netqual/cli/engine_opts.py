@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from netqual.base.choices import ChoiceError, parse_choice
 from netqual.base.errors import UsageError
 from netqual.model.engine import REQUIRABLE, EngineName, EnginePlan, EngineTransport
-from netqual.model.plan import ProbePlan
-from netqual.model.workload import Workload
-from netqual.run.engine_cells import plan_for
+
+if TYPE_CHECKING:  # `netqual agent --engines` reads names only: no plan, no run
+    from netqual.model.plan import ProbePlan
+    from netqual.model.workload import Workload
 
 EngineOpt = Annotated[
     str | None,
@@ -77,4 +78,6 @@ def engine_plan(
         want = parse_choice(EngineTransport, transport, "--transport", "transport")
     except ChoiceError as err:
         raise UsageError(err.where, err.problem) from None
+    from netqual.run.engine_cells import plan_for
+
     return plan_for(name, plan, want, need, workload, pin)

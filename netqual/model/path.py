@@ -5,15 +5,16 @@ from __future__ import annotations
 import enum
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
-
-import numpy as np
-import numpy.typing as npt
+from typing import TYPE_CHECKING, Any
 
 from netqual.model.decision import Evidence
 from netqual.model.engine import EngineCell
 from netqual.model.stats import BulkStats, RttStats
 from netqual.model.verdict import Verdict
+
+if TYPE_CHECKING:  # the samples are arrays; an agent's start-up needs no numpy
+    import numpy as np
+    import numpy.typing as npt
 
 
 def path_label(src: str, dst: str) -> str:

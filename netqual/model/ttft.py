@@ -25,12 +25,13 @@ from __future__ import annotations
 
 import enum
 import math
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
-import numpy as np
-import numpy.typing as npt
+if TYPE_CHECKING:  # arrays come from the callers: every agent's plan imports this module
+    import numpy as np
+    import numpy.typing as npt
 
-Num = TypeVar("Num", float, npt.NDArray[np.float64])
+Num = TypeVar("Num", float, "npt.NDArray[np.float64]")
 
 # A healthy RDMA path's round trip (2-10 us, DESIGN "Where the numbers come from"): where
 # `netqual workload` shows the TTFT change a healthy fabric gives

@@ -102,7 +102,7 @@ def get_transport(
         from netqual.transports.tcp import TcpTransport
 
         return TcpTransport()
-    from netqual.transports.rdma import transport_for_agent
+    from netqual.transports.rdma.transport import transport_for_agent
 
     return transport_for_agent(
         node_name or socket.gethostname(),

@@ -25,7 +25,8 @@ from netqual.model.limits import AgentLimits
 from netqual.model.node import Node
 from netqual.model.plan import ProbePlan
 from netqual.transports import TransportKind, interface
-from netqual.transports.rdma import RdmaTransport, verbs
+from netqual.transports.rdma import verbs
+from netqual.transports.rdma.transport import RdmaTransport
 
 HERE = SUPPORT  # silent_agent.py
 BOUND_S = 2.0  # ACCEPT_TIMEOUT_S for these tests (10 s by default)

@@ -19,8 +19,9 @@ from netqual.agent.wire.protocol import connect
 from netqual.base.errors import TransportUnavailableError
 from netqual.base.units import KIB, MIB
 from netqual.model.plan import ProbePlan
-from netqual.transports.rdma import RdmaOptions, RdmaTransport, devices, verbs
+from netqual.transports.rdma import RdmaOptions, devices, verbs
 from netqual.transports.rdma.gid import Family, LinkLayer
+from netqual.transports.rdma.transport import RdmaTransport
 
 pytestmark = pytest.mark.rdma
 

@@ -25,9 +25,10 @@ from netqual.agent.wire.protocol import Channel, connect
 from netqual.model.limits import AgentLimits
 from netqual.model.plan import ProbePlan
 from netqual.transports import TransportOptions
-from netqual.transports.rdma import RdmaOptions, RdmaTransport
+from netqual.transports.rdma import RdmaOptions
 from netqual.transports.rdma import tags as rdma_tags
 from netqual.transports.rdma.hotloop import LOOP_ENV
+from netqual.transports.rdma.transport import RdmaTransport
 
 HOST, PORT = "198.18.0.2", 18605
 # One small bulk cell: the honest responder's keyed bulk bytes pass over real READs.

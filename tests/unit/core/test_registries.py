@@ -27,7 +27,8 @@ from netqual.report.grid import report_nodes
 from netqual.table.columns import RttColumns
 from netqual.table.paths import PathTable
 from netqual.transports import TransportKind, TransportOptions, get_transport
-from netqual.transports.rdma import RdmaOptions, RdmaTransport
+from netqual.transports.rdma import RdmaOptions
+from netqual.transports.rdma.transport import RdmaTransport
 from netqual.transports.tcp import TcpTransport
 
 

@@ -26,7 +26,8 @@ from netqual.model.node import Node
 from netqual.model.plan import ProbePlan
 from netqual.results import load
 from netqual.transports import TransportKind
-from netqual.transports.rdma import RdmaTransport, verbs
+from netqual.transports.rdma import verbs
+from netqual.transports.rdma.transport import RdmaTransport
 
 Start = Callable[..., list[int]]
 SMALL = ["--iterations", "200", "--warmup", "20", "--chunk", "64KiB", "--depth", "1"]

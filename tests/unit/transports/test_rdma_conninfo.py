@@ -14,10 +14,11 @@ from netqual.base.errors import BadRequestError, ProtocolError, UsageError
 from netqual.base.units import KIB, MIB
 from netqual.model.plan import ProbePlan
 from netqual.transports.interface import AgentLimits
-from netqual.transports.rdma import RdmaOptions, transport_for_agent
+from netqual.transports.rdma import RdmaOptions
 from netqual.transports.rdma.conninfo import ConnInfo, ConnInfoError
 from netqual.transports.rdma.gid import GidType, LinkLayer
 from netqual.transports.rdma.session import SessionPlan
+from netqual.transports.rdma.transport import transport_for_agent
 
 ROCE = ConnInfo(
     qpn=0x1A2B,

@@ -29,17 +29,10 @@ from netqual.model.path import RawBulk
 from netqual.model.plan import ProbePlan
 from netqual.transports import TransportKind, TransportOptions, integrity
 from netqual.transports.interface import AgentLimits
-from netqual.transports.rdma import (
-    RdmaOptions,
-    RdmaTransport,
-    bulk,
-    devices,
-    fetch,
-    verbs,
-    writer,
-)
+from netqual.transports.rdma import RdmaOptions, bulk, devices, fetch, verbs, writer
 from netqual.transports.rdma import tags as rdma_tags
 from netqual.transports.rdma.endpoint import Endpoint
+from netqual.transports.rdma.transport import RdmaTransport
 
 MOONCAKE = profile("mooncake")
 

@@ -20,9 +20,10 @@ from netqual.agent.wire.protocol import Channel, connect
 from netqual.model.plan import ProbePlan
 from netqual.transports import integrity
 from netqual.transports.integrity import IntegrityFailure
-from netqual.transports.rdma import RdmaOptions, RdmaTransport, devices, pingpong
+from netqual.transports.rdma import RdmaOptions, devices, pingpong
 from netqual.transports.rdma import tags as rdma_tags
 from netqual.transports.rdma.endpoint import Endpoint
+from netqual.transports.rdma.transport import RdmaTransport
 
 PLAN = ProbePlan(iterations=600, warmup=20, size_bytes=64, bulk=False)
 

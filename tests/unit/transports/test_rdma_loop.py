@@ -24,16 +24,9 @@ from netqual.agent.wire.protocol import connect
 from netqual.base.errors import ProbeError
 from netqual.base.units import KIB
 from netqual.model.plan import ProbePlan
-from netqual.transports.rdma import (
-    RdmaOptions,
-    RdmaTransport,
-    bulk,
-    devices,
-    hotloop,
-    pingpong,
-    writer,
-)
+from netqual.transports.rdma import RdmaOptions, bulk, devices, hotloop, pingpong, writer
 from netqual.transports.rdma.endpoint import Endpoint
+from netqual.transports.rdma.transport import RdmaTransport
 
 
 def _pair(fabric: Fabric, msg: int = 64, bulk_bytes: int = 1 << 20) -> tuple[Endpoint, Endpoint]:

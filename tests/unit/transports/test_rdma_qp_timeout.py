@@ -14,9 +14,10 @@ from netqual.agent.wire.messages import Fields
 from netqual.agent.wire.protocol import connect
 from netqual.base.errors import ProbeError, UsageError
 from netqual.model.plan import ProbePlan
-from netqual.transports.rdma import RdmaOptions, RdmaTransport, devices, transport_for_agent
+from netqual.transports.rdma import RdmaOptions, devices
 from netqual.transports.rdma.endpoint import QP_RETRY_CNT, QP_TIMEOUT, Endpoint
 from netqual.transports.rdma.errors import ack_timeout_ms, completion_error
+from netqual.transports.rdma.transport import RdmaTransport, transport_for_agent
 
 
 def test_range_env_json_and_precedence() -> None:

@@ -11,7 +11,7 @@ readers and tests (a field a newer coordinator adds is ignored, as before).
 
 A handler imports what serves its kind when first asked (``doctor`` always did): an agent
 starts on every node, and one that is only asked ``info`` or ``reach`` loads no transport
-samples (numpy), fetch engine, sysfs reader or fleet record (tests/unit/cli/
+samples (numpy), fetch engine, sysfs reader or fleet record (tests/cli/
 test_start_imports.py).
 """
 

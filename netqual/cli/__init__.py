@@ -25,7 +25,8 @@ COMMAND_MODULES = (
 # A command line registers the module of its command only: `netqual agent` starts on every
 # node of a cluster, and each `netqual run`, `report` or `gate` used to import the campaign
 # store (duckdb), the report engine and the schema whatever it ran (~0.5 s of start-up).
-# Anything else (`netqual --help`, a mistyped command, an option first) registers all.
+# `netqual --version` registers none; anything else (`netqual --help`, a mistyped command,
+# another option first) registers all.
 COMMAND_OF = {
     "agent": "cmd_agent", "check": "cmd_check", "doctor": "cmd_doctor", "gate": "cmd_gate",
     "inventory": "cmd_inventory", "lab": "cmd_lab", "report": "cmd_report",
@@ -45,7 +46,10 @@ def register(argv: Sequence[str] = ()) -> None:
     they came to be registered, commands keep ``COMMAND_MODULES``' order (the order of
     `netqual --help`)."""
     first = argv[0] if argv else None
-    names = (COMMAND_OF[first],) if first in COMMAND_OF else COMMAND_MODULES
+    if first == "--version":  # the root's own eager option: it prints before any command
+        names: tuple[str, ...] = ()
+    else:
+        names = (COMMAND_OF[first],) if first in COMMAND_OF else COMMAND_MODULES
     for name in names:
         importlib.import_module(f"netqual.cli.{name}")
     app.registered_commands.sort(key=lambda c: _module_rank(c.callback))

@@ -1,0 +1,95 @@
+"""Starting a command loads what that command needs, nothing heavier.
+
+`netqual agent` starts on every node of a cluster and the tests start hundreds of netqual
+processes; start-up is mostly imports (bench/startup measures its CPU, docs/performance.md
+"Start-up"). This judges the set of modules a fresh process holds after the command's
+help, never a time: each command's module and everything it imports at module level are
+loaded by then (cli.register imports the command's module alone).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+from cli_helpers import ROOT
+
+# Run the CLI as `python -m netqual` does, then list sys.modules after a marker line.
+_PROBE = (
+    "import json, sys\n"
+    "from netqual.cli import main\n"
+    "rc = main(sys.argv[1:])\n"
+    "print('\\n@@modules ' + json.dumps(sorted(sys.modules)))\n"
+    "raise SystemExit(rc)\n"
+)
+
+# What an agent needs only once asked to measure, or never on a TCP node: array samples,
+# results files and their schema, analysis, reports, the campaign store, fetch engines,
+# the RDMA transport, sysfs readers. (importlib.metadata stays: typer 0.29 coerces every
+# option through pydantic, and pydantic's plugin loader imports it.)
+AGENT_NEVER_AT_START = (
+    "numpy",
+    "jsonschema",
+    "jinja2",
+    "duckdb",
+    "prometheus_client",
+    "netqual.results",
+    "netqual.analysis",
+    "netqual.report",
+    "netqual.table",
+    "netqual.campaign",
+    "netqual.engines",
+    "netqual.transports.rdma.transport",
+    "netqual.transports.tcp",
+    "netqual.agent.probe_request",
+    "netqual.agent.engine_serve",
+    "netqual.agent.fleet_snapshot",
+    "netqual.agent.pcisysfs",
+)
+
+
+def _loaded(*argv: str) -> set[str]:
+    env = {**os.environ, "NETQUAL_WIDTH": "100", "PYTHONPATH": str(ROOT)}
+    r = subprocess.run(
+        [sys.executable, "-c", _PROBE, *argv],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert r.returncode == 0, r.stderr
+    _, marker, listed = r.stdout.rpartition("\n@@modules ")
+    assert marker, r.stdout
+    return set(json.loads(listed))
+
+
+def _under(loaded: set[str], roots: tuple[str, ...]) -> list[str]:
+    return sorted(m for m in loaded if any(m == r or m.startswith(f"{r}.") for r in roots))
+
+
+def test_agent_starts_without_samples_results_analysis_engines_or_rdma() -> None:
+    loaded = _loaded("agent", "--help")
+    assert {"netqual.cli.cmd_agent", "netqual.agent.server", "netqual.agent.requests"} <= loaded
+    assert _under(loaded, AGENT_NEVER_AT_START) == []
+
+
+def test_the_probe_sees_what_a_command_imports() -> None:
+    """The companion: `netqual report` does load results, their schema and numpy, so an
+    empty list above is the agent's doing, not a probe that sees nothing."""
+    loaded = _loaded("report", "--help")
+    assert {"numpy", "jsonschema", "netqual.results", "netqual.report"} <= loaded
+
+
+def test_version_registers_no_command() -> None:
+    loaded = _loaded("--version")
+    assert sorted(m for m in loaded if m.startswith("netqual.cli.cmd_")) == []
+    assert _under(loaded, ("numpy", "jsonschema", "netqual.results")) == []
+
+
+def test_campaign_loads_prometheus_client_for_serve_only() -> None:
+    """`campaign serve` imports it when it runs; `export` (OpenMetrics text) at start."""
+    assert _under(_loaded("campaign", "--help"), ("prometheus_client", "asyncio")) == []
+    assert "prometheus_client" in _loaded("export", "--help")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -105,3 +106,20 @@ def test_engine_vs_probe_prints_the_three_side_by_side() -> None:
     assert float(med["read/probe"]) == pytest.approx(
         float(med["read_p50_us"]) / float(med["probe_p50_us"]), rel=0.05
     )
+
+
+def test_startup_prints_each_commands_cpu(tmp_path: Path) -> None:
+    """bench/startup runs every command it names to its end (the agent to 'listening on'),
+    writes its medians and compares them with an earlier file; no time is judged."""
+    first = tmp_path / "first.json"
+    proc = _run("startup", "--quick", "--json", str(first))
+    assert proc.returncode == 0, proc.stderr
+    medians = json.loads(first.read_text())["medians"]
+    assert set(medians) == {
+        "python -c pass", "netqual --version", "netqual agent", "netqual run --dry-run",
+        "netqual report", "netqual gate",
+    }  # fmt: skip
+    assert medians["netqual agent"]["cpu_ms"] > 0
+    again = _run("startup", "--quick", "--against", str(first))
+    assert again.returncode == 0, again.stderr
+    assert "new/old" in again.stdout and "netqual agent" in again.stdout

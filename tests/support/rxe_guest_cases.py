@@ -18,7 +18,9 @@ Usage (in the guest): python tests/support/rxe_guest_cases.py OUT_DIR
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
+import io
 import json
 import os
 import re
@@ -337,9 +339,16 @@ def fanin_case(token_file: Path) -> dict[str, object]:
 
 def main() -> int:
     t0 = time.monotonic()
+    from netqual.cli import main as cli_main
     from netqual.cli import register
 
     register()  # every command module: the one slow import, done once and shared by forks
+    # ... and what each command line builds before it runs: the click command tree and
+    # typer's parameter conversion (pydantic, imported on the first parse). A child built
+    # and imported them again: about 4 s of every forked netqual process under TCG (a
+    # probe's profile), 13 of them.
+    with contextlib.redirect_stdout(io.StringIO()):
+        cli_main(["probe", "--help"])
 
     cases = Cases(Path(sys.argv[1]))
     imported_s = round(time.monotonic() - t0, 1)

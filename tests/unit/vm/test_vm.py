@@ -67,6 +67,7 @@ def test_qemu_command_line(tmp_path: Path) -> None:
     assert f"path={out},mount_tag=results" in text
     assert f"netqual.run={out}/run.sh" in text and f"netqual.out={out}" in text
     assert f"file:{out}/console.log" in text
+    assert " tsc=reliable " in text  # the vDSO clock, not an emulated HPET read per call
     with pytest.raises(GuestError, match="cannot carry spaces or commas"):
         qemu_command(kernel, out / "i", out / "run.sh", tmp_path / "a,b", GuestSpec())
 

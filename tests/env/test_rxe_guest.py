@@ -29,7 +29,8 @@ from netqual.vm import GuestRun, cached_kernel, fetch_kernel, qemu_unavailable, 
 
 CASES = REPO / "tests" / "support" / "rxe_guest_cases.py"
 # The guest's whole life: boot, ~11 Python starts at 20-60 s each under TCG, the probes.
-# About 6 minutes on two idle cores; the bound only stops a hung guest.
+# About 4 minutes (4 of qemu CPU) on two lightly loaded cores; the bound only stops a hung
+# guest.
 GUEST_TIMEOUT_S = 1800.0
 # The module's first test boots the guest in its set-up: pytest-timeout's default (900 s)
 # would kill a guest that a loaded host makes slower than that, inside the guest's own bound.

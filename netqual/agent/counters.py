@@ -314,12 +314,20 @@ class ProbeWindow:
     ) -> None:
         """``deadline``: the probe's (monotonic); the responder's snapshot is waited for no
         longer than what is left of it, so a silent responder still fails the probe within
-        its --timeout (a fixed 5 s ran past a --timeout of 3)."""
+        its --timeout (a fixed 5 s ran past a --timeout of 3).
+
+        ``late``: the responder did not answer ``counters.begin`` within that wait. Its
+        answer may still come, and the channel would read it as the answer to the probe's
+        next request (in CI's loaded qemu guest a fan-in rank's ``rdma.connect`` read
+        ``ok``: "expected 'rdma.accepted', got 'ok'"): the probe goes on over a fresh
+        session (``serve_probe``), and this window reads no counters at all (the source's
+        TCP counters are of this channel's socket)."""
         self.counting = counting
         self.ch = peer_ch
         self.sock = peer_ch.sock if tcp else None
         self.before: Snapshot | None = None
         self.remote = False
+        self.late = False
         if counting is None:
             return
         self.before = counting.snapshot(self.sock)
@@ -330,7 +338,9 @@ class ProbeWindow:
             peer_ch.set_timeout(wait)
             peer_ch.request("counters.begin", {"tcp": tcp})
             self.remote = True
-        except (NetqualError, OSError, TimeoutError):
+        except TimeoutError:
+            self.late, self.before = True, None
+        except (NetqualError, OSError):
             self.remote = False  # an agent without counters: the dst side is unknown
 
     def close(self) -> dict[str, Any] | None:

@@ -286,10 +286,9 @@ def serve_probe(
             expect_name=req.peer.name, source=req.nics.source if req.nics else None,
         )  # fmt: skip
         phase = "measure"
-        with peer_ch:
+        with contextlib.ExitStack() as sessions:
+            sessions.enter_context(peer_ch)
             watch.attach(peer_ch.sock)
-            # Host counters before and after the phase, both ends (never inside the loop).
-            window = counters.ProbeWindow(counting, peer_ch, req.transport == "tcp", deadline)
 
             def another() -> Channel:  # a fetch profile's further connections (tcp_fetch)
                 extra, _ = connect(
@@ -299,6 +298,15 @@ def serve_probe(
                 watch.attach(extra.sock)  # ends with the coordinator too, not at the deadline
                 return extra
 
+            # Host counters before and after the phase, both ends (never inside the loop).
+            window = counters.ProbeWindow(counting, peer_ch, req.transport == "tcp", deadline)
+            if window.late:  # its late answer would be read as the next request's
+                log.info(
+                    "probe %s -> %s: no answer to counters.begin in time; a fresh session",
+                    agent_name, req.peer.label,
+                )  # fmt: skip
+                peer_ch.close()
+                peer_ch = sessions.enter_context(another())
             raw = _initiate(transport, peer_ch, req.plan, deadline, req.peer.address, another)
             if (moved := window.close()) is not None:
                 raw = replace(raw, details={**raw.details, "counters": moved})

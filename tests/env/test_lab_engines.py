@@ -299,7 +299,11 @@ def test_engine_require_rdma_under_fanin_makes_each_engine_level_not_measured(
         assert lv["transports"] == ["tcp"] and lv["fallback"].startswith("h2: moved over tcp")
     assert e["verdict"].startswith("not measured (configuration) at 1, 2 readers: ")
     assert e["safe_up_to"] is None
-    assert doc["summary"]["counts"]["unsafe"] == 0
+    # the levels judge no path: each path's verdict is its own round trip's (this lab's
+    # ordinary agents on a loaded host may make one unsafe; the engine never does)
+    assert all(
+        "mooncake" not in r and "engine" not in r for p in doc["paths"] for r in p["reasons"]
+    )
     [b] = [b for b in doc["decision"]["blocking"] if b["kind"] == "engine"]
     assert b["subject"] == "h1" and b["class"] is None
     assert b["detail"].startswith(
@@ -380,7 +384,9 @@ def test_a_run_asking_for_an_engine_a_node_lacks_stops_before_measuring_naming_i
         assert m["kind"] == "configuration"
         assert "h3 failed the pre-flight check" in m["reason"]
         assert "--engines mooncake" in m["reason"]
-    assert "INCOMPLETE" in said and "0 unsafe" in said
+    # h3's pairs are not measured, never judged: the counts cover the 3 measured paths
+    assert "INCOMPLETE (3 of 6 pairs measured, 3 not measured (configuration))" in said
+    assert sum(doc["summary"]["counts"].values()) == 3
 
 
 def test_probe_names_an_engine_the_node_lacks_as_configuration(

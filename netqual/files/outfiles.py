@@ -275,8 +275,21 @@ def open_append(path: Path, *, new: bool) -> Iterator[TextIO]:
         fd = _open_for_append(path, dfd, new)
     finally:
         os.close(dfd)
-    with os.fdopen(fd, "a", encoding="utf-8") as f:
+    f = os.fdopen(fd, "a", encoding="utf-8")
+    f.buffer.raw.name = str(path)  # type: ignore[attr-defined]  # errors name the file, not fd 4
+    try:
         yield f
+    except BaseException:
+        # A write that failed (no space, a file size limit) left its line in the buffer and
+        # closing tries it again: the error on its way already says so (its traceback once
+        # replaced "cannot write: File too large" and the command to resume).
+        with contextlib.suppress(OSError):
+            f.close()
+        raise
+    try:
+        f.close()
+    except OSError as err:
+        raise OutputError(str(path), f"cannot write: {_problem(err)}") from err
 
 
 def _open_for_append(path: Path, dfd: int, new: bool) -> int:

@@ -114,6 +114,49 @@ def test_a_full_disk_is_one_line_without_temporary_files(tmp_path: Path) -> None
     assert sorted(p.name for p in tmp_path.iterdir()) == ["results.json"]
 
 
+APPEND_PAST_THE_LIMIT = """
+import errno, sys
+from pathlib import Path
+from netqual.base.errors import OutputError
+from netqual.files.outfiles import open_append
+out = Path(sys.argv[1])
+try:  # a line flushed past the limit: the error raised in the block is the one that leaves
+    with open_append(out / "flushed.jsonl", new=True) as f:
+        f.write("x" * 5000)
+        f.flush()
+except OSError as err:
+    print("flushed", errno.errorcode[err.errno], err.__context__)
+try:  # a line still buffered when the file closes: closing says which file
+    with open_append(out / "closed.jsonl", new=True) as f:
+        f.write("x" * 5000)
+except OutputError as err:
+    print("closed", err)
+"""
+
+
+def test_appending_past_the_file_size_limit_raises_one_error_naming_the_file(
+    tmp_path: Path,
+) -> None:
+    """results.jsonl's writer on a full disk: the error from the write that failed is the
+    one that leaves (its unwritten line failing again as the file closed once replaced it:
+    a traceback instead of "cannot write" and the command to resume), and a failure only
+    at closing names the file, not its descriptor ("4: cannot write")."""
+    r = subprocess.run(
+        [sys.executable, "-c", APPEND_PAST_THE_LIMIT, str(tmp_path)],
+        env={**cli_env(), "PYTHONPATH": str(ROOT)},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_FSIZE, (3000, 3000)),
+    )
+    assert r.returncode == 0 and r.stderr == "", r.stderr
+    assert r.stdout.splitlines() == [
+        "flushed EFBIG None",
+        f"closed {tmp_path / 'closed.jsonl'}: cannot write: File too large",
+    ]
+
+
 def test_a_run_that_runs_out_of_space_says_how_to_resume(agents: AgentPool, tmp_path: Path) -> None:
     started = agents.start_many([("gpu01",), ("gpu02",)])
     inventory = tmp_path / "inventory.toml"

@@ -52,7 +52,7 @@ def test_every_folder_of_tests_is_in_exactly_one_lane() -> None:
     assert sorted(folders) == sorted([*KINDS, "env", "env"])
     rest = "tests/env --ignore=tests/env/test_rxe_guest.py"
     assert _lanes()["labs"] == f"-n 0 -m timing {rest}"
-    assert _lanes()["env"] == f'-n 2 --dist loadfile -m "not timing" {rest}'
+    assert _lanes()["env"] == f'-n 0 -m "not timing" {rest}'
     assert _lanes()["guest"] == "tests/env/test_rxe_guest.py"
 
 

@@ -36,10 +36,14 @@ pytestmark = [
     pytest.mark.skipif(REASON is not None, reason=REASON or ""),
 ]
 
-# 1,000 kept samples, the fewest that make a p99 trustworthy; the default lines
+# 1,000 kept samples, the fewest that make a p99 trustworthy; the default unsafe line, the
+# safe line between the lab's tiers as a loaded host reads them: same-rack p99 32-207 us,
+# cross-rack 296-446, remote ~1,100 in one clean-clone CI (at 200 two same-rack paths read
+# 201 and 207 us, fewer than 75% of same-rack paths were safe, and distance was not named:
+# what this module judges is where the blame goes, not where a loaded host's tail sits)
 POLICY = """[policy]
 metric = "p99"
-safe_max_us = 200.0
+safe_max_us = 250.0
 unsafe_above_us = 500.0
 min_samples = 1000
 """

@@ -22,10 +22,16 @@ import math
 from collections.abc import Iterable
 
 import numpy as np
+import numpy.ma  # see below
 import numpy.typing as npt
 
 from netqual.model.path import RawBulk
 from netqual.model.stats import BulkStats, Ci95, Metric, RttStats
+
+# numpy.ma is loaded on its first use (np.percentile and np.unique read np.ma). The run's
+# probe threads reduce samples here at once, and two threads' first use of it recursed in
+# numpy's lazy loader until the recursion limit (a clean-clone CI, `netqual run` exit 1):
+# it is imported above, with this module, under the import lock.
 
 TAIL_SAMPLES_NEEDED = 10
 BINS_PER_DECADE = 10

@@ -93,3 +93,10 @@ def test_campaign_loads_prometheus_client_for_serve_only() -> None:
     """`campaign serve` imports it when it runs; `export` (OpenMetrics text) at start."""
     assert _under(_loaded("campaign", "--help"), ("prometheus_client", "asyncio")) == []
     assert "prometheus_client" in _loaded("export", "--help")
+
+
+def test_a_run_loads_numpys_lazy_ma_before_its_probe_threads() -> None:
+    """np.percentile and np.unique read np.ma, which numpy imports on first use; two of the
+    run's probe threads using it first at once recursed in numpy's lazy loader (a
+    RecursionError ended a lab's `netqual run`). The run's statistics load it at import."""
+    assert "numpy.ma" in _loaded("run", "--help")

@@ -115,12 +115,17 @@ def test_a_fetch_profiles_extra_connections_close_when_its_coordinator_leaves(
     assert "stopped: the coordinator" in a_proc.stderr()
 
 
-def test_kill_9_of_a_running_netqual_run_stops_its_probe_within_a_second(
+def test_kill_9_of_a_running_netqual_run_stops_its_probe_not_at_its_deadline(
     agents: AgentPool, token: bytes, tmp_path: Path
 ) -> None:
     """The review's case: the coordinator process is killed mid-probe; the agents stopped
-    measuring only at the probe's own deadline (and distorted a resumed run's pairs)."""
-    a, b = (node(x) for x in agents.start_many([("gpu01",), ("gpu02",)]))
+    measuring only at the probe's own deadline (and distorted a resumed run's pairs).
+    Now they stop as the kernel closes the dead run's channel: well under a second on an
+    idle host. Each poll here is a handshake and an ``info`` to both busy agents, and a
+    clean-clone CI read 5.2 s on a loaded host, so the bound says "not at the deadline"
+    (the run's 120 s per pair, a million round trips) and the agent's log says why."""
+    procs = agents.start_many([("gpu01", "-v"), ("gpu02", "-v")])
+    a, b = (node(x) for x in procs)
     inventory = tmp_path / "inventory.toml"
     write_inventory(inventory, [("gpu01", a.port), ("gpu02", b.port)], agents.token_file)
     cmd = [sys.executable, "-m", "netqual", "run", str(inventory), "--out", str(tmp_path / "o")]
@@ -132,8 +137,10 @@ def test_kill_9_of_a_running_netqual_run_stops_its_probe_within_a_second(
         proc.kill()  # SIGKILL: no clean-up of any kind
         _, err = proc.communicate(timeout=10)
     took = wait_until(lambda: measuring(a, token) == 0 and measuring(b, token) == 0, 10)
-    assert took < 1.0, f"the probe outlived its killed coordinator by {took:.2f} s"
+    assert took < 10.0, f"the probe outlived its killed coordinator by {took:.2f} s"
     assert b"Traceback" not in err
+    logs = "\n".join(p.stderr() for p in procs)  # the pair's initiator says why it stopped
+    assert "stopped: the coordinator" in logs and "left" in logs, logs
 
 
 def test_resume_waits_for_probes_still_running_on_the_agents(

@@ -108,7 +108,9 @@ def test_a_fetch_profiles_extra_connections_close_when_its_coordinator_leaves(
         took = wait_until(
             lambda: tcp_sockets(a_proc.proc.pid, b.port) == 0 and measuring(a, token) == 0, 10
         )
-        assert took < 2.0, f"the probe's connections outlived its coordinator by {took:.2f} s"
+        # at once (under a second idle; polls of busy agents on a loaded host read more):
+        # far from the probe's 60 s deadline, which the second connection used to wait out
+        assert took < 10.0, f"the probe's connections outlived its coordinator by {took:.2f} s"
     finally:
         os.kill(b_proc.proc.pid, signal.SIGCONT)
     wait_until(lambda: tcp_sockets(b_proc.proc.pid, b.port, local=True) == 0, 10)
@@ -163,8 +165,8 @@ def test_resume_waits_for_probes_still_running_on_the_agents(
     busy.clear()
     start = time.monotonic()
     assert check_agents((a, b), token, idle_wait_s=RESUME_IDLE_WAIT_S, busy=busy) == {}
-    assert busy == {}  # waited for: both ended while asked
-    assert 0.4 < time.monotonic() - start < 3.0
+    assert busy == {}  # waited for: both ended while asked, within the idle wait
+    assert 0.4 < time.monotonic() - start < RESUME_IDLE_WAIT_S
 
 
 # Requests a run sends besides info and the measurements; an older agent refuses them.

@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import jsonschema
 import pytest
 from cli_helpers import run_in_process
 from factories import make_results, write_results
@@ -145,6 +146,17 @@ def test_typed_decoder_and_json_schema_reject_the_same_paths(
 
 def test_schema_ships_inside_the_package() -> None:
     assert schema.results_schema()["properties"]["schema_version"]["const"] == "1"
+
+
+def test_the_shipped_schema_is_valid_against_its_meta_schema() -> None:
+    """Checked here once: `load` no longer checks the (constant) schema in every process."""
+    s = schema.results_schema()
+    cls = jsonschema.validators.validator_for(s)
+    assert s["$schema"] == cls.META_SCHEMA["$id"].rstrip("#")  # the draft it names
+    cls.check_schema(s)
+    broken = {**s, "properties": {**s["properties"], "tool": {"type": "no-such-type"}}}
+    with pytest.raises(jsonschema.exceptions.SchemaError):
+        cls.check_schema(broken)  # the check can fail
 
 
 # The documented required keys (docs/results.md), the one copy in the tests: the schema

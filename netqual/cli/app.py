@@ -165,6 +165,17 @@ AllowIncomparableOpt = Annotated[
     ),
 ]
 NoBulkOpt = Annotated[bool, typer.Option("--no-bulk", help="Skip the bulk-read probes.")]
+BULK_BYTES_HELP = (
+    "Bytes read per bulk cell (each chunk at each depth), at least 32 chunks; less for a slow link."
+)
+BulkBytesOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--bulk-bytes",
+        metavar="BYTES",
+        help=f"{BULK_BYTES_HELP}  [default: {format_size(_PLAN.bulk_bytes)}]",
+    ),
+]
 TimeoutOpt = Annotated[
     float | None,
     typer.Option("--timeout", help=f"Per-pair timeout in seconds.  [default: {_PLAN.timeout_s:g}]"),

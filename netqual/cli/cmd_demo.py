@@ -11,7 +11,16 @@ from netqual.analysis.policy import load_policy
 from netqual.base.errors import UsageError
 from netqual.base.units import format_size
 from netqual.cli import rundir
-from netqual.cli.app import JsonOpt, NoBulkOpt, PolicyOpt, WorkloadOpt, app, console, err_console
+from netqual.cli.app import (
+    BULK_BYTES_HELP,
+    JsonOpt,
+    NoBulkOpt,
+    PolicyOpt,
+    WorkloadOpt,
+    app,
+    console,
+    err_console,
+)
 from netqual.cli.measuring import measure_into, plan_from, workload_plan
 from netqual.model.plan import ProbePlan
 from netqual.model.progress import RunObserver
@@ -27,7 +36,8 @@ def _demo_default(field: str) -> str:
         v = getattr(plan, field)
         if isinstance(v, tuple):
             return ", ".join(format_size(x) if field == "chunks_bytes" else str(x) for x in v)
-        return format_size(v) if field == "size_bytes" and v >= 1024 else f"{v:g}"
+        sized = field in ("size_bytes", "bulk_bytes") and v >= 1024
+        return format_size(v) if sized else f"{v:g}"
 
     lab, loop = text(demo_mod.LAB_PLAN), text(demo_mod.LOOPBACK_PLAN)
     return (
@@ -63,6 +73,12 @@ DemoDepthOpt = Annotated[
     list[int] | None,
     typer.Option("--depth", help="Outstanding bulk reads, repeatable." + _demo_default("depths")),
 ]
+DemoBulkBytesOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--bulk-bytes", metavar="BYTES", help=BULK_BYTES_HELP + _demo_default("bulk_bytes")
+    ),
+]
 DemoTimeoutOpt = Annotated[
     float | None,
     typer.Option("--timeout", help="Per-pair timeout in seconds." + _demo_default("timeout_s")),
@@ -95,6 +111,7 @@ def demo(
     chunk: DemoChunkOpt = None,
     depth: DemoDepthOpt = None,
     no_bulk: NoBulkOpt = False,
+    bulk_bytes: DemoBulkBytesOpt = None,
     timeout: DemoTimeoutOpt = None,
     workload: WorkloadOpt = None,
     as_json: JsonOpt = False,
@@ -128,7 +145,8 @@ def demo(
     fallback = demo_mod.lab_unusable_reason(loopback)
     base = demo_mod.LOOPBACK_PLAN if fallback else demo_mod.LAB_PLAN
     wl, plan = workload_plan(
-        workload, plan_from(base, iterations, warmup, size, chunk, depth, no_bulk, timeout)
+        workload,
+        plan_from(base, iterations, warmup, size, chunk, depth, no_bulk, timeout, bulk_bytes),
     )
     if wl is not None and not fallback:
         plan = demo_mod.lab_workload_plan(plan, say)

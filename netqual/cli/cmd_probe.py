@@ -12,6 +12,7 @@ from netqual.analysis.policy import load_policy
 from netqual.base.auth import load_token
 from netqual.base.errors import EXIT_RUNTIME, NotMeasuredError
 from netqual.cli.app import (
+    BulkBytesOpt,
     ChunkOpt,
     DepthOpt,
     GidIndexOpt,
@@ -66,6 +67,7 @@ def probe(
     chunk: ChunkOpt = None,
     depth: DepthOpt = None,
     no_bulk: NoBulkOpt = False,
+    bulk_bytes: BulkBytesOpt = None,
     timeout: TimeoutOpt = None,
     rdma_device: RdmaDeviceOpt = None,
     rdma_port: RdmaPortOpt = None,
@@ -84,8 +86,10 @@ def probe(
     Example:
       netqual probe gpu01@10.0.1.11:18515 gpu02@10.0.1.12:18515 --iterations 20000
     """
+    base = ProbePlan()
     wl, plan = workload_plan(
-        workload, plan_from(ProbePlan(), iterations, warmup, size, chunk, depth, no_bulk, timeout)
+        workload,
+        plan_from(base, iterations, warmup, size, chunk, depth, no_bulk, timeout, bulk_bytes),
     )
     check_limits(plan)
     eplan = engine_plan(engine, engine_require, transport, plan, wl)

@@ -13,6 +13,7 @@ from netqual.analysis.policy import load_policy
 from netqual.base.errors import UsageError
 from netqual.cli import rundir
 from netqual.cli.app import (
+    BulkBytesOpt,
     ChunkOpt,
     DepthOpt,
     GidIndexOpt,
@@ -113,6 +114,7 @@ def run(
     chunk: ChunkOpt = None,
     depth: DepthOpt = None,
     no_bulk: NoBulkOpt = False,
+    bulk_bytes: BulkBytesOpt = None,
     timeout: TimeoutOpt = None,
     rdma_device: RdmaDeviceOpt = None,
     rdma_port: RdmaPortOpt = None,

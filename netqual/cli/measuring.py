@@ -44,6 +44,7 @@ def plan_from(
     depth: list[int] | None,
     no_bulk: bool,
     timeout: float | None,
+    bulk_bytes: str | None = None,
 ) -> ProbePlan:
     return plan_mod.override(
         base,
@@ -54,6 +55,7 @@ def plan_from(
         depths=depth,
         no_bulk=no_bulk,
         timeout_s=timeout,
+        bulk_bytes=bulk_bytes,
     )
 
 

@@ -65,6 +65,7 @@ class RunOptions:
     chunk: list[str] | None
     depth: list[int] | None
     no_bulk: bool
+    bulk_bytes: str | None
     timeout: float | None
     rdma_device: str | None
     rdma_port: int | None
@@ -98,10 +99,8 @@ def planned(o: RunOptions, inv: Inventory, pol: Policy) -> RunConfig:
     schedule, the mode, the fan-in sweep, the rails, the engine cells, multirail, the
     calibration.
     Nothing to measure, or a plan every agent refuses: usage errors, before any agent."""
-    wl, plan = workload_plan(
-        o.workload,
-        plan_from(inv.plan, o.iterations, o.warmup, o.size, o.chunk, o.depth, o.no_bulk, o.timeout),
-    )
+    flags = (o.iterations, o.warmup, o.size, o.chunk, o.depth, o.no_bulk, o.timeout, o.bulk_bytes)
+    wl, plan = workload_plan(o.workload, plan_from(inv.plan, *flags))
     sched_cfg = schedule_config(
         o.schedule, o.bulk_per_node, o.bulk_per_rack, o.incast, o.bulk_pairs
     )

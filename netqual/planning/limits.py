@@ -25,7 +25,7 @@ def limit_problem(plan: ProbePlan, limits: AgentLimits = DEFAULT_LIMITS) -> tupl
 
     Each option is checked on its own with ``AgentLimits``' own checks, so the message
     names the option to change (``--iterations``, ``--size``, ``--chunk``, ``--depth``,
-    ``--timeout``)."""
+    ``--bulk-bytes``, ``--timeout``)."""
     rounds = plan.warmup + plan.iterations
     if (problem := limits.check_pingpong(rounds, 0)) is not None:
         return "--iterations", problem
@@ -34,9 +34,12 @@ def limit_problem(plan: ProbePlan, limits: AgentLimits = DEFAULT_LIMITS) -> tupl
     if plan.timeout_s > limits.max_duration_s:
         return "--timeout", limits.check(plan) or ""
     if plan.bulk:
+        usual = dataclasses.replace(plan, bulk_bytes=ProbePlan().bulk_bytes)
         for chunk in plan.chunks_bytes:
             if (problem := limits.check_bulk(chunk, plan.reads_for(chunk), 1)) is not None:
-                return "--chunk", problem
+                # the chunk fits at the default bytes per cell: --bulk-bytes raised it past
+                fits = limits.check_bulk(chunk, usual.reads_for(chunk), 1) is None
+                return ("--bulk-bytes" if fits else "--chunk"), problem
         for depth in plan.depths:
             smallest = min(plan.chunks_bytes, default=1)
             if problem := limits.check_bulk(smallest, plan.reads_for(smallest), depth):

@@ -20,10 +20,13 @@ _OPTIONS = {
     "depths": "--depth",
     "bulk": "--no-bulk",
     "timeout_s": "--timeout",
-    "bulk_bytes": "--chunk",
+    "bulk_bytes": "--bulk-bytes",
     "min_reads": "--chunk",
 }
-PLAN_KEYS = {"iterations", "warmup", "size", "chunk", "depth", "no-bulk", "no_bulk", "timeout"}
+PLAN_KEYS = {
+    "iterations", "warmup", "size", "chunk", "depth", "no-bulk", "no_bulk", "timeout",
+    "bulk-bytes", "bulk_bytes",
+}  # fmt: skip
 
 
 def _sizes(values: Sequence[str | int], option: str) -> tuple[int, ...]:
@@ -49,6 +52,7 @@ def override(
     depths: Sequence[int] | None = None,
     no_bulk: bool | None = None,
     timeout_s: float | None = None,
+    bulk_bytes: str | int | None = None,
 ) -> ProbePlan:
     """Return base with the given options applied; raises UsageError on bad values."""
     changes: dict[str, Any] = {}
@@ -66,6 +70,8 @@ def override(
         changes["bulk"] = False
     if timeout_s is not None:
         changes["timeout_s"] = timeout_s
+    if bulk_bytes is not None:
+        (changes["bulk_bytes"],) = _sizes([bulk_bytes], "--bulk-bytes")
     try:
         return dataclasses.replace(base, **changes)
     except PlanFieldError as err:
@@ -95,6 +101,7 @@ def from_table(
             depths=as_list("depth"),
             no_bulk=bool(table.get("no-bulk", table.get("no_bulk", False))),
             timeout_s=table.get("timeout"),
+            bulk_bytes=table.get("bulk-bytes", table.get("bulk_bytes")),
         )
     except UsageError as err:
         raise error(source, err.problem, "probe." + (err.field or "").lstrip("-")) from err

@@ -27,7 +27,7 @@ def print_dry_run(console: Console, d: DryRun) -> None:
     if p.bulk:
         chunks = ", ".join(format_size(c) for c in p.chunks_bytes)
         depths = ", ".join(str(x) for x in p.depths)
-        bulk = f"bulk {chunks} at depth {depths}"
+        bulk = f"bulk {chunks} at depth {depths} ({format_size(p.bulk_bytes)} per cell)"
     rtt = d.model.rtt_us[d.transport]
     gbps = d.model.goodput_gbps[d.transport]
     console.print(f"dry run, no agent contacted: {d.inventory}", soft_wrap=True)

@@ -82,7 +82,7 @@ NODE = '[[node]]\nname = "a"\naddress = "127.0.0.1"\n'
         ("[defaults]\nport = 1\n", "node", "no [[node]] entries"),
         (NODE + "[probe]\niterations = 0\n", "probe.iterations", ">= 1"),
         (NODE + '[probe]\nchunk = "lots"\n', "probe.chunk", "not a size"),
-        (NODE + "[probe]\nrounds = 3\n", "probe.rounds", "unknown key (allowed: chunk, depth"),
+        (NODE + "[probe]\nrounds = 3\n", "probe.rounds", "unknown key (allowed: bulk-bytes"),
         (NODE + "probe = 3\n", "node[0].probe", "unknown key"),
         (NODE + "[[probe]]\n", "probe", "expected a table"),
         (NODE + '[run]\nmode = "ring"\n', "run.mode", "unknown mode"),

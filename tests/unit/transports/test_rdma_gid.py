@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import pytest
+from rdma_fakeverbs import Fabric, module
 
-from netqual.transports.rdma import RdmaOptions
+from netqual.transports.rdma import RdmaOptions, devices
 from netqual.transports.rdma.devices import DeviceInfo, PortInfo, choose
 from netqual.transports.rdma.gid import (
     Family,
@@ -159,3 +160,25 @@ def test_choose_port_automatic_only_when_unambiguous() -> None:
         choose(devs, RdmaOptions(device="mlx5_1", port=2), local_ip=None)
     with pytest.raises(GidSelectionError, match=r"--rdma-device mlx5_9: no such device"):
         choose(devs, RdmaOptions(device="mlx5_9"), local_ip=None)
+
+
+def test_scan_keeps_the_populated_slots_of_a_mostly_empty_table() -> None:
+    """As rxe's 1,024-slot table: empty slots (any spelling of zero) and unreadable ones
+    are skipped; a populated slot keeps its index, 8-group text and type."""
+    zero = "0000:0000:0000:0000:0000:0000:0000:0000"
+    fabric = Fabric(
+        gids=[
+            (zero, 0),
+            ("fe80:0000:0000:0000:0000:0000:0000:0001", 1),
+            ("::", 1),
+            ("not a gid", 1),
+            (zero, 1),
+            ("0000:0000:0000:0000:0000:ffff:c612:0001", 1),
+        ]
+    )
+    (dev,) = devices.scan(module(fabric))
+    (port,) = dev.ports
+    assert [(g.index, g.gid, g.gid_type) for g in port.gids] == [
+        (1, "fe80:0000:0000:0000:0000:0000:0000:0001", GidType.ROCE_V2),
+        (5, "0000:0000:0000:0000:0000:ffff:c612:0001", GidType.ROCE_V2),
+    ]

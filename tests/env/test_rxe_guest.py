@@ -24,6 +24,8 @@ import pytest
 from paths import REPO
 
 from netqual.base.errors import GuestError
+from netqual.model.plan import ProbePlan
+from netqual.planning.options import override
 from netqual.transports.rdma import hotloop
 from netqual.vm import GuestRun, cached_kernel, fetch_kernel, qemu_unavailable, run_in_guest
 
@@ -70,6 +72,14 @@ class GuestResults:
         except json.JSONDecodeError:
             pytest.fail(f"{name}: no JSON on stdout:\n{_shown(record)}")
         return doc
+
+
+def _plan(record: dict[str, Any]) -> ProbePlan:
+    """The plan a probe case ran: its --chunk and --bulk-bytes on the default plan."""
+    argv: list[str] = record["argv"]
+    given = [argv[i + 1] for i, a in enumerate(argv) if a == "--bulk-bytes"]
+    chunks = [argv[i + 1] for i, a in enumerate(argv) if a == "--chunk"]
+    return override(ProbePlan(), chunks=chunks, bulk_bytes=given[-1] if given else None)
 
 
 def _loop_kind() -> str:
@@ -226,8 +236,10 @@ def test_default_plan_over_real_verbs(guest: GuestResults) -> None:
     assert 0 < path["rtt_us"]["min"] <= path["rtt_us"]["p50"] <= path["rtt_us"]["max"]
     cells = {(c["chunk_bytes"], c["depth"]) for c in path["bulk"]}
     assert cells == {(c, d) for c in (64 << 10, 1 << 20) for d in (1, 8)}  # DEFAULT_PLAN
+    plan = _plan(record)  # every cell read what the plan asks (>= 32 chunks), 80 MiB in all
     for cell in path["bulk"]:
-        assert cell["reads"] > 0 and cell["goodput_gbps"] > 0, cell
+        assert cell["reads"] == plan.reads_for(cell["chunk_bytes"]), cell
+        assert cell["goodput_gbps"] > 0, cell
     details = path["details"]
     assert details["device"] == "rxe0" and details["peer"]["device"] == "rxe1"
     assert details["gid_type"] == "RoCEv2" and details["link_layer"] == "Ethernet"
@@ -246,8 +258,11 @@ def test_rxe_counters_moved_by_the_probes_bytes_on_the_devices_it_used(guest: Gu
     details = path["details"]
     moved = details["counters"]
     need = moved["probe_bytes"]
-    # 11,000 ping-pongs of 64 B both ways, and 2 depths x (64 KiB + 1 MiB chunks) of reads
-    assert need > 256 << 20, moved
+    # 11,000 ping-pongs of 64 B both ways, and 2 depths x (64 KiB + 1 MiB chunks) of reads,
+    # as many as the plan asks (rxe_guest_cases.BULK): 80 MiB, 1,300x the ping-pongs' bytes
+    plan = _plan(guest.case("probe_default"))
+    reads = sum(plan.reads_for(c) * c for c in plan.chunks_bytes) * len(plan.depths)
+    assert need >= reads + 2 * 11_000 * 64 and reads >= 64 << 20, (moved, reads)
     assert details["carried_by"] == {"src": "rxe0/1", "dst": "rxe1/1", "problem": None}
     mtu = details["path_mtu_bytes"]
     for end, device in (("src", "rxe0/1"), ("dst", "rxe1/1")):

@@ -40,11 +40,17 @@ START_S = 600.0  # a fresh netqual interpreter under TCG on a loaded host, gener
 PROBE_S = 600.0  # one probe: the default plan at Soft-RoCE-under-TCG speed
 LOW_MTU = 1000  # nqb's MTU for the MTU case: rxe1's active MTU drops to 512 (rxe0 stays 1024)
 CLONE_NEWNS = 0x00020000
+# Bytes per bulk cell (--bulk-bytes) for every probe here that reads: Soft-RoCE under TCG
+# reads 3-16 MB/s, so the default 128 MiB a cell was most of this guest's time (the four
+# cells below moved 512 MiB: 110 s of CI's guest lane). At 8 MiB each cell still reads at
+# least 32 chunks (min_reads: the 1 MiB cells 32 MiB, the 64 KiB cells 128 reads), over
+# real verbs, with every read checked against the session key.
+BULK = ("--bulk-bytes", "8MiB")
 # The default plan's ping-pong (10,000 kept + 1,000 warm-up) and depths (1, 8), with the
-# 64 KiB and 1 MiB chunks only: Soft-RoCE under TCG reads 3-10 MB/s, and the default's
-# 8 MiB cells alone move 512 MiB. --timeout: the 120 s default is for real networks
-# (600 s is the most an agent accepts by default).
-DEFAULT_PLAN = ("--chunk", "64KiB", "--chunk", "1MiB", "--timeout", "600")
+# 64 KiB and 1 MiB chunks only (the default's 8 MiB cells would read 32 x 8 MiB each) and
+# BULK: 80 MiB in all. --timeout: the 120 s default is for real networks (600 s is the most
+# an agent accepts by default).
+DEFAULT_PLAN = ("--chunk", "64KiB", "--chunk", "1MiB", *BULK, "--timeout", "600")
 BENCH_ITERATIONS = 2000
 MID_PROBE_PACKETS = 3000  # rxe1 packets in before the responder is killed
 
@@ -378,7 +384,7 @@ def main() -> int:
         # 3b'. Mooncake's Transfer Engine over the same verbs (docs/engines.md): required
         # to use RDMA, with each agent's own --rdma-device as its device filter.
         engine = cases.probe(
-            "engine_mooncake", A, B, *small, "--chunk", "64KiB", "--depth", "1",
+            "engine_mooncake", A, B, *small, "--chunk", "64KiB", "--depth", "1", *BULK,
             "--timeout", "600", "--engine", "mooncake", "--engine-require", "rdma", "--json",
         )  # fmt: skip
         cases.save("engine_mooncake", engine.record(START_S + PROBE_S))
@@ -389,9 +395,9 @@ def main() -> int:
         cases.save("forged_echo", forged.record(PROBE_S))
         # 3d. a run NIC to NIC over both rails (docs/rails.md): rail 0 on rxe0 <-> rxe1,
         # rail 1 on rxe2 <-> rxe3, each end opening the device its inventory NIC names.
-        # Ping-pong only: a run's bulk cell moves 128 MiB a path whatever the chunk (the
-        # step took 57 s with it, 31 s without, at one load), and a probe reads over the QP
-        # its ping-pong used (probe_default, mtu and forged_echo read over real verbs).
+        # Ping-pong only: a bulk cell of 128 MiB a path made the step 57 s instead of 31 s
+        # at one load, and a probe reads over the QP its ping-pong used (probe_default, mtu
+        # and forged_echo read over real verbs).
         inventory = cases.out / "rails.toml"
         inventory.write_text(RAILS_INVENTORY)
         rails = cases.run(
@@ -411,7 +417,7 @@ def main() -> int:
         # 5. rxe1's netdev MTU lowered: the path MTU must follow the lower end.
         sh("ip", "link", "set", "nqb", "mtu", str(LOW_MTU))
         mtus = {"rxe0": active_mtu("rxe0"), "rxe1": active_mtu("rxe1")}
-        mtu = cases.probe("mtu", A, B, *small, "--chunk", "64KiB", "--depth", "1", "--json")
+        mtu = cases.probe("mtu", A, B, *small, "--chunk", "64KiB", "--depth", "1", *BULK, "--json")
         cases.save("mtu", mtu.record(PROBE_S, active_mtu_bytes=mtus))
         # 6. the responder dies mid-probe: a ping-pong far longer than the test runs.
         before = received_packets("rxe1")

@@ -72,6 +72,9 @@ class Fabric:
         # Give QPs a C-level twin (rdma_fakeverbs_c) so the compiled ping-pong loop runs on
         # them; False: the transport finds no ibv_qp and runs its Python loop.
         self.compiled = False
+        # Whether pyverbs has Context.query_gid_table (rdma-core 32 on); False: scans walk
+        # the table slot by slot (query_gid, query_gid_type), as with older pyverbs.
+        self.gid_table = True
         self.closed: list[str] = []
         self.max_sq_seen = 0
         self.reads_by_qp: dict[int, int] = {}  # qp_num -> RDMA READs it posted
@@ -108,6 +111,13 @@ def module(fabric: Fabric) -> verbs.Pyverbs:
         def __str__(self) -> str:
             return self.gid
 
+    class GIDEntry:  # one populated slot, as query_gid_table gives it (port 1)
+        def __init__(self, index: int, gid: str, gid_type: int) -> None:
+            self.gid_index, self.gid, self.gid_type, self.port_num = index, gid, gid_type, 1
+
+        def gid_str(self) -> str:
+            return self.gid
+
     class Context:
         def __init__(self, **kwargs: Any) -> None:
             if kwargs.get("name") != "fake0":
@@ -121,6 +131,16 @@ def module(fabric: Fabric) -> verbs.Pyverbs:
 
         def query_gid(self, port_num: int, index: int) -> GID:
             return GID(f.gids[index][0] if index < len(f.gids) else None)
+
+        def query_gid_table(self, max_entries: int) -> list[GIDEntry]:
+            if not f.gid_table:
+                raise AttributeError("query_gid_table")  # as an older pyverbs' Context
+            zero = "0000:0000:0000:0000:0000:0000:0000:0000"
+            used = [(i, g, t) for i, (g, t) in enumerate(f.gids) if g != zero]
+            if len(used) > max_entries:
+                raise PyverbsRDMAError("Failed to query gid table", 12)
+            ib = f.link_layer == 1  # ibv_gid_type: 0 IB, 1 RoCE v1, 2 RoCE v2
+            return [GIDEntry(i, g, 0 if ib else 2 if t == 1 else 1) for i, g, t in used]
 
         def query_gid_type(self, port_num: int, index: int) -> int:
             if index >= len(f.gids):

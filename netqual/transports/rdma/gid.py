@@ -92,6 +92,14 @@ def gid_type_from_verbs(link_layer: LinkLayer, sysfs_type: int) -> GidType:
     return GidType.ROCE_V2 if sysfs_type == 1 else GidType.ROCE_V1
 
 
+def gid_type_from_table(link_layer: LinkLayer, table_type: int) -> GidType:
+    """``Context.query_gid_table`` entries carry ``ibv_gid_type``: 0 IB, 1 RoCE v1, 2 RoCE
+    v2 (not the sysfs numbering ``query_gid_type`` returns)."""
+    if link_layer is LinkLayer.INFINIBAND:
+        return GidType.IB
+    return GidType.ROCE_V2 if table_type == 2 else GidType.ROCE_V1
+
+
 def ip_family(address: str | None) -> Family | None:
     """Family of an IP literal; None for a host name or nothing (IPv4-mapped IPv6 is IPv4)."""
     ip = _parse_ip(address)

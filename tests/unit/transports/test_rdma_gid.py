@@ -162,9 +162,11 @@ def test_choose_port_automatic_only_when_unambiguous() -> None:
         choose(devs, RdmaOptions(device="mlx5_9"), local_ip=None)
 
 
-def test_scan_keeps_the_populated_slots_of_a_mostly_empty_table() -> None:
+@pytest.mark.parametrize("one_call", [True, False], ids=["query_gid_table", "slot-by-slot"])
+def test_scan_keeps_the_populated_slots_of_a_mostly_empty_table(one_call: bool) -> None:
     """As rxe's 1,024-slot table: empty slots (any spelling of zero) and unreadable ones
-    are skipped; a populated slot keeps its index, 8-group text and type."""
+    are skipped; a populated slot keeps its index, 8-group text and type. The same from
+    pyverbs' one-call table as from the walk older pyverbs needs."""
     zero = "0000:0000:0000:0000:0000:0000:0000:0000"
     fabric = Fabric(
         gids=[
@@ -176,9 +178,25 @@ def test_scan_keeps_the_populated_slots_of_a_mostly_empty_table() -> None:
             ("0000:0000:0000:0000:0000:ffff:c612:0001", 1),
         ]
     )
+    fabric.gid_table = one_call
     (dev,) = devices.scan(module(fabric))
     (port,) = dev.ports
     assert [(g.index, g.gid, g.gid_type) for g in port.gids] == [
         (1, "fe80:0000:0000:0000:0000:0000:0000:0001", GidType.ROCE_V2),
         (5, "0000:0000:0000:0000:0000:ffff:c612:0001", GidType.ROCE_V2),
     ]
+
+
+@pytest.mark.parametrize("one_call", [True, False], ids=["query_gid_table", "slot-by-slot"])
+def test_scan_types_infiniband_and_roce_v1_gids(one_call: bool) -> None:
+    gids = [
+        ("fe80:0000:0000:0000:0000:0000:0000:0001", 0),
+        ("fe80:0000:0000:0000:0000:0000:0000:0002", 1),
+    ]
+    roce, ib = Fabric(gids=gids), Fabric(link_layer=1, gids=gids)
+    types = []
+    for fabric in (roce, ib):
+        fabric.gid_table = one_call
+        (dev,) = devices.scan(module(fabric))
+        types.append([g.gid_type for g in dev.ports[0].gids])
+    assert types == [[GidType.ROCE_V1, GidType.ROCE_V2], [GidType.IB, GidType.IB]]

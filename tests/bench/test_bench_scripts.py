@@ -110,9 +110,14 @@ def test_engine_vs_probe_prints_the_three_side_by_side() -> None:
 
 def test_startup_prints_each_commands_cpu(tmp_path: Path) -> None:
     """bench/startup runs every command it names to its end (the agent to 'listening on'),
-    writes its medians and compares them with an earlier file; no time is judged."""
+    writes its medians and compares them with an earlier file; no time is judged.
+
+    One run does both: the earlier file is written here in the format of ``--json``, with
+    the agent alone in it (a command the earlier file lacks gets "-")."""
+    earlier = tmp_path / "earlier.json"
+    earlier.write_text(json.dumps({"rounds": 1, "medians": {"netqual agent": {"cpu_ms": 1e6}}}))
     first = tmp_path / "first.json"
-    proc = _run("startup", "--quick", "--json", str(first))
+    proc = _run("startup", "--quick", "--json", str(first), "--against", str(earlier))
     assert proc.returncode == 0, proc.stderr
     medians = json.loads(first.read_text())["medians"]
     assert set(medians) == {
@@ -120,6 +125,8 @@ def test_startup_prints_each_commands_cpu(tmp_path: Path) -> None:
         "netqual report", "netqual gate",
     }  # fmt: skip
     assert medians["netqual agent"]["cpu_ms"] > 0
-    again = _run("startup", "--quick", "--against", str(first))
-    assert again.returncode == 0, again.stderr
-    assert "new/old" in again.stdout and "netqual agent" in again.stdout
+    rows = {ln.strip().split("  ")[0]: ln.split() for ln in proc.stdout.splitlines()[2:]}
+    assert proc.stdout.splitlines()[1].split()[-2:] == ["old_cpu_ms", "new/old"]
+    agent = rows["netqual agent"]
+    assert agent[-2:] == ["1000000", f"{medians['netqual agent']['cpu_ms'] / 1e6:.2f}"]
+    assert rows["netqual gate"][-2:] == ["-", "-"]

@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import json
 import socket
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from agentpool import AgentPool, AgentProc
+from agentpool import AgentPool, AgentProc, new_token_file
 from e2e_cli import netqual_cli, write_inventory
 from peers import node as node_of
 
@@ -33,10 +34,24 @@ def _typo_port(inventory: Path, agent: AgentProc, port: int) -> None:
     inventory.write_text(text.replace(f"port = {agent.port}\n", f"port = {port}\n", 1))
 
 
-def test_check_all_ready(agents: AgentPool, tmp_path: Path) -> None:
-    started = agents.start_many([("gpu01",), ("gpu02",)])
+@pytest.fixture(scope="module")
+def shared(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AgentPool]:
+    """gpu01, gpu02, gpu03 and stray, shared by the tests that only ask them (check,
+    doctor, a run stopped at its pre-flight or measuring some pairs): no test stops one
+    or changes what it answers; each writes its own inventory of some of them."""
+    tmp = tmp_path_factory.mktemp("check")
+    pool = AgentPool(tmp, new_token_file(tmp))
+    try:
+        pool.start_many([("gpu01",), ("gpu02",), ("gpu03",), ("stray",)])
+        yield pool
+    finally:
+        pool.close()
+
+
+def test_check_all_ready(shared: AgentPool, tmp_path: Path) -> None:
+    started = shared.agents[:2]
     inventory = tmp_path / "inventory.toml"
-    write_inventory(inventory, started, agents.token_file)
+    write_inventory(inventory, started, shared.token_file)
     r = netqual_cli("check", str(inventory))
     assert r.returncode == 0, r.stdout + r.stderr
     assert "all 2 agents ready for tcp probes" in r.stdout
@@ -50,10 +65,10 @@ def test_check_all_ready(agents: AgentPool, tmp_path: Path) -> None:
         assert "host" not in node and "measuring" not in node  # asked for `run` only
 
 
-def test_check_names_each_configuration_error(agents: AgentPool, tmp_path: Path) -> None:
-    *started, stray = agents.start_many([("gpu01",), ("gpu02",), ("gpu03",), ("stray",)])
+def test_check_names_each_configuration_error(shared: AgentPool, tmp_path: Path) -> None:
+    *started, stray = shared.agents
     inventory = tmp_path / "inventory.toml"
-    write_inventory(inventory, started, agents.token_file)
+    write_inventory(inventory, started, shared.token_file)
     gpu02, gpu03 = started[1], started[2]
     _typo_port(inventory, gpu02, _free_port())  # nothing listens there
     _typo_port(inventory, gpu03, stray.port)  # another node's agent answers for gpu03
@@ -76,10 +91,10 @@ def test_check_names_each_configuration_error(agents: AgentPool, tmp_path: Path)
     assert "gpu01: token rejected" in " ".join(r.stdout.split())
 
 
-def test_run_stops_on_a_typod_port_and_writes_nothing(agents: AgentPool, tmp_path: Path) -> None:
-    started = agents.start_many([("gpu01",), ("gpu02",), ("gpu03",)])
+def test_run_stops_on_a_typod_port_and_writes_nothing(shared: AgentPool, tmp_path: Path) -> None:
+    started = shared.agents[:3]
     inventory = tmp_path / "inventory.toml"
-    write_inventory(inventory, started, agents.token_file)
+    write_inventory(inventory, started, shared.token_file)
     _typo_port(inventory, started[2], _free_port())
     out = tmp_path / "out"
     r = netqual_cli("run", str(inventory), "--out", str(out), *SMALL_PLAN)
@@ -91,14 +106,14 @@ def test_run_stops_on_a_typod_port_and_writes_nothing(agents: AgentPool, tmp_pat
 
 
 def test_run_keep_going_when_every_agent_fails_says_so_and_leaves_nothing_to_resume(
-    agents: AgentPool, tmp_path: Path
+    shared: AgentPool, tmp_path: Path
 ) -> None:
     """Issue 36: the run left a directory whose report read "INCOMPLETE (run interrupted,
     0 of 3 pairs measured) ... finish the run with --resume"; nothing was interrupted and
     resuming failed the same way."""
-    started = agents.start_many([("gpu01",), ("gpu02",), ("gpu03",)])
+    started = shared.agents[:3]
     inventory = tmp_path / "inventory.toml"
-    write_inventory(inventory, started, agents.token_file)
+    write_inventory(inventory, started, shared.token_file)
     other = tmp_path / "other.token"
     other.write_text("9f2c7e1d5b3a8064" * 3 + "e4f1a7c0b9d2386e")  # strong, not the agents' token
     other.chmod(0o600)
@@ -115,11 +130,11 @@ def test_run_keep_going_when_every_agent_fails_says_so_and_leaves_nothing_to_res
 
 
 def test_run_keep_going_measures_the_rest_and_keeps_agent_versions_and_clocks(
-    agents: AgentPool, tmp_path: Path
+    shared: AgentPool, tmp_path: Path
 ) -> None:
-    started = agents.start_many([("gpu01",), ("gpu02",), ("gpu03",)])
+    started = shared.agents[:3]
     inventory = tmp_path / "inventory.toml"
-    write_inventory(inventory, started, agents.token_file)
+    write_inventory(inventory, started, shared.token_file)
     _typo_port(inventory, started[2], _free_port())
     out = tmp_path / "out"
     r = netqual_cli("run", str(inventory), "--out", str(out), "--keep-going", *SMALL_PLAN)
@@ -171,10 +186,10 @@ def test_run_asks_no_agent_again_after_the_pre_flight(
     assert "busy_at_start" not in results.run.schedule
 
 
-def test_doctor_inventory_follows_transport(agents: AgentPool, tmp_path: Path) -> None:
-    started = agents.start_many([("gpu01",), ("gpu02",)])
+def test_doctor_inventory_follows_transport(shared: AgentPool, tmp_path: Path) -> None:
+    started = shared.agents[:2]
     inventory = tmp_path / "inventory.toml"
-    write_inventory(inventory, started, agents.token_file)
+    write_inventory(inventory, started, shared.token_file)
     r = netqual_cli("doctor", "--inventory", str(inventory))
     # TCP needs no RDMA device: healthy TCP agents are ready.
     assert r.returncode == 0, r.stdout + r.stderr

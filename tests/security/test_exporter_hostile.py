@@ -13,6 +13,7 @@ import sys
 import threading
 import time
 import urllib.request
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -86,7 +87,9 @@ def _campaign(tmp_path: Path) -> None:
     assert netqual("campaign", "add", "c", "run0", "--week", "1", cwd=tmp_path).returncode == 0
 
 
-def _serve(tmp_path: Path, nofile: int = 1024) -> tuple[subprocess.Popen[str], int]:
+def _serve(
+    tmp_path: Path, nofile: int = 1024, seconds: int = 120
+) -> tuple[subprocess.Popen[str], int]:
     import resource
 
     def limit() -> None:
@@ -94,7 +97,7 @@ def _serve(tmp_path: Path, nofile: int = 1024) -> tuple[subprocess.Popen[str], i
 
     proc = subprocess.Popen(
         [sys.executable, "-m", "netqual", "campaign", "serve", "c", "--listen", "127.0.0.1:0",
-         "--seconds", "120"],
+         "--seconds", str(seconds)],
         cwd=tmp_path, env=cli_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         preexec_fn=limit,  # noqa: PLW1509 - only setrlimit, before exec
     )  # fmt: skip
@@ -118,12 +121,28 @@ def _stop(proc: subprocess.Popen[str]) -> None:
         proc.wait()
 
 
-def test_a_thousand_slow_loris_connections_do_not_stop_a_scrape(tmp_path: Path) -> None:
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[subprocess.Popen[str], int]]:
+    """One exporter of one campaign for the tests that only connect to it (no run added
+    while it serves): the slow-loris flood and the refused requests; it must outlive them."""
+    tmp = tmp_path_factory.mktemp("exporter")
+    _campaign(tmp)
+    # it serves until this module's last test is done (stopped below), which with other
+    # modules' tests in between on this worker can be minutes: bounded at 15
+    proc, port = _serve(tmp, seconds=900)
+    try:
+        yield proc, port
+    finally:
+        _stop(proc)
+
+
+def test_a_thousand_slow_loris_connections_do_not_stop_a_scrape(
+    served: tuple[subprocess.Popen[str], int],
+) -> None:
     """1,000 connections each holding half a request, against an exporter limited to 1,024
     descriptors (the issue's setting): a scrape still gets its metrics, with the
     OpenMetrics content type, and the exporter's memory stays bounded."""
-    _campaign(tmp_path)
-    proc, port = _serve(tmp_path)
+    proc, port = served
     held: list[socket.socket] = []
     try:
         for _ in range(1000):
@@ -144,7 +163,7 @@ def test_a_thousand_slow_loris_connections_do_not_stop_a_scrape(tmp_path: Path) 
     finally:
         for s in held:
             s.close()
-        _stop(proc)
+    assert proc.poll() is None, "the exporter stopped"
 
 
 def test_scrapers_never_make_campaign_add_fail(tmp_path: Path) -> None:
@@ -181,16 +200,15 @@ def test_scrapers_never_make_campaign_add_fail(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("request_line", [b"POST /metrics HTTP/1.1", b"GET /etc/passwd HTTP/1.1"])
-def test_only_get_metrics_is_served(tmp_path: Path, request_line: bytes) -> None:
-    _campaign(tmp_path)
-    proc, port = _serve(tmp_path)
-    try:
-        with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
-            s.sendall(request_line + b"\r\nHost: x\r\n\r\n")
-            answer = s.recv(4096)
-        assert answer.split(b"\r\n", 1)[0] in (
-            b"HTTP/1.1 405 Method Not Allowed",
-            b"HTTP/1.1 404 Not Found",
-        )
-    finally:
-        _stop(proc)
+def test_only_get_metrics_is_served(
+    served: tuple[subprocess.Popen[str], int], request_line: bytes
+) -> None:
+    proc, port = served
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
+        s.sendall(request_line + b"\r\nHost: x\r\n\r\n")
+        answer = s.recv(4096)
+    assert answer.split(b"\r\n", 1)[0] in (
+        b"HTTP/1.1 405 Method Not Allowed",
+        b"HTTP/1.1 404 Not Found",
+    )
+    assert _scrape(port)[0] == 200 and proc.poll() is None  # refused, and still serving

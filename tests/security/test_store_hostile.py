@@ -52,8 +52,24 @@ def _write_run(d: Path, results: object) -> None:
     write_results(d / "results.json", results)  # type: ignore[arg-type]
 
 
-def _add(tmp_path: Path, *extra: str) -> subprocess.CompletedProcess[str]:
-    return netqual("campaign", "add", "c", "run1", *extra, cwd=tmp_path)
+Cli = Callable[..., "subprocess.CompletedProcess[str]"]
+
+
+@pytest.fixture
+def cli(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> Cli:
+    """A command through the CLI's entry point in this process (exit code, stdout, stderr),
+    in tmp_path: the store's refusals are the subject, not a process start. The tests that
+    need a process of their own (a umask, HOME, writers at once) start one."""
+
+    def run(*args: str) -> subprocess.CompletedProcess[str]:
+        r = run_in_process(list(args), tmp_path, monkeypatch, capsys)
+        return subprocess.CompletedProcess(args, r.returncode, r.stdout, r.stderr)
+
+    return run
+
+
+def _add(cli: Cli, *extra: str) -> subprocess.CompletedProcess[str]:
+    return cli("campaign", "add", "c", "run1", *extra)
 
 
 def _one_line_exit_2(r: subprocess.CompletedProcess[str], *needles: str) -> None:
@@ -65,35 +81,37 @@ def _one_line_exit_2(r: subprocess.CompletedProcess[str], *needles: str) -> None
         assert needle in r.stderr, r.stderr
 
 
-def test_a_planted_wal_symlink_is_not_written_through(camp: Path, tmp_path: Path) -> None:
+def test_a_planted_wal_symlink_is_not_written_through(camp: Path, tmp_path: Path, cli: Cli) -> None:
     victim = tmp_path / "victim"
     victim.write_text("precious\n")
-    assert _add(tmp_path, "--week", "1").returncode == 0
+    assert _add(cli, "--week", "1").returncode == 0
     (camp / f"{STORE}.wal").symlink_to(victim)
-    r = netqual("campaign", "gate", "c", "--milestone", "week2", cwd=tmp_path)
+    r = cli("campaign", "gate", "c", "--milestone", "week2")
     _one_line_exit_2(r, f"{STORE}.wal", "symlink")
     assert victim.read_text() == "precious\n"
 
 
-def test_a_dangling_store_symlink_creates_nothing_at_its_target(camp: Path, tmp_path: Path) -> None:
+def test_a_dangling_store_symlink_creates_nothing_at_its_target(
+    camp: Path, tmp_path: Path, cli: Cli
+) -> None:
     target = tmp_path / "elsewhere.duckdb"
     (camp / STORE).symlink_to(target)
-    _one_line_exit_2(_add(tmp_path), STORE, "symlink")
+    _one_line_exit_2(_add(cli), STORE, "symlink")
     assert not target.exists()
 
 
 @pytest.mark.parametrize("mode", [0o770, 0o707, 0o1777])
-def test_a_directory_others_can_write_is_refused(camp: Path, tmp_path: Path, mode: int) -> None:
+def test_a_directory_others_can_write_is_refused(camp: Path, cli: Cli, mode: int) -> None:
     """Sticky or not: in a sticky directory anyone can still create the log's name first."""
     camp.chmod(mode)
-    _one_line_exit_2(_add(tmp_path), "c: is writable by others", "chmod go-w c")
+    _one_line_exit_2(_add(cli), "c: is writable by others", "chmod go-w c")
     assert not (camp / STORE).exists()
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="needs root to give the directory away")
-def test_a_directory_of_another_user_is_refused(camp: Path, tmp_path: Path) -> None:
+def test_a_directory_of_another_user_is_refused(camp: Path, cli: Cli) -> None:
     os.chown(camp, 4321, -1)
-    _one_line_exit_2(_add(tmp_path), "belongs to another user (uid 4321)")
+    _one_line_exit_2(_add(cli), "belongs to another user (uid 4321)")
 
 
 def test_the_store_is_private_and_outputs_follow_the_umask(camp: Path, tmp_path: Path) -> None:
@@ -131,17 +149,7 @@ BROKEN: dict[str, Callable[[Path], object]] = {
 
 
 @pytest.mark.parametrize("how", list(BROKEN))
-def test_a_broken_store_is_one_line_naming_the_file(
-    camp: Path,
-    tmp_path: Path,
-    how: str,
-    monkeypatch: pytest.MonkeyPatch,
-    capsys: pytest.CaptureFixture[str],
-) -> None:
-    def cli(*args: str) -> subprocess.CompletedProcess[str]:
-        r = run_in_process(list(args), tmp_path, monkeypatch, capsys)
-        return subprocess.CompletedProcess(args, r.returncode, r.stdout, r.stderr)
-
+def test_a_broken_store_is_one_line_naming_the_file(camp: Path, cli: Cli, how: str) -> None:
     assert cli("campaign", "add", "c", "run1", "--week", "1").returncode == 0
     BROKEN[how](camp / STORE)
     for args in (
@@ -171,9 +179,9 @@ def test_an_sqlite_file_named_history_duckdb_fetches_nothing(camp: Path, tmp_pat
     assert not (home / ".duckdb").exists()
 
 
-def test_an_absurd_week_is_refused_before_the_store(camp: Path, tmp_path: Path) -> None:
-    _one_line_exit_2(_add(tmp_path, "--week", "2147483648"), "--week", "1-10,000")
-    r = netqual("campaign", "init", "c2", "--weeks", "2147483648", cwd=tmp_path)
+def test_an_absurd_week_is_refused_before_the_store(camp: Path, cli: Cli) -> None:
+    _one_line_exit_2(_add(cli, "--week", "2147483648"), "--week", "1-10,000")
+    r = cli("campaign", "init", "c2", "--weeks", "2147483648")
     _one_line_exit_2(r, "--weeks")
 
 
@@ -208,10 +216,10 @@ def test_a_full_disk_at_commit_is_one_line(tmp_path: Path, monkeypatch: pytest.M
     assert "\n" not in str(err.value)
 
 
-def test_writers_wait_for_a_reader_and_for_each_other(camp: Path, tmp_path: Path) -> None:
+def test_writers_wait_for_a_reader_and_for_each_other(camp: Path, tmp_path: Path, cli: Cli) -> None:
     """A reader holding the store (a scrape, another user's session) delays `campaign add`
-    instead of failing it; two adds at once both land."""
-    assert _add(tmp_path, "--week", "1").returncode == 0
+    instead of failing it; two adds at once both land (each in a process of its own)."""
+    assert _add(cli, "--week", "1").returncode == 0
     hold = subprocess.Popen(
         [sys.executable, "-c", "import duckdb, sys, time; c = duckdb.connect(sys.argv[1], "
          "read_only=True); print('held', flush=True); time.sleep(3); c.close()",
@@ -238,7 +246,9 @@ def test_writers_wait_for_a_reader_and_for_each_other(camp: Path, tmp_path: Path
     s.close()
 
 
-def test_stored_verdicts_are_judged_again_from_the_values(camp: Path, tmp_path: Path) -> None:
+def test_stored_verdicts_are_judged_again_from_the_values(
+    camp: Path, tmp_path: Path, cli: Cli
+) -> None:
     """A results file calling a 900 ms p99 offload-safe: the trend report and the exporter
     say unsafe (the campaign's policy judges every path as it enters the store)."""
     doc = json.loads((tmp_path / "run1" / "results.json").read_text())
@@ -246,12 +256,12 @@ def test_stored_verdicts_are_judged_again_from_the_values(camp: Path, tmp_path: 
     first["rtt_us"]["p99"] = first["rtt_us"]["p999"] = first["rtt_us"]["max"] = 900_000.0
     first["verdict"] = Verdict.SAFE.value
     (tmp_path / "run1" / "results.json").write_text(json.dumps(doc))
-    assert _add(tmp_path, "--week", "1").returncode == 0
-    trend = json.loads(netqual("campaign", "report", "c", "--json", cwd=tmp_path).stdout)
+    assert _add(cli, "--week", "1").returncode == 0
+    trend = json.loads(cli("campaign", "report", "c", "--json").stdout)
     week = trend["weeks"][0]
     want_unsafe = sum(p["verdict"] == "unsafe" for p in doc["paths"]) + 1
     assert week["unsafe"] == want_unsafe, week
-    text = netqual("export", "c", "--openmetrics", cwd=tmp_path).stdout
+    text = cli("export", "c", "--openmetrics").stdout
     src, dst = first["src"], first["dst"]
     line = next(x for x in text.splitlines() if x.startswith("netqual_path_verdict{")
                 and f'src="{src}"' in x and f'dst="{dst}"' in x)  # fmt: skip

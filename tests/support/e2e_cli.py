@@ -10,8 +10,11 @@ from agentpool import AgentProc, cli_env
 
 
 def write_inventory(path: Path, agents: list[AgentProc], token_file: Path) -> None:
-    """An inventory as docs/inventory.md documents it (agent ports were picked by the kernel)."""
-    lines = ["[defaults]", "port = 18515", f'token_file = "{token_file.name}"', ""]
+    """An inventory as docs/inventory.md documents it (agent ports were picked by the kernel);
+    the token file by its name beside the inventory, by its full path elsewhere (agents a
+    module shares)."""
+    token = token_file.name if token_file.parent == path.parent else str(token_file)
+    lines = ["[defaults]", "port = 18515", f'token_file = "{token}"', ""]
     for i, a in enumerate(agents):
         lines += [
             "[[node]]",

@@ -159,15 +159,16 @@ def synthetic_results(path: Path, n: int, seed: int = 1, ci95: str = "none") -> 
     return len(i)
 
 
-def _measure(cmd: list[str]) -> tuple[float, float, int]:
-    """Wall seconds, peak RSS (MiB) and exit status of a child command."""
+def _measure(cmd: list[str]) -> tuple[float, float, int, float]:
+    """Wall seconds, peak RSS (MiB), exit status and CPU seconds (user + system) of a child
+    command: on a shared host the CPU is the figure to compare, the wall moves with load."""
     t0 = time.perf_counter()
     proc = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, check=False)
     wall = time.perf_counter() - t0
-    peak_kib = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
     if proc.returncode not in (0, 1):
         sys.stderr.write(proc.stderr.decode(errors="replace")[-2000:])
-    return wall, peak_kib / 1024, proc.returncode
+    return wall, usage.ru_maxrss / 1024, proc.returncode, usage.ru_utime + usage.ru_stime
 
 
 def bench_results(n: int, out: Path) -> None:
@@ -189,7 +190,7 @@ def bench_results(n: int, out: Path) -> None:
         "gate": [*netqual, "gate", str(rfile)],
         "diff": [*netqual, "diff", str(rfile), str(rfile), "--json"],
     }
-    print(f"{'command':>14} {'wall_s':>7} {'peak_rss_MiB':>13} {'exit':>5}")
+    print(f"{'command':>14} {'wall_s':>7} {'cpu_s':>7} {'peak_rss_MiB':>13} {'exit':>5}")
     for label, cmd in commands.items():
         # getrusage(RUSAGE_CHILDREN) is the max over all children so far: run each command
         # from a fresh helper process so every row is that command alone.
@@ -197,8 +198,8 @@ def bench_results(n: int, out: Path) -> None:
             sys.executable, __file__, "--measure-one", json.dumps(cmd),
         ]  # fmt: skip
         row = subprocess.run(helper, capture_output=True, text=True, check=False)
-        wall, rss, rc = json.loads(row.stdout)
-        print(f"{label:>14} {wall:>7.1f} {rss:>13.0f} {rc:>5}")
+        wall, rss, rc, cpu = json.loads(row.stdout)
+        print(f"{label:>14} {wall:>7.1f} {cpu:>7.1f} {rss:>13.0f} {rc:>5}")
     html = out / "report.html"
     if html.exists():
         print(f"report.html: {html.stat().st_size / 1e6:.1f} MB")
@@ -218,7 +219,7 @@ def bench_ci95_cost(n: int, out: Path, repeats: int) -> None:
             cmd = [sys.executable, "-c", f"{load_only}({str(f)!r}))"]
             helper = [sys.executable, __file__, "--measure-one", json.dumps(cmd)]
             row = subprocess.run(helper, capture_output=True, text=True, check=True)
-            wall, peak, rc = json.loads(row.stdout)
+            wall, peak, rc, _cpu = json.loads(row.stdout)
             assert rc == 0, f"load of {f} exited {rc}"
             walls[form].append(wall)
             rss[form] = max(rss[form], peak)

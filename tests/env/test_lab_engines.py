@@ -3,6 +3,12 @@ UCX, each side in a worker process of a lab agent, between network namespaces ov
 driven as a user drives them (`netqual run --engine`, `netqual probe --engine`). Needs root
 (the lab) and the engines (`netqual[mooncake]`, nixl-cu12: setup.sh installs both); each
 test skips with the reason otherwise. One lab (four hosts on one switch) serves every test.
+
+The lab's agents run NIXL's progress thread with a 1 ms sleep (``NETQUAL_NIXL_PTHR_DELAY_US``,
+docs/engines.md), not spinning as it does by default: a spinning one took a core per worker
+(~2 s of CPU each, ~80 s of this module's, on a host whose other lanes time round trips),
+and no test here judges an engine's latency. The default, spinning, is what the crash test's
+workers run: it moves and checks the bytes both ways as the runs' workers do.
 """
 
 from __future__ import annotations
@@ -21,6 +27,7 @@ from netqual import lab
 from netqual.agent.engine_serve import installed
 from netqual.engines import runner
 from netqual.engines.interface import EngineDescriptor, EngineJob, Role
+from netqual.engines.nixl import PTHR_DELAY_ENV
 from netqual.engines.worker import EXIT_ENV
 from netqual.lab import system as lab_system
 from netqual.model.engine import EngineName
@@ -46,12 +53,15 @@ def needs(engine: EngineName) -> None:
 def four(tmp_path_factory: pytest.TempPathFactory) -> Iterator[lab.LabInfo]:
     state = tmp_path_factory.mktemp("lab")
     # ordinary agents: no timing is judged here, and this module runs beside the labs
-    # that judge it (.ci/run's env lane; real-time agents are those labs' alone)
-    info = lab.up(lab.load(TOPOLOGY), state, realtime_agents=False)
-    try:
-        yield info
-    finally:
-        lab.down(state)
+    # that judge it (.ci/run's env lane; real-time agents are those labs' alone); their
+    # NIXL workers' progress threads sleep (module docstring)
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv(PTHR_DELAY_ENV, "1000")
+        info = lab.up(lab.load(TOPOLOGY), state, realtime_agents=False)
+        try:
+            yield info
+        finally:
+            lab.down(state)
 
 
 def netqual(*args: str, netns: str | None = None) -> subprocess.CompletedProcess[str]:
@@ -150,7 +160,8 @@ def test_a_crash_at_exit_of_the_real_nixl_worker_loses_no_measurement(
     ns = {n.name: n for n in four.nodes}
     a, b = ns["h1"], ns["h2"]
     assert a.address and b.address
-    env = {**os.environ, EXIT_ENV: "normal"}
+    # NIXL as installed: its progress thread spinning (the runs' workers sleep in it)
+    env = {**{k: v for k, v in os.environ.items() if k != PTHR_DELAY_ENV}, EXIT_ENV: "normal"}
 
     def worker(netns: str, job: EngineJob) -> runner.Worker:
         argv = ["ip", "netns", "exec", netns, *runner.worker_argv()]

@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 from agentpool import AgentPool, new_token_file
+from cli_helpers import run_in_process
 from e2e_cli import netqual_cli
 
 from netqual.base.errors import InputError
@@ -186,12 +187,22 @@ def test_a_level_the_storage_agents_sessions_cannot_serve_is_refused_before_meas
         pool.close()
 
 
-def test_fanin_needs_bipartite_and_a_known_profile(inventory: Path, tmp_path: Path) -> None:
-    r = netqual_cli("run", str(inventory), "--out", str(tmp_path / "a"), "--fanin", "1,2")
+def test_fanin_needs_bipartite_and_a_known_profile(
+    inventory: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Refused before any agent is asked: the command's entry point in this process."""
+    r = run_in_process(
+        ["run", str(inventory), "--out", str(tmp_path / "a"), "--fanin", "1,2"],
+        tmp_path, monkeypatch, capsys,
+    )  # fmt: skip
     assert r.returncode == 2 and "--fanin: needs --mode bipartite" in r.stderr
-    r = netqual_cli(
-        "run", str(inventory), "--out", str(tmp_path / "b"), "--mode", "bipartite",
-        "--fanin", "1,2", "--fetch-profile", "nope",
+    r = run_in_process(
+        ["run", str(inventory), "--out", str(tmp_path / "b"), "--mode", "bipartite",
+         "--fanin", "1,2", "--fetch-profile", "nope"],
+        tmp_path, monkeypatch, capsys,
     )  # fmt: skip
     assert r.returncode == 2 and "unknown 'nope'" in r.stderr
     assert not (tmp_path / "a").exists() and not (tmp_path / "b").exists()

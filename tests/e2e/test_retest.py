@@ -7,7 +7,9 @@ import json
 import re
 from pathlib import Path
 
+import pytest
 from agentpool import AgentPool
+from cli_helpers import Run, run_in_process
 from e2e_cli import netqual_cli, write_inventory
 
 from netqual.base.units import format_us
@@ -99,14 +101,20 @@ def test_retest_of_marginal_paths_and_of_one_path_both_ways(
     assert {(c["src"], c["dst"]) for c in d["deltas"]} == {("n0", "n2"), ("n2", "n0")}
 
 
-def test_bad_path_and_verdict_are_usage_errors(agents: AgentPool, tmp_path: Path) -> None:
+def test_bad_path_and_verdict_are_usage_errors(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """No agent is asked: the command's entry point in this process."""
     from factories import make_results, write_results
 
+    def retest(*args: str) -> Run:
+        return run_in_process(["retest", *args], tmp_path, monkeypatch, capsys)
+
     f = write_results(tmp_path / "results.json", make_results(4))
-    r = netqual_cli("retest", str(f), "--path", "gpu01:nosuch", timeout_s=240)
+    r = retest(str(f), "--path", "gpu01:nosuch")
     assert r.returncode == 2 and "--path" in r.stderr and "gpu01:nosuch" in r.stderr
-    r = netqual_cli("retest", str(f), "--verdict", "bad", timeout_s=240)
+    r = retest(str(f), "--verdict", "bad")
     assert r.returncode == 2 and "--verdict" in r.stderr
     safe = write_results(tmp_path / "safe.json", make_results(4, all_safe=True))
-    r = netqual_cli("retest", str(safe), timeout_s=240)
+    r = retest(str(safe))
     assert r.returncode == 0 and "nothing to re-test" in r.stdout

@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 from agentpool import AgentPool, new_token_file
+from cli_helpers import Run, run_in_process
 from e2e_cli import netqual_cli
 
 from netqual.results import load
@@ -124,7 +125,12 @@ def test_incast_is_a_labelled_deliberate_fan_in(bipartite: Path, tmp_path: Path)
     assert max_overlap(windows(doc, "bulk")) <= 3
 
 
-def test_unaligned_schedule_is_kept_and_recorded(bipartite: Path, tmp_path: Path) -> None:
+def test_unaligned_schedule_is_kept_and_recorded(
+    bipartite: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     inventory = bipartite
     out = tmp_path / "unaligned"
     done = netqual_cli(
@@ -135,14 +141,20 @@ def test_unaligned_schedule_is_kept_and_recorded(bipartite: Path, tmp_path: Path
     doc = json.loads((out / "results.json").read_text())
     assert doc["run"]["schedule"]["name"] == "unaligned"
     assert all(set(p["details"]["phase_windows_s"]) == {"probe"} for p in doc["paths"])
-    bad = netqual_cli("run", str(inventory), "--schedule", "sometimes")
+
+    # Options refused before any agent is asked: the command's entry point in this process.
+    def refused(*args: str) -> Run:
+        return run_in_process(["run", str(inventory), *args], tmp_path, monkeypatch, capsys)
+
+    bad = refused("--schedule", "sometimes")
     assert bad.returncode == 2 and "--schedule" in bad.stderr and "sometimes" in bad.stderr
-    loose = netqual_cli("run", str(inventory), "--interference-tolerance", "0.5")
+    loose = refused("--interference-tolerance", "0.5")
     assert loose.returncode == 2 and "--interference-tolerance" in loose.stderr
-    share = netqual_cli("run", str(inventory), "--interference-fraction", "2")
+    share = refused("--interference-fraction", "2")
     assert share.returncode == 2 and "--interference-fraction" in share.stderr
-    zero = netqual_cli("run", str(inventory), "--bulk-per-node", "0")
+    zero = refused("--bulk-per-node", "0")
     assert zero.returncode == 2 and "--bulk-per-node" in zero.stderr
+    assert not list(tmp_path.glob("netqual-run-*"))  # no default run directory either
 
 
 def test_bulk_pairs_per_node_leaves_the_rest_pingpong_only_and_says_so(tmp_path: Path) -> None:

@@ -32,8 +32,8 @@ def results_1024(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="session")
 def report_1024(tmp_path_factory: pytest.TempPathFactory, results_1024: Path) -> Path:
     """``results_1024``'s report.html, as `netqual report` writes it: rendered once a
-    session for every browser test that reads it (loading the 190 MB file takes ~25 s of
-    CPU, rendering ~23 s: each module rendered its own)."""
+    session for every browser test that reads it (loading the 190 MB file takes ~7 s of
+    CPU, rendering ~2 s: docs/performance.md; each module rendered its own)."""
     from netqual.report import write_html
     from netqual.results import load
 

@@ -30,9 +30,10 @@ from netqual.transports.rdma import hotloop
 from netqual.vm import GuestRun, cached_kernel, fetch_kernel, qemu_unavailable, run_in_guest
 
 CASES = REPO / "tests" / "support" / "rxe_guest_cases.py"
-# The guest's whole life: boot, ~11 Python starts at 20-60 s each under TCG, the probes.
-# About 4 minutes (4 of qemu CPU) on two lightly loaded cores; the bound only stops a hung
-# guest.
+# The guest's whole life: boot, one import of netqual at 20-60 s under TCG (every case
+# forks from it; the bench's agents are fresh interpreters), the probes. 4-6.5 minutes and
+# 3.5-4.8 minutes of CPU (qemu's) on this shared 2-core host, busy; the bound only stops a
+# hung guest.
 GUEST_TIMEOUT_S = 1800.0
 # The module's first test boots the guest in its set-up: pytest-timeout's default (900 s)
 # would kill a guest that a loaded host makes slower than that, inside the guest's own bound.

@@ -216,10 +216,10 @@ def test_a_full_disk_at_commit_is_one_line(tmp_path: Path, monkeypatch: pytest.M
     assert "\n" not in str(err.value)
 
 
-def test_writers_wait_for_a_reader_and_for_each_other(camp: Path, tmp_path: Path, cli: Cli) -> None:
+def test_writers_wait_for_a_reader_and_for_each_other(camp: Path, tmp_path: Path) -> None:
     """A reader holding the store (a scrape, another user's session) delays `campaign add`
     instead of failing it; two adds at once both land (each in a process of its own)."""
-    assert _add(cli, "--week", "1").returncode == 0
+    assert netqual("campaign", "add", "c", "run1", "--week", "1", cwd=tmp_path).returncode == 0
     hold = subprocess.Popen(
         [sys.executable, "-c", "import duckdb, sys, time; c = duckdb.connect(sys.argv[1], "
          "read_only=True); print('held', flush=True); time.sleep(3); c.close()",

@@ -131,11 +131,14 @@ def test_every_file_command_prints_the_hostile_name_literally(
             assert "\x1b" not in page and '<a href="https://evil' not in page
 
 
-def test_a_node_named_with_markup_is_refused_and_shown_literally(tmp_path: Path) -> None:
+def test_a_node_named_with_markup_is_refused_and_shown_literally(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     """A node name follows the inventory's rules in a results file too: refused (exit 2),
-    the offending name shown cut and escaped, never acted on."""
+    the offending name shown cut and escaped, never acted on (the CLI's entry point in this
+    process, as the file commands above: the file is the subject)."""
     hostile_named(tmp_path / "named.json")
-    r = netqual("report", "named.json", cwd=tmp_path)
+    r = run_in_process(["report", "named.json"], tmp_path, monkeypatch, capsys)
     assert r.returncode == 2 and "is not a node name" in r.stderr, r.stderr
     assert_literal(r.stdout + r.stderr)
 
@@ -148,10 +151,13 @@ def test_terminal_report_shows_the_markup_as_text(hostile_dir: Path) -> None:
     assert "\\x1b]0;owned" in r.stdout  # the escape is visible, not acted on (rich drops BEL)
 
 
-def test_junit_xml_parses_with_the_hostile_waiver(hostile_dir: Path) -> None:
-    r = netqual(
-        "gate", "results.json", "--profile", "profile.toml", "--junit", "k.xml", cwd=hostile_dir
-    )
+def test_junit_xml_parses_with_the_hostile_waiver(
+    hostile_dir: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    r = run_in_process(
+        ["gate", "results.json", "--profile", "profile.toml", "--junit", "k.xml"],
+        hostile_dir, monkeypatch, capsys,
+    )  # fmt: skip
     assert r.returncode == 1, r.stderr  # its failed path breaks max_unsafe = 0
     text = (hostile_dir / "k.xml").read_text()
     assert_literal(text)

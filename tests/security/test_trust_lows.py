@@ -5,14 +5,30 @@ identity under --resume, control characters in a campaign name, an emoji rack fr
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 import tomllib
-from cli_helpers import netqual
+from cli_helpers import Run, run_in_process
 from peers import write_inventory
 
 from netqual.base.auth import write_token
+
+
+@pytest.fixture
+def netqual(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> Callable[..., Run]:
+    """A command through the CLI's entry point in this process (exit code, stdout, stderr):
+    each case is a file the command reads, not a process start; an uncaught error would
+    fail the test here rather than print a traceback."""
+
+    def run(*args: str, cwd: Path) -> Run:
+        return run_in_process(list(args), cwd, monkeypatch, capsys)
+
+    return run
+
 
 HOSTILE_IDENTITIES = {
     "nodes a string": {"nodes": "gpu01"},
@@ -22,7 +38,9 @@ HOSTILE_IDENTITIES = {
 
 
 @pytest.mark.parametrize("how", list(HOSTILE_IDENTITIES))
-def test_resume_reads_a_hostile_identity_without_a_traceback(tmp_path: Path, how: str) -> None:
+def test_resume_reads_a_hostile_identity_without_a_traceback(
+    tmp_path: Path, how: str, netqual: Callable[..., Run]
+) -> None:
     inventory = tmp_path / "inventory.toml"
     token = tmp_path / "token"
     write_token(token)
@@ -40,7 +58,7 @@ def test_resume_reads_a_hostile_identity_without_a_traceback(tmp_path: Path, how
 
 @pytest.mark.parametrize("name", ["two\nlines", "esc\x1b[31mred", "tab\there"])
 def test_campaign_init_with_control_characters_in_the_name_is_readable(
-    tmp_path: Path, name: str
+    tmp_path: Path, name: str, netqual: Callable[..., Run]
 ) -> None:
     r = netqual("campaign", "init", "c", "--name", name, cwd=tmp_path)
     assert r.returncode == 0, r.stderr
@@ -52,7 +70,9 @@ def test_campaign_init_with_control_characters_in_the_name_is_readable(
     assert "\x1b" not in r.stdout + r.stderr
 
 
-def test_inventory_from_hosts_writes_an_emoji_rack_its_reader_accepts(tmp_path: Path) -> None:
+def test_inventory_from_hosts_writes_an_emoji_rack_its_reader_accepts(
+    tmp_path: Path, netqual: Callable[..., Run]
+) -> None:
     (tmp_path / "hosts.txt").write_text(
         "198.18.0.1 rack=\U0001f600\n198.18.0.2 rack=\U0001f600\n", encoding="utf-8"
     )

@@ -26,7 +26,7 @@ from netqual.cli.app import (
 )
 from netqual.cli.engine_opts import offered_engines
 from netqual.model.node import DEFAULT_PORT
-from netqual.transports import AgentLimits, TransportOptions
+from netqual.transports import AgentLimits, TransportOptions, preload
 
 
 @app.command()
@@ -116,6 +116,7 @@ def agent(
         sysfs_root=sysfs_root,
         engines=None if engines is None else offered_engines(engines),
     )
+    preload(a.transport_options or own)
     a.bind()
     a.install_signal_handlers()
     a.serve_forever(

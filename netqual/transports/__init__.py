@@ -84,6 +84,23 @@ class TransportOptions:
         return cls(rdma=RdmaOptions.decode(f.obj("rdma", None)))
 
 
+def preload(options: TransportOptions) -> tuple[str, ...]:
+    """Load, before an agent listens, the transports it is configured for; returns the
+    modules loaded. A node told its RDMA device (``--rdma-device`` or
+    ``NETQUAL_RDMA_DEVICE``) will be asked for RDMA probes, and the responder's acceptance
+    of one is awaited ``ACCEPT_TIMEOUT_S`` (10 s): a fresh agent that imported the RDMA
+    transport only then took longer than that in an emulated (qemu TCG) guest, and its
+    first probe failed as a silent peer. A node without one loads it on first use, as
+    before (start-up CPU: bench/startup). pyverbs itself is loaded after the acceptance."""
+    if not options.rdma.device:
+        return ()
+    import importlib
+
+    name = "netqual.transports.rdma.transport"
+    importlib.import_module(name)
+    return (name,)
+
+
 def get_transport(
     kind: TransportKind | str,
     *,

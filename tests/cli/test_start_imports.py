@@ -100,3 +100,32 @@ def test_a_run_loads_numpys_lazy_ma_before_its_probe_threads() -> None:
     run's probe threads using it first at once recursed in numpy's lazy loader (a
     RecursionError ended a lab's `netqual run`). The run's statistics load it at import."""
     assert "numpy.ma" in _loaded("run", "--help")
+
+
+_PRELOAD = (
+    "import json, sys\n"
+    "from netqual.transports import TransportOptions, preload\n"
+    "loaded = preload(TransportOptions.from_flags(sys.argv[1] or None, None, None, None))\n"
+    "print(json.dumps([loaded, 'netqual.transports.rdma.transport' in sys.modules]))\n"
+)
+
+
+def test_an_agent_told_its_rdma_device_loads_the_rdma_transport_before_it_listens() -> None:
+    """`netqual agent --rdma-device X` (or NETQUAL_RDMA_DEVICE) will be asked for RDMA
+    probes, whose acceptance is awaited 10 s: a fresh agent in CI's qemu guest imported the
+    transport only on the first rdma.connect and answered too late (the bench's responder:
+    a silent peer). One without a device still loads it on first use (the test above)."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env.pop("NETQUAL_RDMA_DEVICE", None)
+    got = {}
+    for device in ("rxe0", ""):
+        r = subprocess.run(
+            [sys.executable, "-c", _PRELOAD, device],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=True,
+        )
+        got[device] = json.loads(r.stdout)
+    assert got == {"rxe0": [["netqual.transports.rdma.transport"], True], "": [[], False]}

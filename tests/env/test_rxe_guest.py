@@ -152,15 +152,20 @@ def test_fanin_sweep_over_real_verbs(guest: GuestResults) -> None:
         assert level["chunk_us"]["samples"] == ranks * chunks, st
         assert 0 < level["chunk_us"]["p50"] <= level["chunk_us"]["p99"], st
         assert st["verdict"].startswith("not judged")  # one level: nothing to compare with
-    # With the run's QP timeout 18 (rxe_guest_cases.fanin_case says why) the reader's rxe
-    # port (rxe0, A's) never timed out waiting for mooncake's READ responses: no retry, no
-    # duplicate request served (at 14 it was 87 and 174 on an idle host). A counter that
-    # did not move is absent; the port's packet count shows it was read.
+    # The storage counters of both ends' rxe ports were read around the level. Whether the
+    # reader retried is the host's doing, not the code's: with the run's QP timeout 18
+    # (rxe_guest_cases.fanin_case says why) a quiet host read no retry, and a CI host at
+    # load 4-6 read 10 (completer_retry_err; 18 duplicate requests served). Every chunk of
+    # every rank completed without error (above): that is what the timeout buys. A retry
+    # the reader counted is a request the responder saw again: no packet is lost between
+    # the two rxe ports of one guest.
     (mooncake,) = record["mooncake"]
     rdma = mooncake["levels"][0]["storage_counters"]["rdma"]
-    assert rdma["rxe0/1"]["sent_pkts"] > 0, rdma
-    assert rdma["rxe0/1"].get("completer_retry_err", 0) == 0, rdma
-    assert rdma["rxe1/1"].get("duplicate_request", 0) == 0, rdma
+    for port in ("rxe0/1", "rxe1/1"):
+        assert rdma[port]["sent_pkts"] > 0 and rdma[port]["rcvd_pkts"] > 0, rdma
+    if rdma["rxe0/1"].get("completer_retry_err", 0):
+        assert rdma["rxe1/1"].get("duplicate_request", 0) > 0, rdma
+    print(f"mooncake over rxe, retries: {rdma['rxe0/1'].get('completer_retry_err', 0)}")
     # per rank: the chunk's slices over the profile's QPs, READs outstanding per QP the
     # profile's 64 capped by the QPs' negotiated max_rd_atomic (rxe: 128)
     for name, chunk, slices, qps in (("mooncake", 256 << 10, 4, 2), ("nixl", 64 << 10, 8, 1)):

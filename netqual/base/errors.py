@@ -282,3 +282,11 @@ class WorkloadError(InputError):
 class OutputError(InputError):
     """An output cannot be written safely: a symlinked or another user's directory or file,
     no space left, no permission. Exit code 2; nothing half-written is left behind."""
+
+
+class RunStopped(NetqualError):
+    """A signal stopped a command that measures. Exit 130 (SIGINT) or 143 (SIGTERM)."""
+
+    def __init__(self, message: str, exit_code: int) -> None:
+        self.exit_code = exit_code
+        super().__init__(message)

@@ -11,7 +11,7 @@ from typing import Any
 import typer
 from rich.text import Text
 
-from netqual.base.errors import EXIT_RUNTIME, EXIT_USAGE, NetqualError
+from netqual.base.errors import EXIT_RUNTIME, EXIT_USAGE, NetqualError, RunStopped
 from netqual.cli.app import app, err_console
 from netqual.cli.helpstyle import polish
 
@@ -92,9 +92,11 @@ def main(argv: list[str] | None = None) -> int:
     try:
         rv = command.main(args=argv, prog_name="netqual", standalone_mode=False)
     except NetqualError as err:
-        from netqual.cli.rundir import RunStopped, abandon_threads_and_exit
-
         if isinstance(err, RunStopped):
+            # the run stack only where a run stopped: every other error (a usage or input
+            # error, the commonest) leaves without importing it (~0.35 s of CPU)
+            from netqual.cli.rundir import abandon_threads_and_exit
+
             err_console().print(Text(str(err), style="bold yellow"), soft_wrap=True)
             abandon_threads_and_exit(err.exit_code)
         err_console().print(Text.assemble(("error: ", "bold red"), str(err)), soft_wrap=True)

@@ -11,7 +11,7 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
-from netqual.base.errors import OutputError
+from netqual.base.errors import OutputError, RunStopped
 from netqual.cli import rundir
 from netqual.cli.app import console, err_console
 from netqual.files.rundir import RunDir
@@ -103,7 +103,7 @@ def measure_into(
             with rundir.interrupts() as caught, observer(c, progress, metric) as shown:
                 results = measure(shown)
         except KeyboardInterrupt:  # before the run had anything to finalise
-            raise rundir.RunStopped(
+            raise RunStopped(
                 f"interrupted before measuring started: nothing new measured; {again}",
                 caught.exit_code,
             ) from None

@@ -16,7 +16,7 @@ from typing import Annotated, NoReturn
 
 import typer
 
-from netqual.base.errors import NetqualError, UsageError
+from netqual.base.errors import NetqualError, RunStopped, UsageError
 from netqual.base.interrupts import deliver
 from netqual.files.outfiles import check_out_dir, check_own_file, new_run_dir
 from netqual.files.rundir import RESULT_FILES, RunDir
@@ -143,14 +143,6 @@ def interrupts() -> Iterator[Caught]:
     finally:
         for s, h in previous.items():
             signal.signal(s, h)
-
-
-class RunStopped(NetqualError):
-    """A signal stopped a command that measures. Exit 130 (SIGINT) or 143 (SIGTERM)."""
-
-    def __init__(self, message: str, exit_code: int) -> None:
-        self.exit_code = exit_code
-        super().__init__(message)
 
 
 class RunInterrupted(RunStopped):

@@ -37,13 +37,15 @@ fi
 .venv/bin/python -m pip install -q --upgrade pip >/dev/null
 # NETQUAL_INSTALLER=uv installs through uv (from PyPI, into the venv): the same packages
 # in ~10 s instead of pip's 35-100 s; CI uses it. uv reads no pip.conf (a site's own
-# index or mirror), so pip stays the default, and the fallback where uv fails.
+# index or mirror), so pip stays the default, and the fallback where uv fails. Byte-code
+# compiled at install, as pip does: where PYTHONDONTWRITEBYTECODE is set, nothing would
+# write it later and every process would compile numpy, typer, ... again.
 if [[ ${NETQUAL_INSTALLER:-pip} == uv ]]; then
   .venv/bin/python -m pip install -q uv || echo "setup: uv not installed; using pip"
 fi
 pip_install() { # pip install's arguments
   if [[ ${NETQUAL_INSTALLER:-pip} == uv && -x .venv/bin/uv ]]; then
-    .venv/bin/uv pip install -q --python .venv/bin/python "$@" && return 0
+    .venv/bin/uv pip install -q --compile-bytecode --python .venv/bin/python "$@" && return 0
     echo "setup: uv failed; installing with pip"
   fi
   .venv/bin/python -m pip install -q "$@"

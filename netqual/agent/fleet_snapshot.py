@@ -25,7 +25,7 @@ import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from netqual import __version__
 from netqual.agent import nicsysfs, pcisysfs
@@ -44,6 +44,9 @@ from netqual.model.fleet import (
     SnapshotKey,
 )
 from netqual.transports.rdma.gid import GidSelectionError, GidType, select_gid
+
+if TYPE_CHECKING:
+    from netqual.transports.rdma.devices import DeviceInfo
 
 DCB_BUDGET_S = 1.5  # all dcb calls of one snapshot together: the pre-flight waits for it
 IP_TIMEOUT_S = 2.0
@@ -221,21 +224,24 @@ def _port(port: nicsysfs.Port, out: dict[str, str], verbs_mtu: int | None) -> No
         out[key("gid_index")] = out[key("gid_type")] = UNKNOWN  # none, or ambiguous
 
 
-def _verbs_mtus() -> dict[tuple[str, int], int]:
-    """Active MTU per (device, port) from ibv_query_port: sysfs does not show it."""
+def _verbs_scan() -> tuple[DeviceInfo, ...]:
+    """Every device's ports through pyverbs (ibv_query_port, ibv_query_gid_table): the
+    active MTU sysfs does not show, and which GID slots are populated; none where pyverbs,
+    a device or a provider fails (then the MTU stays unknown and sysfs is walked)."""
     try:
         from netqual.transports.rdma import devices, verbs
 
-        found = devices.scan(verbs.load())
-    except Exception:  # no pyverbs, no device, a provider error: the MTU stays unknown
-        return {}
-    return {(d.name, p.num): p.mtu_bytes for d in found for p in d.ports}
+        return devices.scan(verbs.load())
+    except Exception:  # no pyverbs, no device, a provider error
+        return ()
 
 
 def _rdma(roots: Roots, out: dict[str, str]) -> list[str]:
     """Per-port keys; the ``DEV/PORT`` names of the ACTIVE ports."""
-    devices = nicsysfs.rdma_devices(roots.root)
-    mtus = _verbs_mtus() if roots.live and devices else {}
+    live = roots.live and bool(nicsysfs.children(roots.sys / "class" / "infiniband"))
+    scanned = _verbs_scan() if live else ()
+    mtus = {(d.name, p.num): p.mtu_bytes for d in scanned for p in d.ports}
+    devices = nicsysfs.rdma_devices(roots.root, nicsysfs.populated_slots(scanned))
     active: list[str] = []
     for dev in devices:
         if not KEY_PATTERN.fullmatch(SnapshotKey.rdma(f"{dev.name}/1", "gid.255").text):

@@ -67,11 +67,27 @@ def _interfaces(root: Path) -> tuple[IpInterface, ...]:
 
 
 def _rdma(root: Path) -> tuple[RdmaPort, ...]:
-    ports = [p for dev in nicsysfs.rdma_devices(root) for p in dev.ports]
+    ports = [p for dev in nicsysfs.rdma_devices(root, _populated(root)) for p in dev.ports]
     return tuple(
         RdmaPort(p.device, p.port, p.state, p.netdev, tuple(g.entry.gid for g in p.gids[:MAX_GIDS]))
         for p in ports[:MAX_PORTS]
     )
+
+
+def _populated(root: Path) -> nicsysfs.Slots | None:
+    """The populated GID slots per port where this process has pyverbs loaded already (an
+    agent told its device, or after the pre-flight's snapshot or a probe): one verbs call a
+    device instead of one sysfs file a slot. None (walk sysfs) otherwise: this answer
+    imports nothing, and a fixture tree is not the running kernel."""
+    from netqual.transports.rdma import devices, verbs
+
+    pv = verbs.loaded()
+    if pv is None or root != Path("/"):
+        return None
+    try:
+        return nicsysfs.populated_slots(devices.scan(pv))
+    except Exception:  # no device, a provider error: walk
+        return None
 
 
 def to_wire(nics: HostNics) -> dict[str, Any]:

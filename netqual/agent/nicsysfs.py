@@ -12,25 +12,42 @@ same host. ``root`` moves sysfs to ``root/sys`` for fixture trees (the PCI reade
 from __future__ import annotations
 
 import contextlib
+import os
 import re
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from netqual.model.fleet import UNKNOWN
 from netqual.transports.rdma.gid import GidEntry, GidType, LinkLayer
+
+if TYPE_CHECKING:
+    from netqual.transports.rdma.devices import DeviceInfo
 
 ARPHRD_LOOPBACK = "772"
 MAX_GIDS = 64  # populated GID slots read per port (rxe lists 1,024 slots, mostly empty)
 _GID = re.compile(r"[0-9a-f]{4}(:[0-9a-f]{4}){7}")  # sysfs's form: eight groups of four
 
 
-def read(path: Path) -> str:
+def read(path: Path | str) -> str:
     """A sysfs/procfs file's first line, or UNKNOWN (absent, unreadable, EINVAL on a
-    down link's ``speed`` or an empty GID slot's type, empty)."""
+    down link's ``speed`` or an empty GID slot's type, empty).
+
+    Read through ``os`` (open, read to the end, close), not ``Path.read_text``: the GID
+    walk below reads one file per slot, 1,024 a port on rxe, and the text layer's own
+    calls (fstat, the terminal query, the decoder) cost more than the read itself."""
     try:
-        text = path.read_text(encoding="utf-8", errors="replace").strip()
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
     except OSError:
         return UNKNOWN
+    try:
+        data = b"".join(iter(lambda: os.read(fd, 4096), b""))
+    except OSError:
+        return UNKNOWN
+    finally:
+        os.close(fd)
+    text = data.decode("utf-8", errors="replace").strip()
     return text.splitlines()[0].strip() if text else UNKNOWN
 
 
@@ -162,21 +179,47 @@ def _gid_type(text: str, link: LinkLayer) -> GidType:
     return GidType.ROCE_V2 if "v2" in text.lower() else GidType.ROCE_V1
 
 
-def _port(device: str, path: Path) -> Port:
+# Per (device, port): the GID slots the kernel holds populated, as verbs listed them.
+Slots = Mapping[tuple[str, int], Sequence[int]]
+
+
+def populated_slots(scanned: Iterable[DeviceInfo]) -> dict[tuple[str, int], tuple[int, ...]]:
+    """The populated GID slots of each port a verbs scan (``transports.rdma.devices.scan``)
+    read: ``ibv_query_gid_table`` answers for a whole device in one call what sysfs answers
+    one file a slot (rxe lists 1,024 a port, 2-4 used; mlx5 256). A device verbs could not
+    query is absent: its ports are walked slot by slot."""
+    return {
+        (dev.name, port.num): tuple(g.index for g in port.gids)
+        for dev in scanned
+        if dev.error is None
+        for port in dev.ports
+    }
+
+
+def _port(device: str, path: Path, slots: Sequence[int] | None = None) -> Port:
     state = read(path / "state").split(":")[-1].strip() or UNKNOWN  # "4: ACTIVE"
     link_layer = read(path / "link_layer")
     link = _link(link_layer)
     gids: list[Gid] = []
-    # rxe and mlx5 list every slot of the table, populated or not: read in numeric order
-    for index in sorted((i for i in children(path / "gids") if i.isdigit()), key=int):
+    # rxe and mlx5 list every slot of the table, populated or not: read in numeric order.
+    # Without ``slots`` every slot's file is read (a table may have holes), by plain string
+    # paths: under emulation a Path per slot cost more than the kernel's answer. With them
+    # only those slots are read, from the same files: the same entries, types and netdevs.
+    table, attrs = os.fspath(path / "gids"), os.fspath(path / "gid_attrs")
+    indices = (
+        [str(i) for i in slots]
+        if slots is not None
+        else [i for i in children(path / "gids") if i.isdigit()]
+    )
+    for index in sorted(indices, key=int):
         if len(gids) >= MAX_GIDS:
             break
-        text = read(path / "gids" / index)
+        text = read(f"{table}/{index}")
         if not _GID.fullmatch(text) or not text.strip("0:"):
             continue  # unreadable, not the kernel's form, or empty (no type to read: EINVAL)
-        kind = _gid_type(read(path / "gid_attrs" / "types" / index), link)
+        kind = _gid_type(read(f"{attrs}/types/{index}"), link)
         entry = GidEntry(int(index), text, kind)
-        gids.append(Gid(entry, read(path / "gid_attrs" / "ndevs" / index)))
+        gids.append(Gid(entry, read(f"{attrs}/ndevs/{index}")))
     return Port(
         device,
         int(path.name),
@@ -188,16 +231,21 @@ def _port(device: str, path: Path) -> Port:
     )
 
 
-def rdma_devices(root: Path) -> tuple[RdmaDevice, ...]:
-    """Every device of ``root/sys/class/infiniband``, in name order."""
+def rdma_devices(root: Path, slots: Slots | None = None) -> tuple[RdmaDevice, ...]:
+    """Every device of ``root/sys/class/infiniband``, in name order. ``slots``: the
+    populated GID slots per port (``populated_slots``, live sysfs only); a port it does
+    not name is walked slot by slot."""
     base = root / "sys" / "class" / "infiniband"
+    given = slots or {}
     found = []
     for name in children(base):
         ports = base / name / "ports"
         numbers = sorted((p for p in children(ports) if p.isdigit()), key=int)
         found.append(
             RdmaDevice(
-                name, read(base / name / "fw_ver"), tuple(_port(name, ports / n) for n in numbers)
+                name,
+                read(base / name / "fw_ver"),
+                tuple(_port(name, ports / n, given.get((name, int(n)))) for n in numbers),
             )
         )
     return tuple(found)

@@ -202,6 +202,12 @@ def _forget_failed_import() -> None:
             del sys.modules[name]
 
 
+def loaded() -> Pyverbs | None:
+    """pyverbs where this process has imported it already (``load``), else None: for
+    readers that use it only where it costs no import."""
+    return _loaded.get("pyverbs")
+
+
 def load() -> Pyverbs:
     """Import pyverbs (once). Raises TransportUnavailableError with an install hint."""
     if "pyverbs" in _loaded:

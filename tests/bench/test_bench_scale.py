@@ -48,10 +48,13 @@ def test_many_agents_measures_every_pair_once(tmp_path: Path) -> None:
     assert "every pair exactly once in results.jsonl and results.json: True" in r.stdout
 
 
-@pytest.mark.slow  # three one-pair runs and 6 pairs with 256 MiB of bulk each
+@pytest.mark.slow  # seven runs, three of one pair, and 6 pairs with 16 MiB of bulk each
 def test_many_agents_bulk_prints_estimate_vs_actual_per_phase(tmp_path: Path) -> None:
     out = tmp_path / "run"
-    short = ["--iterations", "200", "--warmup", "20", "--allow-short-plan"]
+    # 8 MiB a bulk cell (128 chunks of 64 KiB), not 128: the model's constants are rates
+    # (goodput, seconds per wave) whatever the bytes, and what is checked is how they are
+    # derived and printed; 256 MiB a pair moved 3 GiB through loopback over its seven runs
+    short = ["--iterations", "200", "--warmup", "20", "--allow-short-plan", "--bulk-bytes", "8MiB"]
     r = _run(
         "bench/many_agents", "--agents", "4", "--bulk", "--calibrations", "1", "--out", str(out),
         *(f"--run-arg={a}" for a in short), timeout_s=400,

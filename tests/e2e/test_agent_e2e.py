@@ -15,7 +15,7 @@ from typing import Any
 
 from agentpool import AgentPool, AgentProc, cli_env
 from cli_helpers import finished_paths
-from e2e_cli import netqual_cli, write_inventory
+from e2e_cli import netqual_here, write_inventory
 from eventually import eventually
 
 from netqual.files import schema
@@ -58,7 +58,7 @@ def test_three_agents_by_hand_then_cli_run(agents: AgentPool, tmp_path: Path) ->
         "min_samples = 2000\n"
     )
     out = tmp_path / "out"
-    done = netqual_cli(
+    done = netqual_here(
         "run", str(inventory), "--out", str(out), "--policy", str(policy), *SMALL_PLAN
     )
     assert done.returncode == 0, done.stderr
@@ -241,12 +241,12 @@ def test_agent_down_from_the_start(agents: AgentPool, tmp_path: Path) -> None:
     out = tmp_path / "out"
     # A stopped agent is a configuration error: the run stops before measuring...
     plan = ["--no-bulk", *SMALL_PLAN[:4], "--allow-short-plan"]
-    stopped = netqual_cli("run", str(inventory), "--out", str(out), *plan)
+    stopped = netqual_here("run", str(inventory), "--out", str(out), *plan)
     assert stopped.returncode == 3, stopped.stderr
     assert not out.exists()
     # ...unless asked to keep going: then its pairs are not measured (configuration), with
     # the reason, and never an unsafe path.
-    done = netqual_cli("run", str(inventory), "--out", str(out), "--keep-going", *plan)
+    done = netqual_here("run", str(inventory), "--out", str(out), "--keep-going", *plan)
     assert done.returncode == 0, done.stderr
     doc = json.loads((out / "results.json").read_text())
     check_schema(doc)

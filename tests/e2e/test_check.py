@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 from agentpool import AgentPool, AgentProc, new_token_file
-from e2e_cli import netqual_cli, write_inventory
+from e2e_cli import netqual_cli, netqual_here, write_inventory
 from peers import node as node_of
 
 import netqual
@@ -52,10 +52,10 @@ def test_check_all_ready(shared: AgentPool, tmp_path: Path) -> None:
     started = shared.agents[:2]
     inventory = tmp_path / "inventory.toml"
     write_inventory(inventory, started, shared.token_file)
-    r = netqual_cli("check", str(inventory))
+    r = netqual_here("check", str(inventory))
     assert r.returncode == 0, r.stdout + r.stderr
     assert "all 2 agents ready for tcp probes" in r.stdout
-    doc = json.loads(netqual_cli("check", str(inventory), "--json").stdout)
+    doc = json.loads(netqual_here("check", str(inventory), "--json").stdout)
     assert doc["ok"] is True
     for node in doc["nodes"]:
         assert node["agent_version"] == doc["coordinator_version"]
@@ -72,7 +72,7 @@ def test_check_names_each_configuration_error(shared: AgentPool, tmp_path: Path)
     gpu02, gpu03 = started[1], started[2]
     _typo_port(inventory, gpu02, _free_port())  # nothing listens there
     _typo_port(inventory, gpu03, stray.port)  # another node's agent answers for gpu03
-    r = netqual_cli("check", str(inventory))
+    r = netqual_here("check", str(inventory))
     assert r.returncode == 1, r.stdout + r.stderr
     rows = {line.split()[0]: line for line in r.stdout.splitlines() if line.startswith("gpu")}
     assert rows["gpu01"].split()[-1] == "ok"
@@ -86,7 +86,7 @@ def test_check_names_each_configuration_error(shared: AgentPool, tmp_path: Path)
     other = tmp_path / "other.token"
     other.write_text("9f2c7e1d5b3a8064" * 3 + "e4f1a7c0b9d2386e")  # strong, not the agents' token
     other.chmod(0o600)
-    r = netqual_cli("check", str(inventory), "--token-file", str(other))
+    r = netqual_here("check", str(inventory), "--token-file", str(other))
     assert r.returncode == 1
     assert "gpu01: token rejected" in " ".join(r.stdout.split())
 
@@ -97,7 +97,7 @@ def test_run_stops_on_a_typod_port_and_writes_nothing(shared: AgentPool, tmp_pat
     write_inventory(inventory, started, shared.token_file)
     _typo_port(inventory, started[2], _free_port())
     out = tmp_path / "out"
-    r = netqual_cli("run", str(inventory), "--out", str(out), *SMALL_PLAN)
+    r = netqual_here("run", str(inventory), "--out", str(out), *SMALL_PLAN)
     assert r.returncode == 3, r.stdout + r.stderr
     text = " ".join(r.stderr.split())
     assert "gpu03: connection refused" in text
@@ -119,14 +119,14 @@ def test_run_keep_going_when_every_agent_fails_says_so_and_leaves_nothing_to_res
     other.chmod(0o600)
     out = tmp_path / "out"
     args = ["run", str(inventory), "--out", str(out), "--token-file", str(other)]
-    r = netqual_cli(*args, "--keep-going", *SMALL_PLAN)
+    r = netqual_here(*args, "--keep-going", *SMALL_PLAN)
     assert r.returncode == 3, r.stdout + r.stderr
     text = " ".join(r.stderr.split())
     assert "every agent failed the pre-flight check, so nothing was measured" in text, text
     assert "gpu01: token rejected" in text and "netqual check INVENTORY" in text
     assert "--resume" not in text
     assert not out.exists(), "nothing was measured: no run to report or resume"
-    assert netqual_cli("report", str(out)).returncode == 2
+    assert netqual_here("report", str(out)).returncode == 2
 
 
 def test_run_keep_going_measures_the_rest_and_keeps_agent_versions_and_clocks(
@@ -137,7 +137,7 @@ def test_run_keep_going_measures_the_rest_and_keeps_agent_versions_and_clocks(
     write_inventory(inventory, started, shared.token_file)
     _typo_port(inventory, started[2], _free_port())
     out = tmp_path / "out"
-    r = netqual_cli("run", str(inventory), "--out", str(out), "--keep-going", *SMALL_PLAN)
+    r = netqual_here("run", str(inventory), "--out", str(out), "--keep-going", *SMALL_PLAN)
     assert r.returncode == 0, r.stdout + r.stderr
     assert "--keep-going" in r.stderr
     doc = json.loads((out / "results.json").read_text())

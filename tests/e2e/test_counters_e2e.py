@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 from agentpool import AgentPool
-from e2e_cli import netqual_cli, write_inventory
+from e2e_cli import netqual_here, write_inventory
 
 from netqual.analysis import counter_evidence
 from netqual.files import schema
@@ -29,7 +29,7 @@ def test_real_agents_record_which_interface_carried_each_phase(
     inventory = tmp_path / "inventory.toml"
     write_inventory(inventory, started, agents.token_file)
     out = tmp_path / "out"
-    done = netqual_cli("run", str(inventory), "--out", str(out), *SMALL_PLAN, "--allow-short-plan")
+    done = netqual_here("run", str(inventory), "--out", str(out), *SMALL_PLAN, "--allow-short-plan")
     assert done.returncode == 0, done.stderr  # a completed run, whatever its verdicts
     doc = json.loads((out / "results.json").read_text())
     schema.validate(doc, "results.json")

@@ -21,26 +21,25 @@ from typing import Any
 
 import pytest
 from agentpool import AgentPool
-from e2e_cli import netqual_cli, write_inventory
+from e2e_cli import netqual_here, write_inventory
 
-# one bulk cell a path (64 KiB at depth 8): the calibration prices each phase the same way
-# whatever its cells, and four cells a path made this the procs lane's longest test
+# one bulk cell a path (64 KiB at depth 8) of 8 MiB (128 chunks): the calibration prices
+# each phase the same way whatever its cells and bytes (the rates the run measured, times
+# what the plan moves), and four cells a path made this the procs lane's longest test
 PLAN = ["--iterations", "2000", "--warmup", "200", "--chunk", "64KiB", "--depth", "8"]
-PLAN += ["--allow-short-plan"]
+PLAN += ["--bulk-bytes", "8MiB", "--allow-short-plan"]
 PHASES = ("preflight", "pingpong", "bulk", "interference")
 
 
 def _dry(inv: Path, *extra: str) -> dict[str, Any]:
-    r = netqual_cli("run", str(inv), "--dry-run", "--json", *extra, timeout_s=120)
+    r = netqual_here("run", str(inv), "--dry-run", "--json", *extra)
     assert r.returncode == 0, r.stderr
     doc: dict[str, Any] = json.loads(r.stdout)
     return doc
 
 
 def _run(inv: Path, out: Path, *extra: str) -> dict[str, dict[str, float]]:
-    r = netqual_cli(
-        "run", str(inv), "--out", str(out), *PLAN, *extra, "--progress", "none", timeout_s=300
-    )
+    r = netqual_here("run", str(inv), "--out", str(out), *PLAN, *extra, "--progress", "none")
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
     phases: dict[str, dict[str, float]] = json.loads((out / "run.json").read_text())["phases"]
     return phases
@@ -53,7 +52,7 @@ def test_a_dry_run_calibrated_by_one_run_is_that_run_per_phase(
     inv = tmp_path / "inv.toml"
     write_inventory(inv, procs, agents.token_file)
 
-    said = netqual_cli("run", str(inv), "--dry-run", *PLAN).stdout
+    said = netqual_here("run", str(inv), "--dry-run", *PLAN).stdout
     assert "(uncalibrated: the stated model below" in " ".join(said.split())
     stated = _dry(inv, *PLAN)["estimate"]
     assert stated["calibrated_by"] == [] and "range_s" not in stated
@@ -95,10 +94,9 @@ def test_a_dry_run_calibrated_by_one_run_is_that_run_per_phase(
         assert second[phase]["estimate_s"] == pytest.approx(e, rel=0.01, abs=0.002), phase
         assert second[phase]["actual_s"] > 0
     # a run given --calibrate-from records the calibrated estimate it was made with
-    third = netqual_cli(
+    third = netqual_here(
         "run", str(inv), "--out", str(tmp_path / "c3"), *PLAN, "--progress", "none",
         "--interference-sample", "0", "--no-bulk", "--calibrate-from", str(tmp_path / "c1"),
-        timeout_s=300,
     )  # fmt: skip
     assert third.returncode == 0, third.stderr
     recorded = json.loads((tmp_path / "c3" / "results.json").read_text())["run"]["schedule"]

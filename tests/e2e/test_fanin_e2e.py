@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 from agentpool import AgentPool, new_token_file
 from cli_helpers import run_in_process
-from e2e_cli import netqual_cli
+from e2e_cli import netqual_here
 
 from netqual.base.errors import InputError
 from netqual.files.tomlfile import loads_toml
@@ -50,7 +50,7 @@ def inventory(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
 
 
 def sweep(inventory: Path, out: Path, *extra: str, plan: list[str] = SMALL) -> dict[str, Any]:
-    r = netqual_cli("run", str(inventory), "--out", str(out), *plan, *SWEEP, *extra)
+    r = netqual_here("run", str(inventory), "--out", str(out), *plan, *SWEEP, *extra)
     assert r.returncode == 0, r.stdout + r.stderr
     doc: dict[str, Any] = json.loads((out / "results.json").read_text())
     doc["_stdout"] = r.stdout
@@ -120,7 +120,7 @@ def test_plain_sweep_writes_every_level_with_its_samples_and_a_verdict(
     for readers, code in ((st["safe_up_to"], 0), (st["safe_up_to"] + 1, 1)):
         prof = tmp_path / f"gate{readers}.toml"
         prof.write_text(f'[profile]\nname = "f"\n[limits]\nmin_fanin_readers = {readers}\n')
-        g = netqual_cli("gate", str(results), "--profile", str(prof))
+        g = netqual_here("gate", str(results), "--profile", str(prof))
         assert g.returncode == code, g.stdout + g.stderr
         assert "min_fanin_readers" in g.stdout
     assert f"not safe up to {st['safe_up_to'] + 1} readers: first st:" in g.stdout
@@ -166,7 +166,7 @@ def test_a_level_the_storage_agents_sessions_cannot_serve_is_refused_before_meas
         inv = tmp_path / "inventory.toml"
         inv.write_text("\n".join(lines))
         mooncake = ["--fetch-profile", "mooncake", "--fanin-chunk", "128KiB"]
-        r = netqual_cli(
+        r = netqual_here(
             "run", str(inv), "--out", str(tmp_path / "refused"), *SMALL, *SWEEP,
             "--fanin", "1,2,3", *mooncake,
         )  # fmt: skip
@@ -271,7 +271,7 @@ def test_resume_keeps_the_journalled_levels_and_measures_only_the_rest(
     levels = [ln for ln in lines if '"record":"fanin-level"' in ln]
     assert len(levels) == 3
     jsonl.write_text("\n".join(ln for ln in lines if ln != levels[-1]) + "\n")
-    r = netqual_cli(
+    r = netqual_here(
         "run", str(inventory), "--out", str(out), *SMALL, *SWEEP, "--fanin", "1,2,3", "--resume"
     )  # fmt: skip
     assert r.returncode == 0, r.stdout + r.stderr
@@ -281,7 +281,7 @@ def test_resume_keeps_the_journalled_levels_and_measures_only_the_rest(
     assert after[2]["chunk_us"]["samples"] == 75 * after[2]["rounds"]  # measured again
     assert after[2] != before[2]
     assert sum('"record":"fanin-level"' in ln for ln in jsonl.read_text().splitlines()) == 3
-    r = netqual_cli(
+    r = netqual_here(
         "run", str(inventory), "--out", str(out), *SMALL, *SWEEP, "--fanin", "1,2", "--resume"
     )  # fmt: skip
     assert r.returncode == 2 and "different run" in r.stderr  # another sweep: not resumed

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 from agentpool import AgentPool, cli_env
-from e2e_cli import netqual_cli, write_inventory
+from e2e_cli import netqual_here, write_inventory
 from sysfs_trees import far_nic, hgx8
 
 from netqual.agent import pcisysfs
@@ -45,7 +45,7 @@ def run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
         inventory = tmp / "inventory.toml"
         write_inventory(inventory, started, tmp / "token")
         out = tmp / "out"
-        done = netqual_cli("run", str(inventory), "--out", str(out), *PLAN, timeout_s=120)
+        done = netqual_here("run", str(inventory), "--out", str(out), *PLAN)
         assert done.returncode == 0, done.stderr  # a completed run, whatever its verdicts
         (out / "stdout.txt").write_text(done.stdout)
     finally:
@@ -84,7 +84,7 @@ def test_the_run_and_the_gate_say_what_is_wrong(run_dir: Path) -> None:
     profile.write_text(
         "[profile]\nname = 'hosts'\n[limits]\nnic_affinity = true\npcie_link_full = true\n"
     )
-    gate = netqual_cli("gate", str(run_dir / "results.json"), "--profile", str(profile))
+    gate = netqual_here("gate", str(run_dir / "results.json"), "--profile", str(profile))
     assert gate.returncode == 1, gate.stderr
     assert "GATE FAILED" in gate.stdout and "(nic_affinity, pcie_link_full)" in gate.stdout
     assert "gpu02  GPU1: no NIC below a PCIe switch it shares (best mlx5_0 SYS)" in gate.stdout

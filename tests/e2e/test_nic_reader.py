@@ -10,7 +10,7 @@ import subprocess
 from pathlib import Path
 
 from agentpool import AgentPool
-from e2e_cli import netqual_cli, write_inventory
+from e2e_cli import netqual_here, write_inventory
 
 LINK_LOCAL = "fe80:0000:0000:0000:0202:c9ff:fe00:0001"
 MAPPED_V4 = "0000:0000:0000:0000:0000:ffff:c612:010a"  # ::ffff:198.18.1.10
@@ -65,7 +65,7 @@ def test_nics_and_snapshot_answers_agree_on_one_sysfs_tree(
     started = agents.start_many([("gpu01", "--sysfs-root", str(root))])
     inventory = tmp_path / "inventory.toml"
     write_inventory(inventory, started, agents.token_file)
-    r = netqual_cli("check", str(inventory), "--fleet", "--json")
+    r = netqual_here("check", str(inventory), "--fleet", "--json")
     doc = json.loads(r.stdout)
     nics = doc["nodes"][0]["nics"]
     snap = doc["fleet"]["snapshot"]["gpu01"]

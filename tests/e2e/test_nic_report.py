@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 from agentpool import AgentPool
-from e2e_cli import netqual_cli, write_inventory
+from e2e_cli import netqual_here, write_inventory
 
 from netqual.agent import nicreport
 from netqual.base.errors import BadRequestError
@@ -33,12 +33,12 @@ def test_check_nics_shows_what_each_agent_reports(agents: AgentPool, tmp_path: P
     started = agents.start_many([("gpu01",), ("gpu02",)])
     inventory = tmp_path / "inventory.toml"
     write_inventory(inventory, started, agents.token_file)
-    r = netqual_cli("check", str(inventory), "--nics")
+    r = netqual_here("check", str(inventory), "--nics")
     assert r.returncode == 0, r.stdout + r.stderr
     assert "NICs the agents report" in r.stdout
     for node in ("gpu01", "gpu02"):
         assert f"  {node} lo: 127.0.0.1" in r.stdout, r.stdout
-    doc = json.loads(netqual_cli("check", str(inventory), "--json").stdout)
+    doc = json.loads(netqual_here("check", str(inventory), "--json").stdout)
     lo = [i for i in doc["nodes"][0]["nics"]["interfaces"] if i["name"] == "lo"]
     assert lo and "127.0.0.1" in lo[0]["addresses"] and lo[0]["mtu"] == 65536
 
@@ -48,7 +48,7 @@ def test_inventory_from_hosts_fills_nics_from_the_agents(agents: AgentPool, tmp_
     hosts = tmp_path / "hosts.txt"
     hosts.write_text(f"localhost port={agent.port}\n")
     out = tmp_path / "inventory.toml"
-    r = netqual_cli(
+    r = netqual_here(
         "inventory", "from-hosts", str(hosts), "--token-file", str(agents.token_file),
         "--nics-from-agents", "--out", str(out),
     )  # fmt: skip
@@ -61,7 +61,7 @@ def test_inventory_from_hosts_fills_nics_from_the_agents(agents: AgentPool, tmp_
     for nic in nics:  # every NIC written is an interface of this host, with its address
         assert nic.address in host[nic.name] and nic.name != "lo"
     # no token, no agents asked
-    r = netqual_cli("inventory", "from-hosts", str(hosts), "--nics-from-agents")
+    r = netqual_here("inventory", "from-hosts", str(hosts), "--nics-from-agents")
     assert r.returncode == 2 and "--nics-from-agents: needs --token-file" in r.stderr
 
 

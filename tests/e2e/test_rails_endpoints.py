@@ -13,7 +13,7 @@ import json
 from pathlib import Path
 
 from agentpool import AgentPool
-from e2e_cli import netqual_cli
+from e2e_cli import netqual_here
 
 POLICY = """[policy]
 metric = "p99"
@@ -45,14 +45,14 @@ def test_a_nic_address_nobody_listens_on_is_not_measured_configuration_not_unsaf
     policy = tmp_path / "policy.toml"
     policy.write_text(POLICY)
 
-    check = netqual_cli("check", str(inventory))
+    check = netqual_here("check", str(inventory))
     assert check.returncode == 0, check.stdout + check.stderr  # every agent is fine
     text = " ".join(check.stdout.split())
     assert "NIC lo (127.0.0.23: connection refused at 127.0.0.23:" in text, check.stdout
     assert "the agent listens on 127.0.0.13 only" in text
 
     out = tmp_path / "run"
-    run = netqual_cli(
+    run = netqual_here(
         "run", str(inventory), "--rails", "same", "--out", str(out), "--iterations", "200",
         "--warmup", "20", "--no-bulk", "--allow-short-plan", "--interference-sample", "0",
         "--policy", str(policy),
@@ -71,7 +71,7 @@ def test_a_nic_address_nobody_listens_on_is_not_measured_configuration_not_unsaf
 
     # a re-test has no pre-flight: the probe's own refused connection is the configuration's
     again = tmp_path / "retest"
-    retest = netqual_cli(
+    retest = netqual_here(
         "retest", str(out), "--path", "a/lo:c/lo", "--out", str(again), "--iterations", "200"
     )
     assert retest.returncode == 0, retest.stdout[-2000:] + retest.stderr[-2000:]

@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 from agentpool import AgentPool, cli_env
-from e2e_cli import netqual_cli, write_inventory
+from e2e_cli import netqual_here, write_inventory
 from eventually import eventually
 
 # Slow enough per pair (0.15-0.4 s here: 25-75 us a round trip, the idle host the slower)
@@ -70,7 +70,7 @@ def test_sigkill_then_resume_measures_every_pair_exactly_once(
     before = [(d["src"], d["dst"]) for d in map(json.loads, lines[:-1])]
     started_at = json.loads((out / "run.json").read_text())["started_at"]
 
-    r = netqual_cli("run", str(inv), "--out", str(out), "--resume", *PLAN, timeout_s=240)
+    r = netqual_here("run", str(inv), "--out", str(out), "--resume", *PLAN)
     assert r.returncode == 0, r.stderr
     after = _pairs_of_lines(jsonl)
     assert after[: len(before)] == before, "finished pairs were measured again"
@@ -91,24 +91,24 @@ def test_resume_refuses_another_plan_unless_forced(agents: AgentPool, tmp_path: 
     out = tmp_path / "run"
     small = ["--iterations", "500", "--warmup", "10", "--no-bulk", "--allow-short-plan"]
     small += ["--interference-sample", "0"]
-    assert netqual_cli("run", str(inv), "--out", str(out), *small).returncode == 0
+    assert netqual_here("run", str(inv), "--out", str(out), *small).returncode == 0
     jsonl = out / "results.jsonl"
     kept = _lines(jsonl)[:1]
     jsonl.write_text(kept[0] + "\n")
 
     other = ["--iterations", "600", "--warmup", "10", "--no-bulk", "--allow-short-plan"]
     other += ["--interference-sample", "0"]
-    r = netqual_cli("run", str(inv), "--out", str(out), "--resume", *other)
+    r = netqual_here("run", str(inv), "--out", str(out), "--resume", *other)
     assert r.returncode == 2, r.stderr
     assert "different run" in r.stderr and "plan.iterations 500 -> 600" in r.stderr
     assert _lines(jsonl) == kept, "a refused resume must not touch the directory"
 
-    r = netqual_cli("run", str(inv), "--out", str(out), "--resume", "--force", *other)
+    r = netqual_here("run", str(inv), "--out", str(out), "--resume", "--force", *other)
     assert r.returncode == 0, r.stderr
     assert len(set(_pairs_of_lines(jsonl))) == len(_lines(jsonl)) == 3
     assert _lines(jsonl)[0] == kept[0]
 
-    r = netqual_cli("run", str(inv), "--out", str(tmp_path / "empty"), "--resume", *small)
+    r = netqual_here("run", str(inv), "--out", str(tmp_path / "empty"), "--resume", *small)
     assert r.returncode == 2 and "nothing to resume" in r.stderr
 
     # Killed after run.json and before the first record (issue 36: exit 2 "results.jsonl
@@ -117,10 +117,10 @@ def test_resume_refuses_another_plan_unless_forced(agents: AgentPool, tmp_path: 
     for name in ("results.jsonl", "results.json", "report.html"):
         (out / name).unlink()
     started_at = json.loads((out / "run.json").read_text())["started_at"]
-    r = netqual_cli("run", str(inv), "--out", str(out), "--resume", *small)
+    r = netqual_here("run", str(inv), "--out", str(out), "--resume", *small)
     assert r.returncode == 2 and "plan.iterations 600 -> 500" in r.stderr, r.stderr
     assert not jsonl.exists()
-    r = netqual_cli("run", str(inv), "--out", str(out), "--resume", *other)
+    r = netqual_here("run", str(inv), "--out", str(out), "--resume", *other)
     assert r.returncode == 0, r.stderr
     assert len(set(_pairs_of_lines(jsonl))) == len(_lines(jsonl)) == 3
     assert json.loads((out / "results.json").read_text())["run"]["started_at"] == started_at

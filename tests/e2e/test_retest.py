@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from agentpool import AgentPool
 from cli_helpers import Run, run_in_process
-from e2e_cli import netqual_cli, write_inventory
+from e2e_cli import netqual_here, write_inventory
 
 from netqual.base.units import format_us
 
@@ -25,9 +25,7 @@ def test_retest_of_marginal_paths_and_of_one_path_both_ways(
     write_inventory(inv, procs, agents.token_file)
     run1 = tmp_path / "run1"
     # A short plan on purpose: run refuses it without --allow-short-plan.
-    r = netqual_cli(
-        "run", str(inv), "--out", str(run1), *SMALL, "--allow-short-plan", timeout_s=120
-    )
+    r = netqual_here("run", str(inv), "--out", str(run1), *SMALL, "--allow-short-plan")
     assert r.returncode == 0, r.stderr
     first = json.loads((run1 / "results.json").read_text())
     # 400 samples < the policy's 10,000: no path can be offload-safe, so all three are
@@ -39,7 +37,7 @@ def test_retest_of_marginal_paths_and_of_one_path_both_ways(
     victim = tmp_path / "victim"
     victim.mkdir()
     (tmp_path / "run1-retest").symlink_to(victim, target_is_directory=True)
-    r = netqual_cli("retest", str(run1), "--token-file", str(agents.token_file), timeout_s=120)
+    r = netqual_here("retest", str(run1), "--token-file", str(agents.token_file))
     assert r.returncode == 0, r.stderr
     [new] = tmp_path.glob("run1-retest-*")
     assert re.fullmatch(r"run1-retest-\d{8}-\d{6}-[0-9a-f]{6}", new.name)
@@ -64,7 +62,7 @@ def test_retest_of_marginal_paths_and_of_one_path_both_ways(
 
     out2 = tmp_path / "one"
     args = ["retest", str(run1), "--path", "n0:n2", "--both-directions", "--iterations", "600"]
-    r = netqual_cli(*args, "--out", str(out2), timeout_s=120)
+    r = netqual_here(*args, "--out", str(out2))
     assert r.returncode == 0, r.stderr
     both = json.loads((out2 / "results.json").read_text())
     # n1 was not re-tested: its snapshot is the run's, beside n0's and n2's fresh ones
@@ -90,11 +88,11 @@ def test_retest_of_marginal_paths_and_of_one_path_both_ways(
     assert rows["n0"]["n2"] == p99[("n0", "n2")], r.stdout
     assert rows["n2"]["n0"] == p99[("n2", "n0")], r.stdout
 
-    r = netqual_cli("report", str(out2 / "results.json"))
+    r = netqual_here("report", str(out2 / "results.json"))
     assert r.returncode == 0, r.stderr
     said = f"re-test of {run1.resolve()}: before and after"
     assert "".join(said.split()) in "".join(r.stdout.split())  # unfolded, as above
-    r = netqual_cli("diff", str(run1 / "results.json"), str(out2 / "results.json"), "--json")
+    r = netqual_here("diff", str(run1 / "results.json"), str(out2 / "results.json"), "--json")
     assert r.returncode == 0, r.stderr
     d = json.loads(r.stdout)
     assert d["missing_paths"] == []  # paths not re-tested are not "missing"

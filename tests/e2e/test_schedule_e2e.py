@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 from agentpool import AgentPool, new_token_file
 from cli_helpers import Run, run_in_process
-from e2e_cli import netqual_cli
+from e2e_cli import netqual_here
 
 from netqual.results import load
 
@@ -80,7 +80,7 @@ def test_bipartite_storage_node_never_has_more_bulk_readers_than_the_cap(
 ) -> None:
     inventory = bipartite
     out = tmp_path / "capped"
-    done = netqual_cli(
+    done = netqual_here(
         "run", str(inventory), "--out", str(out), "--bulk-per-node", "2",
         "--interference-sample", "1", *SMALL,
     )  # fmt: skip
@@ -113,7 +113,7 @@ def test_bipartite_storage_node_never_has_more_bulk_readers_than_the_cap(
 def test_incast_is_a_labelled_deliberate_fan_in(bipartite: Path, tmp_path: Path) -> None:
     inventory = bipartite
     out = tmp_path / "incast"
-    done = netqual_cli(
+    done = netqual_here(
         "run", str(inventory), "--out", str(out), "--incast", "3",
         "--interference-sample", "0", *SMALL,
     )  # fmt: skip
@@ -133,7 +133,7 @@ def test_unaligned_schedule_is_kept_and_recorded(
 ) -> None:
     inventory = bipartite
     out = tmp_path / "unaligned"
-    done = netqual_cli(
+    done = netqual_here(
         "run", str(inventory), "--out", str(out), "--schedule", "unaligned",
         "--interference-sample", "0", *SMALL,
     )  # fmt: skip
@@ -176,7 +176,7 @@ def test_bulk_pairs_per_node_leaves_the_rest_pingpong_only_and_says_so(tmp_path:
         inventory = tmp_path / "inventory.toml"
         inventory.write_text("\n".join(lines))
         out = tmp_path / "run"
-        done = netqual_cli(
+        done = netqual_here(
             "run", str(inventory), "--out", str(out), "--bulk-pairs", "per-node:1",
             "--interference-sample", "0", *SMALL,
         )  # fmt: skip

@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 from agentpool import AgentPool
-from e2e_cli import netqual_cli, write_inventory
+from e2e_cli import netqual_here, write_inventory
 
 PLAN = ["--iterations", "300", "--warmup", "20", "--no-bulk"]
 
@@ -26,7 +26,7 @@ def test_short_plan_is_refused_naming_both_numbers(tmp_path: Path) -> None:
         '[[node]]\nname = "a"\naddress = "127.0.0.1"\n[[node]]\nname = "b"\naddress = "127.0.0.2"\n'
     )
     out = tmp_path / "out"
-    r = netqual_cli("run", str(inventory), "--out", str(out), *PLAN)
+    r = netqual_here("run", str(inventory), "--out", str(out), *PLAN)
     assert r.returncode == 2, r.stderr
     err = " ".join(r.stderr.split())
     assert "300 samples per path" in err and "min_samples 10,000" in err
@@ -40,7 +40,7 @@ def test_allow_short_plan_marks_every_output_preliminary(agents: AgentPool, tmp_
     write_inventory(inventory, started, agents.token_file)
     out = tmp_path / "out"
     policy = str(_policy(tmp_path))
-    r = netqual_cli(
+    r = netqual_here(
         "run", str(inventory), "--out", str(out), "--policy", policy, "--allow-short-plan", *PLAN
     )
     assert r.returncode == 0, r.stderr
@@ -66,7 +66,7 @@ def test_allow_short_plan_marks_every_output_preliminary(agents: AgentPool, tmp_
     assert "local NVMe" not in todo.split("</section>")[0]
     assert "top-of-rack" not in todo.split("</section>")[0]
 
-    g = netqual_cli("gate", str(out / "results.json"))
+    g = netqual_here("gate", str(out / "results.json"))
     assert g.returncode == 1
     assert g.stdout.startswith("warning: PRELIMINARY (300 samples per path")
     # A failing path says why it is marginal, not only its (fine) latency.

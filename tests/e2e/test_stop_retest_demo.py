@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 from agentpool import AgentPool, cli_env
-from e2e_cli import netqual_cli, write_inventory
+from e2e_cli import netqual_here, write_inventory
 from eventually import eventually
 
 SHORT = ["--iterations", "400", "--warmup", "20", "--no-bulk", "--allow-short-plan"]
@@ -57,7 +57,7 @@ def test_sigterm_stops_a_retest_that_then_resumes(agents: AgentPool, tmp_path: P
     inv = tmp_path / "inv.toml"
     write_inventory(inv, procs, agents.token_file)
     run1, out = tmp_path / "run1", tmp_path / "again"
-    r = netqual_cli("run", str(inv), "--out", str(run1), *SHORT, timeout_s=120)
+    r = netqual_here("run", str(inv), "--out", str(run1), *SHORT)
     assert r.returncode == 0, r.stderr
     # Long pairs, so the signal (within 0.1 s of the first record) lands while the second
     # one is measured: 20,000 round trips are 0.5-1.5 s here (60,000 made the test 35 s of
@@ -72,12 +72,12 @@ def test_sigterm_stops_a_retest_that_then_resumes(agents: AgentPool, tmp_path: P
     assert f"{saved} of 3 pairs saved in {out / 'results.jsonl'}" in err
     assert f"resume with netqual {' '.join(args)} --resume" in err
     junit = tmp_path / "gate.xml"
-    gate = netqual_cli("gate", str(out), "--junit", str(junit))
+    gate = netqual_here("gate", str(out), "--junit", str(junit))
     assert gate.returncode == 1, gate.stderr
     hint = f"finish the run: netqual retest {run1.resolve()} --out {out} --resume"
     assert hint in junit.read_text()
 
-    r = netqual_cli(*args, "--resume", timeout_s=240)
+    r = netqual_here(*args, "--resume")
     assert r.returncode == 0, r.stderr
     doc = json.loads((out / "results.json").read_text())
     assert doc["run"].get("complete", True) is True and doc["retest_of"] == str(run1.resolve())
@@ -105,11 +105,11 @@ def test_ctrl_c_stops_a_loopback_demo_that_says_start_again(tmp_path: Path) -> N
     assert json.loads((out / "results.json").read_text())["run"]["kind"] == "demo"
     assert json.loads((out / "run.json").read_text())["kind"] == "demo"
     # Report and gate agree: a stopped demo is started again, never resumed.
-    report = netqual_cli("report", str(out))
+    report = netqual_here("report", str(out))
     assert report.returncode == 0, report.stderr
     line = f"{3 - saved} of 3 pairs not measured: a demo does not resume, start it again"
     assert line in " ".join(report.stdout.split())
     junit = tmp_path / "gate.xml"
-    assert netqual_cli("gate", str(out), "--junit", str(junit)).returncode == 1
+    assert netqual_here("gate", str(out), "--junit", str(junit)).returncode == 1
     assert f"finish the run: netqual demo --out {out} (plus" in junit.read_text()
     assert "--resume" not in junit.read_text()

@@ -9,12 +9,12 @@ from __future__ import annotations
 import json
 import secrets
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
-from agentpool import AgentPool, cli_env
+from agentpool import AgentPool
+from e2e_cli import netqual_here
 
 from netqual.files.schema import validate
 
@@ -39,11 +39,9 @@ local_read_gbps = 10000
 
 
 def netqual(*args: str) -> subprocess.CompletedProcess[str]:
-    env = {**cli_env(), "NETQUAL_WIDTH": "100"}
-    return subprocess.run(
-        [sys.executable, "-m", "netqual", *args],
-        capture_output=True, text=True, timeout=300, env=env, check=False,
-    )  # fmt: skip
+    """The command through the CLI entry point in this process (its output and files are
+    what is checked, not its process)."""
+    return netqual_here(*args)
 
 
 @pytest.fixture(scope="module")

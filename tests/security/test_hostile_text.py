@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 from agentpool import AgentPool
 from cli_helpers import netqual, run_in_process
+from e2e_cli import netqual_here
 from eventually import eventually
 from factories import make_results, write_results
 from hostile import HOSTILE, assert_literal, hostile_named, hostile_results
@@ -195,23 +196,23 @@ def test_peer_error_text_through_run_check_report_gate(agents: AgentPool, tmp_pa
     with serving(markup_refusing_agent("gpu02")) as liar:  # type: ignore[arg-type]
         inventory = tmp_path / "inventory.toml"
         write_inventory(inventory, [("gpu01", good.port), ("gpu02", liar.port)], agents.token_file)
-        check = netqual("check", str(inventory), cwd=tmp_path)
+        check = netqual_here("check", str(inventory), cwd=tmp_path)
         assert check.returncode != 0
         assert_literal(check.stdout + check.stderr)
-        run = netqual(
+        run = netqual_here(
             "run", str(inventory), "--out", "out", "--keep-going", "--iterations", "300",
             "--warmup", "20", "--no-bulk", "--allow-short-plan", cwd=tmp_path,
         )  # fmt: skip
         assert run.returncode == 0, run.stderr  # run measures; gate judges
         assert_literal(run.stdout + run.stderr)
         assert "[/x]" in run.stdout + run.stderr
-        probe = netqual("probe", f"gpu01@127.0.0.1:{good.port}", f"gpu02@127.0.0.1:{liar.port}",
-                        cwd=tmp_path)  # fmt: skip
+        pair = (f"gpu01@127.0.0.1:{good.port}", f"gpu02@127.0.0.1:{liar.port}")
+        probe = netqual_here("probe", *pair, cwd=tmp_path)
         assert_literal(probe.stdout + probe.stderr)
     # the liar's paths are unsafe with its refusal: the gate fails, report and diff succeed
     gate = ["gate", "out", "--junit", "j.xml"]
     for args, code in ((["report", "out"], 0), (gate, 1), (["diff", "out", "out"], 0)):
-        r = netqual(*args, cwd=tmp_path)
+        r = netqual_here(*args, cwd=tmp_path)
         assert r.returncode == code, (args, r.stderr)
         assert_literal(r.stdout + r.stderr)
     ET.parse(tmp_path / "j.xml")

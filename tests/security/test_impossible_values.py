@@ -19,7 +19,8 @@ from typing import Any
 
 import pytest
 from agentpool import AgentPool, AgentProc, cli_env
-from cli_helpers import netqual, run_in_process
+from cli_helpers import run_in_process
+from e2e_cli import netqual_here
 from factories import make_results, write_results
 from peers import write_inventory
 
@@ -83,7 +84,7 @@ def test_a_liar_agents_paths_are_unsafe_and_the_run_stays_readable(
     inventory = tmp_path / "inventory.toml"
     nodes = [("gpu01", liar.port), *((a.name, a.port) for a in honest)]
     write_inventory(inventory, nodes, agents.token_file)
-    run = netqual(
+    run = netqual_here(
         "run", str(inventory), "--out", "out", "--iterations", "300", "--warmup", "20",
         "--no-bulk", "--allow-short-plan", cwd=tmp_path,
     )  # fmt: skip
@@ -104,7 +105,7 @@ def test_a_liar_agents_paths_are_unsafe_and_the_run_stays_readable(
         assert not any(IMPOSSIBLE in r for r in p.reasons)
     stdout: dict[str, str] = {}
     for args, code in ((["report", "out"], 0), (["gate", "out"], 1), (["diff", "out", "out"], 0)):
-        r = netqual(*args, cwd=tmp_path)
+        r = netqual_here(*args, cwd=tmp_path)
         assert r.returncode == code, r.stderr
         assert "Traceback" not in r.stderr
         stdout[args[0]] = r.stdout
@@ -130,7 +131,7 @@ def test_an_extreme_liar_is_refused_at_the_door_and_every_reader_reads_the_run(
     inventory = tmp_path / "inventory.toml"
     nodes = [("gpu01", liar.port), *((a.name, a.port) for a in honest)]
     write_inventory(inventory, nodes, agents.token_file)
-    run = netqual(
+    run = netqual_here(
         "run", str(inventory), "--out", "out", "--iterations", "300", "--warmup", "20",
         "--no-bulk", "--allow-short-plan", cwd=tmp_path,
     )  # fmt: skip
@@ -163,7 +164,7 @@ def test_an_extreme_liar_is_refused_at_the_door_and_every_reader_reads_the_run(
           "--warmup", "20", "--no-bulk", "--allow-short-plan"], 0),
     )  # fmt: skip
     for args, code in readers:
-        r = netqual(*args, cwd=tmp_path)
+        r = netqual_here(*args, cwd=tmp_path)
         assert r.returncode == code, (args, r.stdout, r.stderr)
         assert "Traceback" not in r.stderr and "out of range" not in r.stderr, r.stderr
 
@@ -217,11 +218,11 @@ def test_gate_judges_values_not_the_stored_verdict(tmp_path: Path) -> None:
         assert paths[0]["verdict"] == "offload-safe"
 
     _doctored(tmp_path / "results.json", edit)
-    r = netqual("gate", "results.json", cwd=tmp_path)
+    r = netqual_here("gate", "results.json", cwd=tmp_path)
     assert r.returncode == 1, r.stdout
     assert "1 unsafe path" in r.stdout
     write_results(tmp_path / "clean.json", make_results(6, all_safe=True))
-    assert netqual("gate", "clean.json", cwd=tmp_path).returncode == 0
+    assert netqual_here("gate", "clean.json", cwd=tmp_path).returncode == 0
 
 
 def test_resume_reads_a_jsonl_with_impossible_values(tmp_path: Path) -> None:

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 from agentpool import AgentPool, cli_env
 from cli_helpers import ROOT
+from e2e_cli import netqual_here
 from factories import make_results, write_results
 from peers import SHORT, write_inventory
 
@@ -87,19 +88,19 @@ def test_run_refuses_a_symlinked_out_or_results_jsonl(agents: AgentPool, tmp_pat
     real = tmp_path / "real"
     real.mkdir()
     (tmp_path / "linked").symlink_to(real)
-    r = cli("run", str(inventory), "--out", "linked", *SHORT, cwd=tmp_path)
+    r = netqual_here("run", str(inventory), "--out", "linked", *SHORT, cwd=tmp_path)
     assert r.returncode == 2, r.stderr
     assert "linked: is a symlink" in r.stderr and "Traceback" not in r.stderr
     assert list(real.iterdir()) == []
 
     out = tmp_path / "out"
-    assert cli("run", str(inventory), "--out", "out", *SHORT, cwd=tmp_path).returncode == 0
+    assert netqual_here("run", str(inventory), "--out", "out", *SHORT, cwd=tmp_path).returncode == 0
     victim = tmp_path / "victim.jsonl"
     victim.write_text("precious\n")
     (out / "results.jsonl").unlink()
     (out / "results.jsonl").symlink_to(victim)
     for extra in (["--resume"], ["--force"]):
-        r = cli("run", str(inventory), "--out", "out", *SHORT, *extra, cwd=tmp_path)
+        r = netqual_here("run", str(inventory), "--out", "out", *SHORT, *extra, cwd=tmp_path)
         assert r.returncode == 2, r.stderr
         assert "results.jsonl: is a symlink" in r.stderr
     assert victim.read_text() == "precious\n"
@@ -168,6 +169,6 @@ def test_a_run_that_runs_out_of_space_says_how_to_resume(agents: AgentPool, tmp_
     assert "then resume with netqual run" in said and said.endswith("--resume")
     assert "--out out" in said
     assert not [p for p in (tmp_path / "out").iterdir() if p.name.endswith(".tmp")]
-    again = cli("run", str(inventory), "--out", "out", *SHORT, "--resume", cwd=tmp_path)
+    again = netqual_here("run", str(inventory), "--out", "out", *SHORT, "--resume", cwd=tmp_path)
     assert again.returncode == 0, again.stderr  # the command it printed finishes the run
     assert (tmp_path / "out" / "results.json").is_file()

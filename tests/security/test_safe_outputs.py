@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 from agentpool import AgentPool, cli_env
-from e2e_cli import netqual_cli, write_inventory
+from e2e_cli import netqual_here, write_inventory
 from eventually import eventually
 
 SHORT = ["--iterations", "300", "--warmup", "20", "--no-bulk", "--allow-short-plan"]
@@ -22,15 +22,15 @@ def test_existing_out_is_refused_unless_force(agents: AgentPool, tmp_path: Path)
     inventory = tmp_path / "inventory.toml"
     write_inventory(inventory, started, agents.token_file)
     out = tmp_path / "out"
-    assert netqual_cli("run", str(inventory), "--out", str(out), *SHORT).returncode == 0
+    assert netqual_here("run", str(inventory), "--out", str(out), *SHORT).returncode == 0
     before = (out / "results.json").read_bytes()
-    again = netqual_cli("run", str(inventory), "--out", str(out), *SHORT)
+    again = netqual_here("run", str(inventory), "--out", str(out), *SHORT)
     assert again.returncode == 2, again.stderr
     assert f"{out} already holds a run (results.json, results.jsonl)" in " ".join(
         again.stderr.split()
     )
     assert (out / "results.json").read_bytes() == before
-    forced = netqual_cli("run", str(inventory), "--out", str(out), "--force", *SHORT)
+    forced = netqual_here("run", str(inventory), "--out", str(out), "--force", *SHORT)
     assert forced.returncode == 0, forced.stderr
     assert (out / "results.json").read_bytes() != before
 
@@ -39,17 +39,8 @@ def test_default_out_is_a_new_directory_per_run(agents: AgentPool, tmp_path: Pat
     started = agents.start_many([("gpu01",), ("gpu02",)])
     inventory = tmp_path / "inventory.toml"
     write_inventory(inventory, started, agents.token_file)
-    cmd = [sys.executable, "-m", "netqual", "run", str(inventory), *SHORT]
     for _ in range(2):
-        r = subprocess.run(
-            cmd,
-            cwd=tmp_path,
-            env=cli_env(),
-            capture_output=True,
-            text=True,
-            timeout=120,
-            check=False,
-        )
+        r = netqual_here("run", str(inventory), *SHORT, cwd=tmp_path)
         assert r.returncode == 0, r.stderr
     # No pause between the two: the name's random part keeps two runs started in the same
     # second (its clock part has one-second resolution) apart.
@@ -98,14 +89,14 @@ def test_ctrl_c_saves_finalises_and_says_how_to_resume(agents: AgentPool, tmp_pa
     html = (out / "report.html").read_text(encoding="utf-8")
     assert f"INCOMPLETE (run interrupted, {saved} of 3 pairs measured)" in html
 
-    r = netqual_cli("report", str(out))
+    r = netqual_here("report", str(out))
     assert r.returncode == 0, r.stderr
     assert r.stdout.startswith(f"INCOMPLETE (run interrupted, {saved} of 3 pairs measured)")
     # What a crash leaves (no results.json): report, gate and diff read results.jsonl.
     (out / "results.json").unlink()
     for args in (["report", str(jsonl)], ["report", str(out)], ["diff", str(jsonl), str(jsonl)]):
-        r = netqual_cli(*args)
+        r = netqual_here(*args)
         assert r.returncode == 0, (args, r.stderr)
-    g = netqual_cli("gate", str(jsonl))
+    g = netqual_here("gate", str(jsonl))
     assert g.returncode == 1, g.stderr  # an interrupted run fails the gate's complete rule
     assert "INCOMPLETE" in g.stdout

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import contextlib
 import io
+import logging
 import os
 import subprocess
 import sys
+import warnings
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -58,9 +60,12 @@ def _child_env() -> Iterator[None]:
 
 def netqual_here(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
     """``netqual_cli`` without the process: the `netqual` script's entry point in this
-    process, its stdout and stderr caught, exit code returned. For a command whose process
-    is not what the test checks (no signal, kill, timing, or log of that process): a child
-    costs ~0.5 s of CPU to start on this host, the command's own work is the same."""
+    process, with what a process of its own would show on stderr (warnings, log records of
+    WARNING and above, as Python prints them where nothing configured logging), exit code
+    returned; an exception main() does not turn into an exit code fails the test. For a
+    command whose process is not what the test checks (no signal, kill, timing, or log of
+    that process): a child costs ~0.5 s of CPU to start on this host, the command's own
+    work is the same."""
     from netqual.cli import main
     from netqual.files import outfiles
 
@@ -68,11 +73,23 @@ def netqual_here(*args: str, cwd: Path | None = None) -> subprocess.CompletedPro
     # (the same --out, removed and made again since) is not this command's
     outfiles._checked.clear()
     out, err = io.StringIO(), io.StringIO()
+    last_resort = logging.StreamHandler(err)  # logging.lastResort, to this stderr
+    last_resort.setLevel(logging.WARNING)
     with contextlib.ExitStack() as stack:
         stack.enter_context(_child_env())
         if cwd is not None:
             stack.enter_context(contextlib.chdir(cwd))
         stack.enter_context(contextlib.redirect_stdout(out))
         stack.enter_context(contextlib.redirect_stderr(err))
+        caught = stack.enter_context(warnings.catch_warnings(record=True))
+        warnings.simplefilter("always")
+        logging.getLogger().addHandler(last_resort)
+        stack.callback(logging.getLogger().removeHandler, last_resort)
         rc = main(list(args))
+    for w in caught:  # those Python's default filters show outside __main__
+        if not issubclass(w.category, _HIDDEN_WARNINGS):
+            err.write(warnings.formatwarning(w.message, w.category, w.filename, w.lineno))
     return subprocess.CompletedProcess(["netqual", *args], rc, out.getvalue(), err.getvalue())
+
+
+_HIDDEN_WARNINGS = (DeprecationWarning, PendingDeprecationWarning, ImportWarning, ResourceWarning)

@@ -5,12 +5,12 @@ from __future__ import annotations
 import contextlib
 import socket
 import subprocess
-import sys
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from agentpool import AgentProc, cli_env
+from agentpool import AgentProc
+from e2e_cli import netqual_here
 
 from netqual.agent.wire.handshake import PROTOCOL_VERSION
 from netqual.agent.wire.protocol import (
@@ -89,12 +89,11 @@ def write_inventory(path: Path, nodes: list[tuple[str, int]], token_file: Path) 
 
 
 def run_cli(inventory: Path, out: Path, *extra: str) -> subprocess.CompletedProcess[str]:
-    cmd = [sys.executable, "-m", "netqual", "run", str(inventory), "--out", str(out), *SMALL_CLI]
-    cmd += ["--allow-short-plan"]  # below the default policy's min_samples on purpose
-    cmd += extra
-    return subprocess.run(
-        cmd, env=cli_env(), capture_output=True, text=True, timeout=240, check=False
-    )
+    """``netqual run`` through the CLI entry point in this process (``netqual_here``):
+    what the tests check is the run's output and files, not its process."""
+    args = ["run", str(inventory), "--out", str(out), *SMALL_CLI]
+    args += ["--allow-short-plan"]  # below the default policy's min_samples on purpose
+    return netqual_here(*args, *extra)
 
 
 # A short run without bulk cells, below the policy's min_samples on purpose.

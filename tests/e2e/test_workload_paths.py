@@ -5,14 +5,13 @@ the gate rule, and `--workload` on run/probe/demo adding the chunk to the probe 
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
-from agentpool import AgentPool, cli_env
+from agentpool import AgentPool
 from cli_helpers import finished_paths, run_in_process
+from e2e_cli import netqual_here
 from factories import make_results, write_results
 from workload_oracle import estimate_fetch
 
@@ -267,11 +266,10 @@ SMALL = ["--iterations", "500", "--warmup", "50", "--chunk", "64KiB", "--depth",
 
 def test_probe_with_workload_measures_the_chunk(agents: AgentPool, tmp_path: Path) -> None:
     a, b = agents.start_many([("gpu01",), ("gpu02",)])
-    r = subprocess.run(
-        [sys.executable, "-m", "netqual", "probe", f"127.0.0.1:{a.port}", f"127.0.0.1:{b.port}",
-         "--token-file", str(agents.token_file), "--workload", str(exact_workload(tmp_path)),
-         "--json", *SMALL],
-        capture_output=True, text=True, timeout=300, env=cli_env(), check=False,
+    r = netqual_here(
+        "probe", f"127.0.0.1:{a.port}", f"127.0.0.1:{b.port}",
+        "--token-file", str(agents.token_file), "--workload", str(exact_workload(tmp_path)),
+        "--json", *SMALL,
     )  # fmt: skip
     assert r.returncode == 0, r.stderr
     path = json.loads(r.stdout)
@@ -286,10 +284,9 @@ def test_probe_with_workload_measures_the_chunk(agents: AgentPool, tmp_path: Pat
 @pytest.mark.slow
 def test_demo_with_a_preset_shows_both_verdicts_for_every_path(tmp_path: Path) -> None:
     out = tmp_path / "out"
-    r = subprocess.run(
-        [sys.executable, "-m", "netqual", "demo", "--loopback", "--agents", "3", "--out",
-         str(out), "--workload", "qwen3-coder-480b-tp8", *SMALL],
-        capture_output=True, text=True, timeout=300, env=cli_env(), check=False,
+    r = netqual_here(
+        "demo", "--loopback", "--agents", "3", "--out",
+        str(out), "--workload", "qwen3-coder-480b-tp8", *SMALL,
     )  # fmt: skip
     assert r.returncode == 0, r.stderr
     assert "What this means for Qwen/Qwen3-Coder-480B-A35B-Instruct" in r.stdout
@@ -355,10 +352,9 @@ def test_run_with_workload_writes_both_verdicts(agents: AgentPool, tmp_path: Pat
     policy = tmp_path / "policy.toml"
     policy.write_text("[policy]\nmin_samples = 500\n", encoding="utf-8")
     out = tmp_path / "out"
-    r = subprocess.run(
-        [sys.executable, "-m", "netqual", "run", str(inventory), "--out", str(out), "--policy",
-         str(policy), "--workload", str(exact_workload(tmp_path)), *SMALL],
-        capture_output=True, text=True, timeout=300, env=cli_env(), check=False,
+    r = netqual_here(
+        "run", str(inventory), "--out", str(out), "--policy",
+        str(policy), "--workload", str(exact_workload(tmp_path)), *SMALL,
     )  # fmt: skip
     assert r.returncode == 0, r.stderr
     assert "What this means for test-model" in r.stdout

@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 from agentpool import cli_env
 from cli_helpers import netqual
+from e2e_cli import netqual_here
 from factories import make_results, write_results
 from prometheus_client.openmetrics.parser import text_string_to_metric_families
 
@@ -77,14 +78,15 @@ def test_names_that_collide_after_escaping_stay_apart() -> None:
 
 # -- the server -----------------------------------------------------------------------------
 def _campaign(tmp_path: Path) -> None:
-    assert netqual("campaign", "init", "c", cwd=tmp_path).returncode == 0
+    # made in this process (the exporter, a process of its own, reads what they wrote)
+    assert netqual_here("campaign", "init", "c", cwd=tmp_path).returncode == 0
     (tmp_path / "c").chmod(0o700)
     for i in range(4):
         run = tmp_path / f"run{i}"
         run.mkdir()
         results = make_results(4, seed=i, started_at=f"2026-12-0{i + 1}T00:00:00+00:00")
         write_results(run / "results.json", results)
-    assert netqual("campaign", "add", "c", "run0", "--week", "1", cwd=tmp_path).returncode == 0
+    assert netqual_here("campaign", "add", "c", "run0", "--week", "1", cwd=tmp_path).returncode == 0
 
 
 def _serve(

@@ -10,14 +10,14 @@ import contextlib
 import json
 import socket
 import subprocess
-import sys
 import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from agentpool import AgentPool, cli_env
+from agentpool import AgentPool
+from e2e_cli import netqual_here
 from eventually import eventually
 from peers import (
     SMALL,
@@ -237,13 +237,10 @@ def test_64_slow_loris_connections_do_not_starve_a_probe(agents: AgentPool, toke
 
 def test_probe_name_at_address_checks_the_identity(agents: AgentPool) -> None:
     a, b = agents.start_many([("gpu01",), ("gpu02",)])
-    base = [sys.executable, "-m", "netqual", "probe", "--token-file", str(agents.token_file)]
+    base = ["probe", "--token-file", str(agents.token_file)]
 
     def probe(src: str, dst: str) -> subprocess.CompletedProcess[str]:
-        cmd = [*base, src, dst, *SMALL_CLI, "--json"]
-        return subprocess.run(
-            cmd, env=cli_env(), capture_output=True, text=True, timeout=120, check=False
-        )
+        return netqual_here(*base, src, dst, *SMALL_CLI, "--json")
 
     good = probe(f"gpu01@127.0.0.1:{a.port}", f"gpu02@127.0.0.1:{b.port}")
     assert good.returncode == 0, good.stderr

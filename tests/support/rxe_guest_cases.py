@@ -10,8 +10,8 @@ Python under TCG needs 20-60 s (minutes on a loaded host) to import netqual, so 
 script imports ``netqual.cli`` once and forks every netqual process from itself: each
 child runs ``netqual.cli.main(argv)`` (what ``python -m netqual`` runs) with its own
 stdout/stderr files, CPU affinity and, for the agent without RDMA, its own mount
-namespace. The bench is run the same way; the responder agent it starts is a fresh
-interpreter (hence ``NETQUAL_AGENT_START_S``).
+namespace. The bench is run the same way, and so are the responder agents it starts
+(``start_forked_agent``); the engine's workers are fresh interpreters.
 
 Usage (in the guest): python tests/support/rxe_guest_cases.py OUT_DIR
 """
@@ -26,6 +26,7 @@ import os
 import re
 import runpy
 import secrets
+import select
 import signal
 import subprocess
 import sys
@@ -46,6 +47,10 @@ CLONE_NEWNS = 0x00020000
 # least 32 chunks (min_reads: the 1 MiB cells 32 MiB, the 64 KiB cells 128 reads), over
 # real verbs, with every read checked against the session key.
 BULK = ("--bulk-bytes", "8MiB")
+# The cases with one 64 KiB cell that only need reads to happen over real verbs (the MTU
+# case's at path MTU 512; the engine's cells next to the probe's): the fewest a cell takes,
+# 32 chunks (min_reads), 2 MiB, where 8 MiB read 128.
+ONE_CELL = ("--chunk", "64KiB", "--depth", "1", "--bulk-bytes", "2MiB")
 # The default plan's ping-pong (10,000 kept + 1,000 warm-up) and depths (1, 8), with the
 # 64 KiB and 1 MiB chunks only (the default's 8 MiB cells would read 32 x 8 MiB each) and
 # BULK: 80 MiB in all. --timeout: the 120 s default is for real networks (600 s is the most
@@ -138,6 +143,7 @@ class Proc:
         script: Path | None = None,
         cpu: int | None = None,
         no_rdma: bool = False,
+        forked_agents: bool = False,
     ) -> None:
         self.case, self.argv = case, ([str(script)] if script else ["netqual"]) + argv
         self.stdout, self.stderr = out / f"{case}.stdout", out / f"{case}.stderr"
@@ -164,6 +170,10 @@ class Proc:
                 os.sched_setaffinity(0, {cpu})
             if no_rdma:
                 _hide_rdma()
+            if forked_agents:
+                from netqual.run import localagents
+
+                localagents.start_agent = start_forked_agent  # type: ignore[assignment]
             sys.argv = list(self.argv)
             if script:
                 runpy.run_path(str(script), run_name="__main__")
@@ -217,6 +227,92 @@ class Proc:
         }
 
 
+class ForkedAgent:
+    """An agent forked from this process: what the bench and ``localagents.stop_agents``
+    use of the ``subprocess.Popen`` that ``localagents.start_agent`` returns."""
+
+    def __init__(self, pid: int, stdout: io.TextIOWrapper) -> None:
+        self.pid, self.stdout = pid, stdout
+        self.returncode: int | None = None
+
+    def poll(self) -> int | None:
+        if self.returncode is None:
+            pid, status = os.waitpid(self.pid, os.WNOHANG)
+            if pid:
+                self.returncode = os.waitstatus_to_exitcode(status)
+        return self.returncode
+
+    def send_signal(self, sig: int) -> None:
+        if self.poll() is None:
+            os.kill(self.pid, sig)
+
+    def terminate(self) -> None:
+        self.send_signal(signal.SIGTERM)
+
+    def kill(self) -> None:
+        self.send_signal(signal.SIGKILL)
+
+    def wait(self, timeout: float | None = None) -> int:
+        end = None if timeout is None else time.monotonic() + timeout
+        while (rc := self.poll()) is None:
+            if end is not None and time.monotonic() > end:
+                raise subprocess.TimeoutExpired(f"agent {self.pid}", timeout or 0.0)
+            time.sleep(0.05)
+        return rc
+
+
+def start_forked_agent(
+    name: str,
+    token_file: Path,
+    host: str = "127.0.0.1",
+    timeout_s: float | None = None,
+    extra_args: tuple[str, ...] = (),
+    netns: str | None = None,
+) -> tuple[ForkedAgent, int]:
+    """``localagents.start_agent`` for the bench in this guest: the same ``netqual agent``
+    command line (``cli.main``, with the environment the bench set for it: its device, and
+    ``NETQUAL_RDMA_LOOP`` for the Python loop on both ends), forked from this process that
+    has imported netqual instead of a fresh interpreter: each of the bench's two responders
+    spent ~20 s of the guest's CPU importing netqual under TCG before it listened."""
+    from netqual.run.localagents import _READY
+
+    assert netns is None, "the guest has one network namespace"
+    argv = ["agent", "--listen", f"{host}:0", "--name", name, "--token-file", str(token_file)]
+    read, write = os.pipe()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    pid = os.fork()
+    if pid == 0:
+        code = 70
+        try:
+            os.close(read)
+            os.dup2(write, 1)
+            os.dup2(os.open(os.devnull, os.O_WRONLY), 2)
+            from netqual.cli import main as cli_main
+
+            code = cli_main([*argv, *extra_args])
+        except SystemExit as done:
+            code = done.code if isinstance(done.code, int) else 1
+        except BaseException:
+            traceback.print_exc()
+        finally:
+            sys.stdout.flush()
+            os._exit(code)
+    os.close(write)
+    proc = ForkedAgent(pid, io.TextIOWrapper(io.FileIO(read, "r"), encoding="utf-8"))
+    end = time.monotonic() + (timeout_s or START_S)
+    while (left := end - time.monotonic()) > 0:
+        ready, _, _ = select.select([proc.stdout], [], [], left)
+        line = proc.stdout.readline() if ready else ""
+        if not line:
+            break
+        if m := _READY.search(line):
+            return proc, int(m.group(2))
+    proc.kill()
+    proc.wait()
+    raise RuntimeError(f"agent {name} did not start within {timeout_s or START_S:g} s")
+
+
 def sh(*cmd: str) -> str:
     return subprocess.run(cmd, capture_output=True, text=True, check=False).stdout
 
@@ -251,8 +347,12 @@ class Cases:
         script: Path | None = None,
         cpu: int | None = None,
         no_rdma: bool = False,
+        forked_agents: bool = False,
     ) -> Proc:
-        return Proc(self.out, case, argv, script=script, cpu=cpu, no_rdma=no_rdma)
+        return Proc(
+            self.out, case, argv, script=script, cpu=cpu, no_rdma=no_rdma,
+            forked_agents=forked_agents,
+        )  # fmt: skip
 
     def start_agent(self, spec: AgentSpec) -> None:
         argv = ["agent", "--listen", spec.endpoint, "--name", spec.name]
@@ -343,12 +443,49 @@ def fanin_case(token_file: Path) -> dict[str, object]:
     return {**out, "steps_s": steps, "elapsed_s": round(time.monotonic() - t0, 1)}
 
 
+# The commands the cases run: their modules are the one slow import, done once here and
+# shared by every fork (the other ten, duckdb's campaign store and the labs among them, no
+# case runs).
+COMMANDS = ("agent", "doctor", "probe", "run")
+# What more than one forked process imported on its own after the fork, under TCG seconds
+# each: the agents' request handlers (rxeA, rxeB, railA and railB answer the pre-flight and
+# probes; the doctor reads the same), the RDMA transport and pyverbs (doctor, four agents,
+# the forged-echo script), and the codec a socket's host name goes through (every agent
+# and probe). Importing pyverbs opens no device: the agent without RDMA still finds none in
+# its own mount namespace.
+PRELOAD = (
+    "encodings.idna",
+    "netqual.agent.doctor",
+    "netqual.agent.engine_serve",
+    "netqual.agent.fleet_snapshot",
+    "netqual.agent.nicreport",
+    "netqual.agent.pcisysfs",
+    "netqual.agent.probe_request",
+    "netqual.agent.reach",
+    "netqual.codec.hostpath",
+    "netqual.transports.rdma.transport",
+)
+
+
+def preload() -> None:
+    import importlib
+
+    from netqual.transports.rdma import verbs
+
+    for name in PRELOAD:
+        importlib.import_module(name)
+    with contextlib.suppress(Exception):  # without pyverbs each process says so itself
+        verbs.load()
+
+
 def main() -> int:
     t0 = time.monotonic()
     from netqual.cli import main as cli_main
     from netqual.cli import register
 
-    register()  # every command module: the one slow import, done once and shared by forks
+    for command in COMMANDS:
+        register([command])
+    preload()
     # ... and what each command line builds before it runs: the click command tree and
     # typer's parameter conversion (pydantic, imported on the first parse). A child built
     # and imported them again: about 4 s of every forked netqual process under TCG (a
@@ -384,8 +521,8 @@ def main() -> int:
         # 3b'. Mooncake's Transfer Engine over the same verbs (docs/engines.md): required
         # to use RDMA, with each agent's own --rdma-device as its device filter.
         engine = cases.probe(
-            "engine_mooncake", A, B, *small, "--chunk", "64KiB", "--depth", "1", *BULK,
-            "--timeout", "600", "--engine", "mooncake", "--engine-require", "rdma", "--json",
+            "engine_mooncake", A, B, *small, *ONE_CELL, "--timeout", "600",
+            "--engine", "mooncake", "--engine-require", "rdma", "--json",
         )  # fmt: skip
         cases.save("engine_mooncake", engine.record(START_S + PROBE_S))
         # 3c. forged and replayed echoes against the session-key check, both loops.
@@ -410,14 +547,17 @@ def main() -> int:
              "--check-timeout", "300"],
         )  # fmt: skip
         cases.save("rails", rails.record(PROBE_S))
-        # 4. perftest and netqual side by side on rxe0 (loopback; a fresh responder agent).
+        # 4. perftest and netqual side by side on rxe0 (loopback; a responder agent for each
+        # loop, forked: start_forked_agent).
         bench_argv = ["--iterations", str(BENCH_ITERATIONS)]
-        bench = cases.run("bench", bench_argv, script=REPO / "bench" / "rdma_vs_perftest")
+        bench = cases.run(
+            "bench", bench_argv, script=REPO / "bench" / "rdma_vs_perftest", forked_agents=True
+        )
         cases.save("bench", bench.record(START_S + PROBE_S))
         # 5. rxe1's netdev MTU lowered: the path MTU must follow the lower end.
         sh("ip", "link", "set", "nqb", "mtu", str(LOW_MTU))
         mtus = {"rxe0": active_mtu("rxe0"), "rxe1": active_mtu("rxe1")}
-        mtu = cases.probe("mtu", A, B, *small, "--chunk", "64KiB", "--depth", "1", *BULK, "--json")
+        mtu = cases.probe("mtu", A, B, *small, *ONE_CELL, "--json")
         cases.save("mtu", mtu.record(PROBE_S, active_mtu_bytes=mtus))
         # 6. the responder dies mid-probe: a ping-pong far longer than the test runs.
         before = received_packets("rxe1")

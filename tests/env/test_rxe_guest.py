@@ -234,7 +234,7 @@ def test_two_devices_per_node_give_per_rail_rdma_paths(guest: GuestResults) -> N
     ], _shown(record)
     for p, (mine, peer) in zip(paths, (("rxe0", "rxe1"), ("rxe2", "rxe3")), strict=True):
         assert p["transport"] == "rdma" and p["error"] is None, p
-        assert p["rtt_us"]["samples"] == 2000
+        assert p["rtt_us"]["samples"] == 200  # rxe_guest_cases: small (what ran, not how fast)
         assert p["details"]["device"] == mine and p["details"]["peer"]["device"] == peer, p
     assert "by rail" in record["stdout"]
 
@@ -326,11 +326,11 @@ def test_forged_and_replayed_echoes_fail_the_key_check_on_real_verbs(
     loops = ["python"] if isinstance(hotloop.library(), str) else ["compiled", "python"]
     for loop in loops:
         honest = got[f"honest/{loop}"]
-        assert honest["ok"] and honest["samples"] == 400, honest
+        assert honest["ok"] and honest["samples"] == 100, honest
         assert honest["bulk_errors"] == [None], honest  # the keyed bulk bytes arrived
         assert str(honest["loop"]).startswith(loop), honest
         blank = got[f"blank-bulk/{loop}"]
-        assert blank["ok"] and blank["samples"] == 400, blank  # its ping-pong is honest
+        assert blank["ok"] and blank["samples"] == 100, blank  # its ping-pong is honest
         [cell] = blank["bulk_errors"]
         assert str(cell).startswith("measurement integrity check failed: 2 of 2 bulk reads"), blank
         assert "did not carry rxeF's session-key tag" in str(cell), blank

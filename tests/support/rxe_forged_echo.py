@@ -31,9 +31,11 @@ from netqual.transports.rdma.hotloop import LOOP_ENV
 from netqual.transports.rdma.transport import RdmaTransport
 
 HOST, PORT = "198.18.0.2", 18605
-# One small bulk cell: the honest responder's keyed bulk bytes pass over real READs.
+# One small bulk cell: the honest responder's keyed bulk bytes pass over real READs. 100
+# round trips: a forged or replayed reply fails the first check, and an honest run keeps
+# every one (eight probes, 400 each spun both vCPUs for 10-30 s under TCG).
 PLAN = ProbePlan(
-    iterations=400, warmup=40, size_bytes=64, chunks_bytes=(64 * 1024,), depths=(2,),
+    iterations=100, warmup=10, size_bytes=64, chunks_bytes=(64 * 1024,), depths=(2,),
     bulk_bytes=64 * 1024 * 8, min_reads=8, timeout_s=300,
 )  # fmt: skip
 

@@ -56,7 +56,10 @@ ONE_CELL = ("--chunk", "64KiB", "--depth", "1", "--bulk-bytes", "2MiB")
 # BULK: 80 MiB in all. --timeout: the 120 s default is for real networks (600 s is the most
 # an agent accepts by default).
 DEFAULT_PLAN = ("--chunk", "64KiB", "--chunk", "1MiB", *BULK, "--timeout", "600")
-BENCH_ITERATIONS = 2000
+# The bench's round trips per tool: its table side by side and both netqual loops on real
+# QPs is what the test checks, never a figure (one round under TCG says nothing about
+# speed: docs/performance.md). 2,000 took 30-50 s of spinning at load 12-15.
+BENCH_ITERATIONS = 500
 # rxe1 packets in before the responder is killed: past the killed probe's 100 warm-up
 # round trips (one packet in each), well into its measured ones
 KILLED_WARMUP = 100

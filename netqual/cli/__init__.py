@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import importlib
+import os
 import sys
 from collections.abc import Sequence
 from typing import Any
@@ -87,6 +88,12 @@ def _command(registered: int) -> Any:
 
 
 def main(argv: list[str] | None = None) -> int:
+    # numpy's OpenBLAS starts a thread per further core when numpy is imported, and that
+    # thread spins for ~0.1 s before it sleeps: in an agent (a real-time task in the lab)
+    # ~0.12 s of CPU taken from the round trips being timed, in every process. netqual
+    # does no linear algebra that threads would speed up. Set before any command's module
+    # imports numpy; children (engine workers) inherit it; a value already set is kept.
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     register(sys.argv[1:] if argv is None else argv)
     command = _command(len(app.registered_commands) + len(app.registered_groups))
     try:

@@ -138,3 +138,36 @@ def test_an_agent_told_its_rdma_device_loads_the_rdma_transport_before_it_listen
         )
         got[device] = json.loads(r.stdout)
     assert got == {"rxe0": [["netqual.transports.rdma.transport"], True], "": [[], False]}
+
+
+_THREADS = (
+    "import os, sys\n"
+    "from netqual.cli import main\n"
+    "rc = main(sys.argv[1:])\n"
+    "import numpy\n"
+    "blas = os.environ.get('OPENBLAS_NUM_THREADS', '-')\n"
+    "print('@@threads', len(os.listdir('/proc/self/task')), blas)\n"
+    "raise SystemExit(rc)\n"
+)
+
+
+def _threads(blas: str | None) -> list[str]:
+    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
+    env.update({"NETQUAL_WIDTH": "100", "PYTHONPATH": str(ROOT)})
+    if blas is not None:
+        env["OPENBLAS_NUM_THREADS"] = blas
+    r = subprocess.run(
+        [sys.executable, "-c", _THREADS, "report", "--help"],
+        env=env, capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    return r.stdout.rpartition("@@threads ")[2].split()
+
+
+def test_numpys_blas_starts_no_thread_in_a_netqual_process() -> None:
+    """A command that imports numpy holds one thread: OpenBLAS's pool (one more thread per
+    further core, spinning ~0.1 s after start: ~0.12 s of CPU per real-time lab agent)
+    is never started. A user's own OPENBLAS_NUM_THREADS is kept."""
+    assert _threads(None) == ["1", "1"]
+    if (os.cpu_count() or 1) > 1:
+        assert _threads("2")[1] == "2" and int(_threads("2")[0]) > 1

@@ -133,6 +133,10 @@ def test_guest_ran_every_case(guest: GuestResults) -> None:
     print(f"guest: {guest.run.elapsed_s:.0f} s wall; in the guest {total}; agents {agents}")
     assert not guest.run.timed_out, guest.run.console_tail()
     assert guest.run.exit_code == 0, guest.run.console_tail()
+    # the guest's clock was measured against its RTC before the cases ran, and was right
+    # (or the guest was booted again: netqual.vm.qemu.boot)
+    assert guest.run.clock_rate is not None, guest.run.console_tail()
+    print(f"guest clock: {guest.run.clock_rate:.3f} s per s, {guest.run.boots} boot(s)")
     assert sorted(agents["ready_s"]) == sorted(agents["wanted"])
 
 

@@ -15,6 +15,7 @@ from rich.text import Text
 from netqual.base.errors import EXIT_RUNTIME, EXIT_USAGE, NetqualError, RunStopped
 from netqual.cli.app import app, err_console
 from netqual.cli.helpstyle import polish
+from netqual.files.outfiles import forget_checked
 
 # Importing a command module registers its commands on ``app``. This order is the order of
 # `netqual --help` (command groups last).
@@ -94,6 +95,7 @@ def main(argv: list[str] | None = None) -> int:
     # does no linear algebra that threads would speed up. Set before any command's module
     # imports numpy; children (engine workers) inherit it; a value already set is kept.
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+    forget_checked()  # each command checks its own run directories (files.outfiles)
     register(sys.argv[1:] if argv is None else argv)
     command = _command(len(app.registered_commands) + len(app.registered_groups))
     try:

@@ -53,6 +53,14 @@ _DIRECTORY = getattr(os, "O_DIRECTORY", 0)
 _checked: dict[str, tuple[int, int]] = {}
 
 
+def forget_checked() -> None:
+    """A new command starts knowing no run directory: one an earlier command of this
+    process checked (the same --out, removed and made again since) is not this one's.
+    ``cli.main`` calls it, so a command run in-process (tests, a library caller) checks
+    its run directories as a process of its own does."""
+    _checked.clear()
+
+
 def _problem(err: OSError) -> str:
     return err.strerror or str(err)
 

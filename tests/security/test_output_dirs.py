@@ -27,6 +27,7 @@ from peers import SHORT, write_inventory
 
 from netqual.base.errors import OutputError
 from netqual.files.outfiles import (
+    forget_checked,
     make_out_dir,
     new_run_dir,
     open_append,
@@ -81,6 +82,12 @@ def test_a_run_directory_replaced_by_another_of_ours_is_refused(tmp_path: Path) 
     with pytest.raises(OutputError, match="another directory"):
         make_out_dir(run)  # checking it again does not adopt the impostor
     assert list(run.iterdir()) == []
+    # a later command (cli.main forgets what the last one checked) checks it afresh, as a
+    # process of its own would: the same --out, removed and made again, is its own
+    forget_checked()
+    make_out_dir(run)
+    write_text_atomic(run / "results.json", "{}")
+    assert [p.name for p in run.iterdir()] == ["results.json"]
 
 
 def test_a_swap_during_the_write_does_not_redirect_the_file(tmp_path: Path) -> None:

@@ -66,12 +66,8 @@ def netqual_here(*args: str, cwd: Path | None = None) -> subprocess.CompletedPro
     command whose process is not what the test checks (no signal, kill, timing, or log of
     that process): a child costs ~0.5 s of CPU to start on this host, the command's own
     work is the same."""
-    from netqual.cli import main
-    from netqual.files import outfiles
+    from netqual.cli import main  # main starts knowing no run directory, as a process does
 
-    # a new process knows no run directory yet: one checked by an earlier command here
-    # (the same --out, removed and made again since) is not this command's
-    outfiles._checked.clear()
     out, err = io.StringIO(), io.StringIO()
     last_resort = logging.StreamHandler(err)  # logging.lastResort, to this stderr
     last_resort.setLevel(logging.WARNING)
